@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Builds the real Kubernetes API server, etcd and helm from the Go module proxy, once, into a cache
+# outside the repository keyed by version. Rebuilds only what is missing. Prints the cache folder's
+# bin path on its last line of stdout.
+set -euo pipefail
+
+KUBE_VERSION="${GC_KUBE_VERSION:-v1.37.2}"
+ETCD_VERSION="${GC_ETCD_VERSION:-v3.6.16}"
+HELM_VERSION="${GC_HELM_VERSION:-v3.22.0}"
+CACHE="${GC_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gc-testbed}"
+BIN="$CACHE/bin"
+mkdir -p "$BIN"
+
+log() { echo "testbed-build: $*" >&2; }
+
+# A wrapper module that requires $1@$2 and pins every `=> ./staging/...` replace of its go.mod to
+# the matching published version, so `go build` accepts a module that requires v0.0.0 staging deps.
+wrapper() {
+  local module=$1 version=$2 dir=$3 staging_version=$4
+  mkdir -p "$dir"
+  local modfile
+  modfile=$(cd "$dir" && GOFLAGS=-mod=mod GO111MODULE=on go mod download -json "$module@$version" \
+    | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    echo "module gc-testbed-wrapper"
+    echo
+    sed -n 's/^go \(.*\)$/go \1/p' "$modfile" | head -1
+    echo
+    echo "require $module $version"
+    echo
+    echo "replace ("
+    # Staging replaces (kubernetes) become published versions.
+    sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#\t\1 => \1 '"$staging_version"'#p' "$modfile"
+    # Other replaces with a version (etcd's own) are copied as they are; local paths are dropped.
+    awk '/^replace \(/{r=1;next} r&&/^\)/{r=0} r' "$modfile" | grep -v '=> \./' | grep -v '=> \.\./' || true
+    grep -E '^replace [^(]' "$modfile" | grep -v '=> \.' | sed 's/^replace /\t/' || true
+    echo ")"
+  } > "$dir/go.mod"
+}
+
+build_kube() {
+  local out="$BIN/kube-apiserver-$KUBE_VERSION"
+  [ -x "$out" ] && return 0
+  log "building kube-apiserver $KUBE_VERSION (first time only; this takes many minutes)"
+  local dir="$CACHE/src/kubernetes-$KUBE_VERSION"
+  wrapper k8s.io/kubernetes "$KUBE_VERSION" "$dir" "v0.${KUBE_VERSION#v1.}"
+  (cd "$dir" && go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" \
+   && CGO_ENABLED=0 go build -o "$out.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
+  mv "$out.tmp" "$out"
+  log "built $out"
+}
+
+build_etcd() {
+  local out="$BIN/etcd-$ETCD_VERSION"
+  [ -x "$out" ] && return 0
+  log "building etcd $ETCD_VERSION (first time only)"
+  local dir="$CACHE/src/etcd-$ETCD_VERSION"
+  mkdir -p "$dir"
+  # go.etcd.io/etcd/server/v3 is a library; the etcd binary is its `etcdmain` package's main in
+  # go.etcd.io/etcd/v3 (module root). Build the server's main from a two-line wrapper.
+  cat > "$dir/go.mod" <<MOD
+module gc-testbed-etcd
+
+go 1.24
+
+require go.etcd.io/etcd/server/v3 $ETCD_VERSION
+MOD
+  cat > "$dir/main.go" <<GO
+// Command etcd starts an etcd server; the same entry point as the upstream binary.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  (cd "$dir" && GOFLAGS=-mod=mod go mod tidy >/dev/null && CGO_ENABLED=0 go build -o "$out.tmp" .)
+  mv "$out.tmp" "$out"
+  log "built $out"
+}
+
+build_helm() {
+  local out="$BIN/helm-$HELM_VERSION"
+  [ -x "$out" ] && return 0
+  log "building helm $HELM_VERSION (first time only)"
+  local gobin="$CACHE/src/helm-$HELM_VERSION"
+  mkdir -p "$gobin"
+  GOBIN="$gobin" CGO_ENABLED=0 go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  mv "$gobin/helm" "$out"
+  log "built $out"
+}
+
+what=${1:-all}
+case "$what" in
+  kube) build_kube ;;
+  etcd) build_etcd ;;
+  helm) build_helm ;;
+  all) build_etcd; build_helm; build_kube ;;
+  *) echo "usage: $0 [all|kube|etcd|helm]" >&2; exit 2 ;;
+esac
+ln -sf "kube-apiserver-$KUBE_VERSION" "$BIN/kube-apiserver" 2>/dev/null || true
+ln -sf "etcd-$ETCD_VERSION" "$BIN/etcd" 2>/dev/null || true
+ln -sf "helm-$HELM_VERSION" "$BIN/helm" 2>/dev/null || true
+echo "$BIN"
