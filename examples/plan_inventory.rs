@@ -1,0 +1,2 @@
+//! Plans a failed-Pod inventory in-process with the library, as a Rust service would.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Embedding examples; see the `[[example]]` targets.

@@ -1,0 +1,2 @@
+//! `gc-cli`: plan, apply and run the collectors.
+fn main() {}

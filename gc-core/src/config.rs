@@ -1,0 +1,217 @@
+//! The failed-Pod collector's inputs, validated exactly as the reference flow's first task does.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The default label that opts a Pod in to collection.
+pub const DEFAULT_COLLECT_LABEL: &str = "diagnostics.example.com/collect";
+/// The default finalizer that pins a Pod's identity while it is archived and removed.
+pub const DEFAULT_PIN_FINALIZER: &str = "diagnostics.example.com/collector";
+/// Namespaces the collector never works in.
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
+/// The failed-Pod collector's inputs as given, before validation. Numbers are wide and signed so
+/// that an out-of-range value reaches validation and is named there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodInputs {
+    /// Identifies the cluster in ledger keys, receipts and archive names.
+    pub cluster_id: String,
+    /// The one namespace the collector looks at.
+    pub namespace: String,
+    /// Minimum hold after complete container termination or first observed Failed status.
+    pub retention_seconds: i64,
+    /// At most this many Pods are targeted per run.
+    pub max_pods: i64,
+    /// The plan fails when the inventory holds more Pods than this.
+    pub max_inventory: i64,
+    /// The plan fails when a target's archive would be larger than this.
+    pub max_archive_bytes: i64,
+    /// Label whose value `"true"` opts a Pod in.
+    pub collect_label: String,
+    /// The pin finalizer's name.
+    pub pin_finalizer: String,
+}
+
+impl Default for PodInputs {
+    fn default() -> Self {
+        Self {
+            cluster_id: "primary".into(),
+            namespace: "default".into(),
+            retention_seconds: 86_400,
+            max_pods: 5,
+            max_inventory: 1_000,
+            max_archive_bytes: 262_144,
+            collect_label: DEFAULT_COLLECT_LABEL.into(),
+            pin_finalizer: DEFAULT_PIN_FINALIZER.into(),
+        }
+    }
+}
+
+/// Inputs that passed [`PodInputs::validate`]; the only form the planner accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodConfig {
+    /// See [`PodInputs::cluster_id`].
+    pub cluster_id: String,
+    /// See [`PodInputs::namespace`].
+    pub namespace: String,
+    /// See [`PodInputs::retention_seconds`].
+    pub retention_seconds: u32,
+    /// See [`PodInputs::max_pods`].
+    pub max_pods: usize,
+    /// See [`PodInputs::max_inventory`].
+    pub max_inventory: usize,
+    /// See [`PodInputs::max_archive_bytes`].
+    pub max_archive_bytes: usize,
+    /// See [`PodInputs::collect_label`].
+    pub collect_label: String,
+    /// See [`PodInputs::pin_finalizer`].
+    pub pin_finalizer: String,
+}
+
+/// An input outside what the collector accepts. The message names the input.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum InputError {
+    /// `input` has `value`, which breaks `rule`.
+    #[error("invalid {input} {value:?}: {rule}")]
+    Invalid {
+        /// The input's name as the user knows it (`cluster_id`, `max_pods`, ...).
+        input: &'static str,
+        /// The value given.
+        value: String,
+        /// What the value must be.
+        rule: &'static str,
+    },
+}
+
+fn invalid(input: &'static str, value: impl ToString, rule: &'static str) -> InputError {
+    InputError::Invalid { input, value: value.to_string(), rule }
+}
+
+fn in_range(input: &'static str, v: i64, lo: i64, hi: i64, rule: &'static str) -> Result<(), InputError> {
+    if (lo..=hi).contains(&v) { Ok(()) } else { Err(invalid(input, v, rule)) }
+}
+
+/// `[a-z0-9][a-z0-9-]{0,39}`
+fn is_cluster_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    (1..=40).contains(&b.len())
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// A DNS-1123 label: `[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?`
+pub fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    (1..=63).contains(&b.len())
+        && alnum(&b[0])
+        && alnum(&b[b.len() - 1])
+        && b.iter().all(|c| alnum(c) || *c == b'-')
+}
+
+/// A Kubernetes qualified name with an optional DNS-subdomain prefix, as label keys and
+/// finalizer names are.
+fn is_qualified_name(s: &str) -> bool {
+    let (prefix, name) = match s.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty() && p.len() <= 253 && p.split('.').all(is_dns_label)
+    });
+    let b = name.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_alphanumeric();
+    prefix_ok
+        && (1..=63).contains(&b.len())
+        && alnum(&b[0])
+        && alnum(&b[b.len() - 1])
+        && b.iter().all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
+}
+
+impl PodInputs {
+    /// Checks every input, in the reference flow's order, and returns the planner's config.
+    ///
+    /// # Errors
+    /// The first input that breaks its rule, named: `cluster_id` (`[a-z0-9][a-z0-9-]{0,39}`),
+    /// `namespace` (a DNS label, not a system namespace), `retention_seconds` (1..=31536000),
+    /// `max_pods` (1..=50), `max_inventory` (`max_pods`..=10000), `max_archive_bytes`
+    /// (1024..=1048576), and the collect label and pin finalizer names (qualified names).
+    pub fn validate(&self) -> Result<PodConfig, InputError> {
+        if !is_cluster_id(&self.cluster_id) {
+            return Err(invalid("cluster_id", &self.cluster_id, "must match [a-z0-9][a-z0-9-]{0,39}"));
+        }
+        if !is_dns_label(&self.namespace) {
+            return Err(invalid("namespace", &self.namespace, "must be a DNS label of at most 63 characters"));
+        }
+        if SYSTEM_NAMESPACES.contains(&self.namespace.as_str()) {
+            return Err(invalid("namespace", &self.namespace, "system namespace refused"));
+        }
+        in_range("retention_seconds", self.retention_seconds, 1, 31_536_000, "must be between 1 and 31536000")?;
+        in_range("max_pods", self.max_pods, 1, 50, "must be between 1 and 50")?;
+        in_range("max_inventory", self.max_inventory, self.max_pods, 10_000, "must be between max_pods and 10000")?;
+        in_range("max_archive_bytes", self.max_archive_bytes, 1024, 1_048_576, "must be between 1024 and 1048576")?;
+        if !is_qualified_name(&self.collect_label) {
+            return Err(invalid("collect_label", &self.collect_label, "must be a label key"));
+        }
+        if !is_qualified_name(&self.pin_finalizer) || !self.pin_finalizer.contains('/') {
+            return Err(invalid("pin_finalizer", &self.pin_finalizer, "must be a domain-qualified finalizer name"));
+        }
+        let n = |v: i64| usize::try_from(v).unwrap_or(0);
+        Ok(PodConfig {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            retention_seconds: u32::try_from(self.retention_seconds).unwrap_or(0),
+            max_pods: n(self.max_pods),
+            max_inventory: n(self.max_inventory),
+            max_archive_bytes: n(self.max_archive_bytes),
+            collect_label: self.collect_label.clone(),
+            pin_finalizer: self.pin_finalizer.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(edit: impl FnOnce(&mut PodInputs), expect: Option<&str>) {
+        let mut inputs = PodInputs::default();
+        edit(&mut inputs);
+        let got = inputs.validate().err().map(|e| e.to_string());
+        assert_eq!(got.as_deref(), expect);
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        check(|_| {}, None);
+    }
+
+    #[test]
+    fn each_rule_names_its_input() {
+        check(|i| i.cluster_id = "Primary".into(), Some(r#"invalid cluster_id "Primary": must match [a-z0-9][a-z0-9-]{0,39}"#));
+        check(|i| i.cluster_id = "-a".into(), Some(r#"invalid cluster_id "-a": must match [a-z0-9][a-z0-9-]{0,39}"#));
+        check(|i| i.cluster_id = "a".repeat(40), None);
+        check(|i| i.cluster_id = "a".repeat(41), Some(&format!("invalid cluster_id {:?}: must match [a-z0-9][a-z0-9-]{{0,39}}", "a".repeat(41))));
+        check(|i| i.cluster_id = "a-".into(), None);
+        check(|i| i.namespace = "ns-".into(), Some(r#"invalid namespace "ns-": must be a DNS label of at most 63 characters"#));
+        check(|i| i.namespace = "x".repeat(63), None);
+        check(|i| i.namespace = "x".repeat(64), Some(&format!("invalid namespace {:?}: must be a DNS label of at most 63 characters", "x".repeat(64))));
+        check(|i| i.namespace = "kube-system".into(), Some(r#"invalid namespace "kube-system": system namespace refused"#));
+        check(|i| i.namespace = "kube-node-lease".into(), Some(r#"invalid namespace "kube-node-lease": system namespace refused"#));
+        check(|i| i.retention_seconds = 0, Some(r#"invalid retention_seconds "0": must be between 1 and 31536000"#));
+        check(|i| i.retention_seconds = 31_536_000, None);
+        check(|i| i.retention_seconds = 31_536_001, Some(r#"invalid retention_seconds "31536001": must be between 1 and 31536000"#));
+        check(|i| i.max_pods = 51, Some(r#"invalid max_pods "51": must be between 1 and 50"#));
+        check(|i| i.max_pods = 0, Some(r#"invalid max_pods "0": must be between 1 and 50"#));
+        check(|i| { i.max_pods = 10; i.max_inventory = 9 }, Some(r#"invalid max_inventory "9": must be between max_pods and 10000"#));
+        check(|i| { i.max_pods = 10; i.max_inventory = 10 }, None);
+        check(|i| i.max_inventory = 10_001, Some(r#"invalid max_inventory "10001": must be between max_pods and 10000"#));
+        check(|i| i.max_archive_bytes = 1023, Some(r#"invalid max_archive_bytes "1023": must be between 1024 and 1048576"#));
+        check(|i| i.max_archive_bytes = 1_048_577, Some(r#"invalid max_archive_bytes "1048577": must be between 1024 and 1048576"#));
+        check(|i| i.collect_label = "bad label".into(), Some(r#"invalid collect_label "bad label": must be a label key"#));
+        check(|i| i.pin_finalizer = "nodomain".into(), Some(r#"invalid pin_finalizer "nodomain": must be a domain-qualified finalizer name"#));
+        check(|i| i.collect_label = "example.com/gc".into(), None);
+    }
+}

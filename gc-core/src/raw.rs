@@ -1,0 +1,169 @@
+//! Lazy reads of borrowed JSON text with Python's notion of truthiness and `in`.
+//!
+//! The planner keeps each Pod as raw JSON text and decodes only the fields a rule reaches, in the
+//! order the reference flow reaches them, so that odd data fails the plan exactly where the flow
+//! would fail and is ignored exactly where the flow would ignore it.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// A JSON value's text, borrowed from the inventory.
+pub type Raw<'a> = &'a RawValue;
+
+/// Deserializes a present field as its raw text, keeping `null` as `Some("null")` so that
+/// "present but null" and "absent" stay distinct.
+pub(crate) fn keep<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Raw<'de>>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The JSON type of a raw value, from its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `null`
+    Null,
+    /// `true` / `false`
+    Bool,
+    /// a number
+    Number,
+    /// a string
+    String,
+    /// an array
+    Array,
+    /// an object
+    Object,
+}
+
+/// The JSON type of `raw`.
+pub fn kind(raw: Raw<'_>) -> Kind {
+    match raw.get().as_bytes().first() {
+        Some(b'n') => Kind::Null,
+        Some(b't' | b'f') => Kind::Bool,
+        Some(b'"') => Kind::String,
+        Some(b'[') => Kind::Array,
+        Some(b'{') => Kind::Object,
+        _ => Kind::Number,
+    }
+}
+
+/// Python's `bool(value)`: false for `null`, `false`, `0`, `""`, `[]` and `{}`.
+pub fn truthy(raw: Raw<'_>) -> bool {
+    let text = raw.get();
+    match kind(raw) {
+        Kind::Null => false,
+        Kind::Bool => text == "true",
+        Kind::Number => text.parse::<f64>().is_ok_and(|n| n != 0.0),
+        Kind::String => text.len() > 2,
+        Kind::Array | Kind::Object => !text[1..].trim_start().starts_with([']', '}']),
+    }
+}
+
+/// The decoded text when `raw` is a string.
+pub fn as_str<'a>(raw: Raw<'a>) -> Option<Cow<'a, str>> {
+    if kind(raw) != Kind::String {
+        return None;
+    }
+    serde_json::from_str::<Cow<'a, str>>(raw.get()).ok()
+}
+
+/// Whether `raw` is the string `want`.
+pub fn is_str(raw: Option<Raw<'_>>, want: &str) -> bool {
+    raw.and_then(as_str).is_some_and(|s| s == want)
+}
+
+/// The value of `key` in the object `raw` (the last one when a key repeats, as Python reads it),
+/// or `Err(())` when `raw` is not an object.
+pub fn get<'a>(raw: Raw<'a>, key: &str) -> Result<Option<Raw<'a>>, ()> {
+    if kind(raw) != Kind::Object {
+        return Err(());
+    }
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    FindKey(key).deserialize(&mut de).map_err(|_| ())
+}
+
+/// Finds one key of an object while skimming the rest.
+pub(crate) struct FindKey<'k>(pub(crate) &'k str);
+
+impl<'de> DeserializeSeed<'de> for FindKey<'_> {
+    type Value = Option<Raw<'de>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FindKey<'_> {
+    type Value = Option<Raw<'de>>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == self.0 {
+                found = Some(map.next_value::<&RawValue>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// The elements of the array `raw`, or `Err(())` when it is not an array.
+pub fn items(raw: Raw<'_>) -> Result<Vec<Raw<'_>>, ()> {
+    if kind(raw) != Kind::Array {
+        return Err(());
+    }
+    serde_json::from_str(raw.get()).map_err(|_| ())
+}
+
+/// Python's `needle in container` for a container read from JSON, `None` where Python raises
+/// `TypeError` (a number or `true`). `null`/falsy containers are the caller's business.
+pub fn contains(raw: Raw<'_>, needle: &str) -> Option<bool> {
+    match kind(raw) {
+        Kind::Object => get(raw, needle).ok().map(|v| v.is_some()),
+        Kind::Array => items(raw).ok().map(|xs| xs.iter().any(|x| is_str(Some(x), needle))),
+        Kind::String => as_str(raw).map(|s| s.contains(needle)),
+        Kind::Null | Kind::Bool | Kind::Number => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> &RawValue {
+        serde_json::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn truthiness_matches_python() {
+        for (text, want) in [
+            ("null", false), ("false", false), ("true", true), ("0", false), ("0.0", false),
+            ("-0", false), ("1e-9", true), ("\"\"", false), ("\"x\"", true), ("[]", false),
+            ("[ ]", false), ("[0]", true), ("{}", false), ("{ \n}", false), ("{\"a\":1}", true),
+        ] {
+            assert_eq!(truthy(raw(text)), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn get_takes_the_last_duplicate_and_decodes_escaped_keys() {
+        let r = raw(r#"{"a":1,"\u0061":2,"b":{"c":3}}"#);
+        assert_eq!(get(r, "a").unwrap().unwrap().get(), "2");
+        assert!(get(r, "z").unwrap().is_none());
+        assert!(get(raw("[1]"), "a").is_err());
+    }
+
+    #[test]
+    fn contains_matches_python_in() {
+        assert_eq!(contains(raw(r#"{"running":{}}"#), "running"), Some(true));
+        assert_eq!(contains(raw(r#"["running"]"#), "running"), Some(true));
+        assert_eq!(contains(raw(r#""xrunningx""#), "running"), Some(true));
+        assert_eq!(contains(raw(r#""x""#), "running"), Some(false));
+        assert_eq!(contains(raw("5"), "running"), None);
+    }
+}

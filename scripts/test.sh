@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: builds (once, cached) the real kube-apiserver, etcd and helm, makes sure a
+# PostgreSQL server runs on loopback, then runs every test of the workspace against them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GC_TESTBED_BIN=$(scripts/testbed-build.sh all | tail -n 1)
+export GC_TESTBED_BIN
+if [ -x scripts/postgres.sh ]; then
+  GC_TEST_DATABASE_URL=$(scripts/postgres.sh | tail -n 1)
+  export GC_TEST_DATABASE_URL
+fi
+cargo test --workspace --all-targets "$@"
