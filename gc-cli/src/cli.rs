@@ -1,0 +1,127 @@
+//! The command line, as clap types that convert into the library's plain config structs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use gc_core::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
+use gc_core::PodInputs;
+
+use crate::Failure;
+
+/// A Kubernetes garbage collector that never deletes the wrong thing.
+#[derive(Debug, Parser)]
+#[command(name = "gc-cli", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Plan a run: what would be collected, held or deferred, and why. Changes nothing.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum PlanCommand {
+    /// Plan the failed-Pod diagnostics collector over a Pod inventory.
+    Pods(PlanPods),
+}
+
+/// Output formats of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// For people: one row per targeted, held or deferred Pod, and the counts.
+    Table,
+    /// The whole plan, every Pod's decision and reason.
+    Json,
+    /// One line `::{"outputs":{...}}::` as a Kestra script task emits it.
+    Kestra,
+}
+
+/// Inputs of the failed-Pod collector, with the reference flow's defaults.
+#[derive(Debug, Args)]
+pub(crate) struct PodInputArgs {
+    /// Identifies the cluster in ledger keys, receipts and archive names.
+    #[arg(long, default_value = "primary", value_name = "ID")]
+    cluster_id: String,
+    /// The one namespace to collect in.
+    #[arg(long, short = 'n', default_value = "default")]
+    namespace: String,
+    /// Minimum hold after complete container termination or first observed Failed status.
+    #[arg(long, default_value_t = 86_400, value_name = "SECONDS", allow_negative_numbers = true)]
+    retention_seconds: i64,
+    /// At most this many Pods are targeted per run (1..=50).
+    #[arg(long, default_value_t = 5, value_name = "N", allow_negative_numbers = true)]
+    max_pods: i64,
+    /// The plan fails when the inventory holds more Pods (max-pods..=10000).
+    #[arg(long, default_value_t = 1_000, value_name = "N", allow_negative_numbers = true)]
+    max_inventory: i64,
+    /// The plan fails when a target's archive would be larger (1024..=1048576).
+    #[arg(long, default_value_t = 262_144, value_name = "BYTES", allow_negative_numbers = true)]
+    max_archive_bytes: i64,
+    /// Label whose value "true" opts a Pod in.
+    #[arg(long, default_value = DEFAULT_COLLECT_LABEL, value_name = "KEY")]
+    collect_label: String,
+    /// Finalizer that pins a Pod while it is archived and removed.
+    #[arg(long, default_value = DEFAULT_PIN_FINALIZER, value_name = "NAME")]
+    pin_finalizer: String,
+}
+
+impl PodInputArgs {
+    pub(crate) fn inputs(&self) -> PodInputs {
+        PodInputs {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            retention_seconds: self.retention_seconds,
+            max_pods: self.max_pods,
+            max_inventory: self.max_inventory,
+            max_archive_bytes: self.max_archive_bytes,
+            collect_label: self.collect_label.clone(),
+            pin_finalizer: self.pin_finalizer.clone(),
+        }
+    }
+}
+
+/// `gc-cli plan pods`
+#[derive(Debug, Args)]
+pub(crate) struct PlanPods {
+    /// Pod inventory: `kubectl get pods -o json` output, or the Kestra flow's
+    /// `{size, metadataItems, statusItems}`; `-` reads standard input.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) inventory: PathBuf,
+    /// Previous observation ledger, `{uid: {first, name}}`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ledger: Option<PathBuf>,
+    /// Where to write the new observation ledger.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ledger_out: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) pod: PodInputArgs,
+    /// The instant to plan for (RFC 3339); default now.
+    #[arg(long, value_name = "RFC3339")]
+    pub(crate) now: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
+    pub(crate) format: Format,
+}
+
+impl Cli {
+    pub(crate) fn run(self) -> Result<(), Failure> {
+        match self.command {
+            Command::Plan(PlanCommand::Pods(args)) => crate::plan_pods::run(&args),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,76 @@
+//! `gc-cli plan pods`: the failed-Pod plan over an inventory file.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use anyhow::Context;
+use gc_core::{inventory, plan_pods, PreviousLedger};
+
+use crate::cli::PlanPods;
+use crate::{output, Failure};
+
+fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
+    let mut bytes = Vec::new();
+    let read = if path == Path::new("-") {
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+    } else {
+        std::fs::File::open(path).and_then(|mut f| {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            bytes.reserve_exact(usize::try_from(len).unwrap_or(0));
+            f.read_to_end(&mut bytes).map(|_| ())
+        })
+    };
+    read.with_context(|| format!("cannot read {what} {}", path.display())).map_err(Failure::usage)?;
+    Ok(bytes)
+}
+
+/// The instant to plan for: `--now` or the clock, as float seconds like Python's `time.time()`.
+pub(crate) fn now(arg: Option<&str>) -> Result<f64, Failure> {
+    let at = match arg {
+        Some(text) => time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+            .with_context(|| format!("invalid --now {text:?}: expected an RFC 3339 timestamp"))
+            .map_err(Failure::usage)?,
+        None => time::OffsetDateTime::now_utc(),
+    };
+    let micros = at.unix_timestamp_nanos() / 1_000;
+    #[allow(clippy::cast_precision_loss)]
+    Ok(micros as f64 / 1e6)
+}
+
+/// Writes `text` to `path` atomically (a temporary file renamed over it).
+pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+pub(crate) fn run(args: &PlanPods) -> Result<(), Failure> {
+    let cfg = args.pod.inputs().validate().map_err(Failure::usage)?;
+    let now = now(args.now.as_deref())?;
+    let previous = match &args.ledger {
+        Some(path) => {
+            let bytes = read_input(path, "ledger")?;
+            PreviousLedger::parse(&bytes)
+                .with_context(|| format!("ledger {}", path.display()))
+                .map_err(Failure::plan)?
+        }
+        None => PreviousLedger::default(),
+    };
+    let bytes = read_input(&args.inventory, "inventory")?;
+    let pods = inventory::parse(&bytes)
+        .with_context(|| format!("inventory {}", args.inventory.display()))
+        .map_err(Failure::plan)?;
+    let plan = plan_pods(&pods, &previous, &cfg, now)
+        .with_context(|| format!("inventory {}", args.inventory.display()))
+        .map_err(Failure::plan)?;
+    drop(pods);
+    drop(bytes);
+    if let Some(path) = &args.ledger_out {
+        write_file(path, &plan.ledger.to_json())?;
+    }
+    let mut out = std::io::stdout().lock();
+    output::write_plan(&mut out, &plan, &cfg, args.format).context("cannot write the plan")?;
+    Ok(())
+}
