@@ -4,7 +4,8 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use gc_core::{inventory, plan_pods, PreviousLedger};
+use gc_core::inventory::{Inventory, Reader};
+use gc_core::{plan_pods, PodConfig, PreviousLedger, Rules};
 
 use crate::cli::PlanPods;
 use crate::{output, Failure};
@@ -22,6 +23,35 @@ fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
     };
     read.with_context(|| format!("cannot read {what} {}", path.display())).map_err(Failure::usage)?;
     Ok(bytes)
+}
+
+/// Streams an inventory file through the reader, a chunk at a time: only one Pod's text is held.
+fn read_inventory(path: &Path, cfg: &PodConfig) -> Result<Inventory, Failure> {
+    let rules = Rules { namespace: &cfg.namespace, collect_label: &cfg.collect_label, pin: &cfg.pin_finalizer };
+    // One more than the ceiling is kept, so the ceiling error can name the count.
+    let mut reader = Reader::new(rules, cfg.max_inventory + 1);
+    let mut source: Box<dyn Read> = if path == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(
+            std::fs::File::open(path)
+                .with_context(|| format!("cannot read inventory {}", path.display()))
+                .map_err(Failure::usage)?,
+        )
+    };
+    let mut chunk = vec![0u8; 256 * 1024];
+    let context = || format!("inventory {}", path.display());
+    loop {
+        let n = source
+            .read(&mut chunk)
+            .with_context(|| format!("cannot read inventory {}", path.display()))
+            .map_err(Failure::usage)?;
+        if n == 0 {
+            break;
+        }
+        reader.feed(&chunk[..n]).with_context(context).map_err(Failure::plan)?;
+    }
+    reader.finish().with_context(context).map_err(Failure::plan)
 }
 
 /// The instant to plan for: `--now` or the clock, as float seconds like Python's `time.time()`.
@@ -58,15 +88,11 @@ pub(crate) fn run(args: &PlanPods) -> Result<(), Failure> {
         }
         None => PreviousLedger::default(),
     };
-    let bytes = read_input(&args.inventory, "inventory")?;
-    let pods = inventory::parse(&bytes)
+    let inventory = read_inventory(&args.inventory, &cfg)?;
+    let plan = plan_pods(&inventory, &previous, &cfg, now)
         .with_context(|| format!("inventory {}", args.inventory.display()))
         .map_err(Failure::plan)?;
-    let plan = plan_pods(&pods, &previous, &cfg, now)
-        .with_context(|| format!("inventory {}", args.inventory.display()))
-        .map_err(Failure::plan)?;
-    drop(pods);
-    drop(bytes);
+    drop(inventory);
     if let Some(path) = &args.ledger_out {
         write_file(path, &plan.ledger.to_json())?;
     }

@@ -1,18 +1,17 @@
-//! Pod inventories as files: `kubectl get pods -o json` output and the reference flow's shape.
+//! Pod inventories as streams: `kubectl get pods -o json` output and the reference flow's shape.
 //!
-//! Both are read without building a JSON tree: each Pod's `metadata` and `status` stay borrowed
-//! text ([`PodRecord`]) that the rules decode field by field. The flow's shape is
+//! [`Reader`] takes the text in chunks of any size ([`Reader::feed`]) and turns each Pod into
+//! [`PodFacts`] as soon as its last byte arrives; the JSON itself is dropped, so memory holds one
+//! Pod's text at a time plus the facts. Both shapes are accepted: the flow's
 //! `{"size": N, "metadataItems": [meta...], "statusItems": [{"status": ...}...]}`, paired by
-//! position; a `PodList` is `{"items": [{"metadata": ..., "status": ...}...]}`.
+//! position (in either key order), and a list `{"items": [{"metadata": ..., "status": ...}...]}`.
+//! Top-level values other than those are skipped without being kept.
 
-use std::fmt;
-
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use thiserror::Error;
 
-use crate::pod::PodRecord;
-use crate::raw::{self, keep, Raw};
+use crate::pod::{BadField, MetaFacts, PodFacts, Rules, StatusFacts};
+use crate::raw::Raw;
+use crate::skim::{self, member, Member};
 
 /// An inventory that cannot be read as either shape.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -25,150 +24,314 @@ pub enum InventoryError {
     Incomplete(&'static str),
 }
 
-/// A list, or any other JSON value (skimmed and dropped).
-enum MaybeList<T> {
-    List(Vec<T>),
+fn malformed(what: impl Into<String>) -> InventoryError {
+    InventoryError::Malformed(what.into())
+}
+
+/// The top-level keys the reader looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Size,
+    MetadataItems,
+    StatusItems,
+    Items,
     Other,
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for MaybeList<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(MaybeListVisitor(std::marker::PhantomData))
-    }
-}
-
-struct MaybeListVisitor<T>(std::marker::PhantomData<T>);
-
-macro_rules! other {
-    ($($name:ident: $t:ty),*) => {$(
-        fn $name<E: serde::de::Error>(self, _: $t) -> Result<Self::Value, E> { Ok(Self::Value::other()) }
-    )*};
-}
-
-trait Other {
-    fn other() -> Self;
-}
-
-impl<T> Other for MaybeList<T> {
-    fn other() -> Self {
-        Self::Other
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for MaybeListVisitor<T> {
-    type Value = MaybeList<T>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
+impl Key {
+    fn from_text(text: &str) -> Self {
+        match text {
+            "size" => Self::Size,
+            "metadataItems" => Self::MetadataItems,
+            "statusItems" => Self::StatusItems,
+            "items" => Self::Items,
+            _ => Self::Other,
         }
-        Ok(MaybeList::List(items))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(MaybeList::Other)
-    }
-    other!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(MaybeList::Other)
+    fn is_list(self) -> bool {
+        matches!(self, Self::MetadataItems | Self::StatusItems | Self::Items)
     }
 }
 
-/// One element of `statusItems`: its `status` when it is an object; `Err` where the flow's
-/// `s.get('status')` would raise.
-struct StatusItem<'a>(Result<Option<Raw<'a>>, ()>);
+/// Where the reader is in the top-level object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    Start,
+    KeyOrEnd,
+    Key,
+    Colon(Key),
+    Value(Key),
+    /// Inside a list value: before an element or the closing bracket.
+    Element(Key),
+    /// Inside a list value, after a comma: before an element.
+    NextElement(Key),
+    AfterElement(Key),
+    AfterValue,
+    End,
+}
 
-impl<'de: 'a, 'a> Deserialize<'de> for StatusItem<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StatusItemVisitor(std::marker::PhantomData))
+/// A list read so far: facts, or only a count once past the ceiling.
+#[derive(Debug)]
+struct List<T> {
+    present: bool,
+    not_a_list: bool,
+    items: Vec<T>,
+    count: usize,
+}
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        Self { present: false, not_a_list: false, items: Vec::new(), count: 0 }
     }
 }
 
-struct StatusItemVisitor<'a>(std::marker::PhantomData<&'a ()>);
+impl<T> List<T> {
+    fn restart(&mut self, is_list: bool) {
+        *self = Self { present: true, not_a_list: !is_list, items: Vec::new(), count: 0 };
+    }
 
-impl Other for StatusItem<'_> {
-    fn other() -> Self {
-        StatusItem(Err(()))
+    /// Counts one element, keeping what `read` makes of it while under `keep_at_most`.
+    fn add(&mut self, keep_at_most: usize, read: impl FnOnce() -> Result<T, InventoryError>) -> Result<(), InventoryError> {
+        if self.count < keep_at_most {
+            self.items.push(read()?);
+        }
+        self.count += 1;
+        Ok(())
     }
 }
 
-impl<'de: 'a, 'a> Visitor<'de> for StatusItemVisitor<'a> {
-    type Value = StatusItem<'a>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
+/// A streaming inventory reader. Feed it the text, then [`Reader::finish`].
+#[derive(Debug)]
+pub struct Reader<'c> {
+    rules: Rules<'c>,
+    keep_at_most: usize,
+    /// Text not yet consumed: at most the value being read and the chunk that holds its end.
+    buf: Vec<u8>,
+    /// Do not try again before the buffer is this long (an incomplete value is not re-read for
+    /// every small chunk).
+    retry_at: usize,
+    at: At,
+    size_is_zero: bool,
+    metas: List<Result<MetaFacts, BadField>>,
+    statuses: List<Result<StatusFacts, ()>>,
+    pods: List<PodFacts>,
+}
+
+/// What a step over the text did.
+enum Step {
+    /// Consumed up to here.
+    Next(usize),
+    /// The value starting here needs more text.
+    NeedMore(usize),
+}
+
+impl<'c> Reader<'c> {
+    /// A reader applying `rules`, keeping facts for at most `keep_at_most` Pods (those past it are
+    /// only counted, so an inventory over its ceiling costs no memory).
+    pub fn new(rules: Rules<'c>, keep_at_most: usize) -> Self {
+        Self {
+            rules,
+            keep_at_most,
+            buf: Vec::new(),
+            retry_at: 0,
+            at: At::Start,
+            size_is_zero: false,
+            metas: List::default(),
+            statuses: List::default(),
+            pods: List::default(),
+        }
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        raw::FindKey("status").visit_map(map).map(|s| StatusItem(Ok(s)))
+
+    /// Takes the next chunk of the inventory's text.
+    ///
+    /// # Errors
+    /// [`InventoryError::Malformed`] as soon as the text cannot be an inventory.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), InventoryError> {
+        self.buf.extend_from_slice(chunk);
+        if self.buf.len() >= self.retry_at {
+            self.consume()?;
+        }
+        Ok(())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(StatusItem(Err(())))
+
+    /// Reads every complete value in the buffer and keeps the rest.
+    fn consume(&mut self) -> Result<(), InventoryError> {
+        let buf = std::mem::take(&mut self.buf);
+        // A chunk may end inside a multi-byte character: read up to it.
+        let text = match std::str::from_utf8(&buf) {
+            Ok(text) => text,
+            Err(e) if e.error_len().is_none() => {
+                std::str::from_utf8(&buf[..e.valid_up_to()]).map_err(|e| malformed(e.to_string()))?
+            }
+            Err(e) => return Err(malformed(e.to_string())),
+        };
+        let mut members = Vec::new();
+        let mut pos = 0;
+        let kept = loop {
+            match self.step(text, pos, &mut members)? {
+                Step::Next(next) => pos = next,
+                Step::NeedMore(from) => break from,
+            }
+        };
+        self.buf = buf;
+        self.buf.drain(..kept);
+        self.retry_at = self.buf.len() * 2;
+        Ok(())
     }
-    other!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(StatusItem(Err(())))
+
+    /// One step of the top-level state machine from `pos`.
+    fn step<'t>(&mut self, text: &'t str, pos: usize, members: &mut Vec<Member<'t>>) -> Result<Step, InventoryError> {
+        let b = text.as_bytes();
+        let Some(i) = b[pos..].iter().position(|b| !b.is_ascii_whitespace()).map(|i| pos + i) else {
+            return Ok(Step::NeedMore(b.len()));
+        };
+        self.at = match (self.at, b[i]) {
+            (At::Start, b'{') => At::KeyOrEnd,
+            (At::Start, _) => return Err(malformed("expected a JSON object")),
+            (At::KeyOrEnd | At::AfterValue, b'}') => At::End,
+            (At::Colon(k), b':') => At::Value(k),
+            (At::Value(k), b'[') if k.is_list() => {
+                self.list_restart(k, true);
+                At::Element(k)
+            }
+            (At::Element(_) | At::AfterElement(_), b']') => At::AfterValue,
+            (At::AfterElement(k), b',') => At::NextElement(k),
+            (At::AfterValue, b',') => At::Key,
+            (At::KeyOrEnd | At::Key, b'"') | (At::Value(_) | At::Element(_) | At::NextElement(_), _) => {
+                return match skim::skim_prefix(&text[i..], members) {
+                    Ok((end, len)) => {
+                        self.value(&text[i..i + end], members, len)?;
+                        Ok(Step::Next(i + end))
+                    }
+                    Err(None) => Ok(Step::NeedMore(i)),
+                    Err(Some(e)) => Err(malformed(format!("not JSON at byte {} of a value: {}", e.at, e.what))),
+                };
+            }
+            (at, c) => return Err(malformed(format!("unexpected {:?} ({at:?})", char::from(c)))),
+        };
+        Ok(Step::Next(i + 1))
+    }
+
+    fn list_restart(&mut self, key: Key, is_list: bool) {
+        match key {
+            Key::MetadataItems => self.metas.restart(is_list),
+            Key::StatusItems => self.statuses.restart(is_list),
+            Key::Items => self.pods.restart(is_list),
+            Key::Size | Key::Other => {}
+        }
+    }
+
+    /// A complete value in the current position, already skimmed into `members`.
+    fn value(&mut self, text: &str, members: &[Member<'_>], len: usize) -> Result<(), InventoryError> {
+        self.at = match self.at {
+            At::KeyOrEnd | At::Key => {
+                let key: String = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
+                At::Colon(Key::from_text(&key))
+            }
+            At::Value(key) => {
+                if key == Key::Size {
+                    // `payload.get('size') == 0`, which `0.0` and `false` also satisfy.
+                    self.size_is_zero = text.parse::<f64>().is_ok_and(|n| n == 0.0) || text == "false";
+                }
+                self.list_restart(key, false);
+                At::AfterValue
+            }
+            At::Element(key) | At::NextElement(key) => {
+                let (rules, keep_at_most) = (self.rules, self.keep_at_most);
+                match key {
+                    Key::MetadataItems => self.metas.add(keep_at_most, || {
+                        Ok(MetaFacts::from_members(text, members, None, len, rules))
+                    })?,
+                    // `s.get('status')`: the element must be an object.
+                    Key::StatusItems => self.statuses.add(keep_at_most, || {
+                        Ok(text.starts_with('{').then(|| status_facts(members, None)).ok_or(()))
+                    })?,
+                    Key::Items => self.pods.add(keep_at_most, || {
+                        let (i, m) = member(members, None, "metadata")
+                            .ok_or_else(|| malformed("an element of items has no metadata"))?;
+                        let meta = MetaFacts::from_members(m.value, members, Some(i), m.canonical_len, rules);
+                        Ok(PodFacts { meta, status: status_facts(members, None) })
+                    })?,
+                    Key::Size | Key::Other => {}
+                }
+                At::AfterElement(key)
+            }
+            at => return Err(malformed(format!("unexpected value ({at:?})"))),
+        };
+        Ok(())
+    }
+
+    /// Ends the text and pairs what was read.
+    ///
+    /// # Errors
+    /// [`InventoryError::Malformed`] for truncated text, a `statusItems` element that is not an
+    /// object; [`InventoryError::Incomplete`] for the flow's shape with missing or unequal lists.
+    pub fn finish(mut self) -> Result<Inventory, InventoryError> {
+        self.consume()?;
+        if self.at != At::End {
+            return Err(malformed("truncated: the top-level object is not closed"));
+        }
+        if self.size_is_zero {
+            return Ok(Inventory { pods: Vec::new(), count: 0 });
+        }
+        if !self.metas.present && !self.statuses.present && self.pods.present {
+            if self.pods.not_a_list {
+                return Err(malformed("items is not a list"));
+            }
+            return Ok(Inventory { count: self.pods.count, pods: self.pods.items });
+        }
+        if !self.metas.present || !self.statuses.present || self.metas.not_a_list || self.statuses.not_a_list {
+            return Err(InventoryError::Incomplete("metadataItems and statusItems must both be lists"));
+        }
+        if self.metas.count != self.statuses.count {
+            return Err(InventoryError::Incomplete("metadataItems and statusItems differ in length"));
+        }
+        let pods = self
+            .metas
+            .items
+            .into_iter()
+            .zip(self.statuses.items)
+            .enumerate()
+            .map(|(i, (meta, status))| match status {
+                Ok(status) => Ok(PodFacts { meta, status }),
+                Err(()) => Err(malformed(format!("statusItems[{i}] is not an object"))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Inventory { pods, count: self.metas.count })
     }
 }
 
-#[derive(Deserialize)]
-struct PodItem<'a> {
-    #[serde(borrow)]
-    metadata: Raw<'a>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    status: Option<Raw<'a>>,
+/// A read inventory: the Pods' facts in order, and how many Pods it held.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inventory {
+    /// Facts of the first Pods, up to the reader's limit.
+    pub pods: Vec<PodFacts>,
+    /// How many Pods the inventory held (more than `pods.len()` past the limit).
+    pub count: usize,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Envelope<'a> {
-    #[serde(borrow, default, deserialize_with = "keep")]
-    size: Option<Raw<'a>>,
-    #[serde(borrow = "'a", default)]
-    metadata_items: Option<MaybeList<Raw<'a>>>,
-    #[serde(borrow = "'a", default)]
-    status_items: Option<MaybeList<StatusItem<'a>>>,
-    #[serde(borrow = "'a", default)]
-    items: Option<MaybeList<PodItem<'a>>>,
-}
-
-/// Reads an inventory in either shape, borrowing every Pod from `bytes`.
+/// Reads a whole inventory held in memory.
 ///
 /// # Errors
-/// [`InventoryError::Malformed`] for text that is not JSON or not an object, a `PodList` item
-/// without `metadata`, or a `statusItems` element that is not an object;
-/// [`InventoryError::Incomplete`] for the flow's shape with missing or unequal lists.
-pub fn parse(bytes: &[u8]) -> Result<Vec<PodRecord<'_>>, InventoryError> {
-    let env: Envelope<'_> =
-        serde_json::from_slice(bytes).map_err(|e| InventoryError::Malformed(e.to_string()))?;
-    // `payload.get('size') == 0` (also `0.0` and `false`, which Python counts as equal to 0).
-    if env.size.is_some_and(|s| s.get().parse::<f64>().is_ok_and(|n| n == 0.0) || s.get() == "false") {
-        return Ok(Vec::new());
+/// As [`Reader::feed`] and [`Reader::finish`].
+pub fn read(bytes: &[u8], rules: Rules<'_>, keep_at_most: usize) -> Result<Inventory, InventoryError> {
+    let mut reader = Reader::new(rules, keep_at_most);
+    reader.feed(bytes)?;
+    reader.finish()
+}
+
+/// The facts of the `status` member under `parent`.
+fn status_facts(members: &[Member<'_>], parent: Option<usize>) -> StatusFacts {
+    match member(members, parent, "status") {
+        Some((i, m)) => StatusFacts::from_members(Some(m.value), members, Some(i), m.canonical_len),
+        None => StatusFacts::from_members(None, members, None, 0),
     }
-    if env.metadata_items.is_none() && env.status_items.is_none() {
-        if let Some(items) = env.items {
-            let MaybeList::List(items) = items else {
-                return Err(InventoryError::Malformed("items is not a list".into()));
-            };
-            return Ok(items.into_iter().map(|i| PodRecord { metadata: i.metadata, status: i.status }).collect());
-        }
-    }
-    let (Some(MaybeList::List(metas)), Some(MaybeList::List(statuses))) = (env.metadata_items, env.status_items)
-    else {
-        return Err(InventoryError::Incomplete("metadataItems and statusItems must both be lists"));
-    };
-    if metas.len() != statuses.len() {
-        return Err(InventoryError::Incomplete("metadataItems and statusItems differ in length"));
-    }
-    metas
-        .into_iter()
-        .zip(statuses)
-        .enumerate()
-        .map(|(i, (metadata, s))| match s.0 {
-            Ok(status) => Ok(PodRecord { metadata, status }),
-            Err(()) => Err(InventoryError::Malformed(format!("statusItems[{i}] is not an object"))),
-        })
-        .collect()
+}
+
+/// Facts of a Pod read from its `metadata` and `status` JSON (as a live cluster returns them).
+///
+/// # Errors
+/// [`BadField`] when either text is not JSON.
+pub fn pod_facts(metadata: Raw<'_>, status: Option<Raw<'_>>, rules: Rules<'_>) -> Result<PodFacts, BadField> {
+    Ok(PodFacts { meta: MetaFacts::read(metadata, rules), status: StatusFacts::read(status)? })
 }

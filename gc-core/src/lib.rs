@@ -13,8 +13,9 @@ pub mod plan;
 pub mod pod;
 pub mod pyjson;
 pub mod raw;
+pub mod skim;
 
 pub use config::{PodConfig, PodInputs};
 pub use ledger::{Ledger, PreviousLedger, PyNum};
 pub use plan::{plan_pods, Decision, PlanError, PodPlan, Target};
-pub use pod::{Basis, Ineligible, PodRecord};
+pub use pod::{Basis, Ineligible, PodFacts, Rules};

@@ -9,11 +9,10 @@ use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::archive;
 use crate::config::PodConfig;
-use crate::inventory::InventoryError;
+use crate::inventory::{Inventory, InventoryError};
 use crate::ledger::{Ledger, LedgerError, Observation, PreviousLedger, PyNum};
-use crate::pod::{self, Basis, BadField, Identity, Ineligible, PodRecord};
+use crate::pod::{self, BadField, Basis, Eligible, Ineligible};
 
 /// What the plan decided for one Pod.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -167,7 +166,8 @@ struct Candidate {
     target: Target,
 }
 
-/// Plans one run of the failed-Pod collector over `pods`, as of `now` (seconds since the epoch).
+/// Plans one run of the failed-Pod collector over `inventory`, as of `now` (seconds since the
+/// epoch).
 ///
 /// # Guarantees
 /// Targets are eligible, past retention, within the archive ceiling, ordered by `(anchor, uid)`
@@ -179,53 +179,51 @@ struct Candidate {
 /// field), a first observation or anchor that is not in `(0, now]`, or an archive over its
 /// ceiling.
 pub fn plan_pods(
-    pods: &[PodRecord<'_>],
+    inventory: &Inventory,
     previous: &PreviousLedger,
     cfg: &PodConfig,
     now: f64,
 ) -> Result<PodPlan, PlanError> {
-    if pods.len() > cfg.max_inventory {
-        return Err(PlanError::InventoryCeiling { count: pods.len(), max: cfg.max_inventory });
+    if inventory.count > cfg.max_inventory {
+        return Err(PlanError::InventoryCeiling { count: inventory.count, max: cfg.max_inventory });
     }
     let mut plan = PodPlan {
         now,
-        decisions: Vec::with_capacity(pods.len()),
+        decisions: Vec::with_capacity(inventory.pods.len()),
         targets: Vec::new(),
         held: 0,
         deferred: 0,
         ledger: Ledger::default(),
     };
     let mut candidates = Vec::new();
-    for (index, &record) in pods.iter().enumerate() {
-        let mut pod = Identity::read(record).map_err(|b| bad_pod(index, None, b))?;
-        let (name, uid) = (pod.display_name(), pod.uid());
+    for (index, facts) in inventory.pods.iter().enumerate() {
+        let (name, uid) = match &facts.meta {
+            Ok(m) => (m.display_name(), m.uid.clone()),
+            Err(_) => (None, None),
+        };
         let pod_name = || PodName { index, name: name.clone(), uid: uid.clone() };
         let fail = |b: BadField| PlanError::BadPod { pod: pod_name(), field: b.field, problem: b.problem };
-        let verdict = pod::assess(&mut pod, &cfg.namespace, &cfg.collect_label, &cfg.pin_finalizer).map_err(fail)?;
-        let decision = match verdict {
-            Some(reason) => Decision::NotEligible { reason },
-            None => {
-                let due = consider(&mut pod, previous, cfg, now, &mut plan.ledger).map_err(fail)?;
-                match due {
-                    Due::Held { basis, anchor } => {
-                        plan.held += 1;
-                        let until = anchor.seconds() + f64::from(cfg.retention_seconds);
-                        Decision::Held { basis, anchor, until }
-                    }
-                    Due::Now(target) => {
-                        if target.archive_bytes > cfg.max_archive_bytes {
-                            return Err(PlanError::ArchiveCeiling {
-                                pod: pod_name(),
-                                bytes: target.archive_bytes,
-                                max: cfg.max_archive_bytes,
-                            });
-                        }
-                        let d = Decision::Deferred { basis: target.basis, anchor: target.end };
-                        candidates.push(Candidate { decision: plan.decisions.len(), target });
-                        d
-                    }
+        let decision = match pod::assess(facts).map_err(fail)? {
+            Err(reason) => Decision::NotEligible { reason },
+            Ok(pod) => match consider(pod, previous, cfg, now, &mut plan.ledger).map_err(fail)? {
+                Due::Held { basis, anchor } => {
+                    plan.held += 1;
+                    let until = anchor.seconds() + f64::from(cfg.retention_seconds);
+                    Decision::Held { basis, anchor, until }
                 }
-            }
+                Due::Now(target) => {
+                    if target.archive_bytes > cfg.max_archive_bytes {
+                        return Err(PlanError::ArchiveCeiling {
+                            pod: pod_name(),
+                            bytes: target.archive_bytes,
+                            max: cfg.max_archive_bytes,
+                        });
+                    }
+                    let d = Decision::Deferred { basis: target.basis, anchor: target.end };
+                    candidates.push(Candidate { decision: plan.decisions.len(), target });
+                    d
+                }
+            },
         };
         plan.decisions.push(PodDecision { name, uid, decision });
     }
@@ -242,10 +240,6 @@ pub fn plan_pods(
     Ok(plan)
 }
 
-fn bad_pod(index: usize, name: Option<String>, b: BadField) -> PlanError {
-    PlanError::BadPod { pod: PodName { index, name, uid: None }, field: b.field, problem: b.problem }
-}
-
 enum Due {
     Held { basis: Basis, anchor: PyNum },
     Now(Target),
@@ -257,13 +251,13 @@ fn bad(field: &str, problem: impl Into<String>) -> BadField {
 
 /// The flow's handling of an eligible Pod: ledger entry, anchor, retention, archive size.
 fn consider(
-    pod: &mut Identity<'_>,
+    pod: Eligible<'_>,
     previous: &PreviousLedger,
     cfg: &PodConfig,
     now: f64,
     ledger: &mut Ledger,
 ) -> Result<Due, BadField> {
-    let uid = pod.uid().ok_or_else(|| bad("metadata.uid", "not a string"))?;
+    let uid = pod.meta.uid.clone().ok_or_else(|| bad("metadata.uid", "not a string"))?;
     let first = match previous.0.get(&uid) {
         None => PyNum::Float(now),
         Some(Value::Object(entry)) => match entry.get("first") {
@@ -276,10 +270,9 @@ fn consider(
     if !(0.0 < first.seconds() && first.seconds() <= now) {
         return Err(bad("ledger.first", format!("invalid observation timestamp {first}: not in (0, now]")));
     }
-    let name_raw = pod.name_raw().ok_or_else(|| bad("metadata.name", "missing"))?;
-    let name: Value = serde_json::from_str(name_raw.get()).map_err(|e| bad("metadata.name", e.to_string()))?;
+    let name = pod.meta.name.clone().ok_or_else(|| bad("metadata.name", "missing"))?;
     ledger.insert(uid.clone(), Observation { first, name: name.clone() });
-    let (end, basis) = match pod::finished_at(pod)? {
+    let (end, basis) = match pod.finished_at()? {
         Some(t) => (PyNum::Float(t), Basis::FinishedAt),
         None => (first, Basis::ObservedFailed),
     };
@@ -292,16 +285,7 @@ fn consider(
     if now - end.seconds() < f64::from(cfg.retention_seconds) {
         return Ok(Due::Held { basis, anchor: end });
     }
-    let resource_version = pod.resource_version().unwrap_or_default();
-    let archive_bytes = archive_size(pod, basis, end)?;
+    let resource_version = pod.meta.resource_version.clone().unwrap_or_default();
+    let archive_bytes = pod.archive_len(basis, end);
     Ok(Due::Now(Target { name, uid, first, basis, end, resource_version, archive_bytes }))
-}
-
-fn archive_size(pod: &Identity<'_>, basis: Basis, end: PyNum) -> Result<usize, BadField> {
-    let metadata: Value = serde_json::from_str(pod.metadata_raw().get()).map_err(|e| bad("metadata", e.to_string()))?;
-    let status: Value = match pod.status_raw() {
-        Some(s) => serde_json::from_str(s.get()).map_err(|e| bad("status", e.to_string()))?,
-        None => Value::Object(serde_json::Map::new()),
-    };
-    Ok(archive::document(&metadata, &status, basis, end).len())
 }

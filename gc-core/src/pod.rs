@@ -1,26 +1,32 @@
 //! Which Pods the failed-Pod collector may take, and the instant their retention runs from.
 //!
-//! [`assess`] follows the reference flow's `eligible` clause by clause, in its order, and
-//! [`anchor`] its `anchor`; both read a Pod's raw JSON lazily through [`crate::raw`], so that bad
-//! data fails exactly where the flow fails and is ignored where the flow never looks.
+//! A Pod's metadata and status are each read once into facts ([`MetaFacts`], [`StatusFacts`]):
+//! the outcome of every clause of the reference flow's `eligible` and `anchor`, including the
+//! errors they would raise. [`assess`] then combines the facts in the flow's order, so bad data
+//! fails exactly where the flow fails and is ignored exactly where the flow never looks. Facts
+//! are small: a plan holds them, never the Pods' JSON.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::isotime::{self, TimeError};
-use crate::raw::{self, keep, Kind, Raw};
+use crate::raw::{self, Kind, Raw};
+use crate::skim::{self, member, Member};
 
-/// One Pod of an inventory: its metadata and status as raw JSON text.
-#[derive(Debug, Clone, Copy)]
-pub struct PodRecord<'a> {
-    /// `metadata`, any JSON value (the planner refuses anything but an object).
-    pub metadata: Raw<'a>,
-    /// `status`; `None` when absent or `null`.
-    pub status: Option<Raw<'a>>,
-}
-
-/// The container status lists, in the order the rules read them.
+/// The list fields of a Pod status that hold container statuses, in the order the rules read them.
 pub const CONTAINER_FIELDS: [&str; 3] =
     ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"];
+
+/// What the rules compare against: the target namespace, the label and the pin.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'c> {
+    /// The one namespace collected.
+    pub namespace: &'c str,
+    /// Label whose value `"true"` opts a Pod in.
+    pub collect_label: &'c str,
+    /// The pin finalizer.
+    pub pin: &'c str,
+}
 
 /// Why a Pod is not eligible. Each variant is one clause of the eligibility rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -87,209 +93,11 @@ pub struct BadField {
     pub problem: String,
 }
 
-fn bad(field: impl Into<String>, problem: impl Into<String>) -> BadField {
+pub(crate) fn bad(field: impl Into<String>, problem: impl Into<String>) -> BadField {
     BadField { field: field.into(), problem: problem.into() }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct MetaFields<'a> {
-    #[serde(borrow, default, deserialize_with = "keep")]
-    namespace: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    name: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    uid: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    resource_version: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    labels: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    owner_references: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    annotations: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    finalizers: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    deletion_timestamp: Option<Raw<'a>>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct StatusFields<'a> {
-    #[serde(borrow, default, deserialize_with = "keep")]
-    phase: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    container_statuses: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    init_container_statuses: Option<Raw<'a>>,
-    #[serde(borrow, default, deserialize_with = "keep")]
-    ephemeral_container_statuses: Option<Raw<'a>>,
-}
-
-impl<'a> StatusFields<'a> {
-    fn lists(&self) -> [(&'static str, Option<Raw<'a>>); 3] {
-        [
-            (CONTAINER_FIELDS[0], self.container_statuses),
-            (CONTAINER_FIELDS[1], self.init_container_statuses),
-            (CONTAINER_FIELDS[2], self.ephemeral_container_statuses),
-        ]
-    }
-}
-
-fn truthy(raw: Option<Raw<'_>>) -> bool {
-    raw.is_some_and(raw::truthy)
-}
-
-/// The fields of a Pod that identify it, decoded once.
-#[derive(Debug)]
-pub struct Identity<'a> {
-    metadata_raw: Raw<'a>,
-    meta: MetaFields<'a>,
-    status: Option<StatusFields<'a>>,
-    status_raw: Option<Raw<'a>>,
-}
-
-impl<'a> Identity<'a> {
-    /// Reads the fields the rules use. Fails only when `metadata` is not an object (the flow's
-    /// `meta.get` would raise) or a field repeats.
-    ///
-    /// # Errors
-    /// [`BadField`] naming `metadata` or `status`.
-    pub fn read(pod: PodRecord<'a>) -> Result<Self, BadField> {
-        if raw::kind(pod.metadata) != Kind::Object {
-            return Err(bad("metadata", "not an object"));
-        }
-        let meta: MetaFields<'a> = serde_json::from_str(pod.metadata.get())
-            .map_err(|e| bad("metadata", e.to_string()))?;
-        // `s.get('status') or {}`: a falsy status reads as an empty one.
-        let status_raw = pod.status.filter(|s| raw::truthy(s));
-        Ok(Self { metadata_raw: pod.metadata, meta, status: None, status_raw })
-    }
-
-    /// `metadata.name` as text for people (its JSON text when not a string).
-    pub fn display_name(&self) -> Option<String> {
-        self.meta.name.map(|n| raw::as_str(n).map_or_else(|| n.get().to_owned(), Into::into))
-    }
-
-    /// `metadata.name` exactly as given, when present (even `null`).
-    pub fn name_raw(&self) -> Option<Raw<'a>> {
-        self.meta.name
-    }
-
-    /// `metadata.uid` when it is a string.
-    pub fn uid(&self) -> Option<String> {
-        self.meta.uid.and_then(raw::as_str).map(Into::into)
-    }
-
-    /// `metadata.resourceVersion` (its JSON text when not a string).
-    pub fn resource_version(&self) -> Option<String> {
-        self.meta.resource_version.map(|v| raw::as_str(v).map_or_else(|| v.get().to_owned(), Into::into))
-    }
-
-    /// The whole `metadata` text.
-    pub fn metadata_raw(&self) -> Raw<'a> {
-        self.metadata_raw
-    }
-
-    /// The status as the rules read it: `{}` when absent or falsy.
-    pub fn status_raw(&self) -> Option<Raw<'a>> {
-        self.status_raw
-    }
-
-    fn status(&mut self) -> Result<&StatusFields<'a>, BadField> {
-        if self.status.is_none() {
-            let fields = match self.status_raw {
-                None => StatusFields::default(),
-                Some(s) if raw::kind(s) != Kind::Object => return Err(bad("status", "not an object")),
-                Some(s) => serde_json::from_str(s.get()).map_err(|e| bad("status", e.to_string()))?,
-            };
-            self.status = Some(fields);
-        }
-        Ok(self.status.as_ref().unwrap_or_else(|| unreachable!()))
-    }
-}
-
-/// The reference flow's `eligible(meta, status, namespace)`, clause by clause.
-///
-/// # Errors
-/// [`BadField`] where the flow raises: labels or annotations of the wrong type, a container
-/// status list that is not a list of objects, a container `state` that is a number.
-pub fn assess(
-    pod: &mut Identity<'_>,
-    namespace: &str,
-    collect_label: &str,
-    pin: &str,
-) -> Result<Option<Ineligible>, BadField> {
-    if !raw::is_str(pod.meta.namespace, namespace) {
-        return Ok(Some(Ineligible::OtherNamespace));
-    }
-    let phase = pod.status()?.phase;
-    if !raw::is_str(phase, "Failed") {
-        let phase = phase.and_then(raw::as_str).map(Into::into);
-        return Ok(Some(Ineligible::NotFailed { phase }));
-    }
-    let meta = &pod.meta;
-    if !truthy(meta.uid) {
-        return Ok(Some(Ineligible::NoUid));
-    }
-    if !truthy(meta.resource_version) {
-        return Ok(Some(Ineligible::NoResourceVersion));
-    }
-    let label = match meta.labels.filter(|l| raw::truthy(l)) {
-        None => None,
-        Some(labels) => raw::get(labels, collect_label)
-            .map_err(|()| bad("metadata.labels", "not an object"))?,
-    };
-    if !raw::is_str(label, "true") {
-        return Ok(Some(Ineligible::NotLabelled));
-    }
-    if truthy(meta.owner_references) {
-        return Ok(Some(Ineligible::Owned));
-    }
-    if let Some(annotations) = meta.annotations.filter(|a| raw::truthy(a)) {
-        let mirror = raw::contains(annotations, "kubernetes.io/config.mirror")
-            .ok_or_else(|| bad("metadata.annotations", "not an object"))?;
-        if mirror {
-            return Ok(Some(Ineligible::Mirror));
-        }
-    }
-    let pinned = match meta.finalizers.filter(|f| raw::truthy(f)) {
-        None => false,
-        Some(f) => {
-            let exactly_pin = raw::items(f).is_ok_and(|xs| xs.len() == 1 && raw::is_str(Some(xs[0]), pin));
-            if !exactly_pin {
-                return Ok(Some(Ineligible::ForeignFinalizers));
-            }
-            true
-        }
-    };
-    if truthy(meta.deletion_timestamp) && !pinned {
-        return Ok(Some(Ineligible::DeletingUnpinned));
-    }
-    for (field, list) in pod.status()?.lists() {
-        let Some(list) = list.filter(|l| raw::truthy(l)) else { continue };
-        let containers = raw::items(list).map_err(|()| bad(format!("status.{field}"), "not a list"))?;
-        for (index, c) in containers.into_iter().enumerate() {
-            let path = || format!("status.{field}[{index}]");
-            if raw::kind(c) != Kind::Object {
-                return Err(bad(path(), "malformed container status (not an object)"));
-            }
-            let state = raw::get(c, "state").unwrap_or_default().filter(|s| raw::truthy(s));
-            let Some(state) = state else { continue };
-            for active in ["running", "waiting"] {
-                let found = raw::contains(state, active)
-                    .ok_or_else(|| bad(format!("{}.state", path()), "not an object"))?;
-                if found {
-                    return Ok(Some(Ineligible::ContainerActive { field, index, state: active }));
-                }
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// What a retention period runs from.
+/// What retention runs from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Basis {
     /// Every container terminated: the latest `finishedAt`.
@@ -310,39 +118,340 @@ impl Basis {
     }
 }
 
-/// The reference flow's `anchor(status, first)`: the latest `finishedAt` when every container
-/// status carries one, else `None` (the caller uses the first observation).
-///
-/// # Errors
-/// [`BadField`] for a container `state` that is not an object, a `finishedAt` that is not a
-/// string, or one that is not an ISO 8601 timestamp with a time zone.
-pub fn finished_at(pod: &mut Identity<'_>) -> Result<Option<f64>, BadField> {
-    let mut containers = 0usize;
-    let mut latest: Option<f64> = None;
-    let mut finished = 0usize;
-    for (field, list) in pod.status()?.lists() {
-        let Some(list) = list.filter(|l| raw::truthy(l)) else { continue };
-        let items = raw::items(list).map_err(|()| bad(format!("status.{field}"), "not a list"))?;
-        for (index, c) in items.into_iter().enumerate() {
-            containers += 1;
-            let path = format!("status.{field}[{index}].state");
-            // `c.get('state', {})`: absent reads as `{}`, but a present `null` raises.
-            let Some(state) = raw::get(c, "state").map_err(|()| bad(&path, "malformed container status"))? else {
-                continue;
+fn truthy(raw: Option<Raw<'_>>) -> bool {
+    raw.is_some_and(raw::truthy)
+}
+
+/// The pin finalizer list as the rules see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finalizers {
+    None,
+    Pin,
+    Foreign,
+}
+
+/// Everything the rules need from a Pod's `metadata`, read once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetaFacts {
+    in_namespace: bool,
+    /// `metadata.name` as given; `None` when absent.
+    pub name: Option<Value>,
+    /// `metadata.uid` when it is a string.
+    pub uid: Option<String>,
+    uid_truthy: bool,
+    /// `metadata.resourceVersion` (its JSON text when not a string).
+    pub resource_version: Option<String>,
+    rv_truthy: bool,
+    labelled: Result<bool, BadField>,
+    owned: bool,
+    mirror: Result<bool, BadField>,
+    finalizers: Finalizers,
+    deleting: bool,
+    /// Canonical length of `metadata`.
+    canonical_len: usize,
+}
+
+impl MetaFacts {
+    /// Reads the facts of one `metadata` value from its JSON text.
+    ///
+    /// # Errors
+    /// [`BadField`] on `metadata` when it is not JSON or not an object (the flow's `meta.get`
+    /// raises).
+    pub fn read(metadata: &str, rules: Rules<'_>) -> Result<Self, BadField> {
+        let mut members = Vec::new();
+        let len = skim::skim(metadata, &mut members).map_err(|e| bad("metadata", e.to_string()))?;
+        Self::from_members(metadata, &members, None, len, rules)
+    }
+
+    /// The facts of the object `metadata` whose members are those of `members` under `parent`.
+    pub(crate) fn from_members(
+        metadata: &str,
+        members: &[Member<'_>],
+        parent: Option<usize>,
+        canonical_len: usize,
+        rules: Rules<'_>,
+    ) -> Result<Self, BadField> {
+        if raw::kind(metadata) != Kind::Object {
+            return Err(bad("metadata", "not an object"));
+        }
+        let field = |key: &str| member(members, parent, key).map(|(_, m)| m.value);
+        // Members of `labels` and `annotations` objects are recorded by the skim: no new pass.
+        let inner = |key: &str, name: &str| {
+            let (i, m) = member(members, parent, key)?;
+            Some(match raw::kind(m.value) {
+                Kind::Object => Ok(member(members, Some(i), name).map(|(_, m)| m.value)),
+                _ if !raw::truthy(m.value) => Ok(None),
+                _ => Err(m.value),
+            })
+        };
+        let labelled = match inner("labels", rules.collect_label) {
+            None => Ok(false),
+            Some(found) => found
+                .map(|v| raw::is_str(v, "true"))
+                .map_err(|_| bad("metadata.labels", "not an object")),
+        };
+        let mirror = match inner("annotations", "kubernetes.io/config.mirror") {
+            None => Ok(false),
+            Some(Ok(found)) => Ok(found.is_some()),
+            Some(Err(other)) => raw::contains(other, "kubernetes.io/config.mirror")
+                .ok_or_else(|| bad("metadata.annotations", "not an object")),
+        };
+        let finalizers = match field("finalizers").filter(|f| raw::truthy(f)) {
+            None => Finalizers::None,
+            Some(f) if raw::items(f).is_ok_and(|xs| xs.len() == 1 && raw::is_str(Some(xs[0]), rules.pin)) => {
+                Finalizers::Pin
+            }
+            Some(_) => Finalizers::Foreign,
+        };
+        let (uid, rv) = (field("uid"), field("resourceVersion"));
+        Ok(Self {
+            in_namespace: raw::is_str(field("namespace"), rules.namespace),
+            name: field("name").and_then(|n| serde_json::from_str(n).ok()),
+            uid: uid.and_then(raw::as_str).map(Into::into),
+            uid_truthy: truthy(uid),
+            resource_version: rv.map(|v| raw::as_str(v).map_or_else(|| v.to_owned(), Into::into)),
+            rv_truthy: truthy(rv),
+            labelled,
+            owned: truthy(field("ownerReferences")),
+            mirror,
+            finalizers,
+            deleting: truthy(field("deletionTimestamp")),
+            canonical_len,
+        })
+    }
+
+    /// `metadata.name` for people (its JSON text when not a string).
+    pub fn display_name(&self) -> Option<String> {
+        self.name.as_ref().map(|n| n.as_str().map_or_else(|| n.to_string(), str::to_owned))
+    }
+}
+
+/// Everything the rules need from a Pod's `status`, read once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusFacts {
+    /// `Err` when the status is a truthy value that is not an object (the flow raises on it).
+    object: Result<(), BadField>,
+    phase: Option<String>,
+    failed: bool,
+    active: Result<Option<Ineligible>, BadField>,
+    finished_at: Result<Option<f64>, BadField>,
+    /// Canonical length of the status as archived (`{}` when absent or falsy).
+    canonical_len: usize,
+}
+
+impl StatusFacts {
+    /// Reads the facts of one `status` value from its JSON text (`None` when absent).
+    ///
+    /// # Errors
+    /// [`BadField`] on `status` when it is not JSON.
+    pub fn read(status: Option<&str>) -> Result<Self, BadField> {
+        let mut members = Vec::new();
+        let len = match status {
+            Some(text) => skim::skim(text, &mut members).map_err(|e| bad("status", e.to_string()))?,
+            None => 0,
+        };
+        Ok(Self::from_members(status, &members, None, len))
+    }
+
+    /// The facts of `status` whose members are those of `members` under `parent`.
+    pub(crate) fn from_members(
+        status: Option<&str>,
+        members: &[Member<'_>],
+        parent: Option<usize>,
+        canonical_len: usize,
+    ) -> Self {
+        // `s.get('status') or {}`: a falsy status reads as an empty one.
+        let Some(status) = status.filter(|s| raw::truthy(s)) else {
+            return Self::from_fields(|_| None, 2);
+        };
+        if raw::kind(status) != Kind::Object {
+            let e = bad("status", "not an object");
+            return Self {
+                object: Err(e.clone()),
+                phase: None,
+                failed: false,
+                active: Err(e.clone()),
+                finished_at: Err(e),
+                canonical_len: 0,
             };
-            let terminated = raw::get(state, "terminated").map_err(|()| bad(&path, "not an object"))?;
-            let Some(terminated) = terminated.filter(|t| raw::kind(t) == Kind::Object) else { continue };
-            let at = raw::get(terminated, "finishedAt").unwrap_or_default().filter(|f| raw::truthy(f));
-            let Some(at) = at else { continue };
-            let field = format!("{path}.terminated.finishedAt");
-            let text = raw::as_str(at).ok_or_else(|| bad(&field, "missing timestamp (not a string)"))?;
-            let t = isotime::parse_timestamp(&text).map_err(|e| match e {
-                TimeError::NoTimezone(_) => bad(&field, format!("timestamp has no time zone: {text:?}")),
-                TimeError::Invalid(_) => bad(&field, format!("not an ISO 8601 timestamp: {text:?}")),
-            })?;
-            finished += 1;
-            latest = Some(latest.map_or(t, |l: f64| l.max(t)));
+        }
+        Self::from_fields(|key| member(members, parent, key).map(|(_, m)| m.value), canonical_len)
+    }
+
+    fn from_fields<'a>(field: impl Fn(&str) -> Option<Raw<'a>>, canonical_len: usize) -> Self {
+        let lists = CONTAINER_FIELDS.map(|f| (f, field(f)));
+        let phase = field("phase");
+        let failed = raw::is_str(phase, "Failed");
+        let (active, finished_at) = containers(&lists);
+        Self {
+            object: Ok(()),
+            phase: phase.and_then(raw::as_str).map(Into::into),
+            failed,
+            active,
+            finished_at,
+            canonical_len,
         }
     }
-    Ok(if containers > 0 && finished == containers { latest } else { None })
+}
+
+type Lists<'a> = [(&'static str, Option<Raw<'a>>); 3];
+
+/// The flow's two walks over the container statuses, in one pass: `eligible`'s (the first running
+/// or waiting container, or the first malformed status) and `anchor`'s (the latest `finishedAt`
+/// when every container has one). Each result keeps the first error its walk would raise.
+fn containers(lists: &Lists<'_>) -> (Result<Option<Ineligible>, BadField>, Result<Option<f64>, BadField>) {
+    let (mut count, mut finished) = (0usize, 0usize);
+    let mut latest: Result<Option<f64>, BadField> = Ok(None);
+    let mut members = Vec::new();
+    for &(field, list) in lists {
+        let Some(list) = list.filter(|l| raw::truthy(l)) else { continue };
+        // The first outcome that ends `eligible`'s walk: an error or an active container.
+        let stop = skim::for_each_element(list, &mut members, |index, c, members| {
+            let path = || format!("status.{field}[{index}]");
+            if raw::kind(c) != Kind::Object {
+                return Some(Err(bad(path(), "malformed container status (not an object)")));
+            }
+            count += 1;
+            let state = member(members, None, "state");
+            // `eligible`: `state = c.get('state') or {}`; running or waiting rules the Pod out.
+            if let Some((si, state)) = state.filter(|(_, s)| raw::truthy(s.value)) {
+                for active in ["running", "waiting"] {
+                    let found = if raw::kind(state.value) == Kind::Object {
+                        Some(member(members, Some(si), active).is_some())
+                    } else {
+                        raw::contains(state.value, active)
+                    };
+                    match found {
+                        None => return Some(Err(bad(format!("{}.state", path()), "not an object"))),
+                        Some(true) => return Some(Ok(Ineligible::ContainerActive { field, index, state: active })),
+                        Some(false) => {}
+                    }
+                }
+            }
+            if latest.is_ok() {
+                match anchor_of(members, state, &path) {
+                    Ok(Some(t)) => {
+                        finished += 1;
+                        latest = Ok(Some(latest.clone().unwrap_or_default().map_or(t, |l: f64| l.max(t))));
+                    }
+                    Ok(None) => {}
+                    Err(e) => latest = Err(e),
+                }
+            }
+            None
+        });
+        match stop {
+            None => {
+                let e = bad(format!("status.{field}"), "not a list");
+                return (Err(e.clone()), Err(e));
+            }
+            Some(Some(Err(e))) => return (Err(e.clone()), Err(e)),
+            Some(Some(Ok(active))) => return (Ok(Some(active)), Ok(None)),
+            Some(None) => {}
+        }
+    }
+    let latest = latest.map(|l| if count > 0 && finished == count { l } else { None });
+    (Ok(None), latest)
+}
+
+/// `anchor`'s reading of one container: its `finishedAt` when terminated with one.
+fn anchor_of(
+    members: &[Member<'_>],
+    state: Option<(usize, Member<'_>)>,
+    path: &dyn Fn() -> String,
+) -> Result<Option<f64>, BadField> {
+    // `c.get('state', {})`: absent reads as `{}`, but a present `null` raises.
+    let Some((si, state)) = state else { return Ok(None) };
+    if raw::kind(state.value) != Kind::Object {
+        return Err(bad(format!("{}.state", path()), "not an object"));
+    }
+    let Some((ti, terminated)) = member(members, Some(si), "terminated") else { return Ok(None) };
+    if raw::kind(terminated.value) != Kind::Object {
+        return Ok(None);
+    }
+    let Some((_, at)) = member(members, Some(ti), "finishedAt").filter(|(_, f)| raw::truthy(f.value)) else {
+        return Ok(None);
+    };
+    let field = || format!("{}.state.terminated.finishedAt", path());
+    let text = raw::as_str(at.value).ok_or_else(|| bad(field(), "missing timestamp (not a string)"))?;
+    isotime::parse_timestamp(&text).map(Some).map_err(|e| match e {
+        TimeError::NoTimezone(_) => bad(field(), format!("timestamp has no time zone: {text:?}")),
+        TimeError::Invalid(_) => bad(field(), format!("not an ISO 8601 timestamp: {text:?}")),
+    })
+}
+
+/// One Pod of an inventory, as facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodFacts {
+    /// The metadata's facts, or why the metadata cannot be read.
+    pub meta: Result<MetaFacts, BadField>,
+    /// The status's facts.
+    pub status: StatusFacts,
+}
+
+/// An eligible Pod: what the plan needs to go on.
+#[derive(Debug, Clone, Copy)]
+pub struct Eligible<'f> {
+    /// The metadata's facts.
+    pub meta: &'f MetaFacts,
+    /// The status's facts.
+    pub status: &'f StatusFacts,
+}
+
+impl Eligible<'_> {
+    /// The latest `finishedAt` when every container status has one.
+    ///
+    /// # Errors
+    /// [`BadField`] for a container `state` that is not an object, a `finishedAt` that is not a
+    /// string, or one that is not an ISO 8601 timestamp with a time zone.
+    pub fn finished_at(&self) -> Result<Option<f64>, BadField> {
+        self.status.finished_at.clone()
+    }
+
+    /// Length of the Pod's canonical archive with this anchor and basis.
+    pub fn archive_len(&self, basis: Basis, anchor: crate::ledger::PyNum) -> usize {
+        let mut a = String::new();
+        anchor.write(&mut a);
+        // {"anchor":A,"metadata":M,"retentionBasis":"B","status":S}
+        let fixed = r#"{"anchor":,"metadata":,"retentionBasis":"","status":}"#.len();
+        fixed + a.len() + basis.as_str().len() + self.meta.canonical_len + self.status.canonical_len
+    }
+}
+
+/// The reference flow's `eligible(meta, status, namespace)`, clause by clause.
+///
+/// # Errors
+/// [`BadField`] where the flow raises: metadata or status of the wrong type, labels or
+/// annotations of the wrong type, container status lists that are not lists of objects.
+pub fn assess(pod: &PodFacts) -> Result<Result<Eligible<'_>, Ineligible>, BadField> {
+    let meta = pod.meta.as_ref().map_err(Clone::clone)?;
+    let status = &pod.status;
+    if !meta.in_namespace {
+        return Ok(Err(Ineligible::OtherNamespace));
+    }
+    status.object.clone()?;
+    if !status.failed {
+        return Ok(Err(Ineligible::NotFailed { phase: status.phase.clone() }));
+    }
+    let ruled_out = if !meta.uid_truthy {
+        Some(Ineligible::NoUid)
+    } else if !meta.rv_truthy {
+        Some(Ineligible::NoResourceVersion)
+    } else if !meta.labelled.clone()? {
+        Some(Ineligible::NotLabelled)
+    } else if meta.owned {
+        Some(Ineligible::Owned)
+    } else if meta.mirror.clone()? {
+        Some(Ineligible::Mirror)
+    } else if meta.finalizers == Finalizers::Foreign {
+        Some(Ineligible::ForeignFinalizers)
+    } else if meta.deleting && meta.finalizers != Finalizers::Pin {
+        Some(Ineligible::DeletingUnpinned)
+    } else {
+        status.active.clone()?
+    };
+    Ok(match ruled_out {
+        Some(reason) => Err(reason),
+        None => Ok(Eligible { meta, status }),
+    })
 }

@@ -157,6 +157,16 @@ pub fn write_float(out: &mut String, x: f64) {
     }
 }
 
+/// The length of one character in a string with `ensure_ascii` escaping.
+pub fn escaped_len(c: u32) -> usize {
+    match c {
+        0x22 | 0x5c | 0x0a | 0x0d | 0x09 | 0x08 | 0x0c => 2,
+        0x20..=0x7e => 1,
+        0x1_0000.. => 12,
+        _ => 6,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,17 +8,10 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// A JSON value's text, borrowed from the inventory.
-pub type Raw<'a> = &'a RawValue;
-
-/// Deserializes a present field as its raw text, keeping `null` as `Some("null")` so that
-/// "present but null" and "absent" stay distinct.
-pub(crate) fn keep<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Raw<'de>>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
+/// A JSON value's text (known to be valid JSON), borrowed from the inventory.
+pub type Raw<'a> = &'a str;
 
 /// The JSON type of a raw value, from its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +32,7 @@ pub enum Kind {
 
 /// The JSON type of `raw`.
 pub fn kind(raw: Raw<'_>) -> Kind {
-    match raw.get().as_bytes().first() {
+    match raw.as_bytes().first() {
         Some(b'n') => Kind::Null,
         Some(b't' | b'f') => Kind::Bool,
         Some(b'"') => Kind::String,
@@ -51,7 +44,7 @@ pub fn kind(raw: Raw<'_>) -> Kind {
 
 /// Python's `bool(value)`: false for `null`, `false`, `0`, `""`, `[]` and `{}`.
 pub fn truthy(raw: Raw<'_>) -> bool {
-    let text = raw.get();
+    let text = raw;
     match kind(raw) {
         Kind::Null => false,
         Kind::Bool => text == "true",
@@ -66,7 +59,7 @@ pub fn as_str<'a>(raw: Raw<'a>) -> Option<Cow<'a, str>> {
     if kind(raw) != Kind::String {
         return None;
     }
-    serde_json::from_str::<Cow<'a, str>>(raw.get()).ok()
+    serde_json::from_str::<Cow<'a, str>>(raw).ok()
 }
 
 /// Whether `raw` is the string `want`.
@@ -77,25 +70,22 @@ pub fn is_str(raw: Option<Raw<'_>>, want: &str) -> bool {
 /// The value of `key` in the object `raw` (the last one when a key repeats, as Python reads it),
 /// or `Err(())` when `raw` is not an object.
 pub fn get<'a>(raw: Raw<'a>, key: &str) -> Result<Option<Raw<'a>>, ()> {
-    if kind(raw) != Kind::Object {
-        return Err(());
-    }
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    FindKey(key).deserialize(&mut de).map_err(|_| ())
+    let mut de = serde_json::Deserializer::from_str(raw);
+    FindKey(key).deserialize(&mut de).map(|v| v.map(RawValue::get)).map_err(|_| ())
 }
 
 /// Finds one key of an object while skimming the rest.
-pub(crate) struct FindKey<'k>(pub(crate) &'k str);
+struct FindKey<'k>(&'k str);
 
 impl<'de> DeserializeSeed<'de> for FindKey<'_> {
-    type Value = Option<Raw<'de>>;
+    type Value = Option<&'de RawValue>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for FindKey<'_> {
-    type Value = Option<Raw<'de>>;
+    type Value = Option<&'de RawValue>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object")
     }
@@ -117,7 +107,7 @@ pub fn items(raw: Raw<'_>) -> Result<Vec<Raw<'_>>, ()> {
     if kind(raw) != Kind::Array {
         return Err(());
     }
-    serde_json::from_str(raw.get()).map_err(|_| ())
+    serde_json::from_str::<Vec<&RawValue>>(raw).map(|xs| xs.into_iter().map(RawValue::get).collect()).map_err(|_| ())
 }
 
 /// Python's `needle in container` for a container read from JSON, `None` where Python raises
@@ -135,8 +125,8 @@ pub fn contains(raw: Raw<'_>, needle: &str) -> Option<bool> {
 mod tests {
     use super::*;
 
-    fn raw(s: &str) -> &RawValue {
-        serde_json::from_str(s).unwrap()
+    fn raw(s: &str) -> &str {
+        s
     }
 
     #[test]
@@ -153,7 +143,7 @@ mod tests {
     #[test]
     fn get_takes_the_last_duplicate_and_decodes_escaped_keys() {
         let r = raw(r#"{"a":1,"\u0061":2,"b":{"c":3}}"#);
-        assert_eq!(get(r, "a").unwrap().unwrap().get(), "2");
+        assert_eq!(get(r, "a").unwrap().unwrap(), "2");
         assert!(get(r, "z").unwrap().is_none());
         assert!(get(raw("[1]"), "a").is_err());
     }
