@@ -108,16 +108,19 @@ fn python() -> Option<&'static str> {
 
 /// Runs the reference flow's plan step on the case; `Some(line)` on success, `None` on failure.
 fn reference(case: &Case, python: &str) -> Option<String> {
+    reference_in(case.dir.path(), &case.env, python)
+}
+
+/// The reference flow's plan step on `dir/inventory.json` and `dir/state.json` with `env`
+/// (`NOW` in microseconds).
+fn reference_in(dir: &Path, env: &[(String, String)], python: &str) -> Option<String> {
     let mut cmd = Command::new(python);
-    cmd.arg(REFERENCE)
-        .arg(case.dir.path().join("inventory.json"))
-        .arg(case.dir.path().join("state.json"))
-        .env("NOW", "0");
-    for (k, v) in &case.env {
+    cmd.arg(REFERENCE).arg(dir.join("inventory.json")).arg(dir.join("state.json"));
+    for (k, v) in env {
         cmd.env(k, v);
     }
-    // NOW is given in microseconds by `load`; the reference wants float seconds.
-    if let Some((_, us)) = case.env.iter().find(|(k, _)| k == "NOW") {
+    // The reference wants float seconds, as `time.time()` returns.
+    if let Some((_, us)) = env.iter().find(|(k, _)| k == "NOW") {
         let us: i128 = us.parse().unwrap();
         #[allow(clippy::cast_precision_loss)]
         cmd.env("NOW", format!("{:?}", us as f64 / 1e6));
@@ -198,4 +201,57 @@ fn failed_plan_writes_no_ledger() {
     let out = gc_cli(&args);
     assert_eq!(out.status.code(), Some(3));
     assert!(!out_path.exists());
+}
+
+/// Random inventories (every clause, odd types, bad data) planned by gc-cli and by the reference
+/// flow: the same output line, or both fail.
+#[test]
+fn random_inventories_match_the_reference_flow() {
+    const CASES: usize = 200;
+    let Some(python) = python() else { return };
+    let generator = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/reference/random_inventory.py");
+    let root = tempfile::tempdir().unwrap();
+    let status = Command::new(python).arg(generator).arg("0").arg(CASES.to_string()).arg(root.path()).status().unwrap();
+    assert!(status.success());
+    let outcomes: Vec<Option<String>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|w| {
+                let root = root.path();
+                s.spawn(move || (w..CASES).step_by(2).map(|seed| (seed, random_case(root, seed, python))).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut all: Vec<_> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+        all.sort_by_key(|(seed, _)| *seed);
+        all.into_iter().map(|(_, o)| o).collect()
+    });
+    let failed = outcomes.iter().filter(|o| o.is_none()).count();
+    let with_targets = outcomes.iter().flatten().filter(|l| !l.contains("\"target_count\":0")).count();
+    // The corpus must exercise both outcomes, or the comparison proves little.
+    assert!(with_targets >= 40 && failed >= 20 && CASES - failed >= 100, "{with_targets} with targets, {failed} failed");
+}
+
+/// Plans one generated case both ways and returns the shared outcome.
+fn random_case(root: &Path, seed: usize, python: &str) -> Option<String> {
+    let dir = root.join(seed.to_string());
+    let args: Value = serde_json::from_slice(&std::fs::read(dir.join("args.json")).unwrap()).unwrap();
+    let mut cli = vec!["plan".into(), "pods".into(), "--namespace".into(), "work".into()];
+    cli.extend(["--inventory".into(), path_str(&dir.join("inventory.json"))]);
+    cli.extend(["--ledger".into(), path_str(&dir.join("state.json"))]);
+    cli.extend(["--now".into(), "2026-11-29T12:00:00Z".into(), "--format".into(), "kestra".into()]);
+    let mut env = vec![("NAMESPACE".to_owned(), "work".to_owned()), ("MAX_BYTES".into(), "262144".into())];
+    for (k, v) in args.as_object().unwrap() {
+        cli.extend([format!("--{}", k.replace('_', "-")), v.to_string()]);
+        let key = match k.as_str() {
+            "retention_seconds" => "RETENTION",
+            "max_pods" => "MAX_PODS",
+            _ => "MAX_INVENTORY",
+        };
+        env.push((key.into(), v.to_string()));
+    }
+    env.push(("NOW".into(), "1795953600000000".into()));
+    let ours = gc_cli(&cli);
+    let ours_line = ours.status.success().then(|| String::from_utf8(ours.stdout.clone()).unwrap().trim_end().to_owned());
+    let theirs = reference_in(&dir, &env, python);
+    assert_eq!(ours_line, theirs, "seed {seed}: differs from the reference flow (ours: {})", String::from_utf8_lossy(&ours.stderr));
+    ours_line
 }

@@ -96,7 +96,10 @@ pub fn for_each_element<'a, B>(
         i += end;
         ws(&mut i);
         match b.get(i) {
-            Some(b',') => i += 1,
+            Some(b',') => {
+                i += 1;
+                ws(&mut i);
+            }
             Some(b']') => break,
             _ => return None,
         }
