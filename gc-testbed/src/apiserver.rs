@@ -126,7 +126,7 @@ impl TestBed {
         let binaries = Binaries::locate()?;
         let etcd_port = free_port()?;
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
-        let mut etcd = Supervised::spawn("etcd", &binaries.etcd, |dir| {
+        let etcd = Supervised::spawn("etcd", &binaries.etcd, |dir| {
             let peer = format!("http://127.0.0.1:{}", free_port()?);
             Ok(vec![
                 format!("--data-dir={}", dir.join("data").display()),
@@ -139,13 +139,13 @@ impl TestBed {
         let port = free_port()?;
         let server_url = format!("https://127.0.0.1:{port}");
         let token = admin_token();
-        let mut apiserver = Supervised::spawn("kube-apiserver", &binaries.kube_apiserver, |dir| {
+        let apiserver = Supervised::spawn("kube-apiserver", &binaries.kube_apiserver, |dir| {
             apiserver_args(dir, &etcd_url, port, &token)
         })?;
         let ca_file = apiserver.dir().join("certs/apiserver.crt");
         let kubeconfig_path = apiserver.dir().join("kubeconfig");
         let deadline = started + READY_TIMEOUT;
-        wait_for_file(&ca_file, deadline, &mut [&mut etcd, &mut apiserver]).await?;
+        wait_for_file(&ca_file, deadline, &[&etcd, &apiserver]).await?;
         let text = kubeconfig(&server_url, &ca_file, "admin", &token);
         fs::write(&kubeconfig_path, &text)
             .map_err(|e| Error::io(format!("write {}", kubeconfig_path.display()), e))?;
@@ -154,7 +154,7 @@ impl TestBed {
             &KubeConfigOptions::default(),
         )
         .await?;
-        wait_ready(&config, deadline, &mut [&mut etcd, &mut apiserver]).await?;
+        wait_ready(&config, deadline, &[&etcd, &apiserver]).await?;
         eprintln!(
             "gc-testbed: kube-apiserver ready at {server_url} in {:.1?}",
             started.elapsed()
@@ -192,7 +192,9 @@ fn apiserver_args(dir: &Path, etcd_url: &str, port: u16, token: &str) -> Result<
         format!("--cert-dir={}", dir.join("certs").display()),
         format!("--secure-port={port}"),
         "--bind-address=127.0.0.1".to_owned(),
+        // Loopback only: no `kubernetes` Service endpoints to reconcile (they may not be loopback).
         "--advertise-address=127.0.0.1".to_owned(),
+        "--endpoint-reconciler-type=none".to_owned(),
         "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
         "--authorization-mode=RBAC".to_owned(),
         "--disable-admission-plugins=ServiceAccount".to_owned(),
@@ -258,11 +260,7 @@ current-context: gc-testbed
 }
 
 /// Waits for the API server to write its self-signed certificate.
-async fn wait_for_file(
-    path: &Path,
-    deadline: Instant,
-    servers: &mut [&mut Supervised],
-) -> Result<()> {
+async fn wait_for_file(path: &Path, deadline: Instant, servers: &[&Supervised]) -> Result<()> {
     while !path.is_file() {
         poll(deadline, servers, || {
             format!("{} to appear", path.display())
@@ -273,11 +271,7 @@ async fn wait_for_file(
 }
 
 /// Waits until `/readyz` answers `ok`.
-async fn wait_ready(
-    config: &Config,
-    deadline: Instant,
-    servers: &mut [&mut Supervised],
-) -> Result<()> {
+async fn wait_ready(config: &Config, deadline: Instant, servers: &[&Supervised]) -> Result<()> {
     let client = Client::try_from(config.clone())?;
     loop {
         let request = http::Request::get("/readyz")
@@ -298,10 +292,10 @@ async fn wait_ready(
 /// One step of a wait: fails when a server died or the deadline passed, else sleeps briefly.
 async fn poll(
     deadline: Instant,
-    servers: &mut [&mut Supervised],
+    servers: &[&Supervised],
     what: impl FnOnce() -> String,
 ) -> Result<()> {
-    for server in servers.iter_mut() {
+    for server in servers {
         server.check_alive()?;
     }
     if Instant::now() > deadline {

@@ -16,7 +16,8 @@ use crate::{Error, Result};
 /// The watchdog. Arguments: the directory to remove, the log file, then the server's command.
 ///
 /// A background list gets `/dev/null` as its standard input unless redirected, hence fd 3.
-/// The watchdog exits when the server exits, so the test bed notices a server that died early.
+/// When the server exits on its own, its exit status goes to `$dir/exited` (so the test bed can
+/// report it with the log); the directory is removed only once the test process has ended.
 const WATCHDOG: &str = r#"
 dir=$1; log=$2; shift 2
 exec 3<&0
@@ -24,6 +25,7 @@ exec 3<&0
 child=$!
 (
   while read -r _; do :; done
+  [ -e "$dir/exited" ] && exit 0
   kill -TERM "$child" 2>/dev/null
   i=0
   while kill -0 "$child" 2>/dev/null && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
@@ -32,10 +34,9 @@ child=$!
 watcher=$!
 exec 3<&-
 wait "$child"
-status=$?
-kill "$watcher" 2>/dev/null
+echo "$?" > "$dir/exited"
+wait "$watcher"
 rm -rf "$dir"
-exit "$status"
 "#;
 
 /// A server process under its watchdog, with its own directory and log file.
@@ -45,7 +46,7 @@ pub(crate) struct Supervised {
     dir: PathBuf,
     log: PathBuf,
     /// The watchdog; its standard input (held here) is the lifeline.
-    watchdog: Child,
+    _watchdog: Child,
 }
 
 impl Supervised {
@@ -81,7 +82,7 @@ impl Supervised {
             name,
             dir,
             log,
-            watchdog,
+            _watchdog: watchdog,
         })
     }
 
@@ -90,24 +91,24 @@ impl Supervised {
         &self.dir
     }
 
-    /// Fails when the server has already exited, with the end of its log.
-    pub(crate) fn check_alive(&mut self) -> Result<()> {
-        match self.watchdog.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(status)) => Err(Error::Start(format!(
-                "{} exited early ({status}); its log ended with:\n{}",
-                self.name,
-                self.log_tail()
-            ))),
-            Err(e) => Err(Error::io(format!("check on {}", self.name), e)),
-        }
+    /// Fails when the server has already exited, with its exit status and the end of its log.
+    pub(crate) fn check_alive(&self) -> Result<()> {
+        let Ok(status) = fs::read_to_string(self.dir.join("exited")) else {
+            return Ok(());
+        };
+        Err(Error::Start(format!(
+            "{} exited early (status {}); its log ended with:\n{}",
+            self.name,
+            status.trim(),
+            self.log_tail()
+        )))
     }
 
     /// The last lines of the server's log, for error messages.
     pub(crate) fn log_tail(&self) -> String {
         let text = fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
+        lines[lines.len().saturating_sub(12)..].join("\n")
     }
 }
 
