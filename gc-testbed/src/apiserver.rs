@@ -53,7 +53,12 @@ impl TestBed {
     /// later call returns the same error without trying again.
     pub async fn shared() -> Result<&'static TestBed> {
         let started = SHARED
-            .get_or_init(|| async { Self::start().await.map_err(|e| e.to_string()) })
+            .get_or_init(|| async {
+                Self::start().await.map_err(|e| match e {
+                    Error::Start(message) => message,
+                    other => other.to_string(),
+                })
+            })
             .await;
         started.as_ref().map_err(|e| Error::Start(e.clone()))
     }
@@ -121,9 +126,21 @@ impl TestBed {
         Ok(Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
     }
 
+    /// Starts the servers; tries a second time when one exits early (a free port may have been
+    /// taken by another process between our check and the server's bind).
     async fn start() -> Result<Self> {
-        let started = Instant::now();
         let binaries = Binaries::locate()?;
+        match Self::start_with(&binaries).await {
+            Err(Error::Start(first)) => {
+                eprintln!("gc-testbed: retrying once after: {first}");
+                Self::start_with(&binaries).await
+            }
+            started => started,
+        }
+    }
+
+    async fn start_with(binaries: &Binaries) -> Result<Self> {
+        let started = Instant::now();
         let etcd_port = free_port()?;
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let etcd = Supervised::spawn("etcd", &binaries.etcd, |dir| {
