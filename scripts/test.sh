@@ -10,4 +10,8 @@ if [ -x scripts/postgres.sh ]; then
   GC_TEST_DATABASE_URL=$(scripts/postgres.sh | tail -n 1)
   export GC_TEST_DATABASE_URL
 fi
-cargo test --workspace --all-targets "$@"
+# Arguments go to cargo test: `scripts/test.sh -p gc-core` runs one package, no argument all.
+case " $* " in
+  *" -p "* | *" --package "*) cargo test --all-targets "$@" ;;
+  *) cargo test --workspace --all-targets "$@" ;;
+esac

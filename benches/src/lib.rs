@@ -4,7 +4,7 @@
 //! 1.2 KB of metadata and status per Pod in the flow's `{size, metadataItems, statusItems}`
 //! shape, a quarter of them eligible.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// A small deterministic generator (xorshift), so inventories are the same on every run.
 struct Rng(u64);
@@ -23,15 +23,29 @@ impl Rng {
 
 fn pod(i: usize, rng: &mut Rng) -> (Value, Value) {
     let name = format!("batch-{i:06}-{:05x}", rng.below(1 << 20));
-    let uid = format!("{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}", rng.next() as u32, rng.below(1 << 16), rng.below(1 << 12), rng.below(1 << 12), rng.below(1 << 48));
+    let uid = format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        rng.next() as u32,
+        rng.below(1 << 16),
+        rng.below(1 << 12),
+        rng.below(1 << 12),
+        rng.below(1 << 48)
+    );
     let phase = match rng.below(8) {
         0..=3 => "Failed",
         4..=5 => "Succeeded",
         _ => "Running",
     };
-    let finished = format!("2026-11-{:02}T{:02}:{:02}:{:02}Z", 20 + rng.below(9), rng.below(24), rng.below(60), rng.below(60));
+    let finished = format!(
+        "2026-11-{:02}T{:02}:{:02}:{:02}Z",
+        20 + rng.below(9),
+        rng.below(24),
+        rng.below(60),
+        rng.below(60)
+    );
     let labelled = rng.below(4) != 0;
-    let mut labels = json!({"app": "nightly-report", "team": "data", "pod-template-hash": "7d9c8f6b5"});
+    let mut labels =
+        json!({"app": "nightly-report", "team": "data", "pod-template-hash": "7d9c8f6b5"});
     if labelled {
         labels["diagnostics.example.com/collect"] = json!("true");
     }
@@ -79,5 +93,6 @@ pub fn native_inventory(n: usize) -> Vec<u8> {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let (metas, statuses): (Vec<Value>, Vec<Value>) = (0..n).map(|i| pod(i, &mut rng)).unzip();
     let statuses: Vec<Value> = statuses.into_iter().map(|s| json!({"status": s})).collect();
-    serde_json::to_vec(&json!({"size": n, "metadataItems": metas, "statusItems": statuses})).unwrap_or_default()
+    serde_json::to_vec(&json!({"size": n, "metadataItems": metas, "statusItems": statuses}))
+        .unwrap_or_default()
 }

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use gc_core::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
 use gc_core::PodInputs;
+use gc_core::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
 
 use crate::Failure;
 
@@ -50,16 +50,36 @@ pub(crate) struct PodInputArgs {
     #[arg(long, short = 'n', default_value = "default")]
     namespace: String,
     /// Minimum hold after complete container termination or first observed Failed status.
-    #[arg(long, default_value_t = 86_400, value_name = "SECONDS", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 86_400,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     retention_seconds: i64,
     /// At most this many Pods are targeted per run (1..=50).
-    #[arg(long, default_value_t = 5, value_name = "N", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 5,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     max_pods: i64,
     /// The plan fails when the inventory holds more Pods (max-pods..=10000).
-    #[arg(long, default_value_t = 1_000, value_name = "N", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 1_000,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     max_inventory: i64,
     /// The plan fails when a target's archive would be larger (1024..=1048576).
-    #[arg(long, default_value_t = 262_144, value_name = "BYTES", allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 262_144,
+        value_name = "BYTES",
+        allow_negative_numbers = true
+    )]
     max_archive_bytes: i64,
     /// Label whose value "true" opts a Pod in.
     #[arg(long, default_value = DEFAULT_COLLECT_LABEL, value_name = "KEY")]

@@ -29,16 +29,25 @@ pub(crate) struct Failure {
 
 impl Failure {
     pub(crate) fn usage(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: exit::USAGE, error: error.into() }
+        Self {
+            code: exit::USAGE,
+            error: error.into(),
+        }
     }
     pub(crate) fn plan(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: exit::PLAN, error: error.into() }
+        Self {
+            code: exit::PLAN,
+            error: error.into(),
+        }
     }
 }
 
 impl From<anyhow::Error> for Failure {
     fn from(error: anyhow::Error) -> Self {
-        Self { code: exit::FAILURE, error }
+        Self {
+            code: exit::FAILURE,
+            error,
+        }
     }
 }
 

@@ -2,15 +2,20 @@
 
 use std::io::Write;
 
+use gc_core::PodConfig;
 use gc_core::plan::{Decision, PodPlan};
 use gc_core::pyjson::{self, Layout};
-use gc_core::PodConfig;
 use serde::Serialize;
 
 use crate::cli::Format;
 
 /// Writes `plan` in `format`.
-pub(crate) fn write_plan(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig, format: Format) -> std::io::Result<()> {
+pub(crate) fn write_plan(
+    out: &mut impl Write,
+    plan: &PodPlan,
+    cfg: &PodConfig,
+    format: Format,
+) -> std::io::Result<()> {
     match format {
         Format::Table => write_table(out, plan, cfg),
         Format::Json => {
@@ -22,7 +27,11 @@ pub(crate) fn write_plan(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig, 
                 #[serde(rename = "targetCount")]
                 target_count: usize,
             }
-            let doc = Doc { config: cfg, plan, target_count: plan.targets.len() };
+            let doc = Doc {
+                config: cfg,
+                plan,
+                target_count: plan.targets.len(),
+            };
             serde_json::to_writer_pretty(&mut *out, &doc)?;
             writeln!(out)
         }
@@ -67,7 +76,10 @@ pub(crate) fn rfc3339(seconds: f64) -> String {
     let whole = seconds.floor() as i64;
     time::OffsetDateTime::from_unix_timestamp(whole)
         .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
         .unwrap_or_else(|| format!("{seconds}"))
 }
 
@@ -80,17 +92,39 @@ fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io
                 not_eligible += 1;
                 continue;
             }
-            Decision::Targeted { basis, anchor } => {
-                ("targeted", basis, anchor, format!("retention of {}s passed", cfg.retention_seconds))
-            }
-            Decision::Held { basis, anchor, until } => ("held", basis, anchor, format!("held until {}", rfc3339(*until))),
-            Decision::Deferred { basis, anchor } => {
-                ("deferred", basis, anchor, format!("deferred by the cap (max_pods {})", cfg.max_pods))
-            }
+            Decision::Targeted { basis, anchor } => (
+                "targeted",
+                basis,
+                anchor,
+                format!("retention of {}s passed", cfg.retention_seconds),
+            ),
+            Decision::Held {
+                basis,
+                anchor,
+                until,
+            } => (
+                "held",
+                basis,
+                anchor,
+                format!("held until {}", rfc3339(*until)),
+            ),
+            Decision::Deferred { basis, anchor } => (
+                "deferred",
+                basis,
+                anchor,
+                format!("deferred by the cap (max_pods {})", cfg.max_pods),
+            ),
         };
         let name = d.name.clone().unwrap_or_default();
         let uid = d.uid.clone().unwrap_or_default();
-        rows.push([state.to_owned(), name, uid, basis.as_str().to_owned(), rfc3339(anchor.seconds()), reason]);
+        rows.push([
+            state.to_owned(),
+            name,
+            uid,
+            basis.as_str().to_owned(),
+            rfc3339(anchor.seconds()),
+            reason,
+        ]);
     }
     let header = ["STATE", "NAME", "UID", "BASIS", "ANCHOR", "REASON"].map(String::from);
     let mut widths = header.clone().map(|h| h.len());
@@ -101,7 +135,11 @@ fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io
     }
     if !rows.is_empty() {
         for row in std::iter::once(&header).chain(&rows) {
-            let line: Vec<String> = row.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+            let line: Vec<String> = row
+                .iter()
+                .zip(widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
             writeln!(out, "{}", line.join("  ").trim_end())?;
         }
     }

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use anyhow::Context;
 use gc_core::inventory::{Inventory, Reader};
-use gc_core::{plan_pods, PodConfig, PreviousLedger, Rules};
+use gc_core::{PodConfig, PreviousLedger, Rules, plan_pods};
 
 use crate::cli::PlanPods;
-use crate::{output, Failure};
+use crate::{Failure, output};
 
 fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
     let mut bytes = Vec::new();
@@ -21,13 +21,18 @@ fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
             f.read_to_end(&mut bytes).map(|_| ())
         })
     };
-    read.with_context(|| format!("cannot read {what} {}", path.display())).map_err(Failure::usage)?;
+    read.with_context(|| format!("cannot read {what} {}", path.display()))
+        .map_err(Failure::usage)?;
     Ok(bytes)
 }
 
 /// Streams an inventory file through the reader, a chunk at a time: only one Pod's text is held.
 fn read_inventory(path: &Path, cfg: &PodConfig) -> Result<Inventory, Failure> {
-    let rules = Rules { namespace: &cfg.namespace, collect_label: &cfg.collect_label, pin: &cfg.pin_finalizer };
+    let rules = Rules {
+        namespace: &cfg.namespace,
+        collect_label: &cfg.collect_label,
+        pin: &cfg.pin_finalizer,
+    };
     // One more than the ceiling is kept, so the ceiling error can name the count.
     let mut reader = Reader::new(rules, cfg.max_inventory + 1);
     let mut source: Box<dyn Read> = if path == Path::new("-") {
@@ -49,7 +54,10 @@ fn read_inventory(path: &Path, cfg: &PodConfig) -> Result<Inventory, Failure> {
         if n == 0 {
             break;
         }
-        reader.feed(&chunk[..n]).with_context(context).map_err(Failure::plan)?;
+        reader
+            .feed(&chunk[..n])
+            .with_context(context)
+            .map_err(Failure::plan)?;
     }
     reader.finish().with_context(context).map_err(Failure::plan)
 }
@@ -57,9 +65,11 @@ fn read_inventory(path: &Path, cfg: &PodConfig) -> Result<Inventory, Failure> {
 /// The instant to plan for: `--now` or the clock, as float seconds like Python's `time.time()`.
 pub(crate) fn now(arg: Option<&str>) -> Result<f64, Failure> {
     let at = match arg {
-        Some(text) => time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-            .with_context(|| format!("invalid --now {text:?}: expected an RFC 3339 timestamp"))
-            .map_err(Failure::usage)?,
+        Some(text) => {
+            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                .with_context(|| format!("invalid --now {text:?}: expected an RFC 3339 timestamp"))
+                .map_err(Failure::usage)?
+        }
         None => time::OffsetDateTime::now_utc(),
     };
     let micros = at.unix_timestamp_nanos() / 1_000;
@@ -70,7 +80,8 @@ pub(crate) fn now(arg: Option<&str>) -> Result<f64, Failure> {
 /// Writes `text` to `path` atomically (a temporary file renamed over it).
 pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    let mut f =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))

@@ -6,7 +6,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/reference/flow_plan.py");
+const REFERENCE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/reference/flow_plan.py"
+);
 
 struct Case {
     dir: tempfile::TempDir,
@@ -25,9 +28,17 @@ fn load(path: &Path) -> Case {
     let inventory = dir.path().join("inventory.json");
     let ledger = dir.path().join("state.json");
     std::fs::write(&inventory, serde_json::to_vec(&body["inventory"]).unwrap()).unwrap();
-    let state = body.get("ledger").cloned().unwrap_or_else(|| serde_json::json!({}));
+    let state = body
+        .get("ledger")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
     std::fs::write(&ledger, serde_json::to_vec(&state).unwrap()).unwrap();
-    let mut args = vec!["plan".into(), "pods".into(), "--inventory".into(), path_str(&inventory)];
+    let mut args = vec![
+        "plan".into(),
+        "pods".into(),
+        "--inventory".into(),
+        path_str(&inventory),
+    ];
     args.extend(["--ledger".into(), path_str(&ledger)]);
     let mut env = vec![
         ("NAMESPACE".to_owned(), "default".to_owned()),
@@ -47,7 +58,9 @@ fn load(path: &Path) -> Case {
             "max_inventory" => "MAX_INVENTORY",
             "max_archive_bytes" => "MAX_BYTES",
             "now" => {
-                let t = time::OffsetDateTime::parse(&v, &time::format_description::well_known::Rfc3339).unwrap();
+                let t =
+                    time::OffsetDateTime::parse(&v, &time::format_description::well_known::Rfc3339)
+                        .unwrap();
                 env.push(("NOW".into(), format!("{}", t.unix_timestamp_nanos() / 1000)));
                 continue;
             }
@@ -74,7 +87,10 @@ fn set_arg(args: &[String], flag: &str, value: &str) -> Vec<String> {
 }
 
 fn gc_cli(args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gc-cli")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn with_format(args: &[String], format: &str) -> Vec<String> {
@@ -91,12 +107,19 @@ fn outcome(out: &Output, case: &Case) -> String {
     } else {
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    format!("exit {}\n{}", out.status.code().unwrap_or(-1), text.replace(&dir, "[dir]"))
+    format!(
+        "exit {}\n{}",
+        out.status.code().unwrap_or(-1),
+        text.replace(&dir, "[dir]")
+    )
 }
 
 /// Python 3 for the reference flow; in CI its absence is a failure, elsewhere a skip.
 fn python() -> Option<&'static str> {
-    let ok = Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok && std::env::var_os("CI").is_some() {
         panic!("python3 is required in CI for the reference-flow parity checks");
     }
@@ -115,7 +138,9 @@ fn reference(case: &Case, python: &str) -> Option<String> {
 /// (`NOW` in microseconds).
 fn reference_in(dir: &Path, env: &[(String, String)], python: &str) -> Option<String> {
     let mut cmd = Command::new(python);
-    cmd.arg(REFERENCE).arg(dir.join("inventory.json")).arg(dir.join("state.json"));
+    cmd.arg(REFERENCE)
+        .arg(dir.join("inventory.json"))
+        .arg(dir.join("state.json"));
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -126,7 +151,9 @@ fn reference_in(dir: &Path, env: &[(String, String)], python: &str) -> Option<St
         cmd.env("NOW", format!("{:?}", us as f64 / 1e6));
     }
     let out = cmd.output().unwrap();
-    out.status.success().then(|| String::from_utf8(out.stdout).unwrap().trim_end().to_owned())
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).unwrap().trim_end().to_owned())
 }
 
 #[test]
@@ -140,18 +167,36 @@ fn corpus() {
         insta::assert_snapshot!("table", outcome(&table, &case));
         insta::assert_snapshot!("json", outcome(&json, &case));
         if let Some(py) = python {
-            let ours = kestra.status.success().then(|| String::from_utf8(kestra.stdout.clone()).unwrap().trim_end().to_owned());
-            assert_eq!(ours, reference(&case, py), "{}: differs from the reference flow", path.display());
+            let ours = kestra.status.success().then(|| {
+                String::from_utf8(kestra.stdout.clone())
+                    .unwrap()
+                    .trim_end()
+                    .to_owned()
+            });
+            assert_eq!(
+                ours,
+                reference(&case, py),
+                "{}: differs from the reference flow",
+                path.display()
+            );
         }
         if !kestra.status.success() {
-            assert_eq!(kestra.status.code(), Some(3), "{}: a plan failure exits 3", path.display());
+            assert_eq!(
+                kestra.status.code(),
+                Some(3),
+                "{}: a plan failure exits 3",
+                path.display()
+            );
         }
     });
 }
 
 #[test]
 fn ledger_out_is_the_flow_state() {
-    let case = load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/plan/ledger-carry-and-prune.json"));
+    let case = load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/plan/ledger-carry-and-prune.json"),
+    );
     let out_path = case.dir.path().join("ledger-out.json");
     let mut args = with_format(&case.args, "kestra");
     args.extend(["--ledger-out".into(), path_str(&out_path)]);
@@ -172,13 +217,31 @@ fn ledger_out_is_the_flow_state() {
 
 #[test]
 fn bad_inputs_name_the_input_and_exit_2() {
-    let case = load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/plan/eligibility-clauses.json"));
+    let case = load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/plan/eligibility-clauses.json"),
+    );
     for (flag, value, expect) in [
-        ("--namespace", "kube-system", "invalid namespace \"kube-system\": system namespace refused"),
-        ("--max-pods", "51", "invalid max_pods \"51\": must be between 1 and 50"),
-        ("--retention-seconds", "-1", "invalid retention_seconds \"-1\""),
+        (
+            "--namespace",
+            "kube-system",
+            "invalid namespace \"kube-system\": system namespace refused",
+        ),
+        (
+            "--max-pods",
+            "51",
+            "invalid max_pods \"51\": must be between 1 and 50",
+        ),
+        (
+            "--retention-seconds",
+            "-1",
+            "invalid retention_seconds \"-1\"",
+        ),
         ("--cluster-id", "Prod", "invalid cluster_id \"Prod\""),
-        ("--max-archive-bytes", "100", "invalid max_archive_bytes \"100\""),
+        (
+            "--max-archive-bytes",
+            "100",
+            "invalid max_archive_bytes \"100\"",
+        ),
         ("--now", "tomorrow", "invalid --now \"tomorrow\""),
     ] {
         let out = gc_cli(&set_arg(&case.args, flag, value));
@@ -187,14 +250,25 @@ fn bad_inputs_name_the_input_and_exit_2() {
         assert!(err.contains(expect), "{flag} {value}: {err}");
         assert!(out.stdout.is_empty());
     }
-    let out = gc_cli(&["plan".into(), "pods".into(), "--inventory".into(), "/nonexistent/inv.json".into()]);
+    let out = gc_cli(&[
+        "plan".into(),
+        "pods".into(),
+        "--inventory".into(),
+        "/nonexistent/inv.json".into(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read inventory /nonexistent/inv.json"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("cannot read inventory /nonexistent/inv.json")
+    );
 }
 
 #[test]
 fn failed_plan_writes_no_ledger() {
-    let case = load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/plan/bad-anchor-in-future.json"));
+    let case = load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/plan/bad-anchor-in-future.json"),
+    );
     let out_path = case.dir.path().join("ledger-out.json");
     let mut args = case.args.clone();
     args.extend(["--ledger-out".into(), path_str(&out_path)]);
@@ -209,36 +283,74 @@ fn failed_plan_writes_no_ledger() {
 fn random_inventories_match_the_reference_flow() {
     const CASES: usize = 200;
     let Some(python) = python() else { return };
-    let generator = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/reference/random_inventory.py");
+    let generator = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/reference/random_inventory.py"
+    );
     let root = tempfile::tempdir().unwrap();
-    let status = Command::new(python).arg(generator).arg("0").arg(CASES.to_string()).arg(root.path()).status().unwrap();
+    let status = Command::new(python)
+        .arg(generator)
+        .arg("0")
+        .arg(CASES.to_string())
+        .arg(root.path())
+        .status()
+        .unwrap();
     assert!(status.success());
     let outcomes: Vec<Option<String>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|w| {
                 let root = root.path();
-                s.spawn(move || (w..CASES).step_by(2).map(|seed| (seed, random_case(root, seed, python))).collect::<Vec<_>>())
+                s.spawn(move || {
+                    (w..CASES)
+                        .step_by(2)
+                        .map(|seed| (seed, random_case(root, seed, python)))
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
-        let mut all: Vec<_> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+        let mut all: Vec<_> = workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
         all.sort_by_key(|(seed, _)| *seed);
         all.into_iter().map(|(_, o)| o).collect()
     });
     let failed = outcomes.iter().filter(|o| o.is_none()).count();
-    let with_targets = outcomes.iter().flatten().filter(|l| !l.contains("\"target_count\":0")).count();
+    let with_targets = outcomes
+        .iter()
+        .flatten()
+        .filter(|l| !l.contains("\"target_count\":0"))
+        .count();
     // The corpus must exercise both outcomes, or the comparison proves little.
-    assert!(with_targets >= 40 && failed >= 20 && CASES - failed >= 100, "{with_targets} with targets, {failed} failed");
+    assert!(
+        with_targets >= 40 && failed >= 20 && CASES - failed >= 100,
+        "{with_targets} with targets, {failed} failed"
+    );
 }
 
 /// Plans one generated case both ways and returns the shared outcome.
 fn random_case(root: &Path, seed: usize, python: &str) -> Option<String> {
     let dir = root.join(seed.to_string());
-    let args: Value = serde_json::from_slice(&std::fs::read(dir.join("args.json")).unwrap()).unwrap();
-    let mut cli = vec!["plan".into(), "pods".into(), "--namespace".into(), "work".into()];
+    let args: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("args.json")).unwrap()).unwrap();
+    let mut cli = vec![
+        "plan".into(),
+        "pods".into(),
+        "--namespace".into(),
+        "work".into(),
+    ];
     cli.extend(["--inventory".into(), path_str(&dir.join("inventory.json"))]);
     cli.extend(["--ledger".into(), path_str(&dir.join("state.json"))]);
-    cli.extend(["--now".into(), "2026-11-29T12:00:00Z".into(), "--format".into(), "kestra".into()]);
-    let mut env = vec![("NAMESPACE".to_owned(), "work".to_owned()), ("MAX_BYTES".into(), "262144".into())];
+    cli.extend([
+        "--now".into(),
+        "2026-11-29T12:00:00Z".into(),
+        "--format".into(),
+        "kestra".into(),
+    ]);
+    let mut env = vec![
+        ("NAMESPACE".to_owned(), "work".to_owned()),
+        ("MAX_BYTES".into(), "262144".into()),
+    ];
     for (k, v) in args.as_object().unwrap() {
         cli.extend([format!("--{}", k.replace('_', "-")), v.to_string()]);
         let key = match k.as_str() {
@@ -250,8 +362,18 @@ fn random_case(root: &Path, seed: usize, python: &str) -> Option<String> {
     }
     env.push(("NOW".into(), "1795953600000000".into()));
     let ours = gc_cli(&cli);
-    let ours_line = ours.status.success().then(|| String::from_utf8(ours.stdout.clone()).unwrap().trim_end().to_owned());
+    let ours_line = ours.status.success().then(|| {
+        String::from_utf8(ours.stdout.clone())
+            .unwrap()
+            .trim_end()
+            .to_owned()
+    });
     let theirs = reference_in(&dir, &env, python);
-    assert_eq!(ours_line, theirs, "seed {seed}: differs from the reference flow (ours: {})", String::from_utf8_lossy(&ours.stderr));
+    assert_eq!(
+        ours_line,
+        theirs,
+        "seed {seed}: differs from the reference flow (ours: {})",
+        String::from_utf8_lossy(&ours.stderr)
+    );
     ours_line
 }

@@ -86,11 +86,25 @@ pub enum InputError {
 }
 
 fn invalid(input: &'static str, value: impl ToString, rule: &'static str) -> InputError {
-    InputError::Invalid { input, value: value.to_string(), rule }
+    InputError::Invalid {
+        input,
+        value: value.to_string(),
+        rule,
+    }
 }
 
-fn in_range(input: &'static str, v: i64, lo: i64, hi: i64, rule: &'static str) -> Result<(), InputError> {
-    if (lo..=hi).contains(&v) { Ok(()) } else { Err(invalid(input, v, rule)) }
+fn in_range(
+    input: &'static str,
+    v: i64,
+    lo: i64,
+    hi: i64,
+    rule: &'static str,
+) -> Result<(), InputError> {
+    if (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(invalid(input, v, rule))
+    }
 }
 
 /// `[a-z0-9][a-z0-9-]{0,39}`
@@ -98,7 +112,8 @@ fn is_cluster_id(s: &str) -> bool {
     let b = s.as_bytes();
     (1..=40).contains(&b.len())
         && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
 /// A DNS-1123 label: `[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?`
@@ -118,16 +133,16 @@ fn is_qualified_name(s: &str) -> bool {
         Some((p, n)) => (Some(p), n),
         None => (None, s),
     };
-    let prefix_ok = prefix.is_none_or(|p| {
-        !p.is_empty() && p.len() <= 253 && p.split('.').all(is_dns_label)
-    });
+    let prefix_ok =
+        prefix.is_none_or(|p| !p.is_empty() && p.len() <= 253 && p.split('.').all(is_dns_label));
     let b = name.as_bytes();
     let alnum = |c: &u8| c.is_ascii_alphanumeric();
     prefix_ok
         && (1..=63).contains(&b.len())
         && alnum(&b[0])
         && alnum(&b[b.len() - 1])
-        && b.iter().all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
 }
 
 impl PodInputs {
@@ -140,23 +155,61 @@ impl PodInputs {
     /// (1024..=1048576), and the collect label and pin finalizer names (qualified names).
     pub fn validate(&self) -> Result<PodConfig, InputError> {
         if !is_cluster_id(&self.cluster_id) {
-            return Err(invalid("cluster_id", &self.cluster_id, "must match [a-z0-9][a-z0-9-]{0,39}"));
+            return Err(invalid(
+                "cluster_id",
+                &self.cluster_id,
+                "must match [a-z0-9][a-z0-9-]{0,39}",
+            ));
         }
         if !is_dns_label(&self.namespace) {
-            return Err(invalid("namespace", &self.namespace, "must be a DNS label of at most 63 characters"));
+            return Err(invalid(
+                "namespace",
+                &self.namespace,
+                "must be a DNS label of at most 63 characters",
+            ));
         }
         if SYSTEM_NAMESPACES.contains(&self.namespace.as_str()) {
-            return Err(invalid("namespace", &self.namespace, "system namespace refused"));
+            return Err(invalid(
+                "namespace",
+                &self.namespace,
+                "system namespace refused",
+            ));
         }
-        in_range("retention_seconds", self.retention_seconds, 1, 31_536_000, "must be between 1 and 31536000")?;
+        in_range(
+            "retention_seconds",
+            self.retention_seconds,
+            1,
+            31_536_000,
+            "must be between 1 and 31536000",
+        )?;
         in_range("max_pods", self.max_pods, 1, 50, "must be between 1 and 50")?;
-        in_range("max_inventory", self.max_inventory, self.max_pods, 10_000, "must be between max_pods and 10000")?;
-        in_range("max_archive_bytes", self.max_archive_bytes, 1024, 1_048_576, "must be between 1024 and 1048576")?;
+        in_range(
+            "max_inventory",
+            self.max_inventory,
+            self.max_pods,
+            10_000,
+            "must be between max_pods and 10000",
+        )?;
+        in_range(
+            "max_archive_bytes",
+            self.max_archive_bytes,
+            1024,
+            1_048_576,
+            "must be between 1024 and 1048576",
+        )?;
         if !is_qualified_name(&self.collect_label) {
-            return Err(invalid("collect_label", &self.collect_label, "must be a label key"));
+            return Err(invalid(
+                "collect_label",
+                &self.collect_label,
+                "must be a label key",
+            ));
         }
         if !is_qualified_name(&self.pin_finalizer) || !self.pin_finalizer.contains('/') {
-            return Err(invalid("pin_finalizer", &self.pin_finalizer, "must be a domain-qualified finalizer name"));
+            return Err(invalid(
+                "pin_finalizer",
+                &self.pin_finalizer,
+                "must be a domain-qualified finalizer name",
+            ));
         }
         let n = |v: i64| usize::try_from(v).unwrap_or(0);
         Ok(PodConfig {
@@ -190,28 +243,94 @@ mod tests {
 
     #[test]
     fn each_rule_names_its_input() {
-        check(|i| i.cluster_id = "Primary".into(), Some(r#"invalid cluster_id "Primary": must match [a-z0-9][a-z0-9-]{0,39}"#));
-        check(|i| i.cluster_id = "-a".into(), Some(r#"invalid cluster_id "-a": must match [a-z0-9][a-z0-9-]{0,39}"#));
+        check(
+            |i| i.cluster_id = "Primary".into(),
+            Some(r#"invalid cluster_id "Primary": must match [a-z0-9][a-z0-9-]{0,39}"#),
+        );
+        check(
+            |i| i.cluster_id = "-a".into(),
+            Some(r#"invalid cluster_id "-a": must match [a-z0-9][a-z0-9-]{0,39}"#),
+        );
         check(|i| i.cluster_id = "a".repeat(40), None);
-        check(|i| i.cluster_id = "a".repeat(41), Some(&format!("invalid cluster_id {:?}: must match [a-z0-9][a-z0-9-]{{0,39}}", "a".repeat(41))));
+        check(
+            |i| i.cluster_id = "a".repeat(41),
+            Some(&format!(
+                "invalid cluster_id {:?}: must match [a-z0-9][a-z0-9-]{{0,39}}",
+                "a".repeat(41)
+            )),
+        );
         check(|i| i.cluster_id = "a-".into(), None);
-        check(|i| i.namespace = "ns-".into(), Some(r#"invalid namespace "ns-": must be a DNS label of at most 63 characters"#));
+        check(
+            |i| i.namespace = "ns-".into(),
+            Some(r#"invalid namespace "ns-": must be a DNS label of at most 63 characters"#),
+        );
         check(|i| i.namespace = "x".repeat(63), None);
-        check(|i| i.namespace = "x".repeat(64), Some(&format!("invalid namespace {:?}: must be a DNS label of at most 63 characters", "x".repeat(64))));
-        check(|i| i.namespace = "kube-system".into(), Some(r#"invalid namespace "kube-system": system namespace refused"#));
-        check(|i| i.namespace = "kube-node-lease".into(), Some(r#"invalid namespace "kube-node-lease": system namespace refused"#));
-        check(|i| i.retention_seconds = 0, Some(r#"invalid retention_seconds "0": must be between 1 and 31536000"#));
+        check(
+            |i| i.namespace = "x".repeat(64),
+            Some(&format!(
+                "invalid namespace {:?}: must be a DNS label of at most 63 characters",
+                "x".repeat(64)
+            )),
+        );
+        check(
+            |i| i.namespace = "kube-system".into(),
+            Some(r#"invalid namespace "kube-system": system namespace refused"#),
+        );
+        check(
+            |i| i.namespace = "kube-node-lease".into(),
+            Some(r#"invalid namespace "kube-node-lease": system namespace refused"#),
+        );
+        check(
+            |i| i.retention_seconds = 0,
+            Some(r#"invalid retention_seconds "0": must be between 1 and 31536000"#),
+        );
         check(|i| i.retention_seconds = 31_536_000, None);
-        check(|i| i.retention_seconds = 31_536_001, Some(r#"invalid retention_seconds "31536001": must be between 1 and 31536000"#));
-        check(|i| i.max_pods = 51, Some(r#"invalid max_pods "51": must be between 1 and 50"#));
-        check(|i| i.max_pods = 0, Some(r#"invalid max_pods "0": must be between 1 and 50"#));
-        check(|i| { i.max_pods = 10; i.max_inventory = 9 }, Some(r#"invalid max_inventory "9": must be between max_pods and 10000"#));
-        check(|i| { i.max_pods = 10; i.max_inventory = 10 }, None);
-        check(|i| i.max_inventory = 10_001, Some(r#"invalid max_inventory "10001": must be between max_pods and 10000"#));
-        check(|i| i.max_archive_bytes = 1023, Some(r#"invalid max_archive_bytes "1023": must be between 1024 and 1048576"#));
-        check(|i| i.max_archive_bytes = 1_048_577, Some(r#"invalid max_archive_bytes "1048577": must be between 1024 and 1048576"#));
-        check(|i| i.collect_label = "bad label".into(), Some(r#"invalid collect_label "bad label": must be a label key"#));
-        check(|i| i.pin_finalizer = "nodomain".into(), Some(r#"invalid pin_finalizer "nodomain": must be a domain-qualified finalizer name"#));
+        check(
+            |i| i.retention_seconds = 31_536_001,
+            Some(r#"invalid retention_seconds "31536001": must be between 1 and 31536000"#),
+        );
+        check(
+            |i| i.max_pods = 51,
+            Some(r#"invalid max_pods "51": must be between 1 and 50"#),
+        );
+        check(
+            |i| i.max_pods = 0,
+            Some(r#"invalid max_pods "0": must be between 1 and 50"#),
+        );
+        check(
+            |i| {
+                i.max_pods = 10;
+                i.max_inventory = 9
+            },
+            Some(r#"invalid max_inventory "9": must be between max_pods and 10000"#),
+        );
+        check(
+            |i| {
+                i.max_pods = 10;
+                i.max_inventory = 10
+            },
+            None,
+        );
+        check(
+            |i| i.max_inventory = 10_001,
+            Some(r#"invalid max_inventory "10001": must be between max_pods and 10000"#),
+        );
+        check(
+            |i| i.max_archive_bytes = 1023,
+            Some(r#"invalid max_archive_bytes "1023": must be between 1024 and 1048576"#),
+        );
+        check(
+            |i| i.max_archive_bytes = 1_048_577,
+            Some(r#"invalid max_archive_bytes "1048577": must be between 1024 and 1048576"#),
+        );
+        check(
+            |i| i.collect_label = "bad label".into(),
+            Some(r#"invalid collect_label "bad label": must be a label key"#),
+        );
+        check(
+            |i| i.pin_finalizer = "nodomain".into(),
+            Some(r#"invalid pin_finalizer "nodomain": must be a domain-qualified finalizer name"#),
+        );
         check(|i| i.collect_label = "example.com/gc".into(), None);
     }
 }

@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use crate::pod::{BadField, MetaFacts, PodFacts, Rules, StatusFacts};
 use crate::raw::Raw;
-use crate::skim::{self, member, Member};
+use crate::skim::{self, Member, member};
 
 /// An inventory that cannot be read as either shape.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -81,17 +81,32 @@ struct List<T> {
 
 impl<T> Default for List<T> {
     fn default() -> Self {
-        Self { present: false, not_a_list: false, items: Vec::new(), count: 0 }
+        Self {
+            present: false,
+            not_a_list: false,
+            items: Vec::new(),
+            count: 0,
+        }
     }
 }
 
 impl<T> List<T> {
-    fn restart(&mut self, is_list: bool) {
-        *self = Self { present: true, not_a_list: !is_list, items: Vec::new(), count: 0 };
+    fn restart(&mut self, is_list: bool, capacity: usize) {
+        let items = Vec::with_capacity(if is_list { capacity } else { 0 });
+        *self = Self {
+            present: true,
+            not_a_list: !is_list,
+            items,
+            count: 0,
+        };
     }
 
     /// Counts one element, keeping what `read` makes of it while under `keep_at_most`.
-    fn add(&mut self, keep_at_most: usize, read: impl FnOnce() -> Result<T, InventoryError>) -> Result<(), InventoryError> {
+    fn add(
+        &mut self,
+        keep_at_most: usize,
+        read: impl FnOnce() -> Result<T, InventoryError>,
+    ) -> Result<(), InventoryError> {
         if self.count < keep_at_most {
             self.items.push(read()?);
         }
@@ -112,7 +127,9 @@ pub struct Reader<'c> {
     retry_at: usize,
     at: At,
     size_is_zero: bool,
-    metas: List<Result<MetaFacts, BadField>>,
+    /// The inventory's `size`, to reserve room for its facts once.
+    size_hint: usize,
+    metas: List<Result<MetaFacts, Box<BadField>>>,
     statuses: List<Result<StatusFacts, ()>>,
     pods: List<PodFacts>,
 }
@@ -136,6 +153,7 @@ impl<'c> Reader<'c> {
             retry_at: 0,
             at: At::Start,
             size_is_zero: false,
+            size_hint: 0,
             metas: List::default(),
             statuses: List::default(),
             pods: List::default(),
@@ -160,9 +178,8 @@ impl<'c> Reader<'c> {
         // A chunk may end inside a multi-byte character: read up to it.
         let text = match std::str::from_utf8(&buf) {
             Ok(text) => text,
-            Err(e) if e.error_len().is_none() => {
-                std::str::from_utf8(&buf[..e.valid_up_to()]).map_err(|e| malformed(e.to_string()))?
-            }
+            Err(e) if e.error_len().is_none() => std::str::from_utf8(&buf[..e.valid_up_to()])
+                .map_err(|e| malformed(e.to_string()))?,
             Err(e) => return Err(malformed(e.to_string())),
         };
         let mut members = Vec::new();
@@ -180,9 +197,18 @@ impl<'c> Reader<'c> {
     }
 
     /// One step of the top-level state machine from `pos`.
-    fn step<'t>(&mut self, text: &'t str, pos: usize, members: &mut Vec<Member<'t>>) -> Result<Step, InventoryError> {
+    fn step<'t>(
+        &mut self,
+        text: &'t str,
+        pos: usize,
+        members: &mut Vec<Member<'t>>,
+    ) -> Result<Step, InventoryError> {
         let b = text.as_bytes();
-        let Some(i) = b[pos..].iter().position(|b| !b.is_ascii_whitespace()).map(|i| pos + i) else {
+        let Some(i) = b[pos..]
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .map(|i| pos + i)
+        else {
             return Ok(Step::NeedMore(b.len()));
         };
         self.at = match (self.at, b[i]) {
@@ -197,41 +223,59 @@ impl<'c> Reader<'c> {
             (At::Element(_) | At::AfterElement(_), b']') => At::AfterValue,
             (At::AfterElement(k), b',') => At::NextElement(k),
             (At::AfterValue, b',') => At::Key,
-            (At::KeyOrEnd | At::Key, b'"') | (At::Value(_) | At::Element(_) | At::NextElement(_), _) => {
+            (At::KeyOrEnd | At::Key, b'"')
+            | (At::Value(_) | At::Element(_) | At::NextElement(_), _) => {
                 return match skim::skim_prefix(&text[i..], members) {
                     Ok((end, len)) => {
                         self.value(&text[i..i + end], members, len)?;
                         Ok(Step::Next(i + end))
                     }
                     Err(None) => Ok(Step::NeedMore(i)),
-                    Err(Some(e)) => Err(malformed(format!("not JSON at byte {} of a value: {}", e.at, e.what))),
+                    Err(Some(e)) => Err(malformed(format!(
+                        "not JSON at byte {} of a value: {}",
+                        e.at, e.what
+                    ))),
                 };
             }
-            (at, c) => return Err(malformed(format!("unexpected {:?} ({at:?})", char::from(c)))),
+            (at, c) => {
+                return Err(malformed(format!(
+                    "unexpected {:?} ({at:?})",
+                    char::from(c)
+                )));
+            }
         };
         Ok(Step::Next(i + 1))
     }
 
     fn list_restart(&mut self, key: Key, is_list: bool) {
+        let hint = self.size_hint;
         match key {
-            Key::MetadataItems => self.metas.restart(is_list),
-            Key::StatusItems => self.statuses.restart(is_list),
-            Key::Items => self.pods.restart(is_list),
+            Key::MetadataItems => self.metas.restart(is_list, hint),
+            Key::StatusItems => self.statuses.restart(is_list, hint),
+            Key::Items => self.pods.restart(is_list, hint),
             Key::Size | Key::Other => {}
         }
     }
 
     /// A complete value in the current position, already skimmed into `members`.
-    fn value(&mut self, text: &str, members: &[Member<'_>], len: usize) -> Result<(), InventoryError> {
+    fn value(
+        &mut self,
+        text: &str,
+        members: &[Member<'_>],
+        len: usize,
+    ) -> Result<(), InventoryError> {
         self.at = match self.at {
             At::KeyOrEnd | At::Key => {
-                let key: String = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
+                let key: String =
+                    serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
                 At::Colon(Key::from_text(&key))
             }
             At::Value(key) => {
                 if key == Key::Size {
                     // `payload.get('size') == 0`, which `0.0` and `false` also satisfy.
-                    self.size_is_zero = text.parse::<f64>().is_ok_and(|n| n == 0.0) || text == "false";
+                    self.size_is_zero =
+                        text.parse::<f64>().is_ok_and(|n| n == 0.0) || text == "false";
+                    self.size_hint = text.parse::<usize>().unwrap_or(0).min(self.keep_at_most);
                 }
                 self.list_restart(key, false);
                 At::AfterValue
@@ -244,13 +288,25 @@ impl<'c> Reader<'c> {
                     })?,
                     // `s.get('status')`: the element must be an object.
                     Key::StatusItems => self.statuses.add(keep_at_most, || {
-                        Ok(text.starts_with('{').then(|| status_facts(members, None)).ok_or(()))
+                        Ok(text
+                            .starts_with('{')
+                            .then(|| status_facts(members, None))
+                            .ok_or(()))
                     })?,
                     Key::Items => self.pods.add(keep_at_most, || {
                         let (i, m) = member(members, None, "metadata")
                             .ok_or_else(|| malformed("an element of items has no metadata"))?;
-                        let meta = MetaFacts::from_members(m.value, members, Some(i), m.canonical_len, rules);
-                        Ok(PodFacts { meta, status: status_facts(members, None) })
+                        let meta = MetaFacts::from_members(
+                            m.value,
+                            members,
+                            Some(i),
+                            m.canonical_len,
+                            rules,
+                        );
+                        Ok(PodFacts {
+                            meta,
+                            status: status_facts(members, None),
+                        })
                     })?,
                     Key::Size | Key::Other => {}
                 }
@@ -272,19 +328,33 @@ impl<'c> Reader<'c> {
             return Err(malformed("truncated: the top-level object is not closed"));
         }
         if self.size_is_zero {
-            return Ok(Inventory { pods: Vec::new(), count: 0 });
+            return Ok(Inventory {
+                pods: Vec::new(),
+                count: 0,
+            });
         }
         if !self.metas.present && !self.statuses.present && self.pods.present {
             if self.pods.not_a_list {
                 return Err(malformed("items is not a list"));
             }
-            return Ok(Inventory { count: self.pods.count, pods: self.pods.items });
+            return Ok(Inventory {
+                count: self.pods.count,
+                pods: self.pods.items,
+            });
         }
-        if !self.metas.present || !self.statuses.present || self.metas.not_a_list || self.statuses.not_a_list {
-            return Err(InventoryError::Incomplete("metadataItems and statusItems must both be lists"));
+        if !self.metas.present
+            || !self.statuses.present
+            || self.metas.not_a_list
+            || self.statuses.not_a_list
+        {
+            return Err(InventoryError::Incomplete(
+                "metadataItems and statusItems must both be lists",
+            ));
         }
         if self.metas.count != self.statuses.count {
-            return Err(InventoryError::Incomplete("metadataItems and statusItems differ in length"));
+            return Err(InventoryError::Incomplete(
+                "metadataItems and statusItems differ in length",
+            ));
         }
         let pods = self
             .metas
@@ -297,7 +367,10 @@ impl<'c> Reader<'c> {
                 Err(()) => Err(malformed(format!("statusItems[{i}] is not an object"))),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Inventory { pods, count: self.metas.count })
+        Ok(Inventory {
+            pods,
+            count: self.metas.count,
+        })
     }
 }
 
@@ -314,7 +387,11 @@ pub struct Inventory {
 ///
 /// # Errors
 /// As [`Reader::feed`] and [`Reader::finish`].
-pub fn read(bytes: &[u8], rules: Rules<'_>, keep_at_most: usize) -> Result<Inventory, InventoryError> {
+pub fn read(
+    bytes: &[u8],
+    rules: Rules<'_>,
+    keep_at_most: usize,
+) -> Result<Inventory, InventoryError> {
     let mut reader = Reader::new(rules, keep_at_most);
     reader.feed(bytes)?;
     reader.finish()
@@ -332,6 +409,13 @@ fn status_facts(members: &[Member<'_>], parent: Option<usize>) -> StatusFacts {
 ///
 /// # Errors
 /// [`BadField`] when either text is not JSON.
-pub fn pod_facts(metadata: Raw<'_>, status: Option<Raw<'_>>, rules: Rules<'_>) -> Result<PodFacts, BadField> {
-    Ok(PodFacts { meta: MetaFacts::read(metadata, rules), status: StatusFacts::read(status)? })
+pub fn pod_facts(
+    metadata: Raw<'_>,
+    status: Option<Raw<'_>>,
+    rules: Rules<'_>,
+) -> Result<PodFacts, BadField> {
+    Ok(PodFacts {
+        meta: MetaFacts::read(metadata, rules),
+        status: StatusFacts::read(status)?,
+    })
 }

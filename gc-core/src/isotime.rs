@@ -311,7 +311,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let mp = (5 * doy + 2) / 153;
     let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
     let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
 }
 
 fn iso_to_ymd(year: i64, week: u32, weekday: u32) -> Option<(i64, u32, u32)> {
@@ -334,7 +342,9 @@ fn iso_to_ymd(year: i64, week: u32, weekday: u32) -> Option<(i64, u32, u32)> {
     if first_weekday > 3 {
         monday += 7;
     }
-    Some(civil_from_days(monday + i64::from((week - 1) * 7 + weekday - 1)))
+    Some(civil_from_days(
+        monday + i64::from((week - 1) * 7 + weekday - 1),
+    ))
 }
 
 #[cfg(test)]

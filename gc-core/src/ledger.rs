@@ -41,7 +41,10 @@ impl PyNum {
             Value::Bool(b) => Some(Self::Bool(*b)),
             Value::Number(n) if n.is_f64() => n.as_f64().map(Self::Float),
             #[allow(clippy::cast_precision_loss)]
-            Value::Number(n) => n.as_i64().map(Self::Int).or_else(|| n.as_u64().map(|u| Self::Float(u as f64))),
+            Value::Number(n) => n
+                .as_i64()
+                .map(Self::Int)
+                .or_else(|| n.as_u64().map(|u| Self::Float(u as f64))),
             _ => None,
         }
     }
@@ -165,7 +168,10 @@ impl PreviousLedger {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| LedgerError(e.to_string()))?;
         match v {
             Value::Object(map) => Ok(Self(map.into_iter().collect())),
-            other => Err(LedgerError(format!("expected an object, found {}", kind(&other)))),
+            other => Err(LedgerError(format!(
+                "expected an object, found {}",
+                kind(&other)
+            ))),
         }
     }
 }
@@ -176,7 +182,10 @@ impl From<&Ledger> for PreviousLedger {
             l.iter()
                 .map(|(uid, o)| {
                     let mut entry = serde_json::Map::new();
-                    entry.insert("first".into(), serde_json::to_value(o.first).unwrap_or(Value::Null));
+                    entry.insert(
+                        "first".into(),
+                        serde_json::to_value(o.first).unwrap_or(Value::Null),
+                    );
                     entry.insert("name".into(), o.name.clone());
                     (uid.to_owned(), Value::Object(entry))
                 })

@@ -17,5 +17,5 @@ pub mod skim;
 
 pub use config::{PodConfig, PodInputs};
 pub use ledger::{Ledger, PreviousLedger, PyNum};
-pub use plan::{plan_pods, Decision, PlanError, PodPlan, Target};
+pub use plan::{Decision, PlanError, PodPlan, Target, plan_pods};
 pub use pod::{Basis, Ineligible, PodFacts, Rules};

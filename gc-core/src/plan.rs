@@ -126,7 +126,9 @@ pub enum PlanError {
         problem: String,
     },
     /// A target whose archive would exceed `max_archive_bytes`.
-    #[error("{pod}: diagnostic archive ceiling exceeded: {bytes} bytes, max_archive_bytes is {max}")]
+    #[error(
+        "{pod}: diagnostic archive ceiling exceeded: {bytes} bytes, max_archive_bytes is {max}"
+    )]
     ArchiveCeiling {
         /// Which Pod.
         pod: PodName,
@@ -185,7 +187,10 @@ pub fn plan_pods(
     now: f64,
 ) -> Result<PodPlan, PlanError> {
     if inventory.count > cfg.max_inventory {
-        return Err(PlanError::InventoryCeiling { count: inventory.count, max: cfg.max_inventory });
+        return Err(PlanError::InventoryCeiling {
+            count: inventory.count,
+            max: cfg.max_inventory,
+        });
     }
     let mut plan = PodPlan {
         now,
@@ -201,15 +206,27 @@ pub fn plan_pods(
             Ok(m) => (m.display_name(), m.uid.clone()),
             Err(_) => (None, None),
         };
-        let pod_name = || PodName { index, name: name.clone(), uid: uid.clone() };
-        let fail = |b: BadField| PlanError::BadPod { pod: pod_name(), field: b.field, problem: b.problem };
+        let pod_name = || PodName {
+            index,
+            name: name.clone(),
+            uid: uid.clone(),
+        };
+        let fail = |b: BadField| PlanError::BadPod {
+            pod: pod_name(),
+            field: b.field,
+            problem: b.problem,
+        };
         let decision = match pod::assess(facts).map_err(fail)? {
             Err(reason) => Decision::NotEligible { reason },
             Ok(pod) => match consider(pod, previous, cfg, now, &mut plan.ledger).map_err(fail)? {
                 Due::Held { basis, anchor } => {
                     plan.held += 1;
                     let until = anchor.seconds() + f64::from(cfg.retention_seconds);
-                    Decision::Held { basis, anchor, until }
+                    Decision::Held {
+                        basis,
+                        anchor,
+                        until,
+                    }
                 }
                 Due::Now(target) => {
                     if target.archive_bytes > cfg.max_archive_bytes {
@@ -219,22 +236,38 @@ pub fn plan_pods(
                             max: cfg.max_archive_bytes,
                         });
                     }
-                    let d = Decision::Deferred { basis: target.basis, anchor: target.end };
-                    candidates.push(Candidate { decision: plan.decisions.len(), target });
+                    let d = Decision::Deferred {
+                        basis: target.basis,
+                        anchor: target.end,
+                    };
+                    candidates.push(Candidate {
+                        decision: plan.decisions.len(),
+                        target,
+                    });
                     d
                 }
             },
         };
-        plan.decisions.push(PodDecision { name, uid, decision });
+        plan.decisions.push(PodDecision {
+            name,
+            uid,
+            decision,
+        });
     }
     candidates.sort_by(|a, b| {
         let (a, b) = (&a.target, &b.target);
-        a.end.seconds().total_cmp(&b.end.seconds()).then_with(|| a.uid.cmp(&b.uid))
+        a.end
+            .seconds()
+            .total_cmp(&b.end.seconds())
+            .then_with(|| a.uid.cmp(&b.uid))
     });
     plan.deferred = candidates.len().saturating_sub(cfg.max_pods);
     for c in candidates.into_iter().take(cfg.max_pods) {
         let d = &mut plan.decisions[c.decision].decision;
-        *d = Decision::Targeted { basis: c.target.basis, anchor: c.target.end };
+        *d = Decision::Targeted {
+            basis: c.target.basis,
+            anchor: c.target.end,
+        };
         plan.targets.push(c.target);
     }
     Ok(plan)
@@ -246,7 +279,10 @@ enum Due {
 }
 
 fn bad(field: &str, problem: impl Into<String>) -> BadField {
-    BadField { field: field.into(), problem: problem.into() }
+    BadField {
+        field: field.into(),
+        problem: problem.into(),
+    }
 }
 
 /// The flow's handling of an eligible Pod: ledger entry, anchor, retention, archive size.
@@ -257,7 +293,11 @@ fn consider(
     now: f64,
     ledger: &mut Ledger,
 ) -> Result<Due, BadField> {
-    let uid = pod.meta.uid.clone().ok_or_else(|| bad("metadata.uid", "not a string"))?;
+    let uid = pod
+        .meta
+        .uid
+        .clone()
+        .ok_or_else(|| bad("metadata.uid", "not a string"))?;
     let first = match previous.0.get(&uid) {
         None => PyNum::Float(now),
         Some(Value::Object(entry)) => match entry.get("first") {
@@ -268,10 +308,23 @@ fn consider(
         Some(other) => return Err(bad("ledger", format!("entry is not an object: {other}"))),
     };
     if !(0.0 < first.seconds() && first.seconds() <= now) {
-        return Err(bad("ledger.first", format!("invalid observation timestamp {first}: not in (0, now]")));
+        return Err(bad(
+            "ledger.first",
+            format!("invalid observation timestamp {first}: not in (0, now]"),
+        ));
     }
-    let name = pod.meta.name.clone().ok_or_else(|| bad("metadata.name", "missing"))?;
-    ledger.insert(uid.clone(), Observation { first, name: name.clone() });
+    let name = pod
+        .meta
+        .name
+        .clone()
+        .ok_or_else(|| bad("metadata.name", "missing"))?;
+    ledger.insert(
+        uid.clone(),
+        Observation {
+            first,
+            name: name.clone(),
+        },
+    );
     let (end, basis) = match pod.finished_at()? {
         Some(t) => (PyNum::Float(t), Basis::FinishedAt),
         None => (first, Basis::ObservedFailed),
@@ -279,7 +332,10 @@ fn consider(
     if end.seconds() <= 0.0 || end.seconds() > now {
         return Err(bad(
             "status",
-            format!("invalid terminal timestamp {end} ({}): not in (0, now]", basis.as_str()),
+            format!(
+                "invalid terminal timestamp {end} ({}): not in (0, now]",
+                basis.as_str()
+            ),
         ));
     }
     if now - end.seconds() < f64::from(cfg.retention_seconds) {
@@ -287,5 +343,13 @@ fn consider(
     }
     let resource_version = pod.meta.resource_version.clone().unwrap_or_default();
     let archive_bytes = pod.archive_len(basis, end);
-    Ok(Due::Now(Target { name, uid, first, basis, end, resource_version, archive_bytes }))
+    Ok(Due::Now(Target {
+        name,
+        uid,
+        first,
+        basis,
+        end,
+        resource_version,
+        archive_bytes,
+    }))
 }

@@ -11,11 +11,14 @@ use serde_json::Value;
 
 use crate::isotime::{self, TimeError};
 use crate::raw::{self, Kind, Raw};
-use crate::skim::{self, member, Member};
+use crate::skim::{self, Member, member};
 
 /// The list fields of a Pod status that hold container statuses, in the order the rules read them.
-pub const CONTAINER_FIELDS: [&str; 3] =
-    ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"];
+pub const CONTAINER_FIELDS: [&str; 3] = [
+    "containerStatuses",
+    "initContainerStatuses",
+    "ephemeralContainerStatuses",
+];
 
 /// What the rules compare against: the target namespace, the label and the pin.
 #[derive(Debug, Clone, Copy)]
@@ -77,7 +80,11 @@ impl std::fmt::Display for Ineligible {
             Self::Mirror => f.write_str("mirror pod"),
             Self::ForeignFinalizers => f.write_str("has finalizers other than the pin"),
             Self::DeletingUnpinned => f.write_str("being deleted without the pin"),
-            Self::ContainerActive { field, index, state } => {
+            Self::ContainerActive {
+                field,
+                index,
+                state,
+            } => {
                 write!(f, "status.{field}[{index}] is {state}")
             }
         }
@@ -94,8 +101,14 @@ pub struct BadField {
 }
 
 pub(crate) fn bad(field: impl Into<String>, problem: impl Into<String>) -> BadField {
-    BadField { field: field.into(), problem: problem.into() }
+    BadField {
+        field: field.into(),
+        problem: problem.into(),
+    }
 }
+
+/// A fact, or the error reading it raises: boxed, since errors are rare and facts are many.
+type Fact<T> = Result<T, Box<BadField>>;
 
 /// What retention runs from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,9 +155,9 @@ pub struct MetaFacts {
     /// `metadata.resourceVersion` (its JSON text when not a string).
     pub resource_version: Option<String>,
     rv_truthy: bool,
-    labelled: Result<bool, BadField>,
+    labelled: Fact<bool>,
     owned: bool,
-    mirror: Result<bool, BadField>,
+    mirror: Fact<bool>,
     finalizers: Finalizers,
     deleting: bool,
     /// Canonical length of `metadata`.
@@ -157,9 +170,10 @@ impl MetaFacts {
     /// # Errors
     /// [`BadField`] on `metadata` when it is not JSON or not an object (the flow's `meta.get`
     /// raises).
-    pub fn read(metadata: &str, rules: Rules<'_>) -> Result<Self, BadField> {
+    pub fn read(metadata: &str, rules: Rules<'_>) -> Result<Self, Box<BadField>> {
         let mut members = Vec::new();
-        let len = skim::skim(metadata, &mut members).map_err(|e| bad("metadata", e.to_string()))?;
+        let len = skim::skim(metadata, &mut members)
+            .map_err(|e| Box::new(bad("metadata", e.to_string())))?;
         Self::from_members(metadata, &members, None, len, rules)
     }
 
@@ -170,9 +184,9 @@ impl MetaFacts {
         parent: Option<usize>,
         canonical_len: usize,
         rules: Rules<'_>,
-    ) -> Result<Self, BadField> {
+    ) -> Result<Self, Box<BadField>> {
         if raw::kind(metadata) != Kind::Object {
-            return Err(bad("metadata", "not an object"));
+            return Err(Box::new(bad("metadata", "not an object")));
         }
         let field = |key: &str| member(members, parent, key).map(|(_, m)| m.value);
         // Members of `labels` and `annotations` objects are recorded by the skim: no new pass.
@@ -188,17 +202,20 @@ impl MetaFacts {
             None => Ok(false),
             Some(found) => found
                 .map(|v| raw::is_str(v, "true"))
-                .map_err(|_| bad("metadata.labels", "not an object")),
+                .map_err(|_| Box::new(bad("metadata.labels", "not an object"))),
         };
         let mirror = match inner("annotations", "kubernetes.io/config.mirror") {
             None => Ok(false),
             Some(Ok(found)) => Ok(found.is_some()),
             Some(Err(other)) => raw::contains(other, "kubernetes.io/config.mirror")
-                .ok_or_else(|| bad("metadata.annotations", "not an object")),
+                .ok_or_else(|| Box::new(bad("metadata.annotations", "not an object"))),
         };
         let finalizers = match field("finalizers").filter(|f| raw::truthy(f)) {
             None => Finalizers::None,
-            Some(f) if raw::items(f).is_ok_and(|xs| xs.len() == 1 && raw::is_str(Some(xs[0]), rules.pin)) => {
+            Some(f)
+                if raw::items(f)
+                    .is_ok_and(|xs| xs.len() == 1 && raw::is_str(Some(xs[0]), rules.pin)) =>
+            {
                 Finalizers::Pin
             }
             Some(_) => Finalizers::Foreign,
@@ -222,7 +239,9 @@ impl MetaFacts {
 
     /// `metadata.name` for people (its JSON text when not a string).
     pub fn display_name(&self) -> Option<String> {
-        self.name.as_ref().map(|n| n.as_str().map_or_else(|| n.to_string(), str::to_owned))
+        self.name
+            .as_ref()
+            .map(|n| n.as_str().map_or_else(|| n.to_string(), str::to_owned))
     }
 }
 
@@ -230,11 +249,11 @@ impl MetaFacts {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusFacts {
     /// `Err` when the status is a truthy value that is not an object (the flow raises on it).
-    object: Result<(), BadField>,
+    object: Fact<()>,
     phase: Option<String>,
     failed: bool,
-    active: Result<Option<Ineligible>, BadField>,
-    finished_at: Result<Option<f64>, BadField>,
+    active: Fact<Option<Ineligible>>,
+    finished_at: Fact<Option<f64>>,
     /// Canonical length of the status as archived (`{}` when absent or falsy).
     canonical_len: usize,
 }
@@ -247,7 +266,9 @@ impl StatusFacts {
     pub fn read(status: Option<&str>) -> Result<Self, BadField> {
         let mut members = Vec::new();
         let len = match status {
-            Some(text) => skim::skim(text, &mut members).map_err(|e| bad("status", e.to_string()))?,
+            Some(text) => {
+                skim::skim(text, &mut members).map_err(|e| bad("status", e.to_string()))?
+            }
             None => 0,
         };
         Ok(Self::from_members(status, &members, None, len))
@@ -265,7 +286,7 @@ impl StatusFacts {
             return Self::from_fields(|_| None, 2);
         };
         if raw::kind(status) != Kind::Object {
-            let e = bad("status", "not an object");
+            let e = Box::new(bad("status", "not an object"));
             return Self {
                 object: Err(e.clone()),
                 phase: None,
@@ -275,7 +296,10 @@ impl StatusFacts {
                 canonical_len: 0,
             };
         }
-        Self::from_fields(|key| member(members, parent, key).map(|(_, m)| m.value), canonical_len)
+        Self::from_fields(
+            |key| member(members, parent, key).map(|(_, m)| m.value),
+            canonical_len,
+        )
     }
 
     fn from_fields<'a>(field: impl Fn(&str) -> Option<Raw<'a>>, canonical_len: usize) -> Self {
@@ -283,6 +307,7 @@ impl StatusFacts {
         let phase = field("phase");
         let failed = raw::is_str(phase, "Failed");
         let (active, finished_at) = containers(&lists);
+        let (active, finished_at) = (active.map_err(Box::new), finished_at.map_err(Box::new));
         Self {
             object: Ok(()),
             phase: phase.and_then(raw::as_str).map(Into::into),
@@ -299,17 +324,27 @@ type Lists<'a> = [(&'static str, Option<Raw<'a>>); 3];
 /// The flow's two walks over the container statuses, in one pass: `eligible`'s (the first running
 /// or waiting container, or the first malformed status) and `anchor`'s (the latest `finishedAt`
 /// when every container has one). Each result keeps the first error its walk would raise.
-fn containers(lists: &Lists<'_>) -> (Result<Option<Ineligible>, BadField>, Result<Option<f64>, BadField>) {
+fn containers(
+    lists: &Lists<'_>,
+) -> (
+    Result<Option<Ineligible>, BadField>,
+    Result<Option<f64>, BadField>,
+) {
     let (mut count, mut finished) = (0usize, 0usize);
     let mut latest: Result<Option<f64>, BadField> = Ok(None);
     let mut members = Vec::new();
     for &(field, list) in lists {
-        let Some(list) = list.filter(|l| raw::truthy(l)) else { continue };
+        let Some(list) = list.filter(|l| raw::truthy(l)) else {
+            continue;
+        };
         // The first outcome that ends `eligible`'s walk: an error or an active container.
         let stop = skim::for_each_element(list, &mut members, |index, c, members| {
             let path = || format!("status.{field}[{index}]");
             if raw::kind(c) != Kind::Object {
-                return Some(Err(bad(path(), "malformed container status (not an object)")));
+                return Some(Err(bad(
+                    path(),
+                    "malformed container status (not an object)",
+                )));
             }
             count += 1;
             let state = member(members, None, "state");
@@ -322,8 +357,16 @@ fn containers(lists: &Lists<'_>) -> (Result<Option<Ineligible>, BadField>, Resul
                         raw::contains(state.value, active)
                     };
                     match found {
-                        None => return Some(Err(bad(format!("{}.state", path()), "not an object"))),
-                        Some(true) => return Some(Ok(Ineligible::ContainerActive { field, index, state: active })),
+                        None => {
+                            return Some(Err(bad(format!("{}.state", path()), "not an object")));
+                        }
+                        Some(true) => {
+                            return Some(Ok(Ineligible::ContainerActive {
+                                field,
+                                index,
+                                state: active,
+                            }));
+                        }
                         Some(false) => {}
                     }
                 }
@@ -332,7 +375,12 @@ fn containers(lists: &Lists<'_>) -> (Result<Option<Ineligible>, BadField>, Resul
                 match anchor_of(members, state, &path) {
                     Ok(Some(t)) => {
                         finished += 1;
-                        latest = Ok(Some(latest.clone().unwrap_or_default().map_or(t, |l: f64| l.max(t))));
+                        latest = Ok(Some(
+                            latest
+                                .clone()
+                                .unwrap_or_default()
+                                .map_or(t, |l: f64| l.max(t)),
+                        ));
                     }
                     Ok(None) => {}
                     Err(e) => latest = Err(e),
@@ -350,7 +398,13 @@ fn containers(lists: &Lists<'_>) -> (Result<Option<Ineligible>, BadField>, Resul
             Some(None) => {}
         }
     }
-    let latest = latest.map(|l| if count > 0 && finished == count { l } else { None });
+    let latest = latest.map(|l| {
+        if count > 0 && finished == count {
+            l
+        } else {
+            None
+        }
+    });
     (Ok(None), latest)
 }
 
@@ -361,30 +415,41 @@ fn anchor_of(
     path: &dyn Fn() -> String,
 ) -> Result<Option<f64>, BadField> {
     // `c.get('state', {})`: absent reads as `{}`, but a present `null` raises.
-    let Some((si, state)) = state else { return Ok(None) };
+    let Some((si, state)) = state else {
+        return Ok(None);
+    };
     if raw::kind(state.value) != Kind::Object {
         return Err(bad(format!("{}.state", path()), "not an object"));
     }
-    let Some((ti, terminated)) = member(members, Some(si), "terminated") else { return Ok(None) };
+    let Some((ti, terminated)) = member(members, Some(si), "terminated") else {
+        return Ok(None);
+    };
     if raw::kind(terminated.value) != Kind::Object {
         return Ok(None);
     }
-    let Some((_, at)) = member(members, Some(ti), "finishedAt").filter(|(_, f)| raw::truthy(f.value)) else {
+    let Some((_, at)) =
+        member(members, Some(ti), "finishedAt").filter(|(_, f)| raw::truthy(f.value))
+    else {
         return Ok(None);
     };
     let field = || format!("{}.state.terminated.finishedAt", path());
-    let text = raw::as_str(at.value).ok_or_else(|| bad(field(), "missing timestamp (not a string)"))?;
-    isotime::parse_timestamp(&text).map(Some).map_err(|e| match e {
-        TimeError::NoTimezone(_) => bad(field(), format!("timestamp has no time zone: {text:?}")),
-        TimeError::Invalid(_) => bad(field(), format!("not an ISO 8601 timestamp: {text:?}")),
-    })
+    let text =
+        raw::as_str(at.value).ok_or_else(|| bad(field(), "missing timestamp (not a string)"))?;
+    isotime::parse_timestamp(&text)
+        .map(Some)
+        .map_err(|e| match e {
+            TimeError::NoTimezone(_) => {
+                bad(field(), format!("timestamp has no time zone: {text:?}"))
+            }
+            TimeError::Invalid(_) => bad(field(), format!("not an ISO 8601 timestamp: {text:?}")),
+        })
 }
 
 /// One Pod of an inventory, as facts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodFacts {
     /// The metadata's facts, or why the metadata cannot be read.
-    pub meta: Result<MetaFacts, BadField>,
+    pub meta: Result<MetaFacts, Box<BadField>>,
     /// The status's facts.
     pub status: StatusFacts,
 }
@@ -405,7 +470,7 @@ impl Eligible<'_> {
     /// [`BadField`] for a container `state` that is not an object, a `finishedAt` that is not a
     /// string, or one that is not an ISO 8601 timestamp with a time zone.
     pub fn finished_at(&self) -> Result<Option<f64>, BadField> {
-        self.status.finished_at.clone()
+        self.status.finished_at.clone().map_err(|e| *e)
     }
 
     /// Length of the Pod's canonical archive with this anchor and basis.
@@ -424,31 +489,33 @@ impl Eligible<'_> {
 /// [`BadField`] where the flow raises: metadata or status of the wrong type, labels or
 /// annotations of the wrong type, container status lists that are not lists of objects.
 pub fn assess(pod: &PodFacts) -> Result<Result<Eligible<'_>, Ineligible>, BadField> {
-    let meta = pod.meta.as_ref().map_err(Clone::clone)?;
+    let meta = pod.meta.as_ref().map_err(|e| (**e).clone())?;
     let status = &pod.status;
     if !meta.in_namespace {
         return Ok(Err(Ineligible::OtherNamespace));
     }
-    status.object.clone()?;
+    status.object.clone().map_err(|e| *e)?;
     if !status.failed {
-        return Ok(Err(Ineligible::NotFailed { phase: status.phase.clone() }));
+        return Ok(Err(Ineligible::NotFailed {
+            phase: status.phase.clone(),
+        }));
     }
     let ruled_out = if !meta.uid_truthy {
         Some(Ineligible::NoUid)
     } else if !meta.rv_truthy {
         Some(Ineligible::NoResourceVersion)
-    } else if !meta.labelled.clone()? {
+    } else if !meta.labelled.clone().map_err(|e| *e)? {
         Some(Ineligible::NotLabelled)
     } else if meta.owned {
         Some(Ineligible::Owned)
-    } else if meta.mirror.clone()? {
+    } else if meta.mirror.clone().map_err(|e| *e)? {
         Some(Ineligible::Mirror)
     } else if meta.finalizers == Finalizers::Foreign {
         Some(Ineligible::ForeignFinalizers)
     } else if meta.deleting && meta.finalizers != Finalizers::Pin {
         Some(Ineligible::DeletingUnpinned)
     } else {
-        status.active.clone()?
+        status.active.clone().map_err(|e| *e)?
     };
     Ok(match ruled_out {
         Some(reason) => Err(reason),

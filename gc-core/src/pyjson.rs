@@ -132,11 +132,17 @@ pub fn write_float(out: &mut String, x: f64) {
         let n = i32::try_from(digits.len()).unwrap_or(i32::MAX);
         if decpt <= 0 {
             out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', usize::try_from(-decpt).unwrap_or(0)));
+            out.extend(std::iter::repeat_n(
+                '0',
+                usize::try_from(-decpt).unwrap_or(0),
+            ));
             out.push_str(&digits);
         } else if decpt >= n {
             out.push_str(&digits);
-            out.extend(std::iter::repeat_n('0', usize::try_from(decpt - n).unwrap_or(0)));
+            out.extend(std::iter::repeat_n(
+                '0',
+                usize::try_from(decpt - n).unwrap_or(0),
+            ));
             out.push_str(".0");
         } else {
             let (int, frac) = digits.split_at(usize::try_from(decpt).unwrap_or(0));

@@ -67,11 +67,18 @@ pub fn is_str(raw: Option<Raw<'_>>, want: &str) -> bool {
     raw.and_then(as_str).is_some_and(|s| s == want)
 }
 
+/// A JSON value of another type than the operation needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrongType;
+
 /// The value of `key` in the object `raw` (the last one when a key repeats, as Python reads it),
-/// or `Err(())` when `raw` is not an object.
-pub fn get<'a>(raw: Raw<'a>, key: &str) -> Result<Option<Raw<'a>>, ()> {
+/// or [`WrongType`] when `raw` is not an object.
+pub fn get<'a>(raw: Raw<'a>, key: &str) -> Result<Option<Raw<'a>>, WrongType> {
     let mut de = serde_json::Deserializer::from_str(raw);
-    FindKey(key).deserialize(&mut de).map(|v| v.map(RawValue::get)).map_err(|_| ())
+    FindKey(key)
+        .deserialize(&mut de)
+        .map(|v| v.map(RawValue::get))
+        .map_err(|_| WrongType)
 }
 
 /// Finds one key of an object while skimming the rest.
@@ -102,12 +109,14 @@ impl<'de> Visitor<'de> for FindKey<'_> {
     }
 }
 
-/// The elements of the array `raw`, or `Err(())` when it is not an array.
-pub fn items(raw: Raw<'_>) -> Result<Vec<Raw<'_>>, ()> {
+/// The elements of the array `raw`, or [`WrongType`] when it is not an array.
+pub fn items(raw: Raw<'_>) -> Result<Vec<Raw<'_>>, WrongType> {
     if kind(raw) != Kind::Array {
-        return Err(());
+        return Err(WrongType);
     }
-    serde_json::from_str::<Vec<&RawValue>>(raw).map(|xs| xs.into_iter().map(RawValue::get).collect()).map_err(|_| ())
+    serde_json::from_str::<Vec<&RawValue>>(raw)
+        .map(|xs| xs.into_iter().map(RawValue::get).collect())
+        .map_err(|_| WrongType)
 }
 
 /// Python's `needle in container` for a container read from JSON, `None` where Python raises
@@ -115,7 +124,9 @@ pub fn items(raw: Raw<'_>) -> Result<Vec<Raw<'_>>, ()> {
 pub fn contains(raw: Raw<'_>, needle: &str) -> Option<bool> {
     match kind(raw) {
         Kind::Object => get(raw, needle).ok().map(|v| v.is_some()),
-        Kind::Array => items(raw).ok().map(|xs| xs.iter().any(|x| is_str(Some(x), needle))),
+        Kind::Array => items(raw)
+            .ok()
+            .map(|xs| xs.iter().any(|x| is_str(Some(x), needle))),
         Kind::String => as_str(raw).map(|s| s.contains(needle)),
         Kind::Null | Kind::Bool | Kind::Number => None,
     }
@@ -132,9 +143,21 @@ mod tests {
     #[test]
     fn truthiness_matches_python() {
         for (text, want) in [
-            ("null", false), ("false", false), ("true", true), ("0", false), ("0.0", false),
-            ("-0", false), ("1e-9", true), ("\"\"", false), ("\"x\"", true), ("[]", false),
-            ("[ ]", false), ("[0]", true), ("{}", false), ("{ \n}", false), ("{\"a\":1}", true),
+            ("null", false),
+            ("false", false),
+            ("true", true),
+            ("0", false),
+            ("0.0", false),
+            ("-0", false),
+            ("1e-9", true),
+            ("\"\"", false),
+            ("\"x\"", true),
+            ("[]", false),
+            ("[ ]", false),
+            ("[0]", true),
+            ("{}", false),
+            ("{ \n}", false),
+            ("{\"a\":1}", true),
         ] {
             assert_eq!(truthy(raw(text)), want, "{text}");
         }

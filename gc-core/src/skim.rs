@@ -36,15 +36,29 @@ pub struct Member<'a> {
 
 impl Member<'_> {
     /// Whether the key is `name` (keys with escapes are decoded first).
+    #[inline]
     pub fn key_is(&self, name: &str) -> bool {
         let inner = &self.key[1..self.key.len() - 1];
-        inner == name || (inner.len() > name.len() && inner.contains('\\') && serde_json::from_str::<String>(self.key).is_ok_and(|k| k == name))
+        inner == name
+            || (inner.len() > name.len()
+                && inner.contains('\\')
+                && serde_json::from_str::<String>(self.key).is_ok_and(|k| k == name))
     }
 }
 
 /// The value of `key` among `members` with `parent` (the last one, as Python keeps it).
-pub fn member<'a>(members: &[Member<'a>], parent: Option<usize>, key: &str) -> Option<(usize, Member<'a>)> {
-    members.iter().enumerate().rev().find(|(_, m)| m.parent == parent && m.key_is(key)).map(|(i, m)| (i, *m))
+#[inline]
+pub fn member<'a>(
+    members: &[Member<'a>],
+    parent: Option<usize>,
+    key: &str,
+) -> Option<(usize, Member<'a>)> {
+    members
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, m)| m.parent == parent && m.key_is(key))
+        .map(|(i, m)| (i, *m))
 }
 
 const MAX_DEPTH: usize = 512;
@@ -57,10 +71,19 @@ const RECORDED_LEVELS: usize = 3;
 /// # Errors
 /// [`SkimError`] at the first byte that is not JSON.
 pub fn skim<'a>(text: &'a str, members: &mut Vec<Member<'a>>) -> Result<usize, SkimError> {
-    let incomplete = || SkimError { at: text.len(), what: "unexpected end" };
+    let incomplete = || SkimError {
+        at: text.len(),
+        what: "unexpected end",
+    };
     let (end, len) = skim_prefix(text, members).map_err(|e| e.unwrap_or_else(incomplete))?;
-    if !text[end..].bytes().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
-        return Err(SkimError { at: end, what: "trailing characters" });
+    if !text[end..]
+        .bytes()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        return Err(SkimError {
+            at: end,
+            what: "trailing characters",
+        });
     }
     Ok(len)
 }
@@ -112,9 +135,17 @@ pub fn for_each_element<'a, B>(
 /// # Errors
 /// `Err(None)` when `text` ends before the value does (more text may complete it), and
 /// `Err(Some(e))` at the first byte that is not JSON.
-pub fn skim_prefix<'a>(text: &'a str, members: &mut Vec<Member<'a>>) -> Result<(usize, usize), Option<SkimError>> {
+pub fn skim_prefix<'a>(
+    text: &'a str,
+    members: &mut Vec<Member<'a>>,
+) -> Result<(usize, usize), Option<SkimError>> {
     members.clear();
-    let mut s = Skimmer { text, b: text.as_bytes(), i: 0, members };
+    let mut s = Skimmer {
+        text,
+        b: text.as_bytes(),
+        i: 0,
+        members,
+    };
     s.ws();
     let number = matches!(s.b.get(s.i), Some(b'-' | b'0'..=b'9'));
     match s.value(0, Some(None)) {
@@ -160,7 +191,7 @@ fn plain8(chunk: &[u8]) -> bool {
     let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     // Below 0x20, at or above 0x7f, a quote or a backslash.
     let low = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    let high = (w.wrapping_add(ONES * 0x01) | w) & HIGH;
+    let high = (w.wrapping_add(ONES) | w) & HIGH;
     let quote = has_zero(w ^ (ONES * u64::from(b'"')));
     let slash = has_zero(w ^ (ONES * u64::from(b'\\')));
     (low | high | quote | slash) == 0
@@ -202,7 +233,10 @@ impl<'a> Skimmer<'a, '_> {
             self.i += word.len();
             Ok(word.len())
         } else if word.as_bytes().starts_with(rest) {
-            Err(SkimError { at: self.b.len(), what: "unexpected end" })
+            Err(SkimError {
+                at: self.b.len(),
+                what: "unexpected end",
+            })
         } else {
             Err(self.err("expected true, false or null"))
         }
@@ -231,7 +265,12 @@ impl<'a> Skimmer<'a, '_> {
             self.ws();
             let value_start = self.i;
             let slot = record.map(|parent| {
-                self.members.push(Member { parent, key, value: "", canonical_len: 0 });
+                self.members.push(Member {
+                    parent,
+                    key,
+                    value: "",
+                    canonical_len: 0,
+                });
                 self.members.len() - 1
             });
             // Members of objects within objects are recorded down to `RECORDED_LEVELS`.
@@ -303,7 +342,12 @@ impl<'a> Skimmer<'a, '_> {
             }
             len += i - start;
             match b.get(i) {
-                None => return Err(SkimError { at: b.len(), what: "unterminated string" }),
+                None => {
+                    return Err(SkimError {
+                        at: b.len(),
+                        what: "unterminated string",
+                    });
+                }
                 Some(b'"') => {
                     self.i = i + 1;
                     return Ok(len);
@@ -329,14 +373,22 @@ impl<'a> Skimmer<'a, '_> {
     /// An escape at `self.i` (on its backslash); the canonical length of the character.
     fn escape(&mut self) -> Result<usize, SkimError> {
         let Some(&e) = self.b.get(self.i + 1) else {
-            return Err(SkimError { at: self.b.len(), what: "unterminated escape" });
+            return Err(SkimError {
+                at: self.b.len(),
+                what: "unterminated escape",
+            });
         };
         let len = match e {
             b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
             b'/' => 1,
             b'u' => {
                 let unit = self.hex4(self.i + 2)?;
-                if (0xD800..0xDC00).contains(&unit) && self.b.get(self.i + 6..).is_some_and(|r| r.starts_with(b"\\u")) {
+                if (0xD800..0xDC00).contains(&unit)
+                    && self
+                        .b
+                        .get(self.i + 6..)
+                        .is_some_and(|r| r.starts_with(b"\\u"))
+                {
                     let low = self.hex4(self.i + 8)?;
                     if (0xDC00..0xE000).contains(&low) {
                         self.i += 12;
@@ -354,7 +406,10 @@ impl<'a> Skimmer<'a, '_> {
 
     fn hex4(&self, at: usize) -> Result<u32, SkimError> {
         if at + 4 > self.b.len() {
-            return Err(SkimError { at: self.b.len(), what: "unterminated escape" });
+            return Err(SkimError {
+                at: self.b.len(),
+                what: "unterminated escape",
+            });
         }
         self.b
             .get(at..at + 4)
@@ -417,7 +472,7 @@ impl<'a> Skimmer<'a, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pyjson::{to_string, Layout};
+    use crate::pyjson::{Layout, to_string};
     use serde_json::Value;
 
     #[test]
@@ -428,7 +483,11 @@ mod tests {
             r#" {"k": {"nested": [1.5e16, 0.00001, 123456789012345678]}, "s": "plain", "e": {}} "#,
         ] {
             let v: Value = serde_json::from_str(text).unwrap();
-            assert_eq!(canonical_len(text).unwrap(), to_string(&v, Layout::Canonical).len(), "{text}");
+            assert_eq!(
+                canonical_len(text).unwrap(),
+                to_string(&v, Layout::Canonical).len(),
+                "{text}"
+            );
         }
         // Python reads `-0` as the int 0 and writes `0`.
         assert_eq!(canonical_len("[-0, -0.0]").unwrap(), "[0,-0.0]".len());
@@ -437,8 +496,22 @@ mod tests {
     #[test]
     fn refuses_what_is_not_json() {
         for text in [
-            "", "{", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "01", "1.", "-", "tru", "\"a\u{1}\"", "\"\\x\"",
-            "\"\\u12g4\"", "{} {}", "[1 2]", "{1:2}", "\"abc",
+            "",
+            "{",
+            "[1,]",
+            "{\"a\" 1}",
+            "{\"a\":1,}",
+            "01",
+            "1.",
+            "-",
+            "tru",
+            "\"a\u{1}\"",
+            "\"\\x\"",
+            "\"\\u12g4\"",
+            "{} {}",
+            "[1 2]",
+            "{1:2}",
+            "\"abc",
         ] {
             assert!(canonical_len(text).is_err(), "{text:?}");
         }
@@ -450,11 +523,20 @@ mod tests {
         let mut members = Vec::new();
         skim(text, &mut members).unwrap();
         let (meta, _) = member(&members, None, "metadata").unwrap();
-        assert_eq!(member(&members, Some(meta), "name").unwrap().1.value, "\"p\"");
-        assert_eq!(member(&members, Some(meta), "labels").unwrap().1.value, r#"{"a": "b"}"#);
+        assert_eq!(
+            member(&members, Some(meta), "name").unwrap().1.value,
+            "\"p\""
+        );
+        assert_eq!(
+            member(&members, Some(meta), "labels").unwrap().1.value,
+            r#"{"a": "b"}"#
+        );
         let (status, m) = member(&members, None, "status").unwrap();
         assert_eq!(m.canonical_len, r#"{"phase":"Failed"}"#.len());
-        assert_eq!(member(&members, Some(status), "phase").unwrap().1.value, "\"Failed\"");
+        assert_eq!(
+            member(&members, Some(status), "phase").unwrap().1.value,
+            "\"Failed\""
+        );
         assert_eq!(member(&members, None, "key").unwrap().1.value, "1");
         assert!(member(&members, Some(meta), "a").is_none());
     }
