@@ -375,12 +375,21 @@ impl<'c> Reader<'c> {
 }
 
 /// A read inventory: the Pods' facts in order, and how many Pods it held.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Inventory {
     /// Facts of the first Pods, up to the reader's limit.
     pub pods: Vec<PodFacts>,
     /// How many Pods the inventory held (more than `pods.len()` past the limit).
     pub count: usize,
+}
+
+impl Inventory {
+    /// Appends the Pods of a further page, keeping facts for at most `keep_at_most` in all.
+    pub fn extend(&mut self, page: Inventory, keep_at_most: usize) {
+        let room = keep_at_most.saturating_sub(self.pods.len());
+        self.pods.extend(page.pods.into_iter().take(room));
+        self.count += page.count;
+    }
 }
 
 /// Reads a whole inventory held in memory.

@@ -11,6 +11,7 @@ pub mod isotime;
 pub mod ledger;
 pub mod plan;
 pub mod pod;
+pub mod ports;
 pub mod pyjson;
 pub mod raw;
 pub mod skim;

@@ -1,0 +1,172 @@
+//! The ports the engine drives: the cluster and the store. Adapters implement them
+//! (`gc-k8s`, `gc-store`) and map their driver errors once, at this seam, into the errors below.
+//!
+//! Objects cross the cluster port as JSON text, exactly as the API server sends it, so the same
+//! readers serve a live cluster and an inventory file.
+
+use async_trait::async_trait;
+use thiserror::Error;
+
+use crate::ledger::{Ledger, PreviousLedger};
+
+/// What a cluster call can fail with. Every adapter MUST map its errors to these.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ClusterError {
+    /// The object does not exist (HTTP 404).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The object changed under us: a failed precondition or `test` op (HTTP 409 or 422).
+    /// Skip and re-check on the next run.
+    #[error("the object changed ({status}): {message}")]
+    Changed {
+        /// 409 or 422.
+        status: u16,
+        /// The server's message.
+        message: String,
+    },
+    /// The credentials may not do this (HTTP 403): `verb` on `resource` in `namespace`.
+    #[error("forbidden: cannot {verb} {resource} in namespace {namespace}: {message}")]
+    Forbidden {
+        /// The refused verb (`list`, `patch`, ...).
+        verb: String,
+        /// The resource (`pods`, ...).
+        resource: String,
+        /// The namespace.
+        namespace: String,
+        /// The server's message.
+        message: String,
+    },
+    /// A list's continue token expired (HTTP 410): restart the list.
+    #[error("continue token expired")]
+    Expired,
+    /// The server could not be reached or answered 5xx or 429, after the client's retries.
+    #[error("cluster unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else: a bad request, unreadable response, or bad credentials (401).
+    #[error("cluster error: {0}")]
+    Other(String),
+}
+
+/// One page of a list: the `PodList` JSON text and the token for the next page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// The list's JSON text (`{"items": [...], ...}`), as the server sent it.
+    pub text: Vec<u8>,
+    /// `metadata.continue`, when more pages follow.
+    pub continue_token: Option<String>,
+}
+
+/// Which Pods to list: one namespace, server-side selectors, a page size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodQuery {
+    /// The namespace.
+    pub namespace: String,
+    /// `key=value` label selector (`diagnostics.example.com/collect=true`).
+    pub label_selector: String,
+    /// Field selector (`status.phase=Failed`).
+    pub field_selector: String,
+    /// Page size.
+    pub limit: u32,
+}
+
+/// `uid` and `resourceVersion` a write must find unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preconditions {
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+}
+
+/// The cluster as the failed-Pod collector sees it.
+///
+/// # Errors
+/// Every method returns [`ClusterError`]; 404 MUST be `NotFound` (or `Ok(None)` where the
+/// signature allows), 409 and 422 MUST be `Changed`, 403 `Forbidden`, 410 `Expired`.
+#[async_trait]
+pub trait Cluster: Send + Sync {
+    /// One page of Pods matching `query`, from `continue_token` when given.
+    async fn list_pods(
+        &self,
+        query: &PodQuery,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError>;
+    /// The Pod's JSON text, or `None` when it does not exist.
+    async fn get_pod(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError>;
+    /// Applies a JSON patch (which starts with `test` ops); returns the patched Pod's JSON text.
+    async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError>;
+    /// Deletes with preconditions; returns the Pod's JSON text as the server answered (still
+    /// present while a finalizer holds it), or `None` when it is gone at once.
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        preconditions: &Preconditions,
+        dry_run: bool,
+    ) -> Result<Option<Vec<u8>>, ClusterError>;
+}
+
+/// What a store call can fail with.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// The database could not be reached or refused the credentials.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Stored data that cannot be read back.
+    #[error("store data is malformed: {0}")]
+    Malformed(String),
+    /// Any other database error.
+    #[error("store error: {0}")]
+    Other(String),
+}
+
+/// A record that a Pod's archive was written and verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    /// The cluster.
+    pub cluster_id: String,
+    /// The Pod's namespace.
+    pub namespace: String,
+    /// The Pod's uid.
+    pub uid: String,
+    /// The Pod's name.
+    pub name: String,
+    /// Where the archive is.
+    pub uri: String,
+    /// Hex sha256 of the archive's bytes.
+    pub sha256: String,
+    /// The archive's size.
+    pub bytes: u64,
+}
+
+/// Where ledgers and receipts live.
+///
+/// # Errors
+/// Every method returns [`StoreError`]; a store that cannot be read MUST NOT answer "empty".
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// The observation ledger of a cluster and namespace (empty when none was saved).
+    async fn load_ledger(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+    ) -> Result<PreviousLedger, StoreError>;
+    /// Replaces the observation ledger of a cluster and namespace.
+    async fn save_ledger(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+        ledger: &Ledger,
+    ) -> Result<(), StoreError>;
+    /// Records (or replaces) an archive receipt.
+    async fn put_receipt(&self, receipt: &Receipt) -> Result<(), StoreError>;
+    /// The receipt of a Pod by cluster and uid.
+    async fn get_receipt(&self, cluster_id: &str, uid: &str)
+    -> Result<Option<Receipt>, StoreError>;
+}
