@@ -9,9 +9,9 @@
 
 use thiserror::Error;
 
-use crate::pod::{BadField, MetaFacts, PodFacts, Rules, StatusFacts};
+use crate::pod::{self, BadField, MetaFacts, PodFacts, Rules, StatusFacts};
 use crate::raw::Raw;
-use crate::skim::{self, Member, member};
+use crate::skim::{self, Member, Schema, member};
 
 /// An inventory that cannot be read as either shape.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -225,7 +225,7 @@ impl<'c> Reader<'c> {
             (At::AfterValue, b',') => At::Key,
             (At::KeyOrEnd | At::Key, b'"')
             | (At::Value(_) | At::Element(_) | At::NextElement(_), _) => {
-                return match skim::skim_prefix(&text[i..], members) {
+                return match skim::skim_prefix(&text[i..], self.schema(), members) {
                     Ok((end, len)) => {
                         self.value(&text[i..i + end], members, len)?;
                         Ok(Step::Next(i + end))
@@ -245,6 +245,21 @@ impl<'c> Reader<'c> {
             }
         };
         Ok(Step::Next(i + 1))
+    }
+
+    /// What to record of the value at the current position.
+    fn schema(&self) -> &'static Schema {
+        const STATUS_ITEM: Schema = Schema {
+            keys: &[("status", pod::STATUS)],
+            any: false,
+            elements: None,
+        };
+        match self.at {
+            At::Element(Key::MetadataItems) | At::NextElement(Key::MetadataItems) => &pod::METADATA,
+            At::Element(Key::StatusItems) | At::NextElement(Key::StatusItems) => &STATUS_ITEM,
+            At::Element(Key::Items) | At::NextElement(Key::Items) => &pod::POD,
+            _ => &Schema::LEAF,
+        }
     }
 
     fn list_restart(&mut self, key: Key, is_list: bool) {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::isotime::{self, TimeError};
 use crate::raw::{self, Kind, Raw};
-use crate::skim::{self, Member, member};
+use crate::skim::{self, Member, Schema, member};
 
 /// The list fields of a Pod status that hold container statuses, in the order the rules read them.
 pub const CONTAINER_FIELDS: [&str; 3] = [
@@ -19,6 +19,65 @@ pub const CONTAINER_FIELDS: [&str; 3] = [
     "initContainerStatuses",
     "ephemeralContainerStatuses",
 ];
+
+const STATE: Schema = Schema {
+    keys: &[(
+        "terminated",
+        Schema {
+            keys: &[("finishedAt", Schema::LEAF)],
+            any: false,
+            elements: None,
+        },
+    )],
+    any: true,
+    elements: None,
+};
+const CONTAINER: Schema = Schema {
+    keys: &[("state", STATE)],
+    any: false,
+    elements: None,
+};
+const CONTAINERS: Schema = Schema {
+    keys: &[],
+    any: false,
+    elements: Some(&CONTAINER),
+};
+
+/// The members of a Pod's `metadata` the rules read.
+pub const METADATA: Schema = Schema {
+    keys: &[
+        ("namespace", Schema::LEAF),
+        ("name", Schema::LEAF),
+        ("uid", Schema::LEAF),
+        ("resourceVersion", Schema::LEAF),
+        ("labels", Schema::ANY),
+        ("ownerReferences", Schema::LEAF),
+        ("annotations", Schema::ANY),
+        ("finalizers", Schema::LEAF),
+        ("deletionTimestamp", Schema::LEAF),
+    ],
+    any: false,
+    elements: None,
+};
+
+/// The members of a Pod's `status` the rules read.
+pub const STATUS: Schema = Schema {
+    keys: &[
+        ("phase", Schema::LEAF),
+        (CONTAINER_FIELDS[0], CONTAINERS),
+        (CONTAINER_FIELDS[1], CONTAINERS),
+        (CONTAINER_FIELDS[2], CONTAINERS),
+    ],
+    any: false,
+    elements: None,
+};
+
+/// A Pod object (`{"metadata": ..., "status": ...}`).
+pub const POD: Schema = Schema {
+    keys: &[("metadata", METADATA), ("status", STATUS)],
+    any: false,
+    elements: None,
+};
 
 /// What the rules compare against: the target namespace, the label and the pin.
 #[derive(Debug, Clone, Copy)]
@@ -172,7 +231,7 @@ impl MetaFacts {
     /// raises).
     pub fn read(metadata: &str, rules: Rules<'_>) -> Result<Self, Box<BadField>> {
         let mut members = Vec::new();
-        let len = skim::skim(metadata, &mut members)
+        let len = skim::skim(metadata, &METADATA, &mut members)
             .map_err(|e| Box::new(bad("metadata", e.to_string())))?;
         Self::from_members(metadata, &members, None, len, rules)
     }
@@ -267,7 +326,7 @@ impl StatusFacts {
         let mut members = Vec::new();
         let len = match status {
             Some(text) => {
-                skim::skim(text, &mut members).map_err(|e| bad("status", e.to_string()))?
+                skim::skim(text, &STATUS, &mut members).map_err(|e| bad("status", e.to_string()))?
             }
             None => 0,
         };
@@ -283,7 +342,7 @@ impl StatusFacts {
     ) -> Self {
         // `s.get('status') or {}`: a falsy status reads as an empty one.
         let Some(status) = status.filter(|s| raw::truthy(s)) else {
-            return Self::from_fields(|_| None, 2);
+            return Self::from_fields(members, [None; 4], 2);
         };
         if raw::kind(status) != Kind::Object {
             let e = Box::new(bad("status", "not an object"));
@@ -296,35 +355,48 @@ impl StatusFacts {
                 canonical_len: 0,
             };
         }
-        Self::from_fields(
-            |key| member(members, parent, key).map(|(_, m)| m.value),
-            canonical_len,
-        )
+        let field = |key: &str| member(members, parent, key);
+        let fields = [
+            field("phase"),
+            field(CONTAINER_FIELDS[0]),
+            field(CONTAINER_FIELDS[1]),
+            field(CONTAINER_FIELDS[2]),
+        ];
+        Self::from_fields(members, fields, canonical_len)
     }
 
-    fn from_fields<'a>(field: impl Fn(&str) -> Option<Raw<'a>>, canonical_len: usize) -> Self {
-        let lists = CONTAINER_FIELDS.map(|f| (f, field(f)));
-        let phase = field("phase");
+    fn from_fields(
+        members: &[Member<'_>],
+        fields: [Option<(usize, Member<'_>)>; 4],
+        canonical_len: usize,
+    ) -> Self {
+        let [phase, lists @ ..] = fields;
+        let phase = phase.map(|(_, m)| m.value);
         let failed = raw::is_str(phase, "Failed");
-        let (active, finished_at) = containers(&lists);
-        let (active, finished_at) = (active.map_err(Box::new), finished_at.map_err(Box::new));
+        let lists = [
+            (CONTAINER_FIELDS[0], lists[0]),
+            (CONTAINER_FIELDS[1], lists[1]),
+            (CONTAINER_FIELDS[2], lists[2]),
+        ];
+        let (active, finished_at) = containers(members, &lists);
         Self {
             object: Ok(()),
             phase: phase.and_then(raw::as_str).map(Into::into),
             failed,
-            active,
-            finished_at,
+            active: active.map_err(Box::new),
+            finished_at: finished_at.map_err(Box::new),
             canonical_len,
         }
     }
 }
 
-type Lists<'a> = [(&'static str, Option<Raw<'a>>); 3];
+type Lists<'a> = [(&'static str, Option<(usize, Member<'a>)>); 3];
 
 /// The flow's two walks over the container statuses, in one pass: `eligible`'s (the first running
 /// or waiting container, or the first malformed status) and `anchor`'s (the latest `finishedAt`
 /// when every container has one). Each result keeps the first error its walk would raise.
 fn containers(
+    members: &[Member<'_>],
     lists: &Lists<'_>,
 ) -> (
     Result<Option<Ineligible>, BadField>,
@@ -332,22 +404,22 @@ fn containers(
 ) {
     let (mut count, mut finished) = (0usize, 0usize);
     let mut latest: Result<Option<f64>, BadField> = Ok(None);
-    let mut members = Vec::new();
     for &(field, list) in lists {
-        let Some(list) = list.filter(|l| raw::truthy(l)) else {
+        let Some((li, list)) = list.filter(|(_, l)| raw::truthy(l.value)) else {
             continue;
         };
-        // The first outcome that ends `eligible`'s walk: an error or an active container.
-        let stop = skim::for_each_element(list, &mut members, |index, c, members| {
+        if raw::kind(list.value) != Kind::Array {
+            let e = bad(format!("status.{field}"), "not a list");
+            return (Err(e.clone()), Err(e));
+        }
+        for (index, (ci, c)) in skim::children(members, li).enumerate() {
             let path = || format!("status.{field}[{index}]");
-            if raw::kind(c) != Kind::Object {
-                return Some(Err(bad(
-                    path(),
-                    "malformed container status (not an object)",
-                )));
+            if raw::kind(c.value) != Kind::Object {
+                let e = bad(path(), "malformed container status (not an object)");
+                return (Err(e.clone()), Err(e));
             }
             count += 1;
-            let state = member(members, None, "state");
+            let state = member(members, Some(ci), "state");
             // `eligible`: `state = c.get('state') or {}`; running or waiting rules the Pod out.
             if let Some((si, state)) = state.filter(|(_, s)| raw::truthy(s.value)) {
                 for active in ["running", "waiting"] {
@@ -358,14 +430,20 @@ fn containers(
                     };
                     match found {
                         None => {
-                            return Some(Err(bad(format!("{}.state", path()), "not an object")));
+                            return (
+                                Err(bad(format!("{}.state", path()), "not an object")),
+                                Ok(None),
+                            );
                         }
                         Some(true) => {
-                            return Some(Ok(Ineligible::ContainerActive {
-                                field,
-                                index,
-                                state: active,
-                            }));
+                            return (
+                                Ok(Some(Ineligible::ContainerActive {
+                                    field,
+                                    index,
+                                    state: active,
+                                })),
+                                Ok(None),
+                            );
                         }
                         Some(false) => {}
                     }
@@ -386,16 +464,6 @@ fn containers(
                     Err(e) => latest = Err(e),
                 }
             }
-            None
-        });
-        match stop {
-            None => {
-                let e = bad(format!("status.{field}"), "not a list");
-                return (Err(e.clone()), Err(e));
-            }
-            Some(Some(Err(e))) => return (Err(e.clone()), Err(e)),
-            Some(Some(Ok(active))) => return (Ok(Some(active)), Ok(None)),
-            Some(None) => {}
         }
     }
     let latest = latest.map(|l| {

@@ -63,19 +63,65 @@ pub fn member<'a>(
 
 const MAX_DEPTH: usize = 512;
 
-/// Levels of object members recorded: a Pod list item's `metadata.labels.*` is the third.
-const RECORDED_LEVELS: usize = 3;
+/// Which members of a value a skim records: named keys (each with the schema of its value),
+/// optionally every key, and for an array its elements.
+#[derive(Debug)]
+pub struct Schema {
+    /// Keys to record, each with the schema of its value.
+    pub keys: &'static [(&'static str, Schema)],
+    /// Record every other key too (without looking inside its value).
+    pub any: bool,
+    /// For an array: record each element (key `""`) with this schema.
+    pub elements: Option<&'static Schema>,
+}
+
+impl Schema {
+    /// Records nothing inside the value.
+    pub const LEAF: Schema = Schema {
+        keys: &[],
+        any: false,
+        elements: None,
+    };
+    /// Records every member of an object, nothing deeper.
+    pub const ANY: Schema = Schema {
+        keys: &[],
+        any: true,
+        elements: None,
+    };
+
+    fn child(&self, key: &str) -> Option<&Schema> {
+        let inner = &key[1..key.len() - 1];
+        let found = self.keys.iter().find(|(k, _)| *k == inner).map(|(_, s)| s);
+        let found = found.or_else(|| {
+            // An escaped key: decode it and look again.
+            if !inner.contains('\\') {
+                return None;
+            }
+            let decoded: String = serde_json::from_str(key).ok()?;
+            self.keys
+                .iter()
+                .find(|(k, _)| *k == decoded)
+                .map(|(_, s)| s)
+        });
+        found.or(if self.any { Some(&Schema::LEAF) } else { None })
+    }
+}
 
 /// Validates `text` as one JSON value, returns its canonical length, and fills `members`.
 ///
 /// # Errors
 /// [`SkimError`] at the first byte that is not JSON.
-pub fn skim<'a>(text: &'a str, members: &mut Vec<Member<'a>>) -> Result<usize, SkimError> {
+pub fn skim<'a>(
+    text: &'a str,
+    schema: &Schema,
+    members: &mut Vec<Member<'a>>,
+) -> Result<usize, SkimError> {
     let incomplete = || SkimError {
         at: text.len(),
         what: "unexpected end",
     };
-    let (end, len) = skim_prefix(text, members).map_err(|e| e.unwrap_or_else(incomplete))?;
+    let (end, len) =
+        skim_prefix(text, schema, members).map_err(|e| e.unwrap_or_else(incomplete))?;
     if !text[end..]
         .bytes()
         .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
@@ -88,46 +134,17 @@ pub fn skim<'a>(text: &'a str, members: &mut Vec<Member<'a>>) -> Result<usize, S
     Ok(len)
 }
 
-/// Calls `each` with every element of the JSON array `text` and the members skimmed from it
-/// (as [`skim`] records them); `None` when `text` is not an array.
-pub fn for_each_element<'a, B>(
-    text: &'a str,
-    members: &mut Vec<Member<'a>>,
-    mut each: impl FnMut(usize, &'a str, &[Member<'a>]) -> Option<B>,
-) -> Option<Option<B>> {
-    let b = text.as_bytes();
-    let mut i = 0;
-    let ws = |i: &mut usize| {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(*i) {
-            *i += 1;
-        }
-    };
-    ws(&mut i);
-    if b.get(i) != Some(&b'[') {
-        return None;
-    }
-    i += 1;
-    ws(&mut i);
-    if b.get(i) == Some(&b']') {
-        return Some(None);
-    }
-    for index in 0.. {
-        let (end, _) = skim_prefix(&text[i..], members).ok()?;
-        if let Some(out) = each(index, &text[i..i + end], members) {
-            return Some(Some(out));
-        }
-        i += end;
-        ws(&mut i);
-        match b.get(i) {
-            Some(b',') => {
-                i += 1;
-                ws(&mut i);
-            }
-            Some(b']') => break,
-            _ => return None,
-        }
-    }
-    Some(None)
+/// The members recorded under `parent`, in order (the elements of an array, for one).
+pub fn children<'m, 'a>(
+    members: &'m [Member<'a>],
+    parent: usize,
+) -> impl Iterator<Item = (usize, Member<'a>)> + 'm {
+    members
+        .iter()
+        .enumerate()
+        .skip(parent + 1)
+        .filter(move |(_, m)| m.parent == Some(parent))
+        .map(|(i, m)| (i, *m))
 }
 
 /// Skims the value that starts `text`: `Ok((end, canonical_len))`, filling `members`.
@@ -137,6 +154,7 @@ pub fn for_each_element<'a, B>(
 /// `Err(Some(e))` at the first byte that is not JSON.
 pub fn skim_prefix<'a>(
     text: &'a str,
+    schema: &Schema,
     members: &mut Vec<Member<'a>>,
 ) -> Result<(usize, usize), Option<SkimError>> {
     members.clear();
@@ -148,7 +166,7 @@ pub fn skim_prefix<'a>(
     };
     s.ws();
     let number = matches!(s.b.get(s.i), Some(b'-' | b'0'..=b'9'));
-    match s.value(0, Some(None)) {
+    match s.value(0, Some((None, schema))) {
         // A number that reaches the end may go on in the next chunk.
         Ok(_) if number && s.i == text.len() => Err(None),
         Ok(len) => Ok((s.i, len)),
@@ -162,7 +180,7 @@ pub fn skim_prefix<'a>(
 /// # Errors
 /// [`SkimError`] when it is not.
 pub fn canonical_len(text: &str) -> Result<usize, SkimError> {
-    skim(text, &mut Vec::new())
+    skim(text, &Schema::LEAF, &mut Vec::new())
 }
 
 struct Skimmer<'a, 'm> {
@@ -184,6 +202,7 @@ const PLAIN: [bool; 256] = {
 };
 
 /// Whether eight bytes are all [`PLAIN`], tested as one word.
+#[inline]
 fn plain8(chunk: &[u8]) -> bool {
     let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -197,8 +216,9 @@ fn plain8(chunk: &[u8]) -> bool {
     (low | high | quote | slash) == 0
 }
 
-/// Where a value's members go: `Some(parent)` records them with that parent.
-type Record = Option<Option<usize>>;
+/// Where a value's members go: `Some((parent, schema))` records those `schema` names with
+/// `parent`.
+type Record<'s> = Option<(Option<usize>, &'s Schema)>;
 
 impl<'a> Skimmer<'a, '_> {
     fn err(&self, what: &'static str) -> SkimError {
@@ -211,13 +231,13 @@ impl<'a> Skimmer<'a, '_> {
         }
     }
 
-    fn value(&mut self, depth: usize, record: Record) -> Result<usize, SkimError> {
+    fn value(&mut self, depth: usize, record: Record<'_>) -> Result<usize, SkimError> {
         if depth > MAX_DEPTH {
             return Err(self.err("nested too deeply"));
         }
         match self.b.get(self.i) {
             Some(b'{') => self.object(depth, record),
-            Some(b'[') => self.array(depth),
+            Some(b'[') => self.array(depth, record),
             Some(b'"') => self.string(),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(b't') => self.literal("true"),
@@ -242,7 +262,7 @@ impl<'a> Skimmer<'a, '_> {
         }
     }
 
-    fn object(&mut self, depth: usize, record: Record) -> Result<usize, SkimError> {
+    fn object(&mut self, depth: usize, record: Record<'_>) -> Result<usize, SkimError> {
         self.i += 1;
         let mut len = 2;
         self.ws();
@@ -264,19 +284,19 @@ impl<'a> Skimmer<'a, '_> {
             self.i += 1;
             self.ws();
             let value_start = self.i;
-            let slot = record.map(|parent| {
-                self.members.push(Member {
-                    parent,
-                    key,
-                    value: "",
-                    canonical_len: 0,
-                });
-                self.members.len() - 1
-            });
-            // Members of objects within objects are recorded down to `RECORDED_LEVELS`.
-            let child = match slot {
-                Some(slot) if depth + 1 < RECORDED_LEVELS => Some(Some(slot)),
-                _ => None,
+            let wanted = record.and_then(|(parent, schema)| Some((parent, schema.child(key)?)));
+            let (slot, child) = match wanted {
+                Some((parent, schema)) => {
+                    self.members.push(Member {
+                        parent,
+                        key,
+                        value: "",
+                        canonical_len: 0,
+                    });
+                    let slot = self.members.len() - 1;
+                    (Some(slot), Some((Some(slot), schema)))
+                }
+                None => (None, None),
             };
             let value_len = self.value(depth + 1, child)?;
             if let Some(slot) = slot {
@@ -300,7 +320,7 @@ impl<'a> Skimmer<'a, '_> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<usize, SkimError> {
+    fn array(&mut self, depth: usize, record: Record<'_>) -> Result<usize, SkimError> {
         self.i += 1;
         let mut len = 2;
         self.ws();
@@ -308,8 +328,28 @@ impl<'a> Skimmer<'a, '_> {
             self.i += 1;
             return Ok(len);
         }
+        // Elements are recorded with an empty key when the schema asks for them.
+        let elements = record.and_then(|(parent, schema)| Some((parent, schema.elements?)));
         loop {
-            len += self.value(depth + 1, None)?;
+            let start = self.i;
+            let slot = elements.map(|(parent, _)| {
+                self.members.push(Member {
+                    parent,
+                    key: "\"\"",
+                    value: "",
+                    canonical_len: 0,
+                });
+                self.members.len() - 1
+            });
+            let child = elements
+                .zip(slot)
+                .map(|((_, schema), slot)| (Some(slot), schema));
+            let value_len = self.value(depth + 1, child)?;
+            if let Some(slot) = slot {
+                self.members[slot].value = &self.text[start..self.i];
+                self.members[slot].canonical_len = value_len;
+            }
+            len += value_len;
             self.ws();
             match self.b.get(self.i) {
                 Some(b',') => {
@@ -334,12 +374,17 @@ impl<'a> Skimmer<'a, '_> {
         loop {
             // Printable ASCII other than `"` and `\` is written as is: the common case.
             let start = i;
-            while i + 8 <= b.len() && plain8(&b[i..i + 8]) {
+            let mut words = b[i..].chunks_exact(8);
+            for w in &mut words {
+                if !plain8(w) {
+                    break;
+                }
                 i += 8;
             }
-            while b.get(i).is_some_and(|&c| PLAIN[usize::from(c)]) {
-                i += 1;
-            }
+            i += b[i..]
+                .iter()
+                .take_while(|&&c| PLAIN[usize::from(c)])
+                .count();
             len += i - start;
             match b.get(i) {
                 None => {
@@ -518,26 +563,59 @@ mod tests {
     }
 
     #[test]
-    fn records_two_levels_of_members() {
-        let text = r#"{"metadata": {"name": "p", "labels": {"a": "b"}}, "spec": [1], "status": {"phase": "Failed"}, "k\u0065y": 1}"#;
+    fn records_what_the_schema_names() {
+        const LABELS: Schema = Schema {
+            keys: &[("name", Schema::LEAF), ("labels", Schema::ANY)],
+            any: false,
+            elements: None,
+        };
+        const ITEMS: Schema = Schema {
+            keys: &[("phase", Schema::LEAF)],
+            any: false,
+            elements: None,
+        };
+        const LIST: Schema = Schema {
+            keys: &[],
+            any: false,
+            elements: Some(&ITEMS),
+        };
+        const POD: Schema = Schema {
+            keys: &[("metadata", LABELS), ("list", LIST), ("key", Schema::LEAF)],
+            any: false,
+            elements: None,
+        };
+        let text = r#"{"metadata": {"name": "p", "labels": {"a": "b"}, "skip": {"x": 1}}, "spec": [1], "list": [{"phase": "Failed"}, 3], "k\u0065y": 1}"#;
         let mut members = Vec::new();
-        skim(text, &mut members).unwrap();
+        skim(text, &POD, &mut members).unwrap();
         let (meta, _) = member(&members, None, "metadata").unwrap();
         assert_eq!(
             member(&members, Some(meta), "name").unwrap().1.value,
             "\"p\""
         );
+        let (labels, m) = member(&members, Some(meta), "labels").unwrap();
+        assert_eq!(m.value, r#"{"a": "b"}"#);
         assert_eq!(
-            member(&members, Some(meta), "labels").unwrap().1.value,
-            r#"{"a": "b"}"#
+            member(&members, Some(labels), "a").unwrap().1.value,
+            "\"b\""
         );
-        let (status, m) = member(&members, None, "status").unwrap();
-        assert_eq!(m.canonical_len, r#"{"phase":"Failed"}"#.len());
+        assert!(member(&members, Some(meta), "skip").is_none());
+        assert!(member(&members, None, "spec").is_none());
+        let (list, _) = member(&members, None, "list").unwrap();
+        let elements: Vec<_> = children(&members, list)
+            .map(|(_, m)| (m.value, m.canonical_len))
+            .collect();
         assert_eq!(
-            member(&members, Some(status), "phase").unwrap().1.value,
+            elements,
+            [
+                (r#"{"phase": "Failed"}"#, r#"{"phase":"Failed"}"#.len()),
+                ("3", 1)
+            ]
+        );
+        let (first, _) = children(&members, list).next().unwrap();
+        assert_eq!(
+            member(&members, Some(first), "phase").unwrap().1.value,
             "\"Failed\""
         );
         assert_eq!(member(&members, None, "key").unwrap().1.value, "1");
-        assert!(member(&members, Some(meta), "a").is_none());
     }
 }
