@@ -1,1 +1,45 @@
 //! The cluster port on kube-rs: connection, server-filtered paginated lists, fenced writes.
+//!
+//! - [`connect`] turns a [`Connection`] (kubeconfig, in-cluster ServiceAccount, or the Kestra
+//!   flow's `api_url` / `token` / `ca_cert_data` / `trust_certs`) into a [`KubeCluster`], with
+//!   bounded timeouts and a first request that proves address, certificate and token.
+//! - [`KubeCluster`] implements [`gc_core::ports::Cluster`]: Pods as the server's JSON text,
+//!   JSON patches with `test` ops, deletes with `uid` and `resourceVersion` preconditions, both
+//!   with server-side dry run. Errors are mapped once, by HTTP status code, into
+//!   [`ClusterError`](gc_core::ports::ClusterError).
+//! - [`list_inventory`] pages through a [`PodQuery`](gc_core::ports::PodQuery) (built by
+//!   [`failed_pod_query`]: `<collect-label>=true`, `status.phase=Failed`) into the same
+//!   [`Inventory`](gc_core::inventory::Inventory) an inventory file gives, restarting on an
+//!   expired continue token.
+//!
+//! ```no_run
+//! # async fn example(cfg: &gc_core::PodConfig) -> Result<(), Box<dyn std::error::Error>> {
+//! use gc_core::pod::Rules;
+//! use gc_k8s::{Connection, connect, failed_pod_query, list_inventory};
+//!
+//! let cluster = connect(&Connection::default()).await?;
+//! let rules = Rules {
+//!     namespace: &cfg.namespace,
+//!     collect_label: &cfg.collect_label,
+//!     pin: &cfg.pin_finalizer,
+//! };
+//! let query = failed_pod_query(cfg, 500);
+//! let inventory = list_inventory(&cluster, &query, rules, cfg.max_inventory + 1, &mut |_, _| {})
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Tokens never appear in `Debug` output, errors or logs.
+//!
+//! The crate uses k8s-openapi only through kube and picks no Kubernetes version: the binary
+//! that links it enables one `k8s-openapi` version feature.
+
+mod cluster;
+mod connect;
+mod errors;
+mod list;
+
+pub use cluster::{FIELD_MANAGER, KubeCluster};
+pub use connect::{ConnectError, Connection, Explicit, SERVICE_HOST_ENV, Source, config, connect};
+pub use list::{FAILED_PHASE, MAX_RESTARTS, failed_pod_query, list_inventory};
+pub use secrecy::SecretString;

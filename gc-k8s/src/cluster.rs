@@ -1,0 +1,246 @@
+//! [`KubeCluster`]: the cluster port on a kube client, speaking raw JSON text with the server.
+
+use async_trait::async_trait;
+use gc_core::config::is_dns_label;
+use gc_core::ports::{Cluster, ClusterError, Page, PodQuery, Preconditions};
+use kube::Client;
+use kube::api::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PropagationPolicy};
+use kube::core::Request;
+use serde::Deserialize;
+
+use crate::errors::{Call, chain, cluster_error};
+
+/// The field manager recorded in `managedFields` for the collector's patches.
+pub const FIELD_MANAGER: &str = "gc";
+
+/// The failed-Pod collector's view of a real cluster, through a kube [`Client`].
+///
+/// Every answer is the server's JSON text, untouched: lists go straight to
+/// [`gc_core::inventory::read`], single Pods to the core's readers.
+///
+/// # Guarantees
+/// - Every error is mapped once, by HTTP status code, as [`Cluster`] requires; a 403 names the
+///   verb, `pods` and the namespace.
+/// - Deletes always carry the `uid` and `resourceVersion` preconditions and propagate in the
+///   background; dry runs are server-side (`dryRun=All`), the same request otherwise.
+/// - Namespaces and names are checked before they become part of a URL path.
+#[derive(Clone)]
+pub struct KubeCluster {
+    client: Client,
+}
+
+impl std::fmt::Debug for KubeCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeCluster").finish_non_exhaustive()
+    }
+}
+
+impl KubeCluster {
+    /// Wraps a client (for example one from [`crate::connect`], or a test's).
+    pub fn new(client: Client) -> Self {
+        Self { client }
+    }
+
+    /// The underlying client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Sends `request` and returns the answer's text.
+    async fn text(
+        &self,
+        request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+        call: Call<'_>,
+    ) -> Result<Vec<u8>, ClusterError> {
+        let request = request.map_err(|e| ClusterError::Other(chain(&e)))?;
+        let text = self
+            .client
+            .request_text(request)
+            .await
+            .map_err(|e| cluster_error(e, call))?;
+        Ok(text.into_bytes())
+    }
+}
+
+/// `/api/v1/namespaces/NAMESPACE/pods`, for a namespace that is a DNS label.
+fn pods_path(namespace: &str) -> Result<Request, ClusterError> {
+    if !is_dns_label(namespace) {
+        return Err(ClusterError::Other(format!(
+            "invalid namespace {namespace:?}: not a DNS label"
+        )));
+    }
+    Ok(Request::new(format!("/api/v1/namespaces/{namespace}/pods")))
+}
+
+/// A Pod name is a DNS subdomain: it never needs escaping in a path.
+fn check_name(name: &str) -> Result<(), ClusterError> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && name != "."
+        && name != "..";
+    if ok {
+        Ok(())
+    } else {
+        Err(ClusterError::Other(format!(
+            "invalid pod name {name:?}: not a DNS subdomain"
+        )))
+    }
+}
+
+/// `None` for an empty selector.
+fn selector(text: &str) -> Option<String> {
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// The parts of a list's text this adapter reads itself.
+#[derive(Deserialize)]
+struct ListHead {
+    #[serde(default)]
+    metadata: ListMeta,
+}
+
+#[derive(Deserialize, Default)]
+struct ListMeta {
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
+}
+
+/// The `kind` of an answer, to tell an object from a `Status`.
+#[derive(Deserialize)]
+struct Kind {
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// `metadata.continue` of a list's text, `None` when empty or absent.
+fn continue_token(text: &[u8]) -> Result<Option<String>, ClusterError> {
+    let head: ListHead = serde_json::from_slice(text)
+        .map_err(|e| ClusterError::Other(format!("unreadable pod list: {e}")))?;
+    Ok(head.metadata.continue_token.filter(|t| !t.is_empty()))
+}
+
+#[async_trait]
+impl Cluster for KubeCluster {
+    async fn list_pods(
+        &self,
+        query: &PodQuery,
+        continue_token_in: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let call = Call {
+            verb: "list",
+            namespace: &query.namespace,
+        };
+        let params = ListParams {
+            label_selector: selector(&query.label_selector),
+            field_selector: selector(&query.field_selector),
+            limit: (query.limit > 0).then_some(query.limit),
+            continue_token: continue_token_in.map(str::to_owned),
+            ..ListParams::default()
+        };
+        let request = pods_path(&query.namespace)?.list(&params);
+        let text = self.text(request, call).await?;
+        let continue_token = continue_token(&text)?;
+        Ok(Page {
+            text,
+            continue_token,
+        })
+    }
+
+    async fn get_pod(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
+        check_name(name)?;
+        let call = Call {
+            verb: "get",
+            namespace,
+        };
+        let request = pods_path(namespace)?.get(name, &GetParams::default());
+        match self.text(request, call).await {
+            Ok(text) => Ok(Some(text)),
+            Err(ClusterError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError> {
+        check_name(name)?;
+        let call = Call {
+            verb: "patch",
+            namespace,
+        };
+        let ops: json_patch::Patch = serde_json::from_slice(patch)
+            .map_err(|e| ClusterError::Other(format!("not a JSON patch: {e}")))?;
+        let params = PatchParams {
+            dry_run,
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        let request = pods_path(namespace)?.patch(name, &params, &Patch::Json::<()>(ops));
+        self.text(request, call).await
+    }
+
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        preconditions: &Preconditions,
+        dry_run: bool,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        check_name(name)?;
+        let call = Call {
+            verb: "delete",
+            namespace,
+        };
+        let params = DeleteParams {
+            dry_run,
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some(preconditions.uid.clone()),
+                resource_version: Some(preconditions.resource_version.clone()),
+            }),
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        let request = pods_path(namespace)?.delete(name, &params);
+        let text = self.text(request, call).await?;
+        let kind: Kind = serde_json::from_slice(&text)
+            .map_err(|e| ClusterError::Other(format!("unreadable delete answer: {e}")))?;
+        // Pods are answered with the object as last stored; a `Status` means it is gone.
+        Ok((kind.kind.as_deref() != Some("Status")).then_some(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_token_is_read_from_the_list_metadata() {
+        let text = br#"{"kind":"PodList","metadata":{"resourceVersion":"5","continue":"abc"},"items":[{"metadata":{"name":"x"}}]}"#;
+        assert_eq!(continue_token(text), Ok(Some("abc".to_owned())));
+        let last = br#"{"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]}"#;
+        assert_eq!(continue_token(last), Ok(None));
+        let empty = br#"{"metadata":{"continue":""},"items":[]}"#;
+        assert_eq!(continue_token(empty), Ok(None));
+        assert!(matches!(
+            continue_token(b"[1]"),
+            Err(ClusterError::Other(_))
+        ));
+    }
+
+    #[test]
+    fn names_and_namespaces_never_change_the_path() {
+        assert!(check_name("web-1.x").is_ok());
+        for bad in ["", ".", "..", "a/b", "a?b", "A", "a%2F"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(pods_path("team-a").is_ok());
+        assert!(pods_path("a/b").is_err());
+    }
+}

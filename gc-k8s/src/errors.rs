@@ -1,0 +1,166 @@
+//! The one place where kube's errors become [`ClusterError`]s, by HTTP status code.
+
+use std::error::Error as StdError;
+
+use gc_core::ports::ClusterError;
+use kube::core::Status;
+
+/// What a request was doing, so that a 403 can name it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Call<'a> {
+    /// The Kubernetes verb (`list`, `get`, `patch`, `delete`).
+    pub(crate) verb: &'static str,
+    /// The namespace the request was in.
+    pub(crate) namespace: &'a str,
+}
+
+/// The resource every call of the failed-Pod collector works on.
+const RESOURCE: &str = "pods";
+
+/// Maps a kube error to the port's error, following the contract of
+/// [`gc_core::ports::Cluster`]: 404 `NotFound`, 409/422 `Changed`, 403 `Forbidden`, 410
+/// `Expired`, 5xx/429/transport `Unavailable`, anything else (401 included) `Other`.
+pub(crate) fn cluster_error(error: kube::Error, call: Call<'_>) -> ClusterError {
+    match error {
+        kube::Error::Api(status) => status_error(&status, call),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => {
+            ClusterError::Unavailable(chain(&error))
+        }
+        other => ClusterError::Other(chain(&other)),
+    }
+}
+
+/// An API server's answer other than success.
+fn status_error(status: &Status, call: Call<'_>) -> ClusterError {
+    let message = status.message.clone();
+    match status.code {
+        404 => ClusterError::NotFound(message),
+        409 | 422 => ClusterError::Changed {
+            status: status.code,
+            message,
+        },
+        403 => ClusterError::Forbidden {
+            verb: call.verb.to_owned(),
+            resource: RESOURCE.to_owned(),
+            namespace: call.namespace.to_owned(),
+            message,
+        },
+        410 => ClusterError::Expired,
+        401 => ClusterError::Other(format!(
+            "unauthorized (401): the API server rejected the credentials: {message}"
+        )),
+        429 | 500..=599 => ClusterError::Unavailable(describe(status)),
+        _ => ClusterError::Other(describe(status)),
+    }
+}
+
+/// `CODE Reason: message`.
+fn describe(status: &Status) -> String {
+    let reason = if status.reason.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", status.reason)
+    };
+    format!("{}{reason}: {}", status.code, status.message)
+}
+
+/// An error and its sources as one line, without repeating a source that the message already
+/// contains (kube and hyper often include their source in their own message).
+pub(crate) fn chain(error: &dyn StdError) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(Status::failure(message, reason).with_code(code).boxed())
+    }
+
+    fn check(code: u16, expected: ClusterError) {
+        let call = Call {
+            verb: "list",
+            namespace: "team-a",
+        };
+        assert_eq!(cluster_error(api(code, "Reason", "msg"), call), expected);
+    }
+
+    #[test]
+    fn statuses_map_by_code() {
+        check(404, ClusterError::NotFound("msg".into()));
+        check(
+            409,
+            ClusterError::Changed {
+                status: 409,
+                message: "msg".into(),
+            },
+        );
+        check(
+            422,
+            ClusterError::Changed {
+                status: 422,
+                message: "msg".into(),
+            },
+        );
+        check(410, ClusterError::Expired);
+        check(
+            403,
+            ClusterError::Forbidden {
+                verb: "list".into(),
+                resource: "pods".into(),
+                namespace: "team-a".into(),
+                message: "msg".into(),
+            },
+        );
+        check(429, ClusterError::Unavailable("429 Reason: msg".into()));
+        check(503, ClusterError::Unavailable("503 Reason: msg".into()));
+        check(400, ClusterError::Other("400 Reason: msg".into()));
+        check(
+            401,
+            ClusterError::Other(
+                "unauthorized (401): the API server rejected the credentials: msg".into(),
+            ),
+        );
+    }
+
+    #[test]
+    fn transport_errors_are_unavailable_and_carry_their_cause() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let error = kube::Error::Service(Box::new(io));
+        let call = Call {
+            verb: "get",
+            namespace: "n",
+        };
+        assert_eq!(
+            cluster_error(error, call),
+            ClusterError::Unavailable("ServiceError: connection refused".into())
+        );
+    }
+
+    #[test]
+    fn other_client_errors_are_other() {
+        let bad = serde_json::from_str::<u8>("x").expect_err("not a number");
+        let call = Call {
+            verb: "get",
+            namespace: "n",
+        };
+        let ClusterError::Other(message) = cluster_error(kube::Error::SerdeError(bad), call) else {
+            panic!("not Other");
+        };
+        assert!(
+            message.starts_with("Error deserializing response"),
+            "{message}"
+        );
+    }
+}
