@@ -1,1 +1,354 @@
-//! The database ports on sqlx: PostgreSQL in production, SQLite as the embedded default.
+//! The store port on sqlx: PostgreSQL in production, SQLite as the embedded default.
+//!
+//! [`open`] takes a store URL (`sqlite:PATH`, a plain file path, or `postgres://...`), migrates
+//! the schema and returns a [`Store`] that implements [`gc_core::ports::Store`]. Ledgers are kept
+//! as the reference flow's JSON text, byte for byte, so they move in and out unchanged.
+
+mod error;
+mod location;
+mod schema;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gc_core::ports::{self, Receipt, StoreError};
+use gc_core::{Ledger, PreviousLedger};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::{ConnectOptions, Connection};
+
+use location::Location;
+use schema::Dialect;
+
+/// How long opening a store may wait for the first connection, and a call for a pooled one.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long SQLite waits for another writer (another process) before answering "busy".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections per pool: the engine works one target at a time.
+const MAX_CONNECTIONS: u32 = 4;
+
+/// The embedded default database file: `$GC_STATE_DIR/gc.sqlite3`, else
+/// `$XDG_STATE_HOME/gc/gc.sqlite3`, else `~/.local/state/gc/gc.sqlite3`.
+pub fn default_path() -> PathBuf {
+    location::default_path_from(|name| std::env::var_os(name))
+}
+
+/// An open store: a SQLite file or a PostgreSQL database, migrated.
+///
+/// Cloning is cheap and shares the connection pool.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+    /// The location as it may be shown: a URL's password is replaced by `***`.
+    shown: String,
+}
+
+#[derive(Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl fmt::Debug for Store {
+    // The pools' own `Debug` would print their connect options, password included.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("location", &self.shown)
+            .finish()
+    }
+}
+
+/// Opens the store at `url` and migrates its schema.
+///
+/// `url` is `sqlite:PATH`, `sqlite://PATH` or a plain file path for SQLite, or
+/// `postgres://...` / `postgresql://...` for PostgreSQL.
+///
+/// # Guarantees
+/// A SQLite file and its parent folders are created on first use; the file is put in WAL mode
+/// with a busy timeout, so processes can share it. The schema is at the newest version when this
+/// returns. A URL's password never appears in an error or in [`Store::location`].
+///
+/// # Errors
+/// [`StoreError::Unavailable`] when the database cannot be reached within a few seconds, refuses
+/// the credentials, or the SQLite file or folder cannot be created; [`StoreError::Malformed`] when
+/// the file is not a SQLite database; [`StoreError::Other`] for a bad URL or a failed migration.
+pub async fn open(url: &str) -> Result<Store, StoreError> {
+    let location = Location::parse(url).map_err(StoreError::Other)?;
+    let shown = location.shown();
+    let pool = match &location {
+        Location::Sqlite(path) => open_sqlite(path, &shown).await?,
+        Location::Postgres { url, .. } => open_postgres(url, &shown).await?,
+    };
+    Ok(Store { pool, shown })
+}
+
+async fn open_sqlite(path: &std::path::Path, shown: &str) -> Result<Pool, StoreError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::Unavailable(format!("{shown}: cannot create {}: {e}", dir.display()))
+        })?;
+    }
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .busy_timeout(BUSY_TIMEOUT);
+    let err = |e: sqlx::Error| error::map(shown, e);
+    let mut conn = connect(options.connect(), shown).await?;
+    let migrator = schema::migrator(Dialect::Sqlite).await.map_err(err)?;
+    // SQLite's migrator takes no lock: when another process applied the same migration first,
+    // this run fails on the migrations table, and a second run finds it applied.
+    if migrator.run(&mut conn).await.is_err() {
+        migrator.run(&mut conn).await.map_err(|e| err(e.into()))?;
+    }
+    conn.close().await.map_err(err)?;
+    let pool = SqlitePoolOptions::new()
+        .max_connections(MAX_CONNECTIONS)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_lazy_with(options);
+    Ok(Pool::Sqlite(pool))
+}
+
+async fn open_postgres(url: &str, shown: &str) -> Result<Pool, StoreError> {
+    let err = |e: sqlx::Error| error::map(shown, e);
+    let options: PgConnectOptions = url.parse().map_err(err)?;
+    // A first connection of its own, so that a refused connection or bad credentials are
+    // reported as such at once (a pool would retry until its timeout and then only say so).
+    let mut conn: PgConnection = connect(options.connect(), shown).await?;
+    // PostgreSQL's migrator holds an advisory lock: concurrent opens apply each migration once.
+    schema::migrator(Dialect::Postgres)
+        .await
+        .map_err(err)?
+        .run(&mut conn)
+        .await
+        .map_err(|e| err(e.into()))?;
+    conn.close().await.map_err(err)?;
+    let pool = PgPoolOptions::new()
+        .max_connections(MAX_CONNECTIONS)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_lazy_with(options);
+    Ok(Pool::Postgres(pool))
+}
+
+/// Awaits a first connection, for at most [`CONNECT_TIMEOUT`].
+async fn connect<C>(
+    connecting: impl Future<Output = Result<C, sqlx::Error>>,
+    shown: &str,
+) -> Result<C, StoreError> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        Ok(result) => result.map_err(|e| error::map(shown, e)),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "{shown}: no connection within {} seconds",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// Runs `$body` with `$pool` bound to the store's pool and `$sql` to its dialect's statements.
+macro_rules! with_pool {
+    ($store:expr, |$pool:ident, $sql:ident| $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($pool) => {
+                let $sql = &SQLITE_SQL;
+                $body
+            }
+            Pool::Postgres($pool) => {
+                let $sql = &POSTGRES_SQL;
+                $body
+            }
+        }
+    };
+}
+
+/// The statements whose text differs between the dialects (only in how they read the clock).
+struct Statements {
+    save_ledger: &'static str,
+    put_receipt: &'static str,
+}
+
+/// The statements of a dialect, given its expression for the current time.
+macro_rules! statements {
+    ($now:literal) => {
+        Statements {
+            save_ledger: concat!(
+                "INSERT INTO gc_ledgers (cluster_id, namespace, ledger) VALUES ($1, $2, $3) ",
+                "ON CONFLICT (cluster_id, namespace) DO UPDATE ",
+                "SET ledger = excluded.ledger, updated_at = ",
+                $now
+            ),
+            put_receipt: concat!(
+                "INSERT INTO gc_receipts (cluster_id, uid, namespace, name, uri, sha256, bytes) ",
+                "VALUES ($1, $2, $3, $4, $5, $6, $7) ",
+                "ON CONFLICT (cluster_id, uid) DO UPDATE ",
+                "SET namespace = excluded.namespace, name = excluded.name, uri = excluded.uri, ",
+                "sha256 = excluded.sha256, bytes = excluded.bytes, created_at = ",
+                $now
+            ),
+        }
+    };
+}
+
+const SQLITE_SQL: Statements = statements!("strftime('%Y-%m-%dT%H:%M:%fZ', 'now')");
+const POSTGRES_SQL: Statements = statements!("now()");
+
+const LOAD_LEDGER: &str = "SELECT ledger FROM gc_ledgers WHERE cluster_id = $1 AND namespace = $2";
+const GET_RECEIPT: &str = "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes \
+     FROM gc_receipts WHERE cluster_id = $1 AND uid = $2";
+
+impl Store {
+    /// The store's location as it may be shown (`sqlite:PATH`, or the URL without password).
+    pub fn location(&self) -> &str {
+        &self.shown
+    }
+
+    /// The stored ledger text of a cluster and namespace, exactly as saved, or `None` when none
+    /// was saved. The text is not checked: this is how a damaged ledger can be looked at.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the database cannot be read.
+    pub async fn ledger_json(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+    ) -> Result<Option<String>, StoreError> {
+        with_pool!(self, |pool, _sql| {
+            sqlx::query_scalar(LOAD_LEDGER)
+                .bind(cluster_id)
+                .bind(namespace)
+                .fetch_optional(pool)
+                .await
+        })
+        .map_err(|e| self.err(e))
+    }
+
+    /// Replaces the ledger of a cluster and namespace with `json`, stored byte for byte (the
+    /// reference flow's ledger, moved in unchanged).
+    ///
+    /// # Errors
+    /// [`StoreError::Malformed`], storing nothing, when `json` is not a JSON object (it could not
+    /// be loaded back); otherwise [`StoreError`] when the database cannot be written.
+    ///
+    /// # Caveats
+    /// Only the top level is checked here, as [`PreviousLedger::parse`] does; the planner checks
+    /// each entry it uses.
+    pub async fn save_ledger_json(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+        json: &str,
+    ) -> Result<(), StoreError> {
+        PreviousLedger::parse(json.as_bytes()).map_err(|e| {
+            StoreError::Malformed(format!(
+                "refusing to store the ledger of cluster {cluster_id} namespace {namespace}: {e}"
+            ))
+        })?;
+        with_pool!(self, |pool, sql| {
+            sqlx::query(sql.save_ledger)
+                .bind(cluster_id)
+                .bind(namespace)
+                .bind(json)
+                .execute(pool)
+                .await
+                .map(drop)
+        })
+        .map_err(|e| self.err(e))
+    }
+
+    /// Closes the pool, waiting for its connections to finish (SQLite then checkpoints its
+    /// write-ahead log).
+    pub async fn close(&self) {
+        with_pool!(self, |pool, _sql| pool.close().await);
+    }
+
+    fn err(&self, e: sqlx::Error) -> StoreError {
+        error::map(&self.shown, e)
+    }
+}
+
+#[async_trait]
+impl ports::Store for Store {
+    async fn load_ledger(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+    ) -> Result<PreviousLedger, StoreError> {
+        let Some(text) = self.ledger_json(cluster_id, namespace).await? else {
+            return Ok(PreviousLedger::default());
+        };
+        PreviousLedger::parse(text.as_bytes()).map_err(|e| {
+            StoreError::Malformed(format!(
+                "{}: the ledger of cluster {cluster_id} namespace {namespace}: {e}",
+                self.shown
+            ))
+        })
+    }
+
+    async fn save_ledger(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+        ledger: &Ledger,
+    ) -> Result<(), StoreError> {
+        self.save_ledger_json(cluster_id, namespace, &ledger.to_json())
+            .await
+    }
+
+    async fn put_receipt(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        let bytes = i64::try_from(receipt.bytes).map_err(|_| {
+            StoreError::Other(format!(
+                "archive size {} of Pod {} is too large to store",
+                receipt.bytes, receipt.uid
+            ))
+        })?;
+        with_pool!(self, |pool, sql| {
+            sqlx::query(sql.put_receipt)
+                .bind(&receipt.cluster_id)
+                .bind(&receipt.uid)
+                .bind(&receipt.namespace)
+                .bind(&receipt.name)
+                .bind(&receipt.uri)
+                .bind(&receipt.sha256)
+                .bind(bytes)
+                .execute(pool)
+                .await
+                .map(drop)
+        })
+        .map_err(|e| self.err(e))
+    }
+
+    async fn get_receipt(
+        &self,
+        cluster_id: &str,
+        uid: &str,
+    ) -> Result<Option<Receipt>, StoreError> {
+        type Row = (String, String, String, String, String, String, i64);
+        let row: Option<Row> = with_pool!(self, |pool, _sql| {
+            sqlx::query_as(GET_RECEIPT)
+                .bind(cluster_id)
+                .bind(uid)
+                .fetch_optional(pool)
+                .await
+        })
+        .map_err(|e| self.err(e))?;
+        row.map(|(cluster_id, namespace, uid, name, uri, sha256, bytes)| {
+            let bytes = u64::try_from(bytes).map_err(|_| {
+                StoreError::Malformed(format!(
+                    "{}: receipt of Pod {uid} has a negative size {bytes}",
+                    self.shown
+                ))
+            })?;
+            Ok(Receipt {
+                cluster_id,
+                namespace,
+                uid,
+                name,
+                uri,
+                sha256,
+                bytes,
+            })
+        })
+        .transpose()
+    }
+}

@@ -1,0 +1,443 @@
+//! The store's contract, checked by the same code against SQLite (a temporary folder) and the
+//! real PostgreSQL (a fresh database per test, from `gc-testbed`).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use gc_core::ledger::Observation;
+use gc_core::ports::{Receipt, Store as _, StoreError};
+use gc_core::{Ledger, PreviousLedger, PyNum};
+use gc_store::Store;
+use gc_testbed::TestDatabase;
+use serde_json::{Value, json};
+
+/// One backend under test: the open store and a way to reach its tables behind its back.
+struct Backend {
+    store: Store,
+    raw: Raw,
+    /// Keeps the SQLite folder alive.
+    _dir: Option<tempfile::TempDir>,
+}
+
+enum Raw {
+    Sqlite(PathBuf),
+    Postgres(TestDatabase),
+}
+
+impl Backend {
+    /// Runs `sql` on the database directly, bypassing the store.
+    async fn execute(&self, sql: &str) {
+        match &self.raw {
+            Raw::Sqlite(path) => {
+                let url = format!("sqlite:{}", path.display());
+                let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+                pool.close().await;
+            }
+            Raw::Postgres(db) => {
+                let pool = db.pool().await.unwrap();
+                sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+                pool.close().await;
+            }
+        }
+    }
+}
+
+/// Runs `test` against SQLite, then against PostgreSQL when the test database is configured
+/// (`scripts/test.sh` configures it; CI must).
+async fn on_each_backend(name: &str, test: impl AsyncFn(&Backend)) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gc.sqlite3");
+    let sqlite = Backend {
+        store: gc_store::open(path.to_str().unwrap()).await.unwrap(),
+        raw: Raw::Sqlite(path),
+        _dir: Some(dir),
+    };
+    eprintln!("{name}: {}", sqlite.store.location());
+    test(&sqlite).await;
+    sqlite.store.close().await;
+
+    if let Some(db) = TestDatabase::fresh(name).await.unwrap() {
+        let postgres = Backend {
+            store: gc_store::open(db.url()).await.unwrap(),
+            raw: Raw::Postgres(db),
+            _dir: None,
+        };
+        eprintln!("{name}: {}", postgres.store.location());
+        test(&postgres).await;
+        postgres.store.close().await;
+    }
+}
+
+fn ledger(entries: &[(&str, PyNum, &str)]) -> Ledger {
+    let mut ledger = Ledger::default();
+    for (uid, first, name) in entries {
+        ledger.insert(
+            (*uid).to_owned(),
+            Observation {
+                first: *first,
+                name: Value::from(*name),
+            },
+        );
+    }
+    ledger
+}
+
+fn receipt(uid: &str, uri: &str, bytes: u64) -> Receipt {
+    Receipt {
+        cluster_id: "primary".into(),
+        namespace: "jobs".into(),
+        uid: uid.into(),
+        name: format!("pod-{uid}"),
+        uri: uri.into(),
+        sha256: "ab".repeat(32),
+        bytes,
+    }
+}
+
+#[tokio::test]
+async fn a_ledger_comes_back_as_saved() {
+    on_each_backend("ledger_round_trip", async |b| {
+        let saved = ledger(&[
+            ("uid-int", PyNum::Int(1_795_000_000), "pod-a"),
+            ("uid-float", PyNum::Float(1_795_900_000.25), "pöd-\"b\""),
+        ]);
+        b.store.save_ledger("primary", "jobs", &saved).await.unwrap();
+
+        let text = b.store.ledger_json("primary", "jobs").await.unwrap();
+        assert_eq!(text.as_deref(), Some(saved.to_json().as_str()));
+        assert_eq!(
+            text.unwrap(),
+            r#"{"uid-int": {"first": 1795000000, "name": "pod-a"}, "uid-float": {"first": 1795900000.25, "name": "p\u00f6d-\"b\""}}"#
+        );
+
+        let loaded = b.store.load_ledger("primary", "jobs").await.unwrap();
+        assert_eq!(loaded, PreviousLedger::from(&saved));
+        assert!(loaded.0["uid-int"]["first"].is_i64(), "an int stays an int");
+        assert!(loaded.0["uid-float"]["first"].is_f64(), "a float stays a float");
+        assert_eq!(loaded.0["uid-float"]["first"], json!(1_795_900_000.25));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_ledger_never_saved_is_empty() {
+    on_each_backend("ledger_never_saved", async |b| {
+        let loaded = b.store.load_ledger("primary", "jobs").await.unwrap();
+        assert_eq!(loaded, PreviousLedger::default());
+        assert_eq!(b.store.ledger_json("primary", "jobs").await.unwrap(), None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_second_save_replaces_the_ledger() {
+    on_each_backend("ledger_replace", async |b| {
+        let first = ledger(&[("a", PyNum::Int(1), "pa"), ("b", PyNum::Int(2), "pb")]);
+        let second = ledger(&[("c", PyNum::Float(3.5), "pc")]);
+        b.store
+            .save_ledger("primary", "jobs", &first)
+            .await
+            .unwrap();
+        b.store
+            .save_ledger("primary", "jobs", &second)
+            .await
+            .unwrap();
+        let loaded = b.store.load_ledger("primary", "jobs").await.unwrap();
+        assert_eq!(loaded, PreviousLedger::from(&second));
+
+        b.store
+            .save_ledger("primary", "jobs", &Ledger::default())
+            .await
+            .unwrap();
+        let text = b.store.ledger_json("primary", "jobs").await.unwrap();
+        assert_eq!(text.as_deref(), Some("{}"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn each_cluster_and_namespace_has_its_own_ledger() {
+    on_each_backend("ledger_separate", async |b| {
+        let keys = [("c1", "ns1"), ("c1", "ns2"), ("c2", "ns1")];
+        for (i, (cluster, namespace)) in keys.iter().enumerate() {
+            let l = ledger(&[(
+                namespace,
+                PyNum::Int(i64::try_from(i).unwrap() + 1),
+                cluster,
+            )]);
+            b.store.save_ledger(cluster, namespace, &l).await.unwrap();
+        }
+        for (i, (cluster, namespace)) in keys.iter().enumerate() {
+            let l = ledger(&[(
+                namespace,
+                PyNum::Int(i64::try_from(i).unwrap() + 1),
+                cluster,
+            )]);
+            let loaded = b.store.load_ledger(cluster, namespace).await.unwrap();
+            assert_eq!(loaded, PreviousLedger::from(&l), "{cluster}/{namespace}");
+        }
+        let other = b.store.load_ledger("c2", "ns2").await.unwrap();
+        assert_eq!(other, PreviousLedger::default());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn ledger_text_is_stored_byte_for_byte() {
+    on_each_backend("ledger_text", async |b| {
+        let text = "{\n  \"u\": {\"first\": 1.0e9, \"name\": \"p\"}\n}\n";
+        b.store.save_ledger_json("c", "ns", text).await.unwrap();
+        let back = b.store.ledger_json("c", "ns").await.unwrap();
+        assert_eq!(back.as_deref(), Some(text));
+        let loaded = b.store.load_ledger("c", "ns").await.unwrap();
+        assert!(loaded.0["u"]["first"].is_f64());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_ledger_that_is_not_an_object_is_refused_and_nothing_is_stored() {
+    on_each_backend("ledger_refused", async |b| {
+        b.store.save_ledger_json("c", "ns", "{}").await.unwrap();
+        for bad in ["[]", "not json", "", "{\"a\": 1"] {
+            let err = b.store.save_ledger_json("c", "ns", bad).await.unwrap_err();
+            assert!(matches!(err, StoreError::Malformed(_)), "{bad:?}: {err}");
+        }
+        let back = b.store.ledger_json("c", "ns").await.unwrap();
+        assert_eq!(back.as_deref(), Some("{}"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_unreadable_stored_ledger_is_malformed_never_empty() {
+    on_each_backend("ledger_malformed", async |b| {
+        for (namespace, bad) in [("ns1", "not json"), ("ns2", "[1, 2]"), ("ns3", "")] {
+            b.execute(&format!(
+                "INSERT INTO gc_ledgers (cluster_id, namespace, ledger) VALUES ('c', '{namespace}', '{bad}')"
+            ))
+            .await;
+            let err = b.store.load_ledger("c", namespace).await.unwrap_err();
+            let StoreError::Malformed(message) = &err else {
+                panic!("{namespace}: expected Malformed, got {err:?}");
+            };
+            assert!(message.contains(namespace), "{message}");
+            // The damaged text can still be looked at.
+            let text = b.store.ledger_json("c", namespace).await.unwrap();
+            assert_eq!(text.as_deref(), Some(bad));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn receipts_are_put_got_and_replaced() {
+    on_each_backend("receipts", async |b| {
+        assert_eq!(b.store.get_receipt("primary", "u1").await.unwrap(), None);
+        let r1 = receipt("u1", "file:///archive/u1.json", 5_000_000_000);
+        let r2 = receipt("u2", "file:///archive/u2.json", 0);
+        b.store.put_receipt(&r1).await.unwrap();
+        b.store.put_receipt(&r2).await.unwrap();
+        assert_eq!(
+            b.store.get_receipt("primary", "u1").await.unwrap(),
+            Some(r1)
+        );
+        assert_eq!(
+            b.store.get_receipt("primary", "u2").await.unwrap(),
+            Some(r2.clone())
+        );
+        // Another cluster's Pod with the same uid is another receipt.
+        assert_eq!(b.store.get_receipt("other", "u1").await.unwrap(), None);
+
+        let replaced = Receipt {
+            uri: "s3://bucket/u1.json".into(),
+            sha256: "cd".repeat(32),
+            bytes: 42,
+            ..receipt("u1", "", 0)
+        };
+        b.store.put_receipt(&replaced).await.unwrap();
+        assert_eq!(
+            b.store.get_receipt("primary", "u1").await.unwrap(),
+            Some(replaced)
+        );
+        assert_eq!(
+            b.store.get_receipt("primary", "u2").await.unwrap(),
+            Some(r2)
+        );
+
+        let too_large = receipt("u3", "x", u64::MAX);
+        let err = b.store.put_receipt(&too_large).await.unwrap_err();
+        assert!(matches!(err, StoreError::Other(_)), "{err}");
+        assert_eq!(b.store.get_receipt("primary", "u3").await.unwrap(), None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stored_receipt_with_a_negative_size_is_malformed() {
+    on_each_backend("receipt_malformed", async |b| {
+        // The CHECK constraint keeps this out; a database edited by hand may lack it.
+        b.execute("ALTER TABLE gc_receipts RENAME TO gc_receipts_checked")
+            .await;
+        b.execute(
+            "CREATE TABLE gc_receipts (cluster_id TEXT, uid TEXT, namespace TEXT, name TEXT, \
+             uri TEXT, sha256 TEXT, bytes BIGINT)",
+        )
+        .await;
+        b.execute("INSERT INTO gc_receipts VALUES ('c', 'u', 'ns', 'p', 'file:///a', 'ab', -1)")
+            .await;
+        let err = b.store.get_receipt("c", "u").await.unwrap_err();
+        assert!(matches!(err, StoreError::Malformed(_)), "{err}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_store_is_opened_again_with_its_data() {
+    on_each_backend("reopen", async |b| {
+        let saved = ledger(&[("u", PyNum::Int(7), "p")]);
+        b.store.save_ledger("c", "ns", &saved).await.unwrap();
+        let url = match &b.raw {
+            Raw::Sqlite(path) => format!("sqlite://{}", path.display()),
+            Raw::Postgres(db) => db.url().to_owned(),
+        };
+        // Two at once: the schema is migrated once, and neither fails.
+        let (again, twice) = tokio::join!(gc_store::open(&url), gc_store::open(&url));
+        for store in [again.unwrap(), twice.unwrap()] {
+            let loaded = store.load_ledger("c", "ns").await.unwrap();
+            assert_eq!(loaded, PreviousLedger::from(&saved));
+            store.close().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn new_databases_are_migrated_by_concurrent_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("new.sqlite3").display());
+    let opens = open_three(&url).await;
+    assert!(opens.iter().all(Result::is_ok), "{opens:?}");
+
+    if let Some(db) = TestDatabase::fresh("concurrent_migrate").await.unwrap() {
+        let opens = open_three(db.url()).await;
+        assert!(opens.iter().all(Result::is_ok), "{opens:?}");
+    }
+}
+
+async fn open_three(url: &str) -> Vec<Result<Store, StoreError>> {
+    let (a, b, c) = tokio::join!(
+        gc_store::open(url),
+        gc_store::open(url),
+        gc_store::open(url)
+    );
+    vec![a, b, c]
+}
+
+#[tokio::test]
+async fn the_sqlite_file_and_folder_are_created_on_first_use_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state").join("gc").join("gc.sqlite3");
+    for url in [
+        format!("sqlite:{}", path.display()),
+        path.display().to_string(),
+    ] {
+        let store = gc_store::open(&url).await.unwrap();
+        assert!(path.is_file(), "{url}");
+        assert_eq!(store.location(), format!("sqlite:{}", path.display()));
+        store.close().await;
+    }
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", path.display()))
+        .await
+        .unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn a_sqlite_folder_that_cannot_be_created_is_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let url = file.join("gc.sqlite3").display().to_string();
+    let err = gc_store::open(&url).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gc.sqlite3");
+    std::fs::write(
+        &path,
+        "this is not a SQLite database, not even close to one.".repeat(100),
+    )
+    .unwrap();
+    let err = gc_store::open(path.to_str().unwrap()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Malformed(_)), "{err}");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_quickly_and_the_password_stays_hidden() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("postgres://gc:Very-Secret-Pw@127.0.0.1:{port}/gc");
+    let started = Instant::now();
+    let err = gc_store::open(&url).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+    let message = format!("{err} {err:?}");
+    assert!(!message.contains("Very-Secret-Pw"), "{message}");
+    assert!(message.contains("gc:***@127.0.0.1"), "{message}");
+}
+
+#[tokio::test]
+async fn bad_credentials_and_a_missing_database_are_unavailable() {
+    let Some(db) = TestDatabase::fresh("bad_credentials").await.unwrap() else {
+        return;
+    };
+    let url = db.url();
+    let (scheme_user, rest) = url
+        .split_once(':')
+        .and_then(|(s, r)| {
+            let (user, after) = r.split_once(':')?;
+            Some((format!("{s}:{user}"), after.split_once('@')?.1))
+        })
+        .unwrap();
+    let wrong = format!("{scheme_user}:Wrong-Secret-Pw@{rest}");
+    let err = gc_store::open(&wrong).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+    assert!(
+        !format!("{err} {err:?}").contains("Wrong-Secret-Pw"),
+        "{err}"
+    );
+
+    let missing = url.replace(db.name(), "gc_test_no_such_database");
+    let err = gc_store::open(&missing).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+
+    let store = gc_store::open(url).await.unwrap();
+    assert!(!format!("{store:?}").contains(":gc@"), "{store:?}");
+}
+
+#[test]
+fn store_urls_that_name_nothing_are_refused() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for url in ["", "sqlite:", "sqlite::memory:", "mysql://h/d"] {
+        let err = rt.block_on(gc_store::open(url)).unwrap_err();
+        assert!(matches!(err, StoreError::Other(_)), "{url:?}: {err}");
+    }
+}
