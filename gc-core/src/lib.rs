@@ -4,6 +4,7 @@
 //! argument, and decisions leave as data with their reasons. The adapters (`gc-k8s`,
 //! `gc-store`) and the binary (`gc-cli`) sit on top.
 
+pub mod apply;
 pub mod archive;
 pub mod config;
 pub mod inventory;

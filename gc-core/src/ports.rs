@@ -170,3 +170,33 @@ pub trait Store: Send + Sync {
     async fn get_receipt(&self, cluster_id: &str, uid: &str)
     -> Result<Option<Receipt>, StoreError>;
 }
+
+/// Where archives go. Adapters MUST make a write durable before returning (write to a temporary
+/// name, sync, rename) and derive names only from the `key` given.
+#[async_trait]
+pub trait ArchiveSink: Send + Sync {
+    /// Stores `bytes` under `key` (`<cluster>/<namespace>/<uid>`); returns the archive's URI.
+    async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError>;
+    /// Reads an archive back by its URI.
+    async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError>;
+}
+
+/// What names an archive: never user-controlled text alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveKey {
+    /// The cluster (validated: `[a-z0-9-]`).
+    pub cluster_id: String,
+    /// The namespace (validated: a DNS label).
+    pub namespace: String,
+    /// The Pod's uid, as the API server gave it.
+    pub uid: String,
+}
+
+/// Time, as the engine needs it: the current instant and a pause.
+#[async_trait]
+pub trait Clock: Send + Sync {
+    /// Seconds since the Unix epoch.
+    fn now(&self) -> f64;
+    /// Waits `seconds`.
+    async fn sleep(&self, seconds: f64);
+}

@@ -1,7 +1,14 @@
 //! The core stays pure: no I/O runtime, cluster or database client in its dependencies, and no
 //! clock or file access in its sources.
 
-const ALLOWED: [&str; 5] = ["serde", "serde_json", "thiserror", "memchr", "async-trait"];
+const ALLOWED: [&str; 6] = [
+    "serde",
+    "serde_json",
+    "thiserror",
+    "memchr",
+    "async-trait",
+    "sha2",
+];
 
 #[test]
 fn dependencies_are_pure() {
