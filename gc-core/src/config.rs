@@ -49,7 +49,7 @@ impl Default for PodInputs {
 }
 
 /// Inputs that passed [`PodInputs::validate`]; the only form the planner accepts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodConfig {
     /// See [`PodInputs::cluster_id`].
@@ -143,6 +143,23 @@ fn is_qualified_name(s: &str) -> bool {
         && alnum(&b[b.len() - 1])
         && b.iter()
             .all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
+}
+
+impl PodConfig {
+    /// The inputs this config was validated from.
+    pub fn inputs(&self) -> PodInputs {
+        let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        PodInputs {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            retention_seconds: i64::from(self.retention_seconds),
+            max_pods: n(self.max_pods),
+            max_inventory: n(self.max_inventory),
+            max_archive_bytes: n(self.max_archive_bytes),
+            collect_label: self.collect_label.clone(),
+            pin_finalizer: self.pin_finalizer.clone(),
+        }
+    }
 }
 
 impl PodInputs {

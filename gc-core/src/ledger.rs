@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -64,6 +64,14 @@ impl fmt::Display for PyNum {
         let mut s = String::new();
         self.write(&mut s);
         f.write_str(&s)
+    }
+}
+
+impl<'de> Deserialize<'de> for PyNum {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        Self::from_json(&v)
+            .ok_or_else(|| serde::de::Error::custom(format!("expected a number, found {v}")))
     }
 }
 

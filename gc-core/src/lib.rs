@@ -5,6 +5,7 @@
 //! `gc-store`) and the binary (`gc-cli`) sit on top.
 
 pub mod apply;
+pub mod approval;
 pub mod archive;
 pub mod config;
 pub mod inventory;

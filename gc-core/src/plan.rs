@@ -5,7 +5,7 @@
 //! anywhere fails the whole plan and nothing partial is returned: an error names the Pod and the
 //! field.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -61,7 +61,7 @@ pub struct PodDecision {
 }
 
 /// A Pod the plan targets, in the flow's shape plus what apply fences on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Target {
     /// `metadata.name` as given.
