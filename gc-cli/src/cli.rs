@@ -21,6 +21,9 @@ enum Command {
     /// Plan a run: what would be collected, held or deferred, and why. Changes nothing.
     #[command(subcommand)]
     Plan(PlanCommand),
+    /// Move the observation ledger in and out of the store, unchanged.
+    #[command(subcommand)]
+    Ledger(crate::ledger::LedgerCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,6 +134,7 @@ impl Cli {
     pub(crate) fn run(self) -> Result<(), Failure> {
         match self.command {
             Command::Plan(PlanCommand::Pods(args)) => crate::plan_pods::run(&args),
+            Command::Ledger(command) => crate::ledger::run(&command),
         }
     }
 }

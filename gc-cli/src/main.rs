@@ -1,6 +1,7 @@
 //! `gc-cli`: plan, apply and run the collectors. `main` only maps a result to an exit code.
 
 mod cli;
+mod ledger;
 mod output;
 mod plan_pods;
 

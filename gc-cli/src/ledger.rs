@@ -1,0 +1,254 @@
+//! `gc-cli ledger import|export`: moves the reference flow's observation ledger in and out of the
+//! store unchanged, byte for byte.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use gc_core::PodInputs;
+use serde_json::Value;
+
+use crate::Failure;
+
+/// `gc-cli ledger ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum LedgerCommand {
+    /// Store a ledger file (the Kestra flow's `{uid: {"first": seconds, "name": name}}`) as it
+    /// is, replacing the stored ledger of the cluster and namespace.
+    Import(Import),
+    /// Print the stored ledger of a cluster and namespace exactly as stored (`{}` when none is).
+    Export(Export),
+}
+
+/// Which ledger, in which store.
+#[derive(Debug, Args)]
+pub(crate) struct LedgerKey {
+    /// The cluster the ledger belongs to.
+    #[arg(long, value_name = "ID")]
+    cluster_id: String,
+    /// The namespace the ledger belongs to.
+    #[arg(long, short = 'n', value_name = "NS")]
+    namespace: String,
+    /// The store: `sqlite:PATH` or a file path (SQLite), or `postgres://...`. Default: the
+    /// embedded SQLite file, `$GC_STATE_DIR/gc.sqlite3`, else `$XDG_STATE_HOME/gc/gc.sqlite3`,
+    /// else `~/.local/state/gc/gc.sqlite3`.
+    #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
+    store: Option<String>,
+}
+
+/// `gc-cli ledger import`
+#[derive(Debug, Args)]
+pub(crate) struct Import {
+    #[command(flatten)]
+    key: LedgerKey,
+    /// The ledger file; `-` reads standard input.
+    #[arg(long, value_name = "FILE")]
+    file: PathBuf,
+}
+
+/// `gc-cli ledger export`
+#[derive(Debug, Args)]
+pub(crate) struct Export {
+    #[command(flatten)]
+    key: LedgerKey,
+    /// Write the ledger to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+pub(crate) fn run(command: &LedgerCommand) -> Result<(), Failure> {
+    match command {
+        LedgerCommand::Import(args) => import(args),
+        LedgerCommand::Export(args) => export(args),
+    }
+}
+
+fn import(args: &Import) -> Result<(), Failure> {
+    let key = &args.key;
+    key.validate()?;
+    let bytes = read_file(&args.file)?;
+    let (text, entries) = check_ledger(&bytes)
+        .with_context(|| format!("ledger file {}", args.file.display()))
+        .map_err(Failure::usage)?;
+    let location = block_on(async {
+        let store = key.open().await?;
+        store
+            .save_ledger_json(&key.cluster_id, &key.namespace, text)
+            .await
+            .context("cannot store the ledger")?;
+        store.close().await;
+        Ok(store.location().to_owned())
+    })?;
+    let noun = if entries == 1 { "entry" } else { "entries" };
+    eprintln!(
+        "gc-cli: imported the ledger of cluster {} namespace {} ({entries} {noun}) into {location}",
+        key.cluster_id, key.namespace
+    );
+    Ok(())
+}
+
+fn export(args: &Export) -> Result<(), Failure> {
+    let key = &args.key;
+    key.validate()?;
+    let (text, location) = block_on(async {
+        let store = key.open().await?;
+        let text = store
+            .ledger_json(&key.cluster_id, &key.namespace)
+            .await
+            .context("cannot read the ledger")?;
+        store.close().await;
+        Ok((text, store.location().to_owned()))
+    })?;
+    let text = text.unwrap_or_else(|| {
+        // The flow reads a missing ledger as `{}` too.
+        eprintln!(
+            "gc-cli: no ledger of cluster {} namespace {} in {location}: exporting the empty ledger",
+            key.cluster_id, key.namespace
+        );
+        "{}".to_owned()
+    });
+    match &args.out {
+        Some(path) => crate::plan_pods::write_file(path, &text)?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .context("cannot write the ledger")?;
+        }
+    }
+    Ok(())
+}
+
+impl LedgerKey {
+    /// Checks the cluster id and namespace as a plan does: a ledger is only ever kept under
+    /// names a plan accepts.
+    fn validate(&self) -> Result<(), Failure> {
+        PodInputs {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            ..PodInputs::default()
+        }
+        .validate()
+        .map(drop)
+        .map_err(Failure::usage)
+    }
+
+    async fn open(&self) -> anyhow::Result<gc_store::Store> {
+        let url = match &self.store {
+            Some(url) => url.clone(),
+            None => gc_store::default_path()
+                .to_str()
+                .context("the default store path is not UTF-8: give --store")?
+                .to_owned(),
+        };
+        gc_store::open(&url).await.context("cannot open the store")
+    }
+}
+
+/// Runs `work` on a runtime of its own: the rest of the binary is synchronous.
+fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> Result<T, Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    Ok(runtime.block_on(work)?)
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
+    let mut bytes = Vec::new();
+    let read = if path == Path::new("-") {
+        std::io::stdin().read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes))
+    };
+    read.with_context(|| format!("cannot read ledger file {}", path.display()))
+        .map_err(Failure::usage)?;
+    Ok(bytes)
+}
+
+/// Checks that `bytes` is a ledger the flow wrote: a JSON object whose every entry is an object
+/// with a numeric `first`. Returns the text, unchanged, and the number of entries.
+fn check_ledger(bytes: &[u8]) -> anyhow::Result<(&str, usize)> {
+    let text = std::str::from_utf8(bytes).context("not UTF-8 text")?;
+    let value: Value = serde_json::from_str(text).context("not JSON")?;
+    let Value::Object(entries) = &value else {
+        anyhow::bail!(
+            "expected a JSON object {{uid: {{\"first\": seconds, \"name\": name}}}}, found {}",
+            kind(&value)
+        );
+    };
+    for (uid, entry) in entries {
+        let Value::Object(fields) = entry else {
+            anyhow::bail!("entry {uid:?}: expected an object, found {}", kind(entry));
+        };
+        match fields.get("first") {
+            Some(Value::Number(_)) => {}
+            Some(other) => anyhow::bail!(
+                "entry {uid:?}: \"first\" must be a number of seconds, found {}",
+                kind(other)
+            ),
+            None => anyhow::bail!("entry {uid:?}: \"first\" is missing"),
+        }
+    }
+    Ok((text, entries.len()))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_ledger;
+
+    fn check(input: &str, expected: Result<usize, &str>) {
+        let got = check_ledger(input.as_bytes())
+            .map(|(text, n)| {
+                assert_eq!(text, input);
+                n
+            })
+            .map_err(|e| format!("{e:#}"));
+        assert_eq!(got, expected.map_err(str::to_owned), "{input}");
+    }
+
+    #[test]
+    fn ledgers_are_checked_entry_by_entry() {
+        check("{}", Ok(0));
+        check(
+            r#"{"a": {"first": 1795000000, "name": "p"}, "b": {"first": 1.5}}"#,
+            Ok(2),
+        );
+        check(
+            "[]",
+            Err(
+                r#"expected a JSON object {uid: {"first": seconds, "name": name}}, found an array"#,
+            ),
+        );
+        check(
+            r#"{"a": {"first": 1}, "u-2": 3}"#,
+            Err(r#"entry "u-2": expected an object, found a number"#),
+        );
+        check(
+            r#"{"u-1": {"first": "1795000000", "name": "p"}}"#,
+            Err(r#"entry "u-1": "first" must be a number of seconds, found a string"#),
+        );
+        check(
+            r#"{"u-1": {"first": true}}"#,
+            Err(r#"entry "u-1": "first" must be a number of seconds, found a boolean"#),
+        );
+        check(
+            r#"{"u-1": {"name": "p"}}"#,
+            Err(r#"entry "u-1": "first" is missing"#),
+        );
+        assert!(check_ledger(b"{").is_err());
+        assert!(check_ledger(b"").is_err());
+    }
+}
