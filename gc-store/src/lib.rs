@@ -98,8 +98,9 @@ async fn open_sqlite(path: &std::path::Path, shown: &str) -> Result<Pool, StoreE
     let err = |e: sqlx::Error| error::map(shown, e);
     let mut conn = connect(options.connect(), shown).await?;
     let migrator = schema::migrator(Dialect::Sqlite).await.map_err(err)?;
-    // SQLite's migrator takes no lock: when another process applied the same migration first,
-    // this run fails on the migrations table, and a second run finds it applied.
+    // SQLite's migrator takes no lock: when another opener applies a migration between this
+    // run's check and its apply, this run fails (the table exists), and a second run finds the
+    // migration recorded (table and record commit together). Tested by concurrent opens.
     if migrator.run(&mut conn).await.is_err() {
         migrator.run(&mut conn).await.map_err(|e| err(e.into()))?;
     }
