@@ -16,6 +16,7 @@ pub mod pod;
 pub mod ports;
 pub mod pyjson;
 pub mod raw;
+pub mod sessions;
 pub mod skim;
 
 pub use config::{PodConfig, PodInputs};

@@ -1,0 +1,664 @@
+//! The orphaned-session policy: which session-labelled resources have no live session behind them.
+//!
+//! StreamSpace creates, per session id, a Deployment, a Service, a PVC and a `Session` object, all
+//! labelled `app=streamspace-session` and `session=<id>`, in one namespace. A resource is an
+//! orphan when the database has no row for its id, or (when configured) a row in a terminal state
+//! such as StreamSpace's soft delete `deleted`. Orphans younger than the grace period (from
+//! `creationTimestamp`) are held; a per-run cap defers the rest; and a mass-deletion guard refuses
+//! the whole run when orphans are more than a set share of what was scanned: an empty or wrong
+//! database makes everything look orphaned, and that is a misconfiguration until proven otherwise.
+//!
+//! Like the Pod planner, this is pure: resources and the database's answers come in, decisions
+//! with reasons go out.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::isotime;
+
+/// A resource kind the collector scans, by API group, version, kind and plural.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kind {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Plural resource name.
+    pub plural: String,
+}
+
+impl Kind {
+    fn new(group: &str, version: &str, kind: &str, plural: &str) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        }
+    }
+
+    /// StreamSpace's four: Deployments, Services, PersistentVolumeClaims, `Session` objects.
+    pub fn streamspace() -> Vec<Self> {
+        vec![
+            Self::new("apps", "v1", "Deployment", "deployments"),
+            Self::new("", "v1", "Service", "services"),
+            Self::new("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+            Self::new("stream.space", "v1alpha1", "Session", "sessions"),
+        ]
+    }
+}
+
+/// The session collector's settings (validated by [`SessionInputs::validate`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionConfig {
+    /// Identifies the cluster in audit records.
+    pub cluster_id: String,
+    /// The one namespace scanned.
+    pub namespace: String,
+    /// Label selector choosing session resources (`app=streamspace-session`).
+    pub selector: String,
+    /// Label holding the session id (`session`).
+    pub id_label: String,
+    /// Kinds scanned.
+    pub kinds: Vec<Kind>,
+    /// Orphans younger than this many hours are held.
+    pub grace_hours: u32,
+    /// Database states that count as gone (empty: only a missing row is an orphan).
+    pub terminal_states: Vec<String>,
+    /// At most this many deletes per run.
+    pub max_deletes: usize,
+    /// The guard refuses a run whose orphans exceed this share of the resources scanned...
+    pub guard_ratio: f64,
+    /// ...and this count.
+    pub guard_floor: usize,
+    /// Run even when the guard would refuse.
+    pub override_guard: bool,
+}
+
+/// The settings as given, before validation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInputs {
+    /// See [`SessionConfig`].
+    pub cluster_id: String,
+    /// See [`SessionConfig`].
+    pub namespace: String,
+    /// See [`SessionConfig`].
+    pub selector: String,
+    /// See [`SessionConfig`].
+    pub id_label: String,
+    /// See [`SessionConfig`].
+    pub kinds: Vec<Kind>,
+    /// See [`SessionConfig`].
+    pub grace_hours: i64,
+    /// See [`SessionConfig`].
+    pub terminal_states: Vec<String>,
+    /// See [`SessionConfig`].
+    pub max_deletes: i64,
+    /// See [`SessionConfig`].
+    pub guard_ratio: f64,
+    /// See [`SessionConfig`].
+    pub guard_floor: i64,
+    /// See [`SessionConfig`].
+    pub override_guard: bool,
+}
+
+impl Default for SessionInputs {
+    fn default() -> Self {
+        Self {
+            cluster_id: "primary".into(),
+            namespace: "streamspace".into(),
+            selector: "app=streamspace-session".into(),
+            id_label: "session".into(),
+            kinds: Kind::streamspace(),
+            grace_hours: 24,
+            terminal_states: Vec::new(),
+            max_deletes: 100,
+            guard_ratio: 0.5,
+            guard_floor: 10,
+            override_guard: false,
+        }
+    }
+}
+
+/// A setting outside what the collector accepts, named.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("invalid {input} {value:?}: {rule}")]
+pub struct SessionInputError {
+    /// The setting.
+    pub input: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What it must be.
+    pub rule: &'static str,
+}
+
+impl SessionInputs {
+    /// Checks every setting.
+    ///
+    /// # Errors
+    /// [`SessionInputError`] naming the first bad setting.
+    pub fn validate(&self) -> Result<SessionConfig, SessionInputError> {
+        let bad = |input, value: String, rule| Err(SessionInputError { input, value, rule });
+        let pod = crate::config::PodInputs {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            ..Default::default()
+        };
+        if let Err(crate::config::InputError::Invalid { input, value, rule }) = pod.validate() {
+            return bad(input, value, rule);
+        }
+        let label = |s: &str| !s.is_empty() && !s.contains([',', '!', '(', ')', ' ']);
+        if !self.selector.split(',').all(|term| {
+            term.split_once('=')
+                .is_some_and(|(k, v)| label(k) && label(v))
+        }) {
+            return bad(
+                "selector",
+                self.selector.clone(),
+                "must be key=value terms separated by commas",
+            );
+        }
+        if !label(&self.id_label) || self.id_label.contains('=') {
+            return bad("id_label", self.id_label.clone(), "must be a label key");
+        }
+        if self.kinds.is_empty()
+            || self
+                .kinds
+                .iter()
+                .any(|k| k.kind.is_empty() || k.version.is_empty() || k.plural.is_empty())
+        {
+            return bad(
+                "kinds",
+                format!("{:?}", self.kinds),
+                "must name at least one kind with version and plural",
+            );
+        }
+        if !(0..=24 * 365).contains(&self.grace_hours) {
+            return bad(
+                "grace_hours",
+                self.grace_hours.to_string(),
+                "must be between 0 and 8760",
+            );
+        }
+        if !(1..=10_000).contains(&self.max_deletes) {
+            return bad(
+                "max_deletes",
+                self.max_deletes.to_string(),
+                "must be between 1 and 10000",
+            );
+        }
+        if !(self.guard_ratio > 0.0 && self.guard_ratio <= 1.0) {
+            return bad(
+                "guard_ratio",
+                self.guard_ratio.to_string(),
+                "must be in (0, 1]",
+            );
+        }
+        if self.guard_floor < 0 {
+            return bad(
+                "guard_floor",
+                self.guard_floor.to_string(),
+                "must not be negative",
+            );
+        }
+        Ok(SessionConfig {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            selector: self.selector.clone(),
+            id_label: self.id_label.clone(),
+            kinds: self.kinds.clone(),
+            grace_hours: u32::try_from(self.grace_hours).unwrap_or(0),
+            terminal_states: self.terminal_states.clone(),
+            max_deletes: usize::try_from(self.max_deletes).unwrap_or(0),
+            guard_ratio: self.guard_ratio,
+            guard_floor: usize::try_from(self.guard_floor).unwrap_or(0),
+            override_guard: self.override_guard,
+        })
+    }
+}
+
+/// A scanned resource: the metadata the policy needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// Its kind.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// The session id label's value, when present.
+    pub session: Option<String>,
+    /// `metadata.creationTimestamp`.
+    pub created: Option<String>,
+    /// Whether `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+}
+
+/// What the database says of a session id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "row", rename_all = "camelCase")]
+pub enum Row {
+    /// No row.
+    Missing,
+    /// A row, with its state when the directory reads one.
+    Present {
+        /// The state column's value.
+        state: Option<String>,
+    },
+}
+
+/// The decision for one resource.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "decision", rename_all = "camelCase")]
+pub enum SessionDecision {
+    /// Its session is live.
+    Kept {
+        /// Why (the session's state).
+        reason: String,
+    },
+    /// An orphan younger than the grace period.
+    Held {
+        /// Why.
+        reason: String,
+        /// When the grace period ends (seconds since the epoch).
+        until: f64,
+    },
+    /// An orphan past the grace period: delete it.
+    Delete {
+        /// Why.
+        reason: String,
+    },
+    /// An orphan beyond this run's cap.
+    Deferred {
+        /// Why.
+        reason: String,
+    },
+    /// Not judged: being deleted, or no usable session id.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One resource and its decision: the audit record's substance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Judged {
+    /// The resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// The decision and its reason.
+    #[serde(flatten)]
+    pub decision: SessionDecision,
+}
+
+/// The session plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPlan {
+    /// Every resource scanned, judged, in scan order.
+    pub judged: Vec<Judged>,
+    /// Resources scanned.
+    pub scanned: usize,
+    /// Orphans (held, due and deferred).
+    pub orphans: usize,
+}
+
+impl SessionPlan {
+    /// The resources to delete, in order.
+    pub fn deletes(&self) -> impl Iterator<Item = &Resource> {
+        self.judged
+            .iter()
+            .filter(|j| matches!(j.decision, SessionDecision::Delete { .. }))
+            .map(|j| &j.resource)
+    }
+}
+
+/// Why there is no session plan.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SessionPlanError {
+    /// The database did not answer for an id: fail closed.
+    #[error("the database gave no answer for session {0:?}: nothing is deleted")]
+    NoAnswer(String),
+    /// Too many orphans: likely an empty or wrong database.
+    #[error(
+        "refused: {orphans} of {scanned} session resources look orphaned (more than {ratio} of them and more \
+         than {floor}); an empty or wrong database looks like this. Check the database settings, or override \
+         the guard if this is expected"
+    )]
+    MassDeletion {
+        /// Orphans found.
+        orphans: usize,
+        /// Resources scanned.
+        scanned: usize,
+        /// The configured share.
+        ratio: f64,
+        /// The configured floor.
+        floor: usize,
+    },
+}
+
+/// The distinct session ids of `resources`, for one batched lookup.
+pub fn session_ids(resources: &[Resource]) -> Vec<String> {
+    let ids: BTreeSet<&str> = resources
+        .iter()
+        .filter_map(|r| r.session.as_deref())
+        .filter(|s| !s.is_empty())
+        .collect();
+    ids.into_iter().map(str::to_owned).collect()
+}
+
+/// Judges every resource against the database's `rows`, as of `now` (seconds since the epoch).
+///
+/// # Guarantees
+/// Only orphans past the grace period are marked `Delete`, at most `max_deletes`, and none at all
+/// when the mass-deletion guard trips (unless overridden).
+///
+/// # Errors
+/// [`SessionPlanError::NoAnswer`] when `rows` lacks an id (never read a missing answer as a
+/// missing row); [`SessionPlanError::MassDeletion`] when the guard trips.
+pub fn plan_sessions(
+    resources: &[Resource],
+    rows: &HashMap<String, Row>,
+    cfg: &SessionConfig,
+    now: f64,
+) -> Result<SessionPlan, SessionPlanError> {
+    let grace = f64::from(cfg.grace_hours) * 3600.0;
+    let mut judged = Vec::with_capacity(resources.len());
+    let (mut orphans, mut due) = (0, 0);
+    for r in resources {
+        let decision = match r.session.as_deref() {
+            _ if r.deleting => SessionDecision::Skipped {
+                reason: "already being deleted".into(),
+            },
+            None => SessionDecision::Skipped {
+                reason: format!("no {} label", cfg.id_label),
+            },
+            Some("") => SessionDecision::Skipped {
+                reason: format!("empty {} label", cfg.id_label),
+            },
+            Some(id) => match rows.get(id) {
+                None => return Err(SessionPlanError::NoAnswer(id.into())),
+                Some(Row::Present { state: Some(s) }) if cfg.terminal_states.contains(s) => {
+                    orphans += 1;
+                    orphan(
+                        r,
+                        &format!("session {id} is {s}"),
+                        grace,
+                        now,
+                        &mut due,
+                        cfg.max_deletes,
+                    )
+                }
+                Some(Row::Present { state }) => SessionDecision::Kept {
+                    reason: format!(
+                        "session {id} exists ({})",
+                        state.as_deref().unwrap_or("no state")
+                    ),
+                },
+                Some(Row::Missing) => {
+                    orphans += 1;
+                    orphan(
+                        r,
+                        &format!("no session {id} in the database"),
+                        grace,
+                        now,
+                        &mut due,
+                        cfg.max_deletes,
+                    )
+                }
+            },
+        };
+        judged.push(Judged {
+            resource: r.clone(),
+            decision,
+        });
+    }
+    let scanned = resources.len();
+    #[allow(clippy::cast_precision_loss)]
+    let share = if scanned == 0 {
+        0.0
+    } else {
+        orphans as f64 / scanned as f64
+    };
+    if !cfg.override_guard && orphans > cfg.guard_floor && share > cfg.guard_ratio {
+        return Err(SessionPlanError::MassDeletion {
+            orphans,
+            scanned,
+            ratio: cfg.guard_ratio,
+            floor: cfg.guard_floor,
+        });
+    }
+    Ok(SessionPlan {
+        judged,
+        scanned,
+        orphans,
+    })
+}
+
+fn orphan(
+    r: &Resource,
+    why: &str,
+    grace: f64,
+    now: f64,
+    due: &mut usize,
+    cap: usize,
+) -> SessionDecision {
+    // A missing or unreadable creation time cannot prove the grace period has passed.
+    let Some(created) = r
+        .created
+        .as_deref()
+        .and_then(|c| isotime::parse_timestamp(c).ok())
+    else {
+        return SessionDecision::Held {
+            reason: format!("{why}; creation time unknown"),
+            until: f64::INFINITY,
+        };
+    };
+    if now - created < grace {
+        return SessionDecision::Held {
+            reason: format!("{why}; within the grace period"),
+            until: created + grace,
+        };
+    }
+    *due += 1;
+    if *due > cap {
+        return SessionDecision::Deferred {
+            reason: format!("{why}; beyond this run's cap of {cap}"),
+        };
+    }
+    SessionDecision::Delete { reason: why.into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
+
+    fn res(kind: &str, session: Option<&str>, created: &str) -> Resource {
+        Resource {
+            kind: kind.into(),
+            name: format!("{}-{kind}", session.unwrap_or("none")),
+            uid: format!("uid-{}-{kind}", session.unwrap_or("none")),
+            resource_version: "1".into(),
+            session: session.map(Into::into),
+            created: Some(created.into()),
+            deleting: false,
+        }
+    }
+
+    fn cfg(edit: impl FnOnce(&mut SessionInputs)) -> SessionConfig {
+        let mut i = SessionInputs {
+            guard_floor: 2,
+            ..Default::default()
+        };
+        edit(&mut i);
+        i.validate().unwrap()
+    }
+
+    fn rows(entries: &[(&str, Row)]) -> HashMap<String, Row> {
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    fn decisions(plan: &SessionPlan) -> Vec<(String, &'static str)> {
+        plan.judged
+            .iter()
+            .map(|j| {
+                let d = match j.decision {
+                    SessionDecision::Kept { .. } => "kept",
+                    SessionDecision::Held { .. } => "held",
+                    SessionDecision::Delete { .. } => "delete",
+                    SessionDecision::Deferred { .. } => "deferred",
+                    SessionDecision::Skipped { .. } => "skipped",
+                };
+                (j.resource.name.clone(), d)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn live_gone_soft_deleted_young_and_unlabelled() {
+        let old = "2026-11-27T12:00:00Z";
+        let young = "2026-11-29T06:00:00Z";
+        let mut deleting = res("Service", Some("gone"), old);
+        deleting.name = "deleting".into();
+        deleting.deleting = true;
+        let resources = vec![
+            res("Deployment", Some("live"), old),
+            res("Deployment", Some("gone"), old),
+            res("PersistentVolumeClaim", Some("soft"), old),
+            res("Service", Some("young"), young),
+            res("Session", None, old),
+            res("Session", Some(""), old),
+            deleting,
+            res("Deployment", Some("hibernated"), old),
+        ];
+        let db = rows(&[
+            (
+                "live",
+                Row::Present {
+                    state: Some("running".into()),
+                },
+            ),
+            (
+                "hibernated",
+                Row::Present {
+                    state: Some("hibernated".into()),
+                },
+            ),
+            ("gone", Row::Missing),
+            (
+                "soft",
+                Row::Present {
+                    state: Some("deleted".into()),
+                },
+            ),
+            ("young", Row::Missing),
+        ]);
+        assert_eq!(
+            session_ids(&resources),
+            ["gone", "hibernated", "live", "soft", "young"]
+        );
+        let c = cfg(|i| i.guard_floor = 10);
+        let plan = plan_sessions(&resources, &db, &c, NOW).unwrap();
+        assert_eq!(
+            decisions(&plan),
+            [
+                ("live-Deployment".into(), "kept"),
+                ("gone-Deployment".into(), "delete"),
+                ("soft-PersistentVolumeClaim".into(), "kept"),
+                ("young-Service".into(), "held"),
+                ("none-Session".into(), "skipped"),
+                ("-Session".into(), "skipped"),
+                ("deleting".into(), "skipped"),
+                ("hibernated-Deployment".into(), "kept"),
+            ]
+        );
+        // Soft deletes count as gone only when configured.
+        let c = cfg(|i| {
+            i.guard_floor = 10;
+            i.terminal_states = vec!["deleted".into()];
+        });
+        let plan = plan_sessions(&resources, &db, &c, NOW).unwrap();
+        assert_eq!(
+            decisions(&plan)[2],
+            ("soft-PersistentVolumeClaim".into(), "delete")
+        );
+        assert_eq!(plan.deletes().count(), 2);
+    }
+
+    #[test]
+    fn the_guard_refuses_an_empty_database_and_the_cap_defers() {
+        let old = "2026-11-20T00:00:00Z";
+        let resources: Vec<_> = (0..8)
+            .map(|i| res("Deployment", Some(&format!("s{i}")), old))
+            .collect();
+        let empty: HashMap<String, Row> = (0..8).map(|i| (format!("s{i}"), Row::Missing)).collect();
+        let err = plan_sessions(&resources, &empty, &cfg(|_| {}), NOW).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SessionPlanError::MassDeletion {
+                    orphans: 8,
+                    scanned: 8,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let plan = plan_sessions(
+            &resources,
+            &empty,
+            &cfg(|i| {
+                i.override_guard = true;
+                i.max_deletes = 3;
+            }),
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(plan.deletes().count(), 3);
+        assert_eq!(
+            decisions(&plan)
+                .iter()
+                .filter(|(_, d)| *d == "deferred")
+                .count(),
+            5
+        );
+    }
+
+    #[test]
+    fn a_missing_answer_fails_closed() {
+        let resources = vec![res("Service", Some("s1"), "2026-11-20T00:00:00Z")];
+        let err = plan_sessions(&resources, &HashMap::new(), &cfg(|_| {}), NOW).unwrap_err();
+        assert_eq!(err, SessionPlanError::NoAnswer("s1".into()));
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let check = |edit: fn(&mut SessionInputs), input: &str| {
+            let mut i = SessionInputs::default();
+            edit(&mut i);
+            assert_eq!(i.validate().unwrap_err().input, input);
+        };
+        check(|i| i.namespace = "kube-system".into(), "namespace");
+        check(|i| i.selector = "app".into(), "selector");
+        check(|i| i.id_label = String::new(), "id_label");
+        check(|i| i.grace_hours = -1, "grace_hours");
+        check(|i| i.max_deletes = 0, "max_deletes");
+        check(|i| i.guard_ratio = 0.0, "guard_ratio");
+        check(|i| i.kinds.clear(), "kinds");
+    }
+}
