@@ -13,7 +13,7 @@ use secrecy::SecretString;
 use thiserror::Error;
 
 use crate::cluster::KubeCluster;
-use crate::errors::chain;
+use crate::errors::{chain, transport};
 
 /// The environment variable that marks a process running in a Pod.
 pub const SERVICE_HOST_ENV: &str = "KUBERNETES_SERVICE_HOST";
@@ -133,7 +133,11 @@ pub enum ConnectError {
 /// [`ConnectError`], naming the source or the input at fault.
 pub async fn connect(connection: &Connection) -> Result<KubeCluster, ConnectError> {
     let config = config(connection).await?;
-    let url = config.cluster_url.to_string();
+    let url = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
     let client = Client::try_from(config).map_err(|e| ConnectError::Client(chain(&e)))?;
     let bound = connection.connect_timeout + connection.read_timeout;
     match tokio::time::timeout(bound, client.apiserver_version()).await {
@@ -320,7 +324,7 @@ fn probe_error(url: String, error: kube::Error) -> ConnectError {
         },
         kube::Error::HyperError(_) | kube::Error::Service(_) => ConnectError::Connection {
             url,
-            message: chain(&error),
+            message: transport(&error),
         },
         other => ConnectError::Client(chain(&other)),
     }

@@ -24,7 +24,7 @@ pub(crate) fn cluster_error(error: kube::Error, call: Call<'_>) -> ClusterError 
     match error {
         kube::Error::Api(status) => status_error(&status, call),
         kube::Error::HyperError(_) | kube::Error::Service(_) => {
-            ClusterError::Unavailable(chain(&error))
+            ClusterError::Unavailable(transport(&error))
         }
         other => ClusterError::Other(chain(&other)),
     }
@@ -62,6 +62,35 @@ fn describe(status: &Status) -> String {
         format!(" {}", status.reason)
     };
     format!("{}{reason}: {}", status.code, status.message)
+}
+
+/// A transport error (connection, TLS, timeout) as one line, without kube's wrapper name, and
+/// saying so when it is a timeout.
+pub(crate) fn transport(error: &kube::Error) -> String {
+    let text = match error {
+        kube::Error::Service(inner) => chain(inner.as_ref()),
+        kube::Error::HyperError(inner) => chain(inner),
+        other => chain(other),
+    };
+    if is_timeout(error) {
+        format!("timed out: {text}")
+    } else {
+        text
+    }
+}
+
+/// Whether an I/O timeout is among the error's causes.
+fn is_timeout(error: &(dyn StdError + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// An error and its sources as one line, without repeating a source that the message already
@@ -144,8 +173,15 @@ mod tests {
         };
         assert_eq!(
             cluster_error(error, call),
-            ClusterError::Unavailable("ServiceError: connection refused".into())
+            ClusterError::Unavailable("connection refused".into())
         );
+    }
+
+    #[test]
+    fn timeouts_say_so() {
+        let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "deadline has elapsed");
+        let error = kube::Error::Service(Box::new(io));
+        assert_eq!(transport(&error), "timed out: deadline has elapsed");
     }
 
     #[test]

@@ -1,0 +1,403 @@
+//! Lists, reads and fenced writes through `KubeCluster`, and their errors, on the real server.
+
+use std::collections::BTreeSet;
+
+use gc_core::PodInputs;
+use gc_core::pod::Rules;
+use gc_core::ports::{Cluster, ClusterError, PodQuery, Preconditions};
+use gc_k8s::{KubeCluster, failed_pod_query, list_inventory};
+use gc_testbed::FailedPod;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use serde_json::{Value, json};
+
+use crate::{COLLECT, PIN, Result, admin, item_names, json, namespace};
+
+/// `uid` and `resourceVersion` of a Pod's JSON text.
+fn preconditions(pod: &Value) -> Preconditions {
+    Preconditions {
+        uid: pod["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        resource_version: pod["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+/// The Pod as stored now.
+async fn stored(cluster: &KubeCluster, ns: &str, name: &str) -> Result<Value> {
+    let text = cluster
+        .get_pod(ns, name)
+        .await?
+        .ok_or("the pod is missing")?;
+    json(&text)
+}
+
+fn patch(ops: Value) -> Vec<u8> {
+    ops.to_string().into_bytes()
+}
+
+#[tokio::test]
+async fn pages_return_every_matching_pod_once_and_no_other() -> Result {
+    let ns = namespace("list-pages").await?;
+    let pods = ns.api::<Pod>();
+    let mut expected = BTreeSet::new();
+    for i in 0..30 {
+        let name = format!("match-{i:02}");
+        FailedPod::new(&name)
+            .label(COLLECT, "true")
+            .create(&pods)
+            .await?;
+        expected.insert(name);
+    }
+    FailedPod::new("succeeded")
+        .label(COLLECT, "true")
+        .phase("Succeeded")
+        .terminated_container("main", 0)
+        .create(&pods)
+        .await?;
+    FailedPod::new("unlabelled").create(&pods).await?;
+    FailedPod::new("label-false")
+        .label(COLLECT, "false")
+        .create(&pods)
+        .await?;
+    FailedPod::new("running")
+        .label(COLLECT, "true")
+        .phase("Running")
+        .running_container("main")
+        .create(&pods)
+        .await?;
+
+    let cfg = PodInputs {
+        namespace: ns.name().to_owned(),
+        ..PodInputs::default()
+    }
+    .validate()?;
+    let query = failed_pod_query(&cfg, 7);
+    let cluster = admin(&ns);
+    let mut seen = Vec::new();
+    let mut token: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let page = cluster.list_pods(&query, token.as_deref()).await?;
+        pages += 1;
+        let list = json(&page.text)?;
+        assert_eq!(list["kind"], "PodList");
+        let names = item_names(&list);
+        assert!(names.len() <= 7, "page {pages} has {} pods", names.len());
+        seen.extend(names);
+        token = page.continue_token;
+        if token.is_none() {
+            break;
+        }
+    }
+    assert_eq!(pages, 5, "30 pods in pages of 7");
+    assert_eq!(seen.len(), 30, "no pod twice: {seen:?}");
+    assert_eq!(seen.iter().cloned().collect::<BTreeSet<_>>(), expected);
+
+    let rules = Rules {
+        namespace: ns.name(),
+        collect_label: COLLECT,
+        pin: PIN,
+    };
+    let mut progress = Vec::new();
+    let inventory = list_inventory(&cluster, &query, rules, 1000, &mut |p, n| {
+        progress.push((p, n));
+    })
+    .await?;
+    assert_eq!(inventory.count, 30);
+    assert_eq!(inventory.pods.len(), 30);
+    assert_eq!(progress, [(1, 7), (2, 14), (3, 21), (4, 28), (5, 30)]);
+
+    let capped = list_inventory(&cluster, &query, rules, 10, &mut |_, _| {}).await?;
+    assert_eq!((capped.count, capped.pods.len()), (30, 10));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_empty_selection_is_one_empty_page() -> Result {
+    let ns = namespace("list-empty").await?;
+    FailedPod::new("unlabelled")
+        .create(&ns.api::<Pod>())
+        .await?;
+    let query = PodQuery {
+        namespace: ns.name().to_owned(),
+        label_selector: format!("{COLLECT}=true"),
+        field_selector: "status.phase=Failed".to_owned(),
+        limit: 7,
+    };
+    let page = admin(&ns).list_pods(&query, None).await?;
+    assert_eq!(page.continue_token, None);
+    assert!(item_names(&json(&page.text)?).is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn get_returns_the_pod_text_or_none() -> Result {
+    let ns = namespace("get").await?;
+    FailedPod::new("present").create(&ns.api::<Pod>()).await?;
+    let cluster = admin(&ns);
+    assert_eq!(cluster.get_pod(ns.name(), "missing").await?, None);
+    let pod = stored(&cluster, ns.name(), "present").await?;
+    assert_eq!(pod["metadata"]["name"], "present");
+    assert_eq!(pod["status"]["phase"], "Failed");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failed_test_op_is_changed_422_and_a_passing_one_patches() -> Result {
+    let ns = namespace("patch").await?;
+    FailedPod::new("p").create(&ns.api::<Pod>()).await?;
+    let cluster = admin(&ns);
+    let pod = stored(&cluster, ns.name(), "p").await?;
+    let fence = preconditions(&pod);
+
+    let stale = patch(json!([
+        { "op": "test", "path": "/metadata/uid", "value": "not-the-uid" },
+        { "op": "add", "path": "/metadata/finalizers", "value": [PIN] },
+    ]));
+    let error = cluster
+        .patch_pod(ns.name(), "p", &stale, false)
+        .await
+        .expect_err("a failed test op is refused");
+    assert!(
+        matches!(error, ClusterError::Changed { status: 422, .. }),
+        "{error:?}"
+    );
+
+    let pin = patch(json!([
+        { "op": "test", "path": "/metadata/uid", "value": fence.uid },
+        { "op": "test", "path": "/metadata/resourceVersion", "value": fence.resource_version },
+        { "op": "test", "path": "/status/phase", "value": "Failed" },
+        { "op": "add", "path": "/metadata/finalizers", "value": [PIN] },
+    ]));
+    let dry = json(&cluster.patch_pod(ns.name(), "p", &pin, true).await?)?;
+    assert_eq!(dry["metadata"]["finalizers"], json!([PIN]));
+    let after_dry = stored(&cluster, ns.name(), "p").await?;
+    assert_eq!(after_dry["metadata"]["finalizers"], Value::Null);
+    assert_eq!(
+        preconditions(&after_dry),
+        fence,
+        "a dry run changes nothing"
+    );
+
+    let pinned = json(&cluster.patch_pod(ns.name(), "p", &pin, false).await?)?;
+    assert_eq!(pinned["metadata"]["finalizers"], json!([PIN]));
+    let again = cluster
+        .patch_pod(ns.name(), "p", &pin, false)
+        .await
+        .expect_err("the resourceVersion test no longer holds");
+    assert!(
+        matches!(again, ClusterError::Changed { status: 422, .. }),
+        "{again:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stale_resource_version_in_the_patched_object_is_changed_409() -> Result {
+    let ns = namespace("patch-rv").await?;
+    FailedPod::new("p").create(&ns.api::<Pod>()).await?;
+    let cluster = admin(&ns);
+    let rv = preconditions(&stored(&cluster, ns.name(), "p").await?).resource_version;
+    let bump = patch(json!([{ "op": "add", "path": "/metadata/labels", "value": { "a": "b" } }]));
+    cluster.patch_pod(ns.name(), "p", &bump, false).await?;
+    let stale = patch(json!([
+        { "op": "replace", "path": "/metadata/resourceVersion", "value": rv },
+        { "op": "add", "path": "/metadata/labels/c", "value": "d" },
+    ]));
+    let error = cluster
+        .patch_pod(ns.name(), "p", &stale, false)
+        .await
+        .expect_err("stale resourceVersion");
+    assert!(
+        matches!(error, ClusterError::Changed { status: 409, .. }),
+        "{error:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_patch_that_is_not_a_json_patch_is_refused_before_sending() -> Result {
+    let ns = namespace("patch-bad").await?;
+    let error = admin(&ns)
+        .patch_pod(ns.name(), "p", br#"{"metadata":{}}"#, false)
+        .await
+        .expect_err("not a JSON patch");
+    assert!(
+        matches!(&error, ClusterError::Other(m) if m.starts_with("not a JSON patch")),
+        "{error:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn delete_with_stale_preconditions_is_changed_409() -> Result {
+    let ns = namespace("delete-stale").await?;
+    FailedPod::new("p").create(&ns.api::<Pod>()).await?;
+    let cluster = admin(&ns);
+    let old = preconditions(&stored(&cluster, ns.name(), "p").await?);
+    let bump = patch(json!([{ "op": "add", "path": "/metadata/labels", "value": { "a": "b" } }]));
+    cluster.patch_pod(ns.name(), "p", &bump, false).await?;
+    let current = preconditions(&stored(&cluster, ns.name(), "p").await?);
+
+    for (what, fence) in [
+        ("stale resourceVersion", old.clone()),
+        (
+            "other uid",
+            Preconditions {
+                uid: "00000000-0000-0000-0000-000000000000".into(),
+                ..current.clone()
+            },
+        ),
+    ] {
+        for dry_run in [true, false] {
+            let error = cluster
+                .delete_pod(ns.name(), "p", &fence, dry_run)
+                .await
+                .expect_err(what);
+            assert!(
+                matches!(error, ClusterError::Changed { status: 409, .. }),
+                "{what} (dry run {dry_run}): {error:?}"
+            );
+        }
+    }
+    assert_eq!(
+        preconditions(&stored(&cluster, ns.name(), "p").await?),
+        current
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_dry_run_delete_leaves_the_pod_and_a_real_one_removes_it() -> Result {
+    let ns = namespace("delete").await?;
+    FailedPod::new("p").create(&ns.api::<Pod>()).await?;
+    let cluster = admin(&ns);
+    let fence = preconditions(&stored(&cluster, ns.name(), "p").await?);
+
+    let dry = cluster.delete_pod(ns.name(), "p", &fence, true).await?;
+    let dry = json(&dry.ok_or("a dry-run delete answers with the pod")?)?;
+    assert_eq!(dry["metadata"]["uid"], fence.uid.as_str());
+    let still = stored(&cluster, ns.name(), "p").await?;
+    assert_eq!(preconditions(&still), fence);
+    assert_eq!(still["metadata"]["deletionTimestamp"], Value::Null);
+
+    let gone = cluster.delete_pod(ns.name(), "p", &fence, false).await?;
+    let gone = json(&gone.ok_or("the API server answers a pod delete with the pod")?)?;
+    assert_eq!(gone["metadata"]["uid"], fence.uid.as_str());
+    assert_eq!(cluster.get_pod(ns.name(), "p").await?, None);
+
+    let error = cluster
+        .delete_pod(ns.name(), "p", &fence, false)
+        .await
+        .expect_err("already gone");
+    assert!(matches!(error, ClusterError::NotFound(_)), "{error:?}");
+    let error = cluster
+        .patch_pod(ns.name(), "p", b"[]", false)
+        .await
+        .expect_err("already gone");
+    assert!(matches!(error, ClusterError::NotFound(_)), "{error:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_pinned_pod_stays_deleting_until_the_pin_is_released() -> Result {
+    let ns = namespace("delete-pinned").await?;
+    FailedPod::new("p")
+        .finalizer(PIN)
+        .create(&ns.api::<Pod>())
+        .await?;
+    let cluster = admin(&ns);
+    let fence = preconditions(&stored(&cluster, ns.name(), "p").await?);
+
+    let answer = cluster.delete_pod(ns.name(), "p", &fence, false).await?;
+    let answer = json(&answer.ok_or("the pod is still there")?)?;
+    assert!(answer["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(answer["metadata"]["finalizers"], json!([PIN]));
+
+    let deleting = stored(&cluster, ns.name(), "p").await?;
+    let release = patch(json!([
+        { "op": "test", "path": "/metadata/uid", "value": fence.uid },
+        { "op": "test", "path": "/metadata/resourceVersion",
+          "value": deleting["metadata"]["resourceVersion"] },
+        { "op": "test", "path": "/metadata/finalizers", "value": [PIN] },
+        { "op": "remove", "path": "/metadata/finalizers" },
+    ]));
+    cluster.patch_pod(ns.name(), "p", &release, false).await?;
+    assert_eq!(cluster.get_pod(ns.name(), "p").await?, None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn forbidden_names_the_verb_the_resource_and_the_namespace() -> Result {
+    let ns = namespace("forbidden").await?;
+    FailedPod::new("p").create(&ns.api::<Pod>()).await?;
+    let fence = preconditions(&stored(&admin(&ns), ns.name(), "p").await?);
+    let cluster = KubeCluster::new(ns.service_account_client("nobody").await?);
+    let query = PodQuery {
+        namespace: ns.name().to_owned(),
+        label_selector: String::new(),
+        field_selector: String::new(),
+        limit: 10,
+    };
+    let error = cluster.list_pods(&query, None).await.expect_err("no grant");
+    let ClusterError::Forbidden {
+        verb,
+        resource,
+        namespace,
+        message,
+    } = &error
+    else {
+        panic!("not Forbidden: {error:?}");
+    };
+    assert_eq!(
+        (verb.as_str(), resource.as_str(), namespace.as_str()),
+        ("list", "pods", ns.name())
+    );
+    assert!(
+        message.contains("cannot list resource \"pods\""),
+        "{message}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "forbidden: cannot list pods in namespace {}: {message}",
+            ns.name()
+        )
+    );
+
+    ns.grant(
+        "lister",
+        vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["pods".into()]),
+            verbs: vec!["list".into(), "get".into()],
+            ..PolicyRule::default()
+        }],
+    )
+    .await?;
+    let lister = KubeCluster::new(ns.service_account_client("lister").await?);
+    let page = lister.list_pods(&query, None).await?;
+    assert_eq!(item_names(&json(&page.text)?), ["p"]);
+    let error = lister
+        .delete_pod(ns.name(), "p", &fence, true)
+        .await
+        .expect_err("delete is not granted");
+    assert!(
+        matches!(&error, ClusterError::Forbidden { verb, .. } if verb == "delete"),
+        "{error:?}"
+    );
+    let error = lister
+        .patch_pod(ns.name(), "p", b"[]", true)
+        .await
+        .expect_err("patch is not granted");
+    assert!(
+        matches!(&error, ClusterError::Forbidden { verb, .. } if verb == "patch"),
+        "{error:?}"
+    );
+    Ok(())
+}
