@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod approval;
 pub mod archive;
+pub mod collect_sessions;
 pub mod config;
 pub mod inventory;
 pub mod isotime;

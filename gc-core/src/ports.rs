@@ -200,3 +200,45 @@ pub trait Clock: Send + Sync {
     /// Waits `seconds`.
     async fn sleep(&self, seconds: f64);
 }
+
+/// The cluster as the session collector sees it: metadata-only lists of any kind, fenced deletes.
+///
+/// # Errors
+/// As [`Cluster`]: 404 (a kind whose CRD is not installed) MUST be `NotFound`, 409/422 `Changed`.
+#[async_trait]
+pub trait ObjectCluster: Send + Sync {
+    /// One page of `kind` objects in `namespace` matching the label `selector`, metadata only
+    /// (a `PartialObjectMetadataList`'s JSON text).
+    async fn list_metadata(
+        &self,
+        kind: &crate::sessions::Kind,
+        namespace: &str,
+        selector: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError>;
+    /// Deletes with uid and resourceVersion preconditions and background propagation; with
+    /// `dry_run`, server-side dry run.
+    async fn delete_object(
+        &self,
+        kind: &crate::sessions::Kind,
+        namespace: &str,
+        name: &str,
+        preconditions: &Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError>;
+}
+
+/// The application's session table, read only.
+///
+/// # Errors
+/// [`StoreError`] for any database error: the caller deletes nothing then. An id MUST be in the
+/// answer (as a row or as missing) or the call MUST fail.
+#[async_trait]
+pub trait SessionDirectory: Send + Sync {
+    /// What the table says of each of `ids`, in one round trip.
+    async fn lookup(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, crate::sessions::Row>, StoreError>;
+}

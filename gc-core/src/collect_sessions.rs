@@ -1,0 +1,416 @@
+//! One run of the orphaned-session collector: scan, batched lookup, plan, fenced deletes, audit.
+//!
+//! Any doubt stops the run before the first delete: a list that fails (other than a kind whose
+//! definition is not installed, which is reported and skipped), a database error, an id without
+//! an answer, or the mass-deletion guard. Deletes carry uid and resourceVersion preconditions; a
+//! dry run sends the same deletes in server-side dry run.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::ports::{ClusterError, ObjectCluster, Preconditions, SessionDirectory, StoreError};
+use crate::sessions::{
+    self, Judged, Kind, Resource, SessionConfig, SessionDecision, SessionPlanError,
+};
+
+/// Ids per database round trip.
+pub const LOOKUP_BATCH: usize = 500;
+/// Objects per list page.
+pub const PAGE_SIZE: u32 = 500;
+
+/// Why a run deleted nothing.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SessionRunError {
+    /// A list failed.
+    #[error("listing {kind}: {error}")]
+    List {
+        /// The kind.
+        kind: String,
+        /// The error.
+        error: ClusterError,
+    },
+    /// The database failed.
+    #[error("session database: {0}")]
+    Database(#[from] StoreError),
+    /// The plan refused (no answer for an id, or the guard).
+    #[error(transparent)]
+    Plan(#[from] SessionPlanError),
+}
+
+/// An audit record: one per resource judged, one JSON line each.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRecord {
+    /// The cluster.
+    pub cluster: String,
+    /// The namespace.
+    pub namespace: String,
+    /// The resource and its decision.
+    #[serde(flatten)]
+    pub judged: Judged,
+    /// For deletes: `deleted`, `would delete` (dry run), `changed` (fence held) or `failed: ...`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionReport {
+    /// Every resource, judged, with the result of its delete.
+    pub records: Vec<AuditRecord>,
+    /// Kinds that could not be scanned because their definition is not installed.
+    pub missing_kinds: Vec<String>,
+    /// Database round trips made.
+    pub lookups: usize,
+    /// Deletes that failed (not counting fences that held).
+    pub failures: usize,
+}
+
+/// Scans `kind`, page by page.
+async fn scan<C: ObjectCluster>(
+    cluster: &C,
+    kind: &Kind,
+    cfg: &SessionConfig,
+) -> Result<Vec<Resource>, ClusterError> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    let mut restarts = 0;
+    loop {
+        let page = match cluster
+            .list_metadata(
+                kind,
+                &cfg.namespace,
+                &cfg.selector,
+                PAGE_SIZE,
+                token.as_deref(),
+            )
+            .await
+        {
+            // An expired continue token: start the scan again (a few times at most).
+            Err(ClusterError::Expired) if restarts < 3 => {
+                restarts += 1;
+                out.clear();
+                token = None;
+                continue;
+            }
+            other => other?,
+        };
+        let list: Value = serde_json::from_slice(&page.text)
+            .map_err(|e| ClusterError::Other(format!("unreadable list: {e}")))?;
+        for item in list["items"].as_array().into_iter().flatten() {
+            let m = &item["metadata"];
+            let text = |k: &str| m[k].as_str().map(str::to_owned);
+            let (Some(name), Some(uid), Some(resource_version)) =
+                (text("name"), text("uid"), text("resourceVersion"))
+            else {
+                return Err(ClusterError::Other(format!(
+                    "a {} without name, uid or resourceVersion",
+                    kind.kind
+                )));
+            };
+            out.push(Resource {
+                kind: kind.kind.clone(),
+                name,
+                uid,
+                resource_version,
+                session: m["labels"][cfg.id_label.as_str()]
+                    .as_str()
+                    .map(str::to_owned),
+                created: text("creationTimestamp"),
+                deleting: !m["deletionTimestamp"].is_null(),
+            });
+        }
+        match page.continue_token {
+            Some(t) => token = Some(t),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// One run: scan every kind, look the ids up in batches, plan, delete (or dry-run), audit.
+///
+/// # Errors
+/// [`SessionRunError`] before any delete: a failed list, a database error, a plan refusal.
+pub async fn run<C: ObjectCluster, D: SessionDirectory>(
+    cluster: &C,
+    directory: &D,
+    cfg: &SessionConfig,
+    now: f64,
+    dry_run: bool,
+) -> Result<SessionReport, SessionRunError> {
+    let mut resources = Vec::new();
+    let mut missing_kinds = Vec::new();
+    for kind in &cfg.kinds {
+        match scan(cluster, kind, cfg).await {
+            Ok(found) => resources.extend(found),
+            Err(ClusterError::NotFound(_)) => {
+                missing_kinds.push(format!("{}/{} {}", kind.group, kind.version, kind.kind))
+            }
+            Err(error) => {
+                return Err(SessionRunError::List {
+                    kind: kind.kind.clone(),
+                    error,
+                });
+            }
+        }
+    }
+    let ids = sessions::session_ids(&resources);
+    let mut rows = HashMap::with_capacity(ids.len());
+    let mut lookups = 0;
+    for batch in ids.chunks(LOOKUP_BATCH) {
+        rows.extend(directory.lookup(batch).await?);
+        lookups += 1;
+    }
+    let plan = sessions::plan_sessions(&resources, &rows, cfg, now)?;
+    let mut records = Vec::with_capacity(plan.judged.len());
+    let mut failures = 0;
+    for judged in plan.judged {
+        let result = if let SessionDecision::Delete { .. } = judged.decision {
+            let r = &judged.resource;
+            let kind = cfg
+                .kinds
+                .iter()
+                .find(|k| k.kind == r.kind)
+                .unwrap_or(&cfg.kinds[0]);
+            let pre = Preconditions {
+                uid: r.uid.clone(),
+                resource_version: r.resource_version.clone(),
+            };
+            Some(
+                match cluster
+                    .delete_object(kind, &cfg.namespace, &r.name, &pre, dry_run)
+                    .await
+                {
+                    Ok(()) if dry_run => "would delete".to_owned(),
+                    Ok(()) => "deleted".to_owned(),
+                    Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => {
+                        "changed: skipped, re-checked next run".to_owned()
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        format!("failed: {e}")
+                    }
+                },
+            )
+        } else {
+            None
+        };
+        records.push(AuditRecord {
+            cluster: cfg.cluster_id.clone(),
+            namespace: cfg.namespace.clone(),
+            judged,
+            result,
+            dry_run,
+        });
+    }
+    Ok(SessionReport {
+        records,
+        missing_kinds,
+        lookups,
+        failures,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::Page;
+    use crate::sessions::{Row, SessionInputs};
+    use async_trait::async_trait;
+    use serde_json::json;
+    use std::sync::Mutex;
+    use std::task::{Context, Poll, Waker};
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                return v;
+            }
+        }
+    }
+
+    struct Fake {
+        objects: Mutex<Vec<(String, Value)>>,
+        deleted: Mutex<Vec<(String, bool)>>,
+        crd_missing: bool,
+    }
+
+    #[async_trait]
+    impl ObjectCluster for Fake {
+        async fn list_metadata(
+            &self,
+            kind: &Kind,
+            _: &str,
+            _: &str,
+            _: u32,
+            _: Option<&str>,
+        ) -> Result<Page, ClusterError> {
+            if self.crd_missing && kind.kind == "Session" {
+                return Err(ClusterError::NotFound("sessions".into()));
+            }
+            let items: Vec<Value> = self
+                .objects
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(k, _)| *k == kind.kind)
+                .map(|(_, v)| v.clone())
+                .collect();
+            Ok(Page {
+                text: json!({"items": items}).to_string().into_bytes(),
+                continue_token: None,
+            })
+        }
+        async fn delete_object(
+            &self,
+            _: &Kind,
+            _: &str,
+            name: &str,
+            _: &Preconditions,
+            dry_run: bool,
+        ) -> Result<(), ClusterError> {
+            self.deleted.lock().unwrap().push((name.into(), dry_run));
+            Ok(())
+        }
+    }
+
+    struct Db(Result<Vec<&'static str>, StoreError>, Mutex<usize>);
+
+    #[async_trait]
+    impl SessionDirectory for Db {
+        async fn lookup(&self, ids: &[String]) -> Result<HashMap<String, Row>, StoreError> {
+            *self.1.lock().unwrap() += 1;
+            let live = self.0.clone()?;
+            Ok(ids
+                .iter()
+                .map(|id| {
+                    let row = if live.contains(&id.as_str()) {
+                        Row::Present {
+                            state: Some("running".into()),
+                        }
+                    } else {
+                        Row::Missing
+                    };
+                    (id.clone(), row)
+                })
+                .collect())
+        }
+    }
+
+    fn object(kind: &str, session: &str) -> (String, Value) {
+        let meta = json!({"name": format!("{session}-{kind}"), "uid": format!("u-{session}-{kind}"), "resourceVersion": "7",
+                          "creationTimestamp": "2026-11-20T00:00:00Z", "labels": {"app": "streamspace-session", "session": session}});
+        (kind.to_owned(), json!({"metadata": meta}))
+    }
+
+    fn fake(crd_missing: bool) -> Fake {
+        let mut objects = Vec::new();
+        for s in ["a", "b", "c", "d", "e"] {
+            objects.push(object("Deployment", s));
+            objects.push(object("Session", s));
+        }
+        Fake {
+            objects: Mutex::new(objects),
+            deleted: Mutex::new(vec![]),
+            crd_missing,
+        }
+    }
+
+    fn cfg() -> SessionConfig {
+        SessionInputs {
+            guard_floor: 1,
+            guard_ratio: 0.5,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap()
+    }
+
+    #[test]
+    fn deletes_orphans_and_audits_every_decision() {
+        let f = fake(false);
+        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false)).unwrap();
+        assert_eq!(
+            *f.deleted.lock().unwrap(),
+            [
+                ("e-Deployment".to_owned(), false),
+                ("e-Session".to_owned(), false)
+            ]
+        );
+        assert_eq!(report.records.len(), 10);
+        assert_eq!(report.lookups, 1);
+        let line =
+            serde_json::to_string(&report.records.iter().find(|r| r.result.is_some()).unwrap())
+                .unwrap();
+        assert!(
+            line.contains(r#""decision":"delete""#)
+                && line.contains(r#""session":"e""#)
+                && line.contains(r#""dryRun":false"#),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn dry_run_sends_the_same_deletes_in_dry_run() {
+        let f = fake(false);
+        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, true)).unwrap();
+        assert_eq!(
+            *f.deleted.lock().unwrap(),
+            [
+                ("e-Deployment".to_owned(), true),
+                ("e-Session".to_owned(), true)
+            ]
+        );
+        assert!(
+            report
+                .records
+                .iter()
+                .filter_map(|r| r.result.as_deref())
+                .all(|r| r == "would delete")
+        );
+    }
+
+    #[test]
+    fn a_database_error_or_an_empty_table_deletes_nothing() {
+        let f = fake(false);
+        let down = Db(
+            Err(StoreError::Unavailable("connection refused".into())),
+            Mutex::new(0),
+        );
+        assert!(matches!(
+            block_on(run(&f, &down, &cfg(), 1_795_953_600.0, false)),
+            Err(SessionRunError::Database(_))
+        ));
+        let empty = Db(Ok(vec![]), Mutex::new(0));
+        let err = block_on(run(&f, &empty, &cfg(), 1_795_953_600.0, false)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SessionRunError::Plan(SessionPlanError::MassDeletion { .. })
+            ),
+            "{err}"
+        );
+        assert!(f.deleted.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_missing_definition_is_reported_not_fatal() {
+        let f = fake(true);
+        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false)).unwrap();
+        assert_eq!(report.missing_kinds, ["stream.space/v1alpha1 Session"]);
+        assert_eq!(
+            *f.deleted.lock().unwrap(),
+            [("e-Deployment".to_owned(), false)]
+        );
+    }
+}
