@@ -21,6 +21,9 @@ pub const FIELD_MANAGER: &str = "gc";
 /// # Guarantees
 /// - Every error is mapped once, by HTTP status code, as [`Cluster`] requires; a 403 names the
 ///   verb, `pods` and the namespace.
+/// - `delete_pod` answers `None` when the Pod was removed in that request (for a dry run: would
+///   have been), and otherwise the Pod as the server answered, marked for deletion and held by
+///   its finalizers.
 /// - Deletes always carry the `uid` and `resourceVersion` preconditions and propagate in the
 ///   background; dry runs are server-side (`dryRun=All`), the same request otherwise.
 /// - Namespaces and names are checked before they become part of a URL path.
@@ -108,11 +111,41 @@ struct ListMeta {
     continue_token: Option<String>,
 }
 
-/// The `kind` of an answer, to tell an object from a `Status`.
+/// What a delete's answer says about the object: a `Status`, or the Pod as last stored.
 #[derive(Deserialize)]
-struct Kind {
+struct Deleted {
     #[serde(default)]
     kind: Option<String>,
+    #[serde(default)]
+    metadata: DeletedMeta,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct DeletedMeta {
+    #[serde(default)]
+    deletion_timestamp: Option<String>,
+    #[serde(default)]
+    deletion_grace_period_seconds: Option<i64>,
+    #[serde(default)]
+    finalizers: Option<Vec<String>>,
+}
+
+/// Whether a delete's answer shows the object removed at once (or, for a dry run, that it would
+/// have been): a `Status`, or the Pod marked for deletion with grace 0 and no finalizer left.
+///
+/// The API server answers every Pod delete with the Pod, also when it removed it from storage;
+/// grace 0 and no finalizers is exactly its condition for removing it in the same request.
+fn gone_at_once(answer: &[u8]) -> Result<bool, ClusterError> {
+    let deleted: Deleted = serde_json::from_slice(answer)
+        .map_err(|e| ClusterError::Other(format!("unreadable delete answer: {e}")))?;
+    if deleted.kind.as_deref() == Some("Status") {
+        return Ok(true);
+    }
+    let meta = deleted.metadata;
+    Ok(meta.deletion_timestamp.is_some()
+        && meta.deletion_grace_period_seconds == Some(0)
+        && meta.finalizers.unwrap_or_default().is_empty())
 }
 
 /// `metadata.continue` of a list's text, `None` when empty or absent.
@@ -209,10 +242,7 @@ impl Cluster for KubeCluster {
         };
         let request = pods_path(namespace)?.delete(name, &params);
         let text = self.text(request, call).await?;
-        let kind: Kind = serde_json::from_slice(&text)
-            .map_err(|e| ClusterError::Other(format!("unreadable delete answer: {e}")))?;
-        // Pods are answered with the object as last stored; a `Status` means it is gone.
-        Ok((kind.kind.as_deref() != Some("Status")).then_some(text))
+        Ok((!gone_at_once(&text)?).then_some(text))
     }
 }
 
@@ -232,6 +262,20 @@ mod tests {
             continue_token(b"[1]"),
             Err(ClusterError::Other(_))
         ));
+    }
+
+    #[test]
+    fn a_delete_answer_tells_gone_from_held() {
+        let gone = br#"{"kind":"Pod","metadata":{"name":"p","deletionTimestamp":"2026-01-01T00:00:00Z","deletionGracePeriodSeconds":0}}"#;
+        assert_eq!(gone_at_once(gone), Ok(true));
+        let held = br#"{"kind":"Pod","metadata":{"name":"p","deletionTimestamp":"2026-01-01T00:00:00Z","deletionGracePeriodSeconds":0,"finalizers":["x/pin"]}}"#;
+        assert_eq!(gone_at_once(held), Ok(false));
+        let graceful = br#"{"kind":"Pod","metadata":{"name":"p","deletionTimestamp":"2026-01-01T00:00:30Z","deletionGracePeriodSeconds":30}}"#;
+        assert_eq!(gone_at_once(graceful), Ok(false));
+        let unmarked = br#"{"kind":"Pod","metadata":{"name":"p"}}"#;
+        assert_eq!(gone_at_once(unmarked), Ok(false));
+        let status = br#"{"kind":"Status","status":"Success","details":{"name":"p"}}"#;
+        assert_eq!(gone_at_once(status), Ok(true));
     }
 
     #[test]

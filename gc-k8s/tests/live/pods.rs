@@ -279,16 +279,16 @@ async fn a_dry_run_delete_leaves_the_pod_and_a_real_one_removes_it() -> Result {
     let cluster = admin(&ns);
     let fence = preconditions(&stored(&cluster, ns.name(), "p").await?);
 
+    // A Failed Pod without finalizers is removed in the delete request (grace 0): a dry run says
+    // so and changes nothing.
     let dry = cluster.delete_pod(ns.name(), "p", &fence, true).await?;
-    let dry = json(&dry.ok_or("a dry-run delete answers with the pod")?)?;
-    assert_eq!(dry["metadata"]["uid"], fence.uid.as_str());
+    assert_eq!(dry, None, "a live delete would remove it at once");
     let still = stored(&cluster, ns.name(), "p").await?;
     assert_eq!(preconditions(&still), fence);
     assert_eq!(still["metadata"]["deletionTimestamp"], Value::Null);
 
     let gone = cluster.delete_pod(ns.name(), "p", &fence, false).await?;
-    let gone = json(&gone.ok_or("the API server answers a pod delete with the pod")?)?;
-    assert_eq!(gone["metadata"]["uid"], fence.uid.as_str());
+    assert_eq!(gone, None, "removed at once");
     assert_eq!(cluster.get_pod(ns.name(), "p").await?, None);
 
     let error = cluster
@@ -314,10 +314,17 @@ async fn a_pinned_pod_stays_deleting_until_the_pin_is_released() -> Result {
     let cluster = admin(&ns);
     let fence = preconditions(&stored(&cluster, ns.name(), "p").await?);
 
+    let dry = cluster.delete_pod(ns.name(), "p", &fence, true).await?;
+    let dry = json(&dry.ok_or("held by the pin")?)?;
+    assert!(dry["metadata"]["deletionTimestamp"].is_string());
+    let unmarked = stored(&cluster, ns.name(), "p").await?;
+    assert_eq!(unmarked["metadata"]["deletionTimestamp"], Value::Null);
+
     let answer = cluster.delete_pod(ns.name(), "p", &fence, false).await?;
-    let answer = json(&answer.ok_or("the pod is still there")?)?;
+    let answer = json(&answer.ok_or("held by the pin")?)?;
     assert!(answer["metadata"]["deletionTimestamp"].is_string());
     assert_eq!(answer["metadata"]["finalizers"], json!([PIN]));
+    assert_eq!(answer["metadata"]["uid"], fence.uid.as_str());
 
     let deleting = stored(&cluster, ns.name(), "p").await?;
     let release = patch(json!([
