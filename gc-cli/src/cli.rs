@@ -111,15 +111,29 @@ impl PodInputArgs {
 #[derive(Debug, Args)]
 pub(crate) struct PlanPods {
     /// Pod inventory: `kubectl get pods -o json` output, or the Kestra flow's
-    /// `{size, metadataItems, statusItems}`; `-` reads standard input.
+    /// `{size, metadataItems, statusItems}`; `-` reads standard input. Without it, the cluster is
+    /// read (labelled Failed Pods only, filtered by the API server) and the ledger kept in the
+    /// store; nothing is written to the cluster.
     #[arg(long, value_name = "FILE")]
-    pub(crate) inventory: PathBuf,
-    /// Previous observation ledger, `{uid: {first, name}}`.
+    pub(crate) inventory: Option<PathBuf>,
+    /// Previous observation ledger file, `{uid: {first, name}}` (instead of the store's).
     #[arg(long, value_name = "FILE")]
     pub(crate) ledger: Option<PathBuf>,
-    /// Where to write the new observation ledger.
+    /// Where to write the new observation ledger (instead of the store).
     #[arg(long, value_name = "FILE")]
     pub(crate) ledger_out: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) connect: crate::live::ConnectArgs,
+    /// The store for the ledger and receipts: `sqlite:PATH`, a file path, or `postgres://...`.
+    /// Default: the embedded SQLite file (see `gc-cli ledger --help`).
+    #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
+    pub(crate) store: Option<String>,
+    /// Also write the plan, sealed with its expiry and digest, for `gc-cli apply`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+    /// How long a plan written with `--out` stays valid.
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    pub(crate) ttl_seconds: u32,
     #[command(flatten)]
     pub(crate) pod: PodInputArgs,
     /// The instant to plan for (RFC 3339); default now.

@@ -135,24 +135,12 @@ impl LedgerKey {
     }
 
     async fn open(&self) -> anyhow::Result<gc_store::Store> {
-        let url = match &self.store {
-            Some(url) => url.clone(),
-            None => gc_store::default_path()
-                .to_str()
-                .context("the default store path is not UTF-8: give --store")?
-                .to_owned(),
-        };
-        gc_store::open(&url).await.context("cannot open the store")
+        crate::live::open_store(self.store.as_deref()).await
     }
 }
 
-/// Runs `work` on a runtime of its own: the rest of the binary is synchronous.
 fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> Result<T, Failure> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    Ok(runtime.block_on(work)?)
+    crate::live::block_on(async { work.await.map_err(Failure::from) })
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {

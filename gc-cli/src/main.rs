@@ -2,6 +2,7 @@
 
 mod cli;
 mod ledger;
+mod live;
 mod output;
 mod plan_pods;
 

@@ -1,14 +1,16 @@
-//! `gc-cli plan pods`: the failed-Pod plan over an inventory file.
+//! `gc-cli plan pods`: the failed-Pod plan over an inventory file or a live cluster.
 
 use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::Context;
+use gc_core::approval::PlanFile;
 use gc_core::inventory::{Inventory, Reader};
-use gc_core::{PodConfig, PreviousLedger, Rules, plan_pods};
+use gc_core::ports::Store as _;
+use gc_core::{PodConfig, PodPlan, PreviousLedger, Rules, plan_pods};
 
 use crate::cli::PlanPods;
-use crate::{Failure, output};
+use crate::{Failure, live, output};
 
 fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
     let mut bytes = Vec::new();
@@ -90,24 +92,89 @@ pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 pub(crate) fn run(args: &PlanPods) -> Result<(), Failure> {
     let cfg = args.pod.inputs().validate().map_err(Failure::usage)?;
     let now = now(args.now.as_deref())?;
-    let previous = match &args.ledger {
+    let file_ledger = match &args.ledger {
         Some(path) => {
             let bytes = read_input(path, "ledger")?;
-            PreviousLedger::parse(&bytes)
-                .with_context(|| format!("ledger {}", path.display()))
+            Some(
+                PreviousLedger::parse(&bytes)
+                    .with_context(|| format!("ledger {}", path.display()))
+                    .map_err(Failure::plan)?,
+            )
+        }
+        None => None,
+    };
+    let plan = match &args.inventory {
+        Some(path) => {
+            let inventory = read_inventory(path, &cfg)?;
+            plan_pods(&inventory, &file_ledger.unwrap_or_default(), &cfg, now)
+                .with_context(|| format!("inventory {}", path.display()))
                 .map_err(Failure::plan)?
         }
-        None => PreviousLedger::default(),
+        None => live::block_on(plan_live(args, &cfg, file_ledger, now))?,
     };
-    let inventory = read_inventory(&args.inventory, &cfg)?;
-    let plan = plan_pods(&inventory, &previous, &cfg, now)
-        .with_context(|| format!("inventory {}", args.inventory.display()))
-        .map_err(Failure::plan)?;
-    drop(inventory);
     if let Some(path) = &args.ledger_out {
         write_file(path, &plan.ledger.to_json())?;
+    }
+    if let Some(path) = &args.out {
+        let file = PlanFile::seal(&plan, &cfg, now, f64::from(args.ttl_seconds));
+        write_file(path, &file.to_json())?;
     }
     let mut out = std::io::stdout().lock();
     output::write_plan(&mut out, &plan, &cfg, args.format).context("cannot write the plan")?;
     Ok(())
+}
+
+/// Plans from the cluster; the ledger comes from the store (or `--ledger`) and goes back to the
+/// store (unless `--ledger-out` takes it). Nothing is written to the cluster.
+async fn plan_live(
+    args: &PlanPods,
+    cfg: &PodConfig,
+    file_ledger: Option<PreviousLedger>,
+    now: f64,
+) -> Result<PodPlan, Failure> {
+    let cluster = gc_k8s::connect(&args.connect.connection()?)
+        .await
+        .context("cannot connect to the cluster")?;
+    let store = match (&file_ledger, &args.ledger_out) {
+        (Some(_), Some(_)) => None,
+        _ => Some(live::open_store(args.store.as_deref()).await?),
+    };
+    let previous = match (file_ledger, &store) {
+        (Some(ledger), _) => ledger,
+        (None, Some(store)) => store
+            .load_ledger(&cfg.cluster_id, &cfg.namespace)
+            .await
+            .context("cannot load the ledger")
+            .map_err(Failure::plan)?,
+        (None, None) => PreviousLedger::default(),
+    };
+    let rules = Rules {
+        namespace: &cfg.namespace,
+        collect_label: &cfg.collect_label,
+        pin: &cfg.pin_finalizer,
+    };
+    let query = gc_k8s::failed_pod_query(cfg, 500);
+    let mut progress = live::Progress::new();
+    let inventory = gc_k8s::list_inventory(
+        &cluster,
+        &query,
+        rules,
+        cfg.max_inventory + 1,
+        &mut |pages, pods| {
+            progress.update(pages, pods);
+        },
+    )
+    .await
+    .with_context(|| format!("cannot list the Pods of namespace {}", cfg.namespace))?;
+    progress.done();
+    let plan = plan_pods(&inventory, &previous, cfg, now)
+        .with_context(|| format!("namespace {}", cfg.namespace))
+        .map_err(Failure::plan)?;
+    if let (Some(store), None) = (&store, &args.ledger_out) {
+        store
+            .save_ledger(&cfg.cluster_id, &cfg.namespace, &plan.ledger)
+            .await
+            .context("cannot save the ledger")?;
+    }
+    Ok(plan)
 }
