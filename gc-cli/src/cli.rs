@@ -29,7 +29,7 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum PlanCommand {
     /// Plan the failed-Pod diagnostics collector over a Pod inventory.
-    Pods(PlanPods),
+    Pods(Box<PlanPods>),
 }
 
 /// Output formats of a plan.
