@@ -242,3 +242,23 @@ pub trait SessionDirectory: Send + Sync {
         ids: &[String],
     ) -> Result<std::collections::HashMap<String, crate::sessions::Row>, StoreError>;
 }
+
+/// One run at a time per cluster and namespace: a `coordination.k8s.io` Lease, written with
+/// resourceVersion fencing so that two runs cannot both take it.
+///
+/// # Errors
+/// [`ClusterError`]; a lost race (409) is not an error but `Ok(false)`.
+#[async_trait]
+pub trait Lock: Send + Sync {
+    /// Takes the lease `name` in `namespace` for `holder` for `ttl_seconds`, when it is free,
+    /// expired, or already `holder`'s. `Ok(false)` when another holder has it.
+    async fn try_acquire(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl_seconds: u32,
+    ) -> Result<bool, ClusterError>;
+    /// Gives the lease up when `holder` has it (fenced on its resourceVersion).
+    async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError>;
+}
