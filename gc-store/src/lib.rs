@@ -3,10 +3,16 @@
 //! [`open`] takes a store URL (`sqlite:PATH`, a plain file path, or `postgres://...`), migrates
 //! the schema and returns a [`Store`] that implements [`gc_core::ports::Store`]. Ledgers are kept
 //! as the reference flow's JSON text, byte for byte, so they move in and out unchanged.
+//!
+//! Two more adapters live here: [`DirectorySink`], the [`gc_core::ports::ArchiveSink`] that
+//! writes archives as files, and [`SessionTable`], the read-only
+//! [`gc_core::ports::SessionDirectory`] over the application's session table.
 
+mod archive;
 mod error;
 mod location;
 mod schema;
+mod sessions;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -21,6 +27,9 @@ use sqlx::{ConnectOptions, Connection};
 
 use location::Location;
 use schema::Dialect;
+
+pub use archive::{DirectorySink, default_archive_dir};
+pub use sessions::{SessionTable, TableSpec, connect_sessions, url_from_env};
 
 /// How long opening a store may wait for the first connection, and a call for a pooled one.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,0 +1,368 @@
+//! Archives as files in a folder: `<root>/<cluster>/<namespace>/<uid>.json`, written atomically.
+//!
+//! Every part of a file's path comes from the [`ArchiveKey`] and is checked against a pattern
+//! that has no room for `.`, `/` or anything a Pod's author chooses, so no key can name a file
+//! outside the root. URIs are `file://` and the root's absolute path; [`DirectorySink::read`]
+//! takes back only URIs of that form, so a receipt edited to point elsewhere reads nothing.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use gc_core::config::is_dns_label;
+use gc_core::ports::{ArchiveKey, ArchiveSink, StoreError};
+
+/// The default archive folder: `archives` next to the embedded database ([`crate::default_path`]),
+/// so `$GC_STATE_DIR/archives`, else `$XDG_STATE_HOME/gc/archives`, else
+/// `~/.local/state/gc/archives`.
+pub fn default_archive_dir() -> PathBuf {
+    crate::default_path().with_file_name("archives")
+}
+
+/// Archives in a folder, one JSON file per Pod. Implements [`ArchiveSink`].
+///
+/// # Guarantees
+/// A write is durable before it returns: the bytes go to a temporary file in the target's folder
+/// (created exclusively, mode 0600), which is synced, renamed over the target and whose folder is
+/// synced; so a reader sees the old archive or the new one, never part of one. Folders are
+/// created with mode 0700.
+///
+/// # Caveats
+/// A crash mid-write can leave a temporary file (`.<uid>.json.<pid>.<n>.tmp`) next to the target;
+/// it is never read and a later write of the same key does not reuse its name. Unix only for the
+/// modes; elsewhere files get the platform's defaults.
+#[derive(Debug, Clone)]
+pub struct DirectorySink {
+    root: PathBuf,
+}
+
+impl DirectorySink {
+    /// A sink under `root`, made absolute against the current folder. Nothing is created until
+    /// the first write.
+    pub fn new(root: PathBuf) -> Self {
+        let root = std::path::absolute(&root).unwrap_or(root);
+        // Rebuilt from its components: no trailing `/` or inner `.`, so URIs have one form.
+        let root = root.components().collect();
+        Self { root }
+    }
+
+    /// The folder archives are written under.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The URI prefix of this sink's archives: `file://` and the root, percent-encoded.
+    fn uri_prefix(&self) -> String {
+        let root = encode_path(&self.root);
+        format!("file://{}/", root.trim_end_matches('/'))
+    }
+
+    /// The file's path and URI for `key`, after checking every part.
+    fn locate(&self, key: &ArchiveKey) -> Result<Located, StoreError> {
+        let parts = Parts::check(&key.cluster_id, &key.namespace, &key.uid)?;
+        Ok(Located {
+            uri: format!("{}{}", self.uri_prefix(), parts.relative()),
+            folder: self.root.join(&parts.cluster).join(&parts.namespace),
+            parts,
+        })
+    }
+
+    /// The path of an archive URI this sink wrote, or a refusal.
+    fn path_of_uri(&self, uri: &str) -> Result<PathBuf, StoreError> {
+        let refuse = |why: &str| {
+            Err(StoreError::Other(format!(
+                "refusing to read archive {uri:?}: {why}"
+            )))
+        };
+        let Some(relative) = uri.strip_prefix(&self.uri_prefix()) else {
+            return refuse(&format!(
+                "not a file URI under {}",
+                self.uri_prefix().trim_end_matches('/')
+            ));
+        };
+        let mut split = relative.split('/');
+        let (Some(cluster), Some(namespace), Some(file), None) =
+            (split.next(), split.next(), split.next(), split.next())
+        else {
+            return refuse("not of the form <cluster>/<namespace>/<uid>.json under the root");
+        };
+        let Some(uid) = file.strip_suffix(".json") else {
+            return refuse("not a .json file");
+        };
+        let parts = Parts::check(cluster, namespace, uid)?;
+        Ok(self.root.join(parts.relative()))
+    }
+}
+
+/// A checked key: each part safe as one path component.
+struct Parts {
+    cluster: String,
+    namespace: String,
+    uid: String,
+}
+
+impl Parts {
+    fn check(cluster: &str, namespace: &str, uid: &str) -> Result<Self, StoreError> {
+        let refuse = |part: &str, value: &str, rule: &str| {
+            Err(StoreError::Other(format!(
+                "refusing archive key: {part} {value:?} must match {rule}"
+            )))
+        };
+        if !is_cluster(cluster) {
+            return refuse("cluster", cluster, "[a-z0-9-]{1,63}");
+        }
+        if !is_dns_label(namespace) {
+            return refuse("namespace", namespace, "a DNS label");
+        }
+        if !is_uid(uid) {
+            return refuse("uid", uid, "[A-Za-z0-9-]{1,128}");
+        }
+        Ok(Self {
+            cluster: cluster.to_owned(),
+            namespace: namespace.to_owned(),
+            uid: uid.to_owned(),
+        })
+    }
+
+    /// `<cluster>/<namespace>/<uid>.json`
+    fn relative(&self) -> String {
+        format!("{}/{}/{}.json", self.cluster, self.namespace, self.uid)
+    }
+}
+
+fn is_cluster(s: &str) -> bool {
+    (1..=63).contains(&s.len())
+        && s.bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+}
+
+fn is_uid(s: &str) -> bool {
+    (1..=128).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+}
+
+/// Where a key's archive goes.
+struct Located {
+    uri: String,
+    folder: PathBuf,
+    parts: Parts,
+}
+
+#[async_trait]
+impl ArchiveSink for DirectorySink {
+    async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
+        let located = self.locate(key)?;
+        let root = self.root.clone();
+        let bytes = bytes.to_vec();
+        blocking(move || {
+            write_atomically(&root, &located, &bytes)?;
+            Ok(located.uri)
+        })
+        .await
+    }
+
+    async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError> {
+        let path = self.path_of_uri(uri)?;
+        let uri = uri.to_owned();
+        blocking(move || {
+            fs::read(&path).map_err(|e| match e.kind() {
+                io::ErrorKind::NotFound => {
+                    StoreError::Other(format!("archive {uri} does not exist"))
+                }
+                _ => StoreError::Unavailable(format!("cannot read archive {uri}: {e}")),
+            })
+        })
+        .await
+    }
+}
+
+/// Runs file I/O off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StoreError::Other(format!("archive task failed: {e}")))?
+}
+
+/// Temporary names are unique within a process; the process id makes them unique across.
+static NEXT_TEMPORARY: AtomicU64 = AtomicU64::new(0);
+
+fn write_atomically(root: &Path, at: &Located, bytes: &[u8]) -> Result<(), StoreError> {
+    let io_err = |what: &str, path: &Path, e: io::Error| {
+        StoreError::Unavailable(format!("cannot {what} {}: {e}", path.display()))
+    };
+    folder_builder()
+        .recursive(true)
+        .create(root)
+        .map_err(|e| io_err("create folder", root, e))?;
+    let cluster = root.join(&at.parts.cluster);
+    ensure_folder(root, &cluster).map_err(|e| io_err("create folder", &cluster, e))?;
+    ensure_folder(&cluster, &at.folder).map_err(|e| io_err("create folder", &at.folder, e))?;
+
+    let n = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
+    let name = format!(".{}.json.{}.{n}.tmp", at.parts.uid, std::process::id());
+    let temporary = at.folder.join(name);
+    let target = at.folder.join(format!("{}.json", at.parts.uid));
+    let written = write_synced(&temporary, bytes)
+        .map_err(|e| io_err("write", &temporary, e))
+        .and_then(|()| {
+            fs::rename(&temporary, &target).map_err(|e| io_err("rename over", &target, e))
+        });
+    if written.is_err() {
+        // Best effort: the write already failed, and a leftover is never read.
+        let _ = fs::remove_file(&temporary);
+    }
+    written?;
+    sync_folder(&at.folder).map_err(|e| io_err("sync folder", &at.folder, e))
+}
+
+/// Creates `folder` (mode 0700) inside `parent` unless it exists, syncing `parent` when it was
+/// created so the new entry is durable. Refuses anything at `folder` that is not a real folder.
+fn ensure_folder(parent: &Path, folder: &Path) -> io::Result<()> {
+    match folder_builder().create(folder) {
+        Ok(()) => sync_folder(parent),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if fs::symlink_metadata(folder)?.is_dir() {
+                Ok(())
+            } else {
+                Err(io::Error::other("exists and is not a folder"))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `path` exclusively (mode 0600), writes `bytes` and syncs it.
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+fn folder_builder() -> fs::DirBuilder {
+    let mut builder = fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+}
+
+/// Makes a folder's entries (a rename, a new file) durable.
+#[cfg(unix)]
+fn sync_folder(folder: &Path) -> io::Result<()> {
+    fs::File::open(folder)?.sync_all()
+}
+
+/// Folders cannot be opened for syncing here; the rename is as durable as the platform makes it.
+#[cfg(not(unix))]
+fn sync_folder(_folder: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// A path as a URI path: bytes outside RFC 3986's unreserved set and `/` become `%XX`.
+fn encode_path(path: &Path) -> String {
+    let mut out = String::new();
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(cluster: &str, namespace: &str, uid: &str) -> ArchiveKey {
+        ArchiveKey {
+            cluster_id: cluster.into(),
+            namespace: namespace.into(),
+            uid: uid.into(),
+        }
+    }
+
+    #[test]
+    fn uris_are_the_root_and_the_key() {
+        let sink = DirectorySink::new(PathBuf::from("/var/lib/gc/arch ives/"));
+        let at = sink.locate(&key("primary", "jobs", "0a-B9")).unwrap();
+        assert_eq!(
+            at.uri,
+            "file:///var/lib/gc/arch%20ives/primary/jobs/0a-B9.json"
+        );
+        assert_eq!(
+            at.folder,
+            PathBuf::from("/var/lib/gc/arch ives/primary/jobs")
+        );
+        assert_eq!(
+            sink.path_of_uri(&at.uri).unwrap(),
+            PathBuf::from("/var/lib/gc/arch ives/primary/jobs/0a-B9.json")
+        );
+    }
+
+    #[test]
+    fn a_relative_root_is_made_absolute() {
+        let sink = DirectorySink::new(PathBuf::from("archives/./x"));
+        assert!(sink.root().is_absolute());
+        assert!(sink.root().ends_with("archives/x"));
+    }
+
+    #[test]
+    fn keys_are_checked_part_by_part() {
+        let sink = DirectorySink::new(PathBuf::from("/a"));
+        for (c, n, u) in [
+            ("", "ns", "u"),
+            ("Primary", "ns", "u"),
+            ("a/b", "ns", "u"),
+            ("..", "ns", "u"),
+            ("c", "..", "u"),
+            ("c", "-ns", "u"),
+            ("c", "n.s", "u"),
+            ("c", "ns", ""),
+            ("c", "ns", ".."),
+            ("c", "ns", "a/b"),
+            ("c", "ns", "a.json"),
+            ("c", "ns", "a b"),
+            ("c", "ns", &"u".repeat(129)),
+        ] {
+            let err = sink.locate(&key(c, n, u)).map(|l| l.uri).unwrap_err();
+            assert!(matches!(err, StoreError::Other(_)), "{c:?} {n:?} {u:?}");
+        }
+    }
+
+    #[test]
+    fn only_this_roots_uris_are_read() {
+        let sink = DirectorySink::new(PathBuf::from("/a/archives"));
+        for uri in [
+            "file:///a/archives/c/ns/u.json",
+            "file:///a/archives/c/ns/u-2.json",
+        ] {
+            assert!(sink.path_of_uri(uri).is_ok(), "{uri}");
+        }
+        for uri in [
+            "/a/archives/c/ns/u.json",
+            "s3://bucket/c/ns/u.json",
+            "file://host/a/archives/c/ns/u.json",
+            "file:///a/archives2/c/ns/u.json",
+            "file:///a/archives/../c/ns/u.json",
+            "file:///a/archives/c/../ns/u.json",
+            "file:///a/archives/c/ns/../u.json",
+            "file:///a/archives/c/ns/u.json/x",
+            "file:///a/archives/c/ns/.u.json.1.2.tmp",
+            "file:///a/archives/c/ns/u.txt",
+            "file:///a/archives/c/ns/u%2Fx.json",
+            "file:///a/archives//c/ns/u.json",
+            "file:///a/archives/c/ns",
+        ] {
+            let err = sink.path_of_uri(uri).unwrap_err();
+            assert!(matches!(err, StoreError::Other(_)), "{uri}");
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! StreamSpace's database settings (`DB_HOST`, `DB_PORT`, ...) read into a PostgreSQL URL.
+
+use std::net::Ipv6Addr;
+
+use gc_core::ports::StoreError;
+
+/// The `sslmode` values PostgreSQL (and sqlx) accept.
+const SSL_MODES: &[&str] = &[
+    "disable",
+    "allow",
+    "prefer",
+    "require",
+    "verify-ca",
+    "verify-full",
+];
+
+/// Builds a PostgreSQL URL from StreamSpace's variables, read through `vars`: `DB_HOST`
+/// (default `localhost`; a path starting with `/` is a Unix socket folder), `DB_PORT` (5432),
+/// `DB_USER` (`streamspace`), `DB_PASSWORD` (none), `DB_NAME` (`streamspace`) and `DB_SSL_MODE`
+/// (`disable`). An empty variable counts as unset, as in StreamSpace.
+///
+/// # Guarantees
+/// User, password and database name are percent-encoded, so any text survives the URL
+/// unchanged. The password never appears in an error.
+///
+/// # Errors
+/// [`StoreError::Other`] naming the variable when `DB_PORT` is not a port, `DB_SSL_MODE` is not
+/// one of PostgreSQL's modes, or `DB_HOST` is not a host name, an IP address or a socket folder.
+///
+/// # Caveats
+/// The URL holds the password: show it only through a redacting form, such as
+/// [`crate::SessionTable::location`].
+pub fn url_from_env(vars: impl Fn(&str) -> Option<String>) -> Result<String, StoreError> {
+    let get = |name: &str| vars(name).filter(|v| !v.is_empty());
+    let or = |name: &str, default: &str| get(name).unwrap_or_else(|| default.to_owned());
+    let bad = |name: &str, value: &str, rule: &str| {
+        StoreError::Other(format!("invalid {name} {value:?}: {rule}"))
+    };
+
+    let port = or("DB_PORT", "5432");
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| bad("DB_PORT", &port, "must be a port number"))?;
+    let ssl_mode = or("DB_SSL_MODE", "disable");
+    if !SSL_MODES.contains(&ssl_mode.as_str()) {
+        return Err(bad(
+            "DB_SSL_MODE",
+            &ssl_mode,
+            &format!("must be one of {}", SSL_MODES.join(", ")),
+        ));
+    }
+    let host = or("DB_HOST", "localhost");
+    let mut query = Vec::new();
+    let authority_host = if host.starts_with('/') {
+        // sqlx reads a socket folder from `host=`; the authority's host is then unused.
+        query.push(format!("host={}", encode(&host)));
+        "localhost".to_owned()
+    } else if host.parse::<Ipv6Addr>().is_ok() {
+        format!("[{host}]")
+    } else if host
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || b".-_".contains(&c))
+    {
+        host
+    } else {
+        return Err(bad(
+            "DB_HOST",
+            &host,
+            "must be a host name, an IP address or a socket folder",
+        ));
+    };
+    query.push(format!("sslmode={ssl_mode}"));
+
+    let mut url = format!("postgres://{}", encode(&or("DB_USER", "streamspace")));
+    if let Some(password) = get("DB_PASSWORD") {
+        url.push(':');
+        url.push_str(&encode(&password));
+    }
+    url.push_str(&format!(
+        "@{authority_host}:{port}/{}?{}",
+        encode(&or("DB_NAME", "streamspace")),
+        query.join("&")
+    ));
+    Ok(url)
+}
+
+/// `text` with every byte outside RFC 3986's unreserved set as `%XX`.
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::postgres::{PgConnectOptions, PgSslMode};
+
+    use super::*;
+
+    fn url(pairs: &[(&str, &str)]) -> Result<String, StoreError> {
+        url_from_env(|name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn defaults_are_streamspaces() {
+        let expected = "postgres://streamspace@localhost:5432/streamspace?sslmode=disable";
+        assert_eq!(url(&[]).unwrap(), expected);
+        let empty = [("DB_HOST", ""), ("DB_PORT", ""), ("DB_PASSWORD", "")];
+        assert_eq!(url(&empty).unwrap(), expected);
+    }
+
+    #[test]
+    fn every_setting_is_used_and_text_is_encoded() {
+        let password = "p@ss:w/rd %?#&=ü";
+        let got = url(&[
+            ("DB_HOST", "db.streamspace.svc"),
+            ("DB_PORT", "6543"),
+            ("DB_USER", "gc reader"),
+            ("DB_PASSWORD", password),
+            ("DB_NAME", "stream/space"),
+            ("DB_SSL_MODE", "verify-full"),
+        ])
+        .unwrap();
+        assert_eq!(
+            got,
+            "postgres://gc%20reader:p%40ss%3Aw%2Frd%20%25%3F%23%26%3D%C3%BC@db.streamspace.svc:6543\
+             /stream%2Fspace?sslmode=verify-full"
+        );
+        // sqlx reads back exactly what was given.
+        let options: PgConnectOptions = got.parse().unwrap();
+        assert_eq!(options.get_username(), "gc reader");
+        assert_eq!(options.get_database(), Some("stream/space"));
+        assert_eq!(options.get_host(), "db.streamspace.svc");
+        assert_eq!(options.get_port(), 6543);
+        assert!(matches!(options.get_ssl_mode(), PgSslMode::VerifyFull));
+    }
+
+    #[test]
+    fn ip_addresses_and_socket_folders_are_hosts() {
+        let v6 = url(&[("DB_HOST", "::1")]).unwrap();
+        assert!(v6.contains("@[::1]:5432/"), "{v6}");
+        let v4 = url(&[("DB_HOST", "10.0.0.7")]).unwrap();
+        assert!(v4.contains("@10.0.0.7:5432/"), "{v4}");
+        let socket = url(&[("DB_HOST", "/var/run/postgresql")]).unwrap();
+        let options: PgConnectOptions = socket.parse().unwrap();
+        assert_eq!(
+            options.get_socket(),
+            Some(&std::path::PathBuf::from("/var/run/postgresql"))
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_named_and_the_password_is_never_shown() {
+        let secret = ("DB_PASSWORD", "Very-Secret-Pw");
+        for (pairs, name) in [
+            (vec![("DB_PORT", "0"), secret], "DB_PORT"),
+            (vec![("DB_PORT", "65536"), secret], "DB_PORT"),
+            (vec![("DB_PORT", "54 32"), secret], "DB_PORT"),
+            (vec![("DB_SSL_MODE", "on"), secret], "DB_SSL_MODE"),
+            (vec![("DB_HOST", "db/x"), secret], "DB_HOST"),
+            (vec![("DB_HOST", "u@db"), secret], "DB_HOST"),
+            (vec![("DB_HOST", "db:5432"), secret], "DB_HOST"),
+        ] {
+            let err = url(&pairs).unwrap_err();
+            let StoreError::Other(message) = &err else {
+                panic!("{pairs:?}: {err:?}");
+            };
+            assert!(message.contains(name), "{message}");
+            assert!(!message.contains("Very-Secret-Pw"), "{message}");
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The directory archive sink's contract: round trips, modes, refused keys and URIs, atomic
+//! replacement, and digests that agree with `sha256sum`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use gc_core::ports::{ArchiveKey, ArchiveSink, StoreError};
+use gc_store::DirectorySink;
+use sha2::{Digest, Sha256};
+
+fn key(cluster: &str, namespace: &str, uid: &str) -> ArchiveKey {
+    ArchiveKey {
+        cluster_id: cluster.into(),
+        namespace: namespace.into(),
+        uid: uid.into(),
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The URI's file path (the test roots hold no bytes that need encoding).
+fn path_of(uri: &str) -> &Path {
+    Path::new(uri.strip_prefix("file://").unwrap())
+}
+
+fn sink_in(dir: &tempfile::TempDir) -> DirectorySink {
+    DirectorySink::new(dir.path().join("archives"))
+}
+
+#[tokio::test]
+async fn an_archive_comes_back_as_written_at_its_keys_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let bytes = br#"{"kind": "Pod", "metadata": {"name": "p\u00f6d"}}"#;
+    let uid = "0f2c6a8e-1b7d-4c3e-9a51-7d2b8e4f6c10";
+    let uri = sink
+        .write(&key("primary", "jobs", uid), bytes)
+        .await
+        .unwrap();
+
+    let expected = dir.path().join(format!("archives/primary/jobs/{uid}.json"));
+    assert_eq!(uri, format!("file://{}", expected.display()));
+    assert_eq!(std::fs::read(&expected).unwrap(), bytes);
+    assert_eq!(sink.read(&uri).await.unwrap(), bytes);
+
+    let empty = sink.write(&key("primary", "jobs", "e"), b"").await.unwrap();
+    assert_eq!(sink.read(&empty).await.unwrap(), b"");
+}
+
+#[tokio::test]
+async fn files_are_0600_and_folders_0700_and_no_temporary_file_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let uri = sink.write(&key("c", "ns", "u"), b"{}").await.unwrap();
+    let file = path_of(&uri);
+    assert_eq!(mode(file), 0o600);
+    for folder in ["archives", "archives/c", "archives/c/ns"] {
+        assert_eq!(mode(&dir.path().join(folder)), 0o700, "{folder}");
+    }
+    let entries: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, ["u.json"]);
+}
+
+#[tokio::test]
+async fn unsafe_keys_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    for bad in [
+        key("..", "ns", "u"),
+        key("c/d", "ns", "u"),
+        key("C", "ns", "u"),
+        key("", "ns", "u"),
+        key("c", "..", "u"),
+        key("c", "ns/x", "u"),
+        key("c", "Ns", "u"),
+        key("c", "ns", ".."),
+        key("c", "ns", "../../etc/passwd"),
+        key("c", "ns", "/etc/passwd"),
+        key("c", "ns", "my-pod.log"),
+        key("c", "ns", "u\0"),
+        key("c", "ns", ""),
+    ] {
+        let err = sink.write(&bad, b"x").await.unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Other(m) if m.starts_with("refusing archive key")),
+            "{bad:?}: {err}"
+        );
+    }
+    assert!(!dir.path().join("archives").exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[tokio::test]
+async fn uris_outside_the_root_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let uri = sink.write(&key("c", "ns", "u"), b"inside").await.unwrap();
+    // A file of the right shape beside the root: readable, but not through this sink.
+    let outside = dir.path().join("elsewhere/c/ns/u.json");
+    std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
+    std::fs::write(&outside, "outside").unwrap();
+    let root = dir.path().join("archives").display().to_string();
+    for bad in [
+        format!("file://{}", outside.display()),
+        format!("file://{root}/../elsewhere/c/ns/u.json"),
+        format!("file://{root}/c/ns/../../../elsewhere/c/ns/u.json"),
+        format!("file://localhost{root}/c/ns/u.json"),
+        uri.replace("file://", "file:"),
+        uri.replace("file://", "http://"),
+        uri.trim_start_matches("file://").to_owned(),
+        "file:///etc/passwd".to_owned(),
+        String::new(),
+    ] {
+        let err = sink.read(&bad).await.unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Other(m) if m.starts_with("refusing to read archive")),
+            "{bad}: {err}"
+        );
+    }
+    assert_eq!(sink.read(&uri).await.unwrap(), b"inside");
+}
+
+#[tokio::test]
+async fn a_missing_archive_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let uri = format!(
+        "file://{}/c/ns/gone.json",
+        dir.path().join("archives").display()
+    );
+    let err = sink.read(&uri).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Other(m) if m.contains("gone.json")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_second_write_replaces_the_archive_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let k = key("c", "ns", "u");
+    let first = sink.write(&k, &vec![b'a'; 1 << 20]).await.unwrap();
+    let inode =
+        |uri: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path_of(uri)).unwrap());
+    let before = inode(&first);
+    let second = sink.write(&k, b"short").await.unwrap();
+    assert_eq!(first, second);
+    assert_eq!(sink.read(&second).await.unwrap(), b"short");
+    // A new file renamed into place, not the old one truncated and rewritten.
+    assert_ne!(inode(&second), before);
+    assert_eq!(mode(path_of(&second)), 0o600);
+}
+
+#[tokio::test]
+async fn concurrent_writes_of_one_key_leave_one_whole_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let k = key("c", "ns", "u");
+    let bodies: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'0' + i; 256 * 1024]).collect();
+    let mut writes = tokio::task::JoinSet::new();
+    for body in bodies.clone() {
+        let (sink, k) = (sink.clone(), k.clone());
+        writes.spawn(async move { sink.write(&k, &body).await });
+    }
+    let uris = writes.join_all().await;
+    let uri = uris[0].as_ref().unwrap();
+    assert!(uris.iter().all(|u| u.as_ref() == Ok(uri)), "{uris:?}");
+    let back = sink.read(uri).await.unwrap();
+    assert!(bodies.contains(&back), "a mix of writes");
+    let entries = std::fs::read_dir(path_of(uri).parent().unwrap()).unwrap();
+    assert_eq!(entries.count(), 1, "temporary files left behind");
+}
+
+#[tokio::test]
+async fn the_files_digest_is_the_digest_of_the_bytes_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let bytes: Vec<u8> = (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect();
+    let uri = sink.write(&key("c", "ns", "u"), &bytes).await.unwrap();
+    let ours: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let output = std::process::Command::new("sha256sum")
+        .arg(path_of(&uri))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let theirs = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(theirs.split_whitespace().next(), Some(ours.as_str()));
+}
+
+#[tokio::test]
+async fn a_root_that_cannot_be_created_is_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let sink = DirectorySink::new(file.join("archives"));
+    let err = sink.write(&key("c", "ns", "u"), b"x").await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+}
+
+#[tokio::test]
+async fn a_symlink_inside_the_root_is_not_followed_for_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    std::fs::create_dir_all(dir.path().join("archives")).unwrap();
+    std::fs::create_dir(dir.path().join("target")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("target"), dir.path().join("archives/c")).unwrap();
+    let err = sink.write(&key("c", "ns", "u"), b"x").await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("target"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn the_default_folder_is_next_to_the_default_database() {
+    let db = gc_store::default_path();
+    assert_eq!(
+        gc_store::default_archive_dir(),
+        db.parent().unwrap().join("archives")
+    );
+}
