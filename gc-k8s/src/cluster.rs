@@ -49,13 +49,22 @@ impl KubeCluster {
         &self.client
     }
 
-    /// Sends `request` and returns the answer's text.
+    /// Builds and sends `request`; returns the answer's text.
     async fn text(
         &self,
         request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
         call: Call<'_>,
     ) -> Result<Vec<u8>, ClusterError> {
         let request = request.map_err(|e| ClusterError::Other(chain(&e)))?;
+        self.send(request, call).await
+    }
+
+    /// Sends `request`; returns the answer's text, or the error mapped for `call`.
+    pub(crate) async fn send(
+        &self,
+        request: http::Request<Vec<u8>>,
+        call: Call<'_>,
+    ) -> Result<Vec<u8>, ClusterError> {
         let text = self
             .client
             .request_text(request)
@@ -67,34 +76,46 @@ impl KubeCluster {
 
 /// `/api/v1/namespaces/NAMESPACE/pods`, for a namespace that is a DNS label.
 fn pods_path(namespace: &str) -> Result<Request, ClusterError> {
-    if !is_dns_label(namespace) {
-        return Err(ClusterError::Other(format!(
-            "invalid namespace {namespace:?}: not a DNS label"
-        )));
-    }
+    check_namespace(namespace)?;
     Ok(Request::new(format!("/api/v1/namespaces/{namespace}/pods")))
 }
 
-/// A Pod name is a DNS subdomain: it never needs escaping in a path.
-fn check_name(name: &str) -> Result<(), ClusterError> {
-    let ok = !name.is_empty()
+/// A namespace is a DNS label: it never needs escaping in a path.
+pub(crate) fn check_namespace(namespace: &str) -> Result<(), ClusterError> {
+    if is_dns_label(namespace) {
+        Ok(())
+    } else {
+        Err(ClusterError::Other(format!(
+            "invalid namespace {namespace:?}: not a DNS label"
+        )))
+    }
+}
+
+/// Whether `name` is a DNS subdomain (lowercase letters, digits, `-` and `.`, at most 253).
+pub(crate) fn is_dns_subdomain(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 253
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
         && name != "."
-        && name != "..";
-    if ok {
+        && name != ".."
+}
+
+/// An object's name (of a Pod, a Lease, ...) is a DNS subdomain: it never needs escaping in a
+/// path. `what` names the object in the error (`pod`, `lease`).
+pub(crate) fn check_name(what: &str, name: &str) -> Result<(), ClusterError> {
+    if is_dns_subdomain(name) {
         Ok(())
     } else {
         Err(ClusterError::Other(format!(
-            "invalid pod name {name:?}: not a DNS subdomain"
+            "invalid {what} name {name:?}: not a DNS subdomain"
         )))
     }
 }
 
 /// `None` for an empty selector.
-fn selector(text: &str) -> Option<String> {
+pub(crate) fn selector(text: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
@@ -149,9 +170,9 @@ fn gone_at_once(answer: &[u8]) -> Result<bool, ClusterError> {
 }
 
 /// `metadata.continue` of a list's text, `None` when empty or absent.
-fn continue_token(text: &[u8]) -> Result<Option<String>, ClusterError> {
+pub(crate) fn continue_token(text: &[u8]) -> Result<Option<String>, ClusterError> {
     let head: ListHead = serde_json::from_slice(text)
-        .map_err(|e| ClusterError::Other(format!("unreadable pod list: {e}")))?;
+        .map_err(|e| ClusterError::Other(format!("unreadable list: {e}")))?;
     Ok(head.metadata.continue_token.filter(|t| !t.is_empty()))
 }
 
@@ -164,6 +185,7 @@ impl Cluster for KubeCluster {
     ) -> Result<Page, ClusterError> {
         let call = Call {
             verb: "list",
+            resource: "pods",
             namespace: &query.namespace,
         };
         let params = ListParams {
@@ -183,9 +205,10 @@ impl Cluster for KubeCluster {
     }
 
     async fn get_pod(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
-        check_name(name)?;
+        check_name("pod", name)?;
         let call = Call {
             verb: "get",
+            resource: "pods",
             namespace,
         };
         let request = pods_path(namespace)?.get(name, &GetParams::default());
@@ -203,9 +226,10 @@ impl Cluster for KubeCluster {
         patch: &[u8],
         dry_run: bool,
     ) -> Result<Vec<u8>, ClusterError> {
-        check_name(name)?;
+        check_name("pod", name)?;
         let call = Call {
             verb: "patch",
+            resource: "pods",
             namespace,
         };
         let ops: json_patch::Patch = serde_json::from_slice(patch)
@@ -226,9 +250,10 @@ impl Cluster for KubeCluster {
         preconditions: &Preconditions,
         dry_run: bool,
     ) -> Result<Option<Vec<u8>>, ClusterError> {
-        check_name(name)?;
+        check_name("pod", name)?;
         let call = Call {
             verb: "delete",
+            resource: "pods",
             namespace,
         };
         let params = DeleteParams {
@@ -280,9 +305,9 @@ mod tests {
 
     #[test]
     fn names_and_namespaces_never_change_the_path() {
-        assert!(check_name("web-1.x").is_ok());
+        assert!(check_name("pod", "web-1.x").is_ok());
         for bad in ["", ".", "..", "a/b", "a?b", "A", "a%2F"] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
+            assert!(check_name("pod", bad).is_err(), "{bad:?}");
         }
         assert!(pods_path("team-a").is_ok());
         assert!(pods_path("a/b").is_err());

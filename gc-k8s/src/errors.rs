@@ -8,17 +8,17 @@ use kube::core::Status;
 /// What a request was doing, so that a 403 can name it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Call<'a> {
-    /// The Kubernetes verb (`list`, `get`, `patch`, `delete`).
+    /// The Kubernetes verb (`list`, `get`, `patch`, `delete`, ...).
     pub(crate) verb: &'static str,
+    /// The resource (`pods`, `deployments`, `leases`, ...).
+    pub(crate) resource: &'a str,
     /// The namespace the request was in.
     pub(crate) namespace: &'a str,
 }
 
-/// The resource every call of the failed-Pod collector works on.
-const RESOURCE: &str = "pods";
-
 /// Maps a kube error to the port's error, following the contract of
-/// [`gc_core::ports::Cluster`]: 404 `NotFound`, 409/422 `Changed`, 403 `Forbidden`, 410
+/// [`gc_core::ports::Cluster`] (which [`gc_core::ports::ObjectCluster`] and
+/// [`gc_core::ports::Lock`] share): 404 `NotFound`, 409/422 `Changed`, 403 `Forbidden`, 410
 /// `Expired`, 5xx/429/transport `Unavailable`, anything else (401 included) `Other`.
 pub(crate) fn cluster_error(error: kube::Error, call: Call<'_>) -> ClusterError {
     match error {
@@ -41,7 +41,7 @@ fn status_error(status: &Status, call: Call<'_>) -> ClusterError {
         },
         403 => ClusterError::Forbidden {
             verb: call.verb.to_owned(),
-            resource: RESOURCE.to_owned(),
+            resource: call.resource.to_owned(),
             namespace: call.namespace.to_owned(),
             message,
         },
@@ -120,6 +120,7 @@ mod tests {
     fn check(code: u16, expected: ClusterError) {
         let call = Call {
             verb: "list",
+            resource: "pods",
             namespace: "team-a",
         };
         assert_eq!(cluster_error(api(code, "Reason", "msg"), call), expected);
@@ -169,6 +170,7 @@ mod tests {
         let error = kube::Error::Service(Box::new(io));
         let call = Call {
             verb: "get",
+            resource: "pods",
             namespace: "n",
         };
         assert_eq!(
@@ -189,6 +191,7 @@ mod tests {
         let bad = serde_json::from_str::<u8>("x").expect_err("not a number");
         let call = Call {
             verb: "get",
+            resource: "pods",
             namespace: "n",
         };
         let ClusterError::Other(message) = cluster_error(kube::Error::SerdeError(bad), call) else {

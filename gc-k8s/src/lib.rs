@@ -7,6 +7,12 @@
 //!   JSON patches with `test` ops, deletes with `uid` and `resourceVersion` preconditions, both
 //!   with server-side dry run. Errors are mapped once, by HTTP status code, into
 //!   [`ClusterError`](gc_core::ports::ClusterError).
+//! - [`KubeCluster`] implements [`gc_core::ports::ObjectCluster`] for the session collector:
+//!   metadata-only lists (`PartialObjectMetadataList`) of any namespaced kind, a kind whose CRD
+//!   is not installed answering `NotFound`, and deletes fenced on `uid` and `resourceVersion`.
+//! - [`KubeCluster`] implements [`gc_core::ports::Lock`] with a `coordination.k8s.io/v1` Lease,
+//!   every write fenced on its resourceVersion, so that two runs never both hold it.
+//! - [`rbac::required_rules`] is the namespaced Role the collectors need, and no more.
 //! - [`list_inventory`] pages through a [`PodQuery`](gc_core::ports::PodQuery) (built by
 //!   [`failed_pod_query`]: `<collect-label>=true`, `status.phase=Failed`) into the same
 //!   [`Inventory`](gc_core::inventory::Inventory) an inventory file gives, restarting on an
@@ -31,13 +37,16 @@
 //!
 //! Tokens never appear in `Debug` output, errors or logs.
 //!
-//! The crate uses k8s-openapi only through kube and picks no Kubernetes version: the binary
-//! that links it enables one `k8s-openapi` version feature.
+//! The crate uses k8s-openapi's types (the Lease, the RBAC rules) and picks no Kubernetes
+//! version: the binary that links it enables one `k8s-openapi` version feature.
 
 mod cluster;
 mod connect;
 mod errors;
+mod lease;
 mod list;
+mod objects;
+pub mod rbac;
 
 pub use cluster::{FIELD_MANAGER, KubeCluster};
 pub use connect::{ConnectError, Connection, Explicit, SERVICE_HOST_ENV, Source, config, connect};

@@ -1,0 +1,373 @@
+//! [`Lock`] on [`KubeCluster`]: one run at a time, through a `coordination.k8s.io/v1` Lease
+//! written with resourceVersion fencing.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use gc_core::ports::{ClusterError, Lock};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+
+use crate::KubeCluster;
+use crate::cluster::{FIELD_MANAGER, check_name, check_namespace};
+use crate::errors::{Call, cluster_error};
+
+/// How many times `release` reads the Lease again after another write got there first.
+const RELEASE_ATTEMPTS: usize = 3;
+
+/// Now, to the microsecond: the precision a Lease stores, so a written time reads back equal.
+fn now() -> Timestamp {
+    let micros = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or_default();
+    Timestamp::from_microsecond(micros).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+/// The Lease's holder, `None` when empty.
+fn holder_of(lease: &Lease) -> Option<&str> {
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        .filter(|h| !h.is_empty())
+}
+
+/// Whether `holder` may take `lease` at `now`: nobody holds it, `holder` does, or the holder's
+/// last renewal (its acquisition when never renewed) plus the lease duration is past. A Lease
+/// without those times has expired.
+fn takeable(lease: &Lease, holder: &str, now: Timestamp) -> bool {
+    let Some(current) = holder_of(lease) else {
+        return true;
+    };
+    if current == holder {
+        return true;
+    }
+    let Some(spec) = &lease.spec else {
+        return true;
+    };
+    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref());
+    let (Some(renewed), Some(seconds)) = (renewed, spec.lease_duration_seconds) else {
+        return true;
+    };
+    renewed
+        .0
+        .checked_add(SignedDuration::from_secs(i64::from(seconds)))
+        .is_ok_and(|expiry| expiry <= now)
+}
+
+/// `spec` taken (or renewed) by `holder` at `now` for `seconds`: the acquisition time and the
+/// transition count change only when the holder does.
+fn taken(spec: Option<LeaseSpec>, holder: &str, seconds: i32, now: Timestamp) -> LeaseSpec {
+    let spec = spec.unwrap_or_default();
+    let renewing = spec.holder_identity.as_deref() == Some(holder);
+    let had_holder = spec
+        .holder_identity
+        .as_deref()
+        .is_some_and(|h| !h.is_empty());
+    let transitions = spec.lease_transitions.unwrap_or(0);
+    LeaseSpec {
+        holder_identity: Some(holder.to_owned()),
+        lease_duration_seconds: Some(seconds),
+        acquire_time: if renewing {
+            spec.acquire_time.clone()
+        } else {
+            Some(MicroTime(now))
+        },
+        renew_time: Some(MicroTime(now)),
+        lease_transitions: Some(if had_holder && !renewing {
+            transitions.saturating_add(1)
+        } else {
+            transitions
+        }),
+        ..spec
+    }
+}
+
+/// Whether the stored Lease is exactly what this call wrote (`holder`, renewed at `now`): after
+/// a 409, that tells a replayed request whose first attempt succeeded from a lost race.
+fn is_our_write(lease: Option<&Lease>, holder: &str, now: Timestamp) -> bool {
+    lease.is_some_and(|l| {
+        holder_of(l) == Some(holder)
+            && l.spec.as_ref().and_then(|s| s.renew_time.as_ref()) == Some(&MicroTime(now))
+    })
+}
+
+/// Checks the arguments of a lock call before any request.
+fn check(namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {
+    check_namespace(namespace)?;
+    check_name("lease", name)?;
+    if holder.is_empty() {
+        return Err(ClusterError::Other(
+            "a lease holder must not be empty".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The lease duration in the Lease's type: 1 second at least.
+fn duration(ttl_seconds: u32) -> Result<i32, ClusterError> {
+    i32::try_from(ttl_seconds)
+        .ok()
+        .filter(|s| *s > 0)
+        .ok_or_else(|| {
+            ClusterError::Other(format!(
+                "invalid lease duration {ttl_seconds} s: 1 to {} s",
+                i32::MAX
+            ))
+        })
+}
+
+fn is_conflict(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 409)
+}
+
+fn post_params() -> PostParams {
+    PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    }
+}
+
+/// The Lease calls in one namespace, with errors mapped for `leases` there.
+struct Leases<'a> {
+    api: Api<Lease>,
+    namespace: &'a str,
+}
+
+impl<'a> Leases<'a> {
+    fn new(cluster: &KubeCluster, namespace: &'a str) -> Self {
+        Self {
+            api: Api::namespaced(cluster.client().clone(), namespace),
+            namespace,
+        }
+    }
+
+    fn error(&self, verb: &'static str, error: kube::Error) -> ClusterError {
+        let call = Call {
+            verb,
+            resource: "leases",
+            namespace: self.namespace,
+        };
+        cluster_error(error, call)
+    }
+
+    async fn get(&self, name: &str) -> Result<Option<Lease>, ClusterError> {
+        self.api
+            .get_opt(name)
+            .await
+            .map_err(|e| self.error("get", e))
+    }
+
+    /// Creates `name` held by `holder`; `Ok(false)` when it already exists (409).
+    async fn create(&self, name: &str, spec: LeaseSpec) -> Result<bool, ClusterError> {
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(spec),
+        };
+        match self.api.create(&post_params(), &lease).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_conflict(&e) => Ok(false),
+            Err(e) => Err(self.error("create", e)),
+        }
+    }
+
+    /// Replaces `lease` (which carries the resourceVersion it was read at); `Ok(false)` when
+    /// it changed since (409).
+    async fn replace(&self, name: &str, lease: &Lease) -> Result<bool, ClusterError> {
+        match self.api.replace(name, &post_params(), lease).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_conflict(&e) => Ok(false),
+            Err(e) => Err(self.error("update", e)),
+        }
+    }
+}
+
+/// # Guarantees
+/// - Every write is fenced: a create fails when the Lease exists, a replace carries the
+///   resourceVersion it was read at. Of two runs that race, at most one gets `true`.
+/// - A lost race is `Ok(false)`, not an error. When the client replayed a write whose first
+///   attempt had succeeded (kube retries 429/503/504), the 409 of the replay is recognised by
+///   reading back exactly the holder and renew time this call wrote, and answers `true`.
+/// - `release` touches the Lease only while `holder` holds it, and then only clears
+///   `holderIdentity`.
+///
+/// # Caveats
+/// Expiry compares the Lease's `renewTime` with this machine's clock: clocks more than a small
+/// fraction of the lease duration apart let a run take a lease early (or late). Keep the TTL
+/// well above the expected skew and above the run's length; renew by calling `try_acquire`
+/// again.
+///
+/// # Errors
+/// Invalid arguments (namespace not a DNS label, name not a DNS subdomain, empty holder, TTL 0
+/// or above `i32::MAX`) are [`ClusterError::Other`] before any request; API errors are mapped
+/// as for [`gc_core::ports::Cluster`], a 403 naming `leases`.
+#[async_trait]
+impl Lock for KubeCluster {
+    async fn try_acquire(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl_seconds: u32,
+    ) -> Result<bool, ClusterError> {
+        check(namespace, name, holder)?;
+        let seconds = duration(ttl_seconds)?;
+        let leases = Leases::new(self, namespace);
+        let now = now();
+        let written = match leases.get(name).await? {
+            None => {
+                leases
+                    .create(name, taken(None, holder, seconds, now))
+                    .await?
+            }
+            Some(lease) if takeable(&lease, holder, now) => {
+                let lease = Lease {
+                    spec: Some(taken(lease.spec, holder, seconds, now)),
+                    ..lease
+                };
+                leases.replace(name, &lease).await?
+            }
+            Some(_) => return Ok(false),
+        };
+        if written {
+            tracing::debug!(namespace, name, holder, "lease taken");
+            return Ok(true);
+        }
+        let ours = is_our_write(leases.get(name).await?.as_ref(), holder, now);
+        tracing::debug!(namespace, name, holder, ours, "lease write conflicted");
+        Ok(ours)
+    }
+
+    async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {
+        check(namespace, name, holder)?;
+        let leases = Leases::new(self, namespace);
+        for _ in 0..RELEASE_ATTEMPTS {
+            let Some(lease) = leases.get(name).await? else {
+                return Ok(());
+            };
+            if holder_of(&lease) != Some(holder) {
+                return Ok(());
+            }
+            let mut spec = lease.spec.clone().unwrap_or_default();
+            spec.holder_identity = None;
+            let released = Lease {
+                spec: Some(spec),
+                ..lease
+            };
+            if leases.replace(name, &released).await? {
+                tracing::debug!(namespace, name, holder, "lease released");
+                return Ok(());
+            }
+        }
+        Err(ClusterError::Changed {
+            status: 409,
+            message: format!("lease {name} kept changing while {holder} released it"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + seconds).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    fn lease(holder: Option<&str>, renewed: Option<i64>, seconds: Option<i32>) -> Lease {
+        Lease {
+            metadata: ObjectMeta::default(),
+            spec: Some(LeaseSpec {
+                holder_identity: holder.map(str::to_owned),
+                renew_time: renewed.map(|s| MicroTime(at(s))),
+                lease_duration_seconds: seconds,
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn who_may_take_a_lease() {
+        let now = at(100);
+        let cases = [
+            ("free", lease(None, Some(99), Some(60)), true),
+            ("empty holder", lease(Some(""), Some(99), Some(60)), true),
+            ("own", lease(Some("me"), Some(99), Some(60)), true),
+            ("held", lease(Some("other"), Some(99), Some(60)), false),
+            (
+                "held to the last second",
+                lease(Some("other"), Some(41), Some(60)),
+                false,
+            ),
+            ("expired", lease(Some("other"), Some(40), Some(60)), true),
+            ("no renew time", lease(Some("other"), None, Some(60)), true),
+            ("no duration", lease(Some("other"), Some(99), None), true),
+            ("no spec", Lease::default(), true),
+        ];
+        for (what, lease, expected) in cases {
+            assert_eq!(takeable(&lease, "me", now), expected, "{what}");
+        }
+    }
+
+    #[test]
+    fn taking_and_renewing() {
+        let first = taken(None, "a", 30, at(0));
+        assert_eq!(first.holder_identity.as_deref(), Some("a"));
+        assert_eq!(first.lease_duration_seconds, Some(30));
+        assert_eq!(first.acquire_time, Some(MicroTime(at(0))));
+        assert_eq!(first.lease_transitions, Some(0));
+
+        let renewed = taken(Some(first.clone()), "a", 30, at(10));
+        assert_eq!(renewed.acquire_time, Some(MicroTime(at(0))));
+        assert_eq!(renewed.renew_time, Some(MicroTime(at(10))));
+        assert_eq!(renewed.lease_transitions, Some(0));
+
+        let moved = taken(Some(renewed), "b", 60, at(50));
+        assert_eq!(moved.holder_identity.as_deref(), Some("b"));
+        assert_eq!(moved.acquire_time, Some(MicroTime(at(50))));
+        assert_eq!(moved.lease_duration_seconds, Some(60));
+        assert_eq!(moved.lease_transitions, Some(1));
+
+        let released = LeaseSpec {
+            holder_identity: None,
+            ..moved
+        };
+        let after_release = taken(Some(released), "c", 60, at(70));
+        assert_eq!(after_release.lease_transitions, Some(1));
+    }
+
+    #[test]
+    fn a_conflict_is_ours_only_when_the_stored_lease_is_our_write() {
+        let ours = lease(Some("me"), Some(5), Some(60));
+        assert!(is_our_write(Some(&ours), "me", at(5)));
+        assert!(!is_our_write(Some(&ours), "me", at(6)));
+        assert!(!is_our_write(Some(&ours), "other", at(5)));
+        assert!(!is_our_write(None, "me", at(5)));
+    }
+
+    #[test]
+    fn arguments_are_checked_before_any_request() {
+        assert!(check("ns", "gc-pods-prod.eu", "run-1").is_ok());
+        assert!(check("ns", "Gc", "run-1").is_err());
+        assert!(check("ns", "a/b", "run-1").is_err());
+        assert!(check("a/b", "gc", "run-1").is_err());
+        assert!(check("ns", "gc", "").is_err());
+        assert_eq!(duration(30), Ok(30));
+        assert!(duration(0).is_err());
+        assert!(duration(u32::MAX).is_err());
+    }
+
+    #[test]
+    fn now_is_to_the_microsecond() {
+        let t = now();
+        assert_eq!(t.subsec_nanosecond() % 1000, 0);
+        assert!(t > at(-1_000_000_000));
+    }
+}

@@ -1,0 +1,68 @@
+//! The RBAC rules the collectors need in their namespace, and nothing more.
+//!
+//! The Helm chart's Role mirrors [`required_rules`]; the live tests prove that a ServiceAccount
+//! granted exactly these rules can run every call of [`crate::KubeCluster`] and is refused
+//! anything else.
+
+use k8s_openapi::api::rbac::v1::PolicyRule;
+
+fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(resources.iter().map(|r| (*r).to_owned()).collect()),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+/// The rules of the collectors' namespaced Role:
+///
+/// | API group | resources | verbs | for |
+/// | --- | --- | --- | --- |
+/// | `""` | `pods` | get, list, patch, delete | the failed-Pod collector |
+/// | `coordination.k8s.io` | `leases` | get, create, update | the run lock |
+/// | `apps` | `deployments` | list, delete | the session collector |
+/// | `""` | `services`, `persistentvolumeclaims` | list, delete | the session collector |
+/// | `stream.space` | `sessions` | list, delete | the session collector |
+///
+/// No `watch`, no `deletecollection`, no Secrets, no cluster-wide rule.
+pub fn required_rules() -> Vec<PolicyRule> {
+    vec![
+        rule("", &["pods"], &["get", "list", "patch", "delete"]),
+        rule(
+            "coordination.k8s.io",
+            &["leases"],
+            &["get", "create", "update"],
+        ),
+        rule("apps", &["deployments"], &["list", "delete"]),
+        rule(
+            "",
+            &["services", "persistentvolumeclaims"],
+            &["list", "delete"],
+        ),
+        rule("stream.space", &["sessions"], &["list", "delete"]),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_grant_no_wildcard_and_no_secret() {
+        for rule in required_rules() {
+            let resources = rule.resources.unwrap_or_default();
+            let groups = rule.api_groups.unwrap_or_default();
+            for word in resources.iter().chain(&groups).chain(&rule.verbs) {
+                assert_ne!(word, "*");
+            }
+            assert!(!resources.iter().any(|r| r == "secrets"));
+            assert!(
+                !rule
+                    .verbs
+                    .iter()
+                    .any(|v| v == "deletecollection" || v == "watch")
+            );
+        }
+    }
+}
