@@ -167,17 +167,7 @@ async fn connect_sqlite(path: &Path, names: &Names, shown: &str) -> Result<Pool,
         .create_if_missing(false)
         .busy_timeout(BUSY_TIMEOUT);
     let mut conn: SqliteConnection = crate::connect(options.connect(), shown).await?;
-    // A table has at least one column: no rows means no table.
-    let columns: Vec<String> = match &names.schema {
-        Some(schema) => sqlx::query_scalar("SELECT name FROM pragma_table_info(?1, ?2)")
-            .bind(&names.table)
-            .bind(schema),
-        None => sqlx::query_scalar("SELECT name FROM pragma_table_info(?1)").bind(&names.table),
-    }
-    .fetch_all(&mut conn)
-    .await
-    .map_err(err)?;
-    let columns = Some(columns).filter(|c| !c.is_empty());
+    let columns = sqlite_columns(&mut conn, names).await.map_err(err)?;
     check_columns(columns, names, shown, |a, b| a.eq_ignore_ascii_case(b))?;
     let probe = format!("{} WHERE {} IN ()", select(names), quote(&names.id));
     sqlx::query(&probe)
@@ -190,6 +180,40 @@ async fn connect_sqlite(path: &Path, names: &Names, shown: &str) -> Result<Pool,
         .acquire_timeout(CONNECT_TIMEOUT)
         .connect_lazy_with(options);
     Ok(Pool::Sqlite(pool))
+}
+
+/// The table's columns, or `None` when there is no such table (or no such schema, which
+/// `pragma_table_info` would report as an error).
+async fn sqlite_columns(
+    conn: &mut SqliteConnection,
+    names: &Names,
+) -> Result<Option<Vec<String>>, sqlx::Error> {
+    let columns: Vec<String> = match &names.schema {
+        Some(schema) => {
+            let known: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM pragma_database_list WHERE name = ?1 COLLATE NOCASE)",
+            )
+            .bind(schema)
+            .fetch_one(&mut *conn)
+            .await?;
+            if !known {
+                return Ok(None);
+            }
+            sqlx::query_scalar("SELECT name FROM pragma_table_info(?1, ?2)")
+                .bind(&names.table)
+                .bind(schema)
+                .fetch_all(&mut *conn)
+                .await?
+        }
+        None => {
+            sqlx::query_scalar("SELECT name FROM pragma_table_info(?1)")
+                .bind(&names.table)
+                .fetch_all(&mut *conn)
+                .await?
+        }
+    };
+    // A table has at least one column: no rows means no table.
+    Ok(Some(columns).filter(|c| !c.is_empty()))
 }
 
 /// Fails, naming what is missing, unless the table exists with the id and state columns.
