@@ -1,10 +1,14 @@
 //! The cluster adapter against a real kube-apiserver (one per test binary, a namespace per test):
-//! lists, reads, fenced writes, RBAC, connection sources and failures, and a live plan that
-//! agrees with the offline one.
+//! lists, reads, fenced writes, RBAC, connection sources and failures, a live plan that agrees
+//! with the offline one, metadata-only lists and fenced deletes of StreamSpace's kinds, and the
+//! run lock on a Lease.
 
 mod connect;
+mod lease;
+mod objects;
 mod plan;
 mod pods;
+mod rbac;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
