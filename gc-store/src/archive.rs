@@ -54,16 +54,23 @@ impl DirectorySink {
     }
 
     /// The URI prefix of this sink's archives: `file://` and the root, percent-encoded.
-    fn uri_prefix(&self) -> String {
+    fn uri_prefix(&self) -> Result<String, StoreError> {
+        if !self.root.is_absolute() {
+            // Only an empty root, or no current folder to resolve one against, gets here.
+            return Err(StoreError::Other(format!(
+                "archive folder {:?} is not an absolute path",
+                self.root
+            )));
+        }
         let root = encode_path(&self.root);
-        format!("file://{}/", root.trim_end_matches('/'))
+        Ok(format!("file://{}/", root.trim_end_matches('/')))
     }
 
     /// The file's path and URI for `key`, after checking every part.
     fn locate(&self, key: &ArchiveKey) -> Result<Located, StoreError> {
         let parts = Parts::check(&key.cluster_id, &key.namespace, &key.uid)?;
         Ok(Located {
-            uri: format!("{}{}", self.uri_prefix(), parts.relative()),
+            uri: format!("{}{}", self.uri_prefix()?, parts.relative()),
             folder: self.root.join(&parts.cluster).join(&parts.namespace),
             parts,
         })
@@ -76,10 +83,11 @@ impl DirectorySink {
                 "refusing to read archive {uri:?}: {why}"
             )))
         };
-        let Some(relative) = uri.strip_prefix(&self.uri_prefix()) else {
+        let prefix = self.uri_prefix()?;
+        let Some(relative) = uri.strip_prefix(&prefix) else {
             return refuse(&format!(
                 "not a file URI under {}",
-                self.uri_prefix().trim_end_matches('/')
+                prefix.trim_end_matches('/')
             ));
         };
         let mut split = relative.split('/');
@@ -308,10 +316,17 @@ mod tests {
     }
 
     #[test]
-    fn a_relative_root_is_made_absolute() {
+    fn a_relative_root_is_made_absolute_and_an_empty_one_refused() {
         let sink = DirectorySink::new(PathBuf::from("archives/./x"));
         assert!(sink.root().is_absolute());
         assert!(sink.root().ends_with("archives/x"));
+        let empty = DirectorySink::new(PathBuf::new());
+        let err = empty
+            .locate(&key("c", "ns", "u"))
+            .map(|l| l.uri)
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Other(_)), "{err}");
+        assert!(empty.path_of_uri("file:///c/ns/u.json").is_err());
     }
 
     #[test]

@@ -39,12 +39,16 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Connections per pool: the collector looks up one batch at a time.
 const MAX_CONNECTIONS: u32 = 2;
 
-/// A session table, read only. Implements [`SessionDirectory`]; cloning is not offered, share it
-/// by reference.
+/// A session table, read only. Implements [`SessionDirectory`].
 ///
 /// # Guarantees
-/// On PostgreSQL every connection starts with `default_transaction_read_only = on`, so nothing
-/// sent through it can write; a SQLite file is opened read only and never created.
+/// On PostgreSQL every connection starts with `default_transaction_read_only = on` and a
+/// `statement_timeout`, so nothing sent through it can write or run for long; a SQLite file is
+/// opened read only and never created.
+///
+/// # Caveats
+/// Those settings travel as the connection's startup `options`, which a PgBouncer in front of
+/// the server refuses unless told to ignore them (`ignore_startup_parameters = options`).
 pub struct SessionTable {
     pool: Pool,
     names: Names,
@@ -307,7 +311,8 @@ impl SessionTable {
 
 #[async_trait]
 impl SessionDirectory for SessionTable {
-    /// One query on PostgreSQL (`WHERE id = ANY($1)`); on SQLite one per 32,766 ids
+    /// One query on PostgreSQL (`WHERE id = ANY($1)`, prepared once per connection, so a
+    /// connection's first call takes one more round trip); on SQLite one per 32,766 ids
     /// (`WHERE id IN (?, ...)`). Every id asked for is in the answer.
     async fn lookup(&self, ids: &[String]) -> Result<HashMap<String, Row>, StoreError> {
         let mut answer: HashMap<String, Row> =
