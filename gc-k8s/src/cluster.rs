@@ -13,7 +13,9 @@ use crate::errors::{Call, chain, cluster_error};
 /// The field manager recorded in `managedFields` for the collector's patches.
 pub const FIELD_MANAGER: &str = "gc";
 
-/// The failed-Pod collector's view of a real cluster, through a kube [`Client`].
+/// A real cluster, through a kube [`Client`]: the failed-Pod collector's [`Cluster`], the
+/// session collector's [`ObjectCluster`](gc_core::ports::ObjectCluster) and the run
+/// [`Lock`](gc_core::ports::Lock) (each impl documents its own guarantees).
 ///
 /// Every answer is the server's JSON text, untouched: lists go straight to
 /// [`gc_core::inventory::read`], single Pods to the core's readers.
