@@ -21,9 +21,20 @@ enum Command {
     /// Plan a run: what would be collected, held or deferred, and why. Changes nothing.
     #[command(subcommand)]
     Plan(PlanCommand),
+    /// Apply a reviewed plan written by `plan pods --out`: archive, then remove, its targets.
+    Apply(Box<crate::apply::Apply>),
+    /// Plan and apply in one go (dry run unless `--auto-remediate --dry-run false`).
+    #[command(subcommand)]
+    Run(RunCommand),
     /// Move the observation ledger in and out of the store, unchanged.
     #[command(subcommand)]
     Ledger(crate::ledger::LedgerCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum RunCommand {
+    /// Plan and apply the failed-Pod diagnostics collector.
+    Pods(Box<crate::apply::RunPods>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -148,6 +159,8 @@ impl Cli {
     pub(crate) fn run(self) -> Result<(), Failure> {
         match self.command {
             Command::Plan(PlanCommand::Pods(args)) => crate::plan_pods::run(&args),
+            Command::Apply(args) => crate::apply::apply(&args),
+            Command::Run(RunCommand::Pods(args)) => crate::apply::run(&args),
             Command::Ledger(command) => crate::ledger::run(&command),
         }
     }

@@ -1,5 +1,6 @@
 //! `gc-cli`: plan, apply and run the collectors. `main` only maps a result to an exit code.
 
+mod apply;
 mod cli;
 mod ledger;
 mod live;

@@ -90,6 +90,14 @@ pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 pub(crate) fn run(args: &PlanPods) -> Result<(), Failure> {
+    let (cfg, plan) = plan(args)?;
+    let mut out = std::io::stdout().lock();
+    output::write_plan(&mut out, &plan, &cfg, args.format).context("cannot write the plan")?;
+    Ok(())
+}
+
+/// Makes the plan `args` describe, and writes the files they ask for.
+pub(crate) fn plan(args: &PlanPods) -> Result<(PodConfig, PodPlan), Failure> {
     let cfg = args.pod.inputs().validate().map_err(Failure::usage)?;
     let now = now(args.now.as_deref())?;
     let file_ledger = match &args.ledger {
@@ -119,9 +127,7 @@ pub(crate) fn run(args: &PlanPods) -> Result<(), Failure> {
         let file = PlanFile::seal(&plan, &cfg, now, f64::from(args.ttl_seconds));
         write_file(path, &file.to_json())?;
     }
-    let mut out = std::io::stdout().lock();
-    output::write_plan(&mut out, &plan, &cfg, args.format).context("cannot write the plan")?;
-    Ok(())
+    Ok((cfg, plan))
 }
 
 /// Plans from the cluster; the ledger comes from the store (or `--ledger`) and goes back to the

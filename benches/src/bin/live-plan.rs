@@ -30,17 +30,32 @@ impl Cluster for Counting<'_> {
     async fn get_pod(&self, ns: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
         self.inner.get_pod(ns, name).await
     }
-    async fn patch_pod(&self, ns: &str, name: &str, patch: &[u8], dry: bool) -> Result<Vec<u8>, ClusterError> {
+    async fn patch_pod(
+        &self,
+        ns: &str,
+        name: &str,
+        patch: &[u8],
+        dry: bool,
+    ) -> Result<Vec<u8>, ClusterError> {
         self.inner.patch_pod(ns, name, patch, dry).await
     }
-    async fn delete_pod(&self, ns: &str, name: &str, pre: &Preconditions, dry: bool) -> Result<Option<Vec<u8>>, ClusterError> {
+    async fn delete_pod(
+        &self,
+        ns: &str,
+        name: &str,
+        pre: &Preconditions,
+        dry: bool,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
         self.inner.delete_pod(ns, name, pre, dry).await
     }
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3000);
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(3000);
     let bed = TestBed::shared().await?;
     let ns = bed.namespace("bench-live").await?;
     let pods = ns.api::<Pod>();
@@ -50,10 +65,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     for chunk in (0..n).collect::<Vec<_>>().chunks(25) {
         let creates = chunk.iter().map(|i| {
             let p = match i % 6 {
-                0 => FailedPod::new(&format!("failed-{i}")).label("diagnostics.example.com/collect", "true"),
-                1 => FailedPod::new(&format!("succeeded-{i}")).phase("Succeeded").label("diagnostics.example.com/collect", "true"),
+                0 => FailedPod::new(&format!("failed-{i}"))
+                    .label("diagnostics.example.com/collect", "true"),
+                1 => FailedPod::new(&format!("succeeded-{i}"))
+                    .phase("Succeeded")
+                    .label("diagnostics.example.com/collect", "true"),
                 2 => FailedPod::new(&format!("unlabelled-{i}")),
-                _ => FailedPod::new(&format!("running-{i}")).phase("Running").running_container("main"),
+                _ => FailedPod::new(&format!("running-{i}"))
+                    .phase("Running")
+                    .running_container("main"),
             };
             let pods = pods.clone();
             async move { p.create(&pods).await }
@@ -64,16 +84,37 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     }
     eprintln!("created {n} Pods in {:.1?}", started.elapsed());
     let cluster = gc_k8s::KubeCluster::new(ns.client().clone());
-    let cfg = PodInputs { namespace: ns.name().into(), max_inventory: 10_000, ..PodInputs::default() }.validate()?;
-    let rules = Rules { namespace: &cfg.namespace, collect_label: &cfg.collect_label, pin: &cfg.pin_finalizer };
+    let cfg = PodInputs {
+        namespace: ns.name().into(),
+        max_inventory: 10_000,
+        ..PodInputs::default()
+    }
+    .validate()?;
+    let rules = Rules {
+        namespace: &cfg.namespace,
+        collect_label: &cfg.collect_label,
+        pin: &cfg.pin_finalizer,
+    };
     let filtered = gc_k8s::failed_pod_query(&cfg, 500);
-    let unfiltered = PodQuery { label_selector: String::new(), field_selector: String::new(), ..filtered.clone() };
+    let unfiltered = PodQuery {
+        label_selector: String::new(),
+        field_selector: String::new(),
+        ..filtered.clone()
+    };
     println!("| listing | Pods returned | requests | bytes received | list + plan |");
     println!("| --- | --- | --- | --- | --- |");
-    for (label, query) in [("server-filtered (gc-cli)", &filtered), ("unfiltered (the flow's kubectl get)", &unfiltered)] {
-        let counting = Counting { inner: &cluster, requests: AtomicUsize::new(0), bytes: AtomicUsize::new(0) };
+    for (label, query) in [
+        ("server-filtered (gc-cli)", &filtered),
+        ("unfiltered (the flow's kubectl get)", &unfiltered),
+    ] {
+        let counting = Counting {
+            inner: &cluster,
+            requests: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+        };
         let t = Instant::now();
-        let inventory: Inventory = gc_k8s::list_inventory(&counting, query, rules, 20_001, &mut |_, _| {}).await?;
+        let inventory: Inventory =
+            gc_k8s::list_inventory(&counting, query, rules, 20_001, &mut |_, _| {}).await?;
         let plan = plan_pods(&inventory, &PreviousLedger::default(), &cfg, 4e9)?;
         let elapsed = t.elapsed();
         println!(
