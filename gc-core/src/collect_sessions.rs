@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use crate::ports::{ClusterError, ObjectCluster, Preconditions, SessionDirectory, StoreError};
 use crate::sessions::{
-    self, Judged, Kind, Resource, SessionConfig, SessionDecision, SessionPlanError,
+    self, Judged, Kind, Resource, SessionConfig, SessionDecision, SessionPlan, SessionPlanError,
 };
 
 /// Ids per database round trip.
@@ -133,17 +133,29 @@ async fn scan<C: ObjectCluster>(
     }
 }
 
-/// One run: scan every kind, look the ids up in batches, plan, delete (or dry-run), audit.
+/// A plan made from the cluster and the database: what [`run`] would delete, before any delete.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Planned {
+    /// Every resource scanned, judged.
+    #[serde(flatten)]
+    pub plan: SessionPlan,
+    /// Kinds that could not be scanned because their definition is not installed.
+    pub missing_kinds: Vec<String>,
+    /// Database round trips made.
+    pub lookups: usize,
+}
+
+/// The first half of [`run`]: scan every kind, look the ids up in batches, plan. Writes nothing.
 ///
 /// # Errors
-/// [`SessionRunError`] before any delete: a failed list, a database error, a plan refusal.
-pub async fn run<C: ObjectCluster, D: SessionDirectory>(
+/// As [`run`].
+pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
     cluster: &C,
     directory: &D,
     cfg: &SessionConfig,
     now: f64,
-    dry_run: bool,
-) -> Result<SessionReport, SessionRunError> {
+) -> Result<Planned, SessionRunError> {
     let mut resources = Vec::new();
     let mut missing_kinds = Vec::new();
     for kind in &cfg.kinds {
@@ -168,6 +180,29 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         lookups += 1;
     }
     let plan = sessions::plan_sessions(&resources, &rows, cfg, now)?;
+    Ok(Planned {
+        plan,
+        missing_kinds,
+        lookups,
+    })
+}
+
+/// One run: scan every kind, look the ids up in batches, plan, delete (or dry-run), audit.
+///
+/// # Errors
+/// [`SessionRunError`] before any delete: a failed list, a database error, a plan refusal.
+pub async fn run<C: ObjectCluster, D: SessionDirectory>(
+    cluster: &C,
+    directory: &D,
+    cfg: &SessionConfig,
+    now: f64,
+    dry_run: bool,
+) -> Result<SessionReport, SessionRunError> {
+    let Planned {
+        plan,
+        missing_kinds,
+        lookups,
+    } = plan(cluster, directory, cfg, now).await?;
     let mut records = Vec::with_capacity(plan.judged.len());
     let mut failures = 0;
     for judged in plan.judged {
@@ -399,6 +434,17 @@ mod tests {
             ),
             "{err}"
         );
+        assert!(f.deleted.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn plan_judges_like_run_and_deletes_nothing() {
+        let f = fake(false);
+        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+        let planned = block_on(plan(&f, &db, &cfg(), 1_795_953_600.0)).unwrap();
+        let due: Vec<_> = planned.plan.deletes().map(|r| r.name.as_str()).collect();
+        assert_eq!(due, ["e-Deployment", "e-Session"]);
+        assert_eq!(planned.lookups, 1);
         assert!(f.deleted.lock().unwrap().is_empty());
     }
 
