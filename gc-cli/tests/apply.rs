@@ -280,3 +280,67 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn run_is_a_dry_run_unless_asked_twice() -> Result {
+    let bed = TestBed::shared().await?;
+    let ns = bed.namespace("run").await?;
+    let pods = ns.api::<Pod>();
+    let old = Timestamp::from_second(Timestamp::now().as_second() - 7200)?;
+    for i in 0..3 {
+        FailedPod::new(&format!("target-{i}"))
+            .label(COLLECT, "true")
+            .finished_at(old)
+            .create(&pods)
+            .await?;
+    }
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
+    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+    let archives = dir.path().join("archives");
+    let base = [
+        "run",
+        "pods",
+        "-n",
+        ns.name(),
+        "--retention-seconds",
+        "3600",
+        "--kubeconfig",
+        &kubeconfig,
+        "--store",
+        &store,
+        "--archive-dir",
+        archives.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    let before = snapshot(&ns).await?;
+    let report: Value = serde_json::from_str(&ok(&gc_cli(&base)))?;
+    assert_eq!(report["dryRun"], true);
+    assert!(
+        report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["outcome"] == "wouldCollect"),
+        "{report:#}"
+    );
+    assert_eq!(snapshot(&ns).await?, before);
+    let out = gc_cli(&[&base[..], &["--dry-run", "false"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--auto-remediate"));
+    assert_eq!(snapshot(&ns).await?, before);
+    let report: Value = serde_json::from_str(&ok(&gc_cli(
+        &[&base[..], &["--dry-run", "false", "--auto-remediate"]].concat(),
+    )))?;
+    assert!(
+        report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["outcome"] == "collected"),
+        "{report:#}"
+    );
+    assert!(snapshot(&ns).await?.is_empty());
+    Ok(())
+}
