@@ -23,7 +23,8 @@ enum Command {
     Plan(PlanCommand),
     /// Apply a reviewed plan written by `plan pods --out`: archive, then remove, its targets.
     Apply(Box<crate::apply::Apply>),
-    /// Plan and apply in one go (dry run unless `--auto-remediate --dry-run false`).
+    /// Plan and apply in one go (pods: dry run unless `--auto-remediate --dry-run false`;
+    /// sessions: deletes unless `--dry-run`).
     #[command(subcommand)]
     Run(RunCommand),
     /// Move the observation ledger in and out of the store, unchanged.
@@ -35,12 +36,16 @@ enum Command {
 enum RunCommand {
     /// Plan and apply the failed-Pod diagnostics collector.
     Pods(Box<crate::apply::RunPods>),
+    /// Delete session resources whose session is gone from the database (fenced, audited).
+    Sessions(Box<crate::sessions::RunSessions>),
 }
 
 #[derive(Debug, Subcommand)]
 enum PlanCommand {
     /// Plan the failed-Pod diagnostics collector over a Pod inventory.
     Pods(Box<PlanPods>),
+    /// Plan the orphaned-session collector against the cluster and the session database.
+    Sessions(Box<crate::sessions::PlanSessions>),
 }
 
 /// Output formats of a plan.
@@ -161,6 +166,8 @@ impl Cli {
             Command::Plan(PlanCommand::Pods(args)) => crate::plan_pods::run(&args),
             Command::Apply(args) => crate::apply::apply(&args),
             Command::Run(RunCommand::Pods(args)) => crate::apply::run(&args),
+            Command::Plan(PlanCommand::Sessions(args)) => crate::sessions::plan(&args),
+            Command::Run(RunCommand::Sessions(args)) => crate::sessions::run(&args),
             Command::Ledger(command) => crate::ledger::run(&command),
         }
     }

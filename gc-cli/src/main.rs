@@ -6,6 +6,7 @@ mod ledger;
 mod live;
 mod output;
 mod plan_pods;
+mod sessions;
 
 use std::process::ExitCode;
 
