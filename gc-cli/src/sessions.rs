@@ -397,7 +397,7 @@ fn write_table(
     writeln!(
         out,
         "{} to delete, {} deferred, {} held, {} skipped, {} kept, of {} resources in namespace {} \
-         at {} ({} database round trips)",
+         at {} ({})",
         counts[0],
         counts[1],
         counts[2],
@@ -406,7 +406,7 @@ fn write_table(
         planned.plan.scanned,
         cfg.namespace,
         rfc3339(now),
-        planned.lookups
+        round_trips(planned.lookups)
     )
 }
 
@@ -529,7 +529,7 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
     };
     format!(
         "sessions in namespace {} of cluster {}: {} scanned, {done} {verb}, {changed} changed \
-         since listed, {} failed, {} deferred, {} held, {} skipped, {} kept; {} database round trips",
+         since listed, {} failed, {} deferred, {} held, {} skipped, {} kept; {}",
         cfg.namespace,
         cfg.cluster_id,
         report.records.len(),
@@ -538,8 +538,13 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
         counts[2],
         counts[3],
         counts[4],
-        report.lookups
+        round_trips(report.lookups)
     )
+}
+
+fn round_trips(n: usize) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{n} database round trip{s}")
 }
 
 fn holder() -> String {

@@ -1,0 +1,726 @@
+//! `gc-cli plan sessions` and `gc-cli run sessions` end to end: the real API server with the
+//! `Session` CRD, and the real PostgreSQL holding StreamSpace's `sessions` table.
+//!
+//! A namespace holds what StreamSpace's agent leaves (Deployment `<id>`, Service `<id>`, PVC
+//! `<id>-home`, Session `<id>`, all labelled `app=streamspace-session, session=<id>, user, template`)
+//! for live, hibernated, hard-deleted, soft-deleted and young sessions, next to look-alikes
+//! without the app label, an object without a session label, and labelled objects in another
+//! namespace. The tests show exactly the right objects deleted, a rerun deleting nothing more, a
+//! dry run reporting the same set and deleting nothing, and every doubt (database down, wrong
+//! password, empty table, unreachable cluster) deleting nothing with a clear error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Command, Output};
+
+use gc_testbed::{TestBed, TestDatabase, TestNamespace};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+
+type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+
+const APP: &str = "streamspace-session";
+
+/// StreamSpace's table, as its control plane creates it.
+const SCHEMA: &str = "CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255), \
+     template_name VARCHAR(255), state VARCHAR(50), created_at TIMESTAMP, updated_at TIMESTAMP)";
+
+/// Session ids in StreamSpace's form `{user}-{template}-{8 hex}`.
+const LIVE: [&str; 3] = [
+    "alice-firefox-0000000a",
+    "bob-firefox-0000000b",
+    "carol-vscode-0000000c",
+];
+const HIBERNATED: &str = "dave-gimp-0000000d";
+const GONE: [&str; 2] = ["erin-firefox-0000000e", "frank-vscode-0000000f"];
+const SOFT: &str = "grace-firefox-00000010";
+const YOUNG: &str = "heidi-gimp-00000011";
+
+fn gc_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gc-cli"));
+    command.args(args).env_remove("GC_SESSION_DATABASE_URL");
+    for name in [
+        "DB_HOST",
+        "DB_PORT",
+        "DB_USER",
+        "DB_PASSWORD",
+        "DB_NAME",
+        "DB_SSL_MODE",
+    ] {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied()).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{}\n{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The JSON lines of an audit log.
+fn lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// `kind/name` of every audit record with `result`.
+fn with_result(records: &[Value], result: &str) -> BTreeSet<String> {
+    records
+        .iter()
+        .filter(|r| r["result"] == result)
+        .map(|r| {
+            format!(
+                "{}/{}",
+                r["kind"].as_str().unwrap(),
+                r["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// `kind/name` of every object StreamSpace leaves for session `id`.
+fn objects_of(id: &str, pvc: bool) -> BTreeSet<String> {
+    let mut set: BTreeSet<String> = [
+        format!("Deployment/{id}"),
+        format!("Service/{id}"),
+        format!("Session/{id}"),
+    ]
+    .into();
+    if pvc {
+        set.insert(format!("PersistentVolumeClaim/{id}-home"));
+    }
+    set
+}
+
+/// One namespace's StreamSpace objects, and the database beside it.
+struct Fixture {
+    ns: TestNamespace,
+    other: TestNamespace,
+    db: TestDatabase,
+    session: ApiResource,
+    kubeconfig: String,
+    /// An instant at which every object made before the young session is older than 24 hours
+    /// and the young session's objects are not.
+    now: String,
+}
+
+fn labels(id: &str, app: Option<&str>) -> Value {
+    let (user, rest) = id.split_once('-').unwrap();
+    let template = rest.split('-').next().unwrap();
+    let mut labels = json!({ "session": id, "user": user, "template": template });
+    if let Some(app) = app {
+        labels["app"] = json!(app);
+    }
+    labels
+}
+
+/// Creates what the agent creates for session `id` (with `labels`), the PVC only when `pvc`.
+async fn create_session(
+    ns: &TestNamespace,
+    session: &ApiResource,
+    id: &str,
+    labels: &Value,
+    replicas: i32,
+    pvc: bool,
+) -> Result {
+    let post = PostParams::default();
+    let meta = json!({ "name": id, "labels": labels });
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": meta,
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "session": id } },
+            "template": {
+                "metadata": { "labels": labels },
+                "spec": { "containers": [{ "name": "session", "image": "lscr.io/linuxserver/firefox" }] },
+            },
+        },
+    }))?;
+    ns.api::<Deployment>().create(&post, &deployment).await?;
+    let service: Service = serde_json::from_value(json!({
+        "metadata": meta,
+        "spec": { "type": "ClusterIP", "selector": { "session": id }, "ports": [{ "port": 3000 }] },
+    }))?;
+    ns.api::<Service>().create(&post, &service).await?;
+    if pvc {
+        let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+            "metadata": { "name": format!("{id}-home"), "labels": labels },
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": { "requests": { "storage": "10Gi" } },
+            },
+        }))?;
+        ns.api::<PersistentVolumeClaim>()
+            .create(&post, &claim)
+            .await?;
+    }
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": session.api_version,
+        "kind": session.kind,
+        "metadata": meta,
+        "spec": { "user": labels["user"], "template": labels["template"] },
+    }))?;
+    Api::<DynamicObject>::namespaced_with(ns.client().clone(), ns.name(), session)
+        .create(&post, &object)
+        .await?;
+    Ok(())
+}
+
+/// Every object of the four kinds in `ns`: `kind/name` -> (uid, deleting).
+async fn snapshot(
+    ns: &TestNamespace,
+    session: &ApiResource,
+) -> Result<BTreeMap<String, (String, bool)>> {
+    let mut out = BTreeMap::new();
+    let lp = ListParams::default();
+    let mut add = |kind: &str, meta: kube::api::ObjectMeta| {
+        out.insert(
+            format!("{kind}/{}", meta.name.unwrap()),
+            (meta.uid.unwrap(), meta.deletion_timestamp.is_some()),
+        );
+    };
+    for d in ns.api::<Deployment>().list(&lp).await? {
+        add("Deployment", d.metadata);
+    }
+    for s in ns.api::<Service>().list(&lp).await? {
+        add("Service", s.metadata);
+    }
+    for p in ns.api::<PersistentVolumeClaim>().list(&lp).await? {
+        add("PersistentVolumeClaim", p.metadata);
+    }
+    let sessions = Api::<DynamicObject>::namespaced_with(ns.client().clone(), ns.name(), session);
+    for s in sessions.list(&lp).await? {
+        add("Session", s.metadata);
+    }
+    Ok(out)
+}
+
+/// The objects of `before` (not yet deleting there) that are gone or deleting in `after`.
+fn removed(
+    before: &BTreeMap<String, (String, bool)>,
+    after: &BTreeMap<String, (String, bool)>,
+) -> BTreeSet<String> {
+    before
+        .iter()
+        .filter(|(_, (_, deleting))| !deleting)
+        .filter(|(k, _)| after.get(*k).is_none_or(|(_, deleting)| *deleting))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// The earliest and latest `creationTimestamp` of the objects in `ns` (seconds).
+async fn creation_span(ns: &TestNamespace) -> Result<(i64, i64)> {
+    let mut seen = Vec::new();
+    let lp = ListParams::default();
+    for d in ns.api::<Deployment>().list(&lp).await? {
+        seen.push(
+            d.metadata
+                .creation_timestamp
+                .ok_or("no creationTimestamp")?
+                .0,
+        );
+    }
+    for s in ns.api::<Service>().list(&lp).await? {
+        seen.push(
+            s.metadata
+                .creation_timestamp
+                .ok_or("no creationTimestamp")?
+                .0,
+        );
+    }
+    for p in ns.api::<PersistentVolumeClaim>().list(&lp).await? {
+        seen.push(
+            p.metadata
+                .creation_timestamp
+                .ok_or("no creationTimestamp")?
+                .0,
+        );
+    }
+    let secs: Vec<i64> = seen.iter().map(|t| t.as_second()).collect();
+    Ok((
+        *secs.iter().min().ok_or("no objects")?,
+        *secs.iter().max().ok_or("no objects")?,
+    ))
+}
+
+impl Fixture {
+    /// The namespaces, the objects and the table; `None` when no PostgreSQL is configured.
+    async fn new(prefix: &str) -> Result<Option<Self>> {
+        let Some(db) = TestDatabase::fresh(prefix).await? else {
+            return Ok(None);
+        };
+        let bed = TestBed::shared().await?;
+        let session = bed.install_session_crd().await?;
+        let ns = bed.namespace(prefix).await?;
+        let other = bed.namespace(&format!("{prefix}-other")).await?;
+        let app = Some(APP);
+        for id in LIVE {
+            create_session(&ns, &session, id, &labels(id, app), 1, id != LIVE[1]).await?;
+        }
+        create_session(&ns, &session, HIBERNATED, &labels(HIBERNATED, app), 0, true).await?;
+        for id in GONE.into_iter().chain([SOFT]) {
+            create_session(&ns, &session, id, &labels(id, app), 1, true).await?;
+        }
+        // Look-alikes: a hard-deleted session's name and labels, but not the app label.
+        let lookalike = "ivan-firefox-00000012";
+        create_session(&ns, &session, lookalike, &labels(lookalike, None), 1, true).await?;
+        let mut other_app = labels(lookalike, Some("streamspace-api"));
+        other_app["session"] = json!("judy-firefox-00000013");
+        create_session(&ns, &session, "judy-firefox-00000013", &other_app, 1, false).await?;
+        // Selected, but no session id: never judged.
+        let no_id = json!({ "app": APP, "user": "x", "template": "y" });
+        let svc: Service = serde_json::from_value(json!({
+            "metadata": { "name": "streamspace-session-unlabelled", "labels": no_id },
+            "spec": { "type": "ClusterIP", "ports": [{ "port": 3000 }] },
+        }))?;
+        ns.api::<Service>()
+            .create(&PostParams::default(), &svc)
+            .await?;
+        // The same hard-deleted sessions, labelled, in another namespace.
+        for id in GONE {
+            create_session(&other, &session, id, &labels(id, app), 1, true).await?;
+        }
+        // The young session comes a clear second later than everything else.
+        let (_, old_latest) = creation_span(&ns).await?;
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        create_session(&ns, &session, YOUNG, &labels(YOUNG, app), 1, true).await?;
+        let (_, young_latest) = creation_span(&ns).await?;
+        assert!(young_latest > old_latest, "the young session is younger");
+        let now = k8s_openapi::jiff::Timestamp::from_second(old_latest + 24 * 3600)?.to_string();
+
+        let pool = db.pool().await?;
+        sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+        let rows = LIVE
+            .iter()
+            .map(|id| (*id, "running"))
+            .chain([(HIBERNATED, "hibernated"), (SOFT, "deleted")]);
+        for (id, state) in rows {
+            let (user, rest) = id.split_once('-').unwrap();
+            sqlx::query(
+                "INSERT INTO sessions VALUES ($1, $2, $3, $4, now()::timestamp, now()::timestamp)",
+            )
+            .bind(id)
+            .bind(user)
+            .bind(rest.split('-').next().unwrap())
+            .bind(state)
+            .execute(&pool)
+            .await?;
+        }
+        pool.close().await;
+        Ok(Some(Self {
+            ns,
+            other,
+            db,
+            session,
+            kubeconfig: bed.kubeconfig_path().to_str().unwrap().to_owned(),
+            now,
+        }))
+    }
+
+    /// `gc-cli <verb> sessions` on this namespace and database, with `extra` flags.
+    fn cli(&self, verb: &str, extra: &[&str]) -> Output {
+        let base = [
+            verb,
+            "sessions",
+            "-n",
+            self.ns.name(),
+            "--kubeconfig",
+            &self.kubeconfig,
+            "--database-url",
+            self.db.url(),
+            "--now",
+            &self.now,
+        ];
+        gc_cli(&[&base[..], extra].concat(), &[])
+    }
+
+    async fn snapshot(&self) -> Result<BTreeMap<String, (String, bool)>> {
+        snapshot(&self.ns, &self.session).await
+    }
+}
+
+/// What a run should delete by default: the hard-deleted sessions' objects.
+fn hard_deleted() -> BTreeSet<String> {
+    GONE.iter().flat_map(|id| objects_of(id, true)).collect()
+}
+
+#[tokio::test]
+async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
+    let Some(f) = Fixture::new("sessions-run").await? else {
+        return Ok(());
+    };
+    let before = f.snapshot().await?;
+    let other_before = snapshot(&f.other, &f.session).await?;
+
+    // The plan: the hard-deleted sessions' objects, the young one held, the rest kept.
+    let plan: Value = serde_json::from_str(&ok(&f.cli("plan", &["-o", "json"])))?;
+    let decided = |decision: &str| -> BTreeSet<String> {
+        plan["judged"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|j| j["decision"] == decision)
+            .map(|j| {
+                format!(
+                    "{}/{}",
+                    j["kind"].as_str().unwrap(),
+                    j["name"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(decided("delete"), hard_deleted(), "{plan:#}");
+    assert_eq!(decided("held"), objects_of(YOUNG, true));
+    assert_eq!(
+        decided("skipped"),
+        BTreeSet::from(["Service/streamspace-session-unlabelled".to_owned()])
+    );
+    let kept = decided("kept");
+    assert!(kept.is_superset(&objects_of(HIBERNATED, true)));
+    assert!(
+        kept.is_superset(&objects_of(SOFT, true)),
+        "soft deletes are kept by default"
+    );
+    assert_eq!(plan["deleteCount"], 8);
+    assert_eq!(plan["lookups"], 1);
+    assert_eq!(plan["missingKinds"], json!([]));
+    assert!(
+        !decided("delete")
+            .iter()
+            .any(|n| n.contains("ivan") || n.contains("judy"))
+    );
+    // The table says the same for people.
+    let table = ok(&f.cli("plan", &[]));
+    assert!(
+        table.contains("8 to delete, 0 deferred, 4 held, 1 skipped, 19 kept, of 32 resources"),
+        "{table}"
+    );
+    // On the real clock everything is younger than the grace period: nothing to delete.
+    let out = gc_cli(
+        &[
+            "plan",
+            "sessions",
+            "-n",
+            f.ns.name(),
+            "--kubeconfig",
+            &f.kubeconfig,
+            "--database-url",
+            f.db.url(),
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    let real_clock: Value = serde_json::from_str(&ok(&out))?;
+    assert_eq!(real_clock["deleteCount"], 0);
+    assert_eq!(f.snapshot().await?, before, "plan changes nothing");
+
+    // Dry run, with the database from StreamSpace's DB_* variables: the same set, nothing deleted.
+    let url = f.db.url().strip_prefix("postgres://").unwrap();
+    let (auth, rest) = url.split_once('@').unwrap();
+    let (user, password) = auth.split_once(':').unwrap();
+    let (host_port, name) = rest.split_once('/').unwrap();
+    let (host, port) = host_port.split_once(':').unwrap();
+    let env = [
+        ("DB_HOST", host),
+        ("DB_PORT", port),
+        ("DB_USER", user),
+        ("DB_PASSWORD", password),
+        ("DB_NAME", name),
+    ];
+    let out = gc_cli(
+        &[
+            "run",
+            "sessions",
+            "-n",
+            f.ns.name(),
+            "--kubeconfig",
+            &f.kubeconfig,
+            "--now",
+            &f.now,
+            "--dry-run",
+        ],
+        &env,
+    );
+    let dry = lines(&ok(&out));
+    assert_eq!(dry.len(), 32, "one audit line per resource scanned");
+    assert_eq!(with_result(&dry, "would delete"), hard_deleted());
+    assert!(
+        dry.iter()
+            .all(|r| r["dryRun"] == true && r["cluster"] == "primary")
+    );
+    assert!(
+        dry.iter()
+            .all(|r| r["namespace"] == f.ns.name() && r["time"].is_string())
+    );
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("8 would delete (dry run)"), "{stderr}");
+    assert_eq!(f.snapshot().await?, before, "a dry run deletes nothing");
+
+    // The run: exactly those objects, each with an audit line; the audit log is appended to.
+    let dir = tempfile::tempdir()?;
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = audit.to_str().unwrap();
+    let out = f.cli("run", &["--audit-log", audit_arg]);
+    assert!(ok(&out).is_empty(), "audit lines go to the file");
+    let records = lines(&std::fs::read_to_string(&audit)?);
+    assert_eq!(with_result(&records, "deleted"), hard_deleted());
+    let line = records
+        .iter()
+        .find(|r| r["name"] == GONE[0] && r["kind"] == "Deployment")
+        .unwrap();
+    for key in [
+        "cluster",
+        "namespace",
+        "kind",
+        "name",
+        "uid",
+        "session",
+        "decision",
+        "reason",
+    ] {
+        assert!(line[key].is_string(), "{key} in {line}");
+    }
+    assert_eq!(line["dryRun"], false);
+    assert_eq!(line["session"], GONE[0]);
+    assert_eq!(
+        line["reason"],
+        format!("no session {} in the database", GONE[0])
+    );
+    let after = f.snapshot().await?;
+    assert_eq!(removed(&before, &after), hard_deleted());
+    // PVCs keep the pvc-protection finalizer on a bare API server: they are deleting, not gone.
+    for id in GONE {
+        assert_eq!(
+            after
+                .get(&format!("PersistentVolumeClaim/{id}-home"))
+                .map(|v| v.1),
+            Some(true)
+        );
+    }
+    for (name, value) in &before {
+        if !hard_deleted().contains(name) {
+            assert_eq!(after.get(name), Some(value), "{name} is untouched");
+        }
+    }
+    assert_eq!(snapshot(&f.other, &f.session).await?, other_before);
+
+    // A rerun deletes nothing more; the deleting PVCs are skipped.
+    ok(&f.cli("run", &["--audit-log", audit_arg]));
+    let records = lines(&std::fs::read_to_string(&audit)?);
+    assert_eq!(
+        records.len(),
+        32 + 26,
+        "appended: the Deployments, Services and Sessions are gone"
+    );
+    let rerun = &records[32..];
+    assert!(
+        rerun
+            .iter()
+            .all(|r| r["result"].is_null() && r["decision"] != "delete")
+    );
+    assert_eq!(f.snapshot().await?, after);
+
+    // Soft-deleted sessions go with --terminal-state deleted.
+    let out = f.cli("run", &["--terminal-state", "deleted"]);
+    let soft = lines(&ok(&out));
+    assert_eq!(with_result(&soft, "deleted"), objects_of(SOFT, true));
+    let last = f.snapshot().await?;
+    assert_eq!(removed(&after, &last), objects_of(SOFT, true));
+    assert_eq!(snapshot(&f.other, &f.session).await?, other_before);
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_doubt_deletes_nothing_and_says_why() -> Result {
+    let Some(f) = Fixture::new("sessions-refuse").await? else {
+        return Ok(());
+    };
+    let before = f.snapshot().await?;
+    let refuse = |out: &Output, code: i32, says: &str| {
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(stderr.contains("gc-cli: error:"), "{stderr}");
+    };
+
+    // The database down: a closed port.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.local_addr()?.port()
+    };
+    let down = format!("postgres://gc:gc@127.0.0.1:{closed}/streamspace");
+    let base = |verb: &'static str| {
+        vec![
+            verb.to_owned(),
+            "sessions".into(),
+            "-n".into(),
+            f.ns.name().into(),
+            "--kubeconfig".into(),
+            f.kubeconfig.clone(),
+            "--now".into(),
+            f.now.clone(),
+        ]
+    };
+    let with = |verb: &'static str, extra: &[&str]| {
+        let mut args = base(verb);
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        gc_cli(&args, &[])
+    };
+    for verb in ["plan", "run"] {
+        let out = with(verb, &["--database-url", &down]);
+        refuse(&out, 1, "cannot open the session table");
+        refuse(&out, 1, "refused");
+    }
+    // The URL from the environment variable counts too, and never shows its password.
+    let out = gc_cli(
+        &[
+            "run",
+            "sessions",
+            "-n",
+            f.ns.name(),
+            "--kubeconfig",
+            &f.kubeconfig,
+            "--now",
+            &f.now,
+        ],
+        &[(
+            "GC_SESSION_DATABASE_URL",
+            &down.replace("gc:gc", "gc:Sekr1t-Pw"),
+        )],
+    );
+    refuse(&out, 1, &format!("127.0.0.1:{closed}"));
+    assert!(!text(&out.stderr).contains("Sekr1t-Pw"));
+
+    // A wrong password.
+    let wrong = f.db.url().replacen("gc:gc@", "gc:not-the-password@", 1);
+    assert_ne!(
+        wrong,
+        f.db.url(),
+        "the test database's URL holds the test role gc:gc"
+    );
+    let out = with("run", &["--database-url", &wrong]);
+    refuse(&out, 1, "password");
+    assert!(!text(&out.stderr).contains("not-the-password"));
+
+    // A table that does not exist.
+    let out = with("run", &["--database-url", f.db.url(), "--table", "session"]);
+    refuse(&out, 1, "table session does not exist");
+
+    // A table that answers nothing: the guard refuses (and says so in the audit log too).
+    let empty = TestDatabase::fresh("sessions-empty")
+        .await?
+        .ok_or("no database")?;
+    let pool = empty.pool().await?;
+    sqlx::raw_sql(SCHEMA).execute(&pool).await?;
+    pool.close().await;
+    let out = with("run", &["--database-url", empty.url()]);
+    refuse(&out, 3, "refused: 31 of 32 session resources look orphaned");
+    let audit = lines(&text(&out.stdout));
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["decision"], "refused");
+    let out = with("plan", &["--database-url", empty.url()]);
+    refuse(&out, 3, "override the guard");
+    // ...and a dry run with the guard overridden shows what it guarded against.
+    let out = with(
+        "run",
+        &[
+            "--database-url",
+            empty.url(),
+            "--override-guard",
+            "--dry-run",
+        ],
+    );
+    // (everything with a session id but the young session)
+    assert_eq!(with_result(&lines(&ok(&out)), "would delete").len(), 27);
+
+    // The cluster unreachable.
+    let out = gc_cli(
+        &[
+            "run",
+            "sessions",
+            "-n",
+            f.ns.name(),
+            "--api-url",
+            &format!("https://127.0.0.1:{closed}"),
+            "--database-url",
+            f.db.url(),
+        ],
+        &[],
+    );
+    refuse(&out, 1, "cannot connect to the cluster");
+
+    // Bad settings are usage errors.
+    let out = with(
+        "run",
+        &["--database-url", f.db.url(), "--grace-hours", "-1"],
+    );
+    refuse(&out, 2, "grace_hours");
+    let out = with(
+        "run",
+        &[
+            "--database-url",
+            f.db.url(),
+            "--kinds",
+            "Deployment,deployments",
+        ],
+    );
+    refuse(&out, 2, "given twice");
+    let out = gc_cli(
+        &[
+            "run",
+            "sessions",
+            "-n",
+            "kube-system",
+            "--kubeconfig",
+            &f.kubeconfig,
+            "--database-url",
+            f.db.url(),
+        ],
+        &[],
+    );
+    refuse(&out, 2, "invalid namespace");
+
+    assert_eq!(f.snapshot().await?, before, "nothing was deleted");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_kind_not_installed_is_reported_not_fatal() -> Result {
+    let Some(f) = Fixture::new("sessions-kinds").await? else {
+        return Ok(());
+    };
+    let before = f.snapshot().await?;
+    let out = f.cli(
+        "run",
+        &[
+            "--kinds",
+            "deployments,example.com/v1/Widget/widgets",
+            "--dry-run",
+        ],
+    );
+    let records = lines(&ok(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("example.com/v1 Widget is not served by the API server"),
+        "{stderr}"
+    );
+    let expected: BTreeSet<String> = GONE.iter().map(|id| format!("Deployment/{id}")).collect();
+    assert_eq!(with_result(&records, "would delete"), expected);
+    assert_eq!(f.snapshot().await?, before);
+    Ok(())
+}
