@@ -10,6 +10,8 @@ if [ -x scripts/postgres.sh ]; then
   GC_TEST_DATABASE_URL=$(scripts/postgres.sh | tail -n 1)
   export GC_TEST_DATABASE_URL
 fi
+GC_TEST_PUSHGATEWAY=$(scripts/pushgateway.sh | tail -n 1)
+export GC_TEST_PUSHGATEWAY
 # Arguments go to cargo test: `scripts/test.sh -p gc-core` runs one package, no argument all.
 case " $* " in
   *" -p "* | *" --package "*) cargo test --all-targets "$@" ;;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use clap::Args;
 use gc_core::apply::{self, Outcome, Ports, TargetResult};
 use gc_core::approval::PlanFile;
-use gc_core::plan::Target;
+use gc_core::plan::{PodPlan, Target};
 use gc_core::ports::{Clock, Lock};
 use gc_core::{PodConfig, PodInputs};
 use gc_k8s::KubeCluster;
@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::cli::{Format, PlanPods};
 use crate::live::{self, ConnectArgs};
+use crate::metrics::{MetricsArgs, RunMetrics};
 use crate::{Failure, plan_pods};
 
 /// The clock of a real run.
@@ -49,6 +50,8 @@ pub(crate) struct ApplyArgs {
     /// How long to wait for another run on the same cluster and namespace to finish.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     lock_wait_seconds: u64,
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 /// `gc-cli apply`
@@ -89,6 +92,18 @@ pub(crate) struct RunPods {
     /// How long to wait for another run on the same cluster and namespace to finish.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     lock_wait_seconds: u64,
+    #[command(flatten)]
+    metrics: MetricsArgs,
+}
+
+/// What an apply needs besides its targets.
+struct Job<'a> {
+    connect: &'a ConnectArgs,
+    store: Option<&'a str>,
+    archive_dir: Option<PathBuf>,
+    lock_wait_seconds: u64,
+    metrics: &'a MetricsArgs,
+    format: Format,
 }
 
 #[derive(Serialize)]
@@ -113,15 +128,20 @@ pub(crate) fn apply(args: &Apply) -> Result<(), Failure> {
         .with_context(|| format!("plan {}", args.plan.display()))
         .map_err(Failure::usage)?;
     let a = &args.apply;
+    let job = Job {
+        connect: &a.connect,
+        store: a.store.as_deref(),
+        archive_dir: a.archive_dir.clone(),
+        lock_wait_seconds: a.lock_wait_seconds,
+        metrics: &a.metrics,
+        format: args.format,
+    };
     live::block_on(execute(
-        &a.connect,
-        a.store.as_deref(),
-        a.archive_dir.clone(),
-        a.lock_wait_seconds,
+        &job,
         &file.config,
+        None,
         &file.targets,
         args.dry_run,
-        args.format,
     ))
 }
 
@@ -132,37 +152,103 @@ pub(crate) fn run(args: &RunPods) -> Result<(), Failure> {
             "--dry-run false needs --auto-remediate: acting without a reviewed plan must be asked for explicitly"
         )));
     }
-    let (cfg, plan) = plan_pods::plan(&args.plan)?;
     let p = &args.plan;
-    live::block_on(execute(
-        &p.connect,
-        p.store.as_deref(),
-        args.archive_dir.clone(),
-        args.lock_wait_seconds,
-        &cfg,
-        &plan.targets,
-        !live_run,
-        p.format,
-    ))
+    let job = Job {
+        connect: &p.connect,
+        store: p.store.as_deref(),
+        archive_dir: args.archive_dir.clone(),
+        lock_wait_seconds: args.lock_wait_seconds,
+        metrics: &args.metrics,
+        format: p.format,
+    };
+    let started = std::time::Instant::now();
+    let (cfg, plan) = match plan_pods::plan(p) {
+        Ok(planned) => planned,
+        Err(f) => {
+            let m = RunMetrics::new(
+                &args.metrics.metrics_prefix(),
+                "pods",
+                &p.pod.inputs().namespace,
+            );
+            m.error("plan");
+            m.finish(started.elapsed().as_secs_f64(), None);
+            m.deliver(&args.metrics, Some(&format!("{:#}", f.error())), "");
+            return Err(f);
+        }
+    };
+    live::block_on(execute(&job, &cfg, Some(&plan), &plan.targets, !live_run))
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn execute(
-    connect: &ConnectArgs,
-    store: Option<&str>,
-    archive_dir: Option<PathBuf>,
-    lock_wait_seconds: u64,
+    job: &Job<'_>,
+    cfg: &PodConfig,
+    plan: Option<&PodPlan>,
+    targets: &[Target],
+    dry_run: bool,
+) -> Result<(), Failure> {
+    let started = std::time::Instant::now();
+    let metrics = RunMetrics::new(&job.metrics.metrics_prefix(), "pods", &cfg.namespace);
+    if let Some(plan) = plan {
+        metrics.plan(plan);
+    }
+    let outcome = act(job, cfg, targets, dry_run).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok((recovered, results)) => {
+            metrics.results(&recovered);
+            metrics.results(&results);
+            let failed = recovered
+                .iter()
+                .chain(&results)
+                .filter(|r| r.outcome.is_failure())
+                .count();
+            let summary = summary(&results, recovered.len(), dry_run);
+            report(
+                &Report {
+                    dry_run,
+                    recovered: &recovered,
+                    results: &results,
+                },
+                job.format,
+            )?;
+            if failed > 0 {
+                let why = format!("{failed} target(s) failed; the next run resumes them");
+                metrics.finish(elapsed, None);
+                metrics.deliver(job.metrics, Some(&why), &summary);
+                return Err(Failure::from(anyhow::anyhow!(why)));
+            }
+            metrics.finish(elapsed, Some(SystemClock.now()));
+            let deleted = results
+                .iter()
+                .any(|r| matches!(r.outcome, Outcome::Collected { .. }));
+            metrics.deliver(job.metrics, None, if deleted { &summary } else { "" });
+            Ok(())
+        }
+        Err(f) => {
+            metrics.error("run");
+            metrics.finish(elapsed, None);
+            metrics.deliver(job.metrics, Some(&format!("{:#}", f.error())), "");
+            Err(f)
+        }
+    }
+}
+
+/// Connects, takes the run lock, recovers earlier pins, applies, releases the lock.
+async fn act(
+    job: &Job<'_>,
     cfg: &PodConfig,
     targets: &[Target],
     dry_run: bool,
-    format: Format,
-) -> Result<(), Failure> {
-    let cluster = gc_k8s::connect(&connect.connection()?)
+) -> Result<(Vec<TargetResult>, Vec<TargetResult>), Failure> {
+    let cluster = gc_k8s::connect(&job.connect.connection()?)
         .await
         .context("cannot connect to the cluster")?;
-    let store = live::open_store(store).await?;
-    let sink =
-        gc_store::DirectorySink::new(archive_dir.unwrap_or_else(gc_store::default_archive_dir));
+    let store = live::open_store(job.store).await?;
+    let sink = gc_store::DirectorySink::new(
+        job.archive_dir
+            .clone()
+            .unwrap_or_else(gc_store::default_archive_dir),
+    );
     let clock = SystemClock;
     let ports = Ports {
         cluster: &cluster,
@@ -172,32 +258,31 @@ async fn execute(
     };
     let lease = format!("gc-pods-{}", cfg.cluster_id);
     let holder = holder();
-    take_lock(&cluster, cfg, &lease, &holder, lock_wait_seconds).await?;
+    take_lock(&cluster, cfg, &lease, &holder, job.lock_wait_seconds).await?;
     let recovered = apply::recover(&ports, cfg, targets, dry_run).await;
     let results = apply::apply(&ports, cfg, targets, dry_run).await;
     let released = cluster.release(&cfg.namespace, &lease, &holder).await;
     let recovered = recovered
         .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))?;
     released.context("cannot release the run lock (it expires by itself)")?;
-    report(
-        &Report {
-            dry_run,
-            recovered: &recovered,
-            results: &results,
-        },
-        format,
-    )?;
-    let failed = recovered
+    Ok((recovered, results))
+}
+
+fn summary(results: &[TargetResult], recovered: usize, dry_run: bool) -> String {
+    let collected = results
         .iter()
-        .chain(&results)
-        .filter(|r| r.outcome.is_failure())
+        .filter(|t| {
+            matches!(
+                t.outcome,
+                Outcome::Collected { .. } | Outcome::WouldCollect { .. }
+            )
+        })
         .count();
-    if failed > 0 {
-        return Err(Failure::from(anyhow::anyhow!(
-            "{failed} target(s) failed; the next run resumes them"
-        )));
-    }
-    Ok(())
+    let mode = if dry_run { " (dry run)" } else { "" };
+    format!(
+        "{collected} of {} targets collected{mode}, {recovered} pins recovered",
+        results.len()
+    )
 }
 
 fn holder() -> String {
@@ -242,7 +327,6 @@ fn report(r: &Report<'_>, format: Format) -> Result<(), Failure> {
         );
         return Ok(());
     }
-    let mode = if r.dry_run { " (dry run)" } else { "" };
     for t in r.recovered.iter().chain(r.results) {
         let line = match &t.outcome {
             Outcome::Collected { uri, sha256, .. } => {
@@ -259,20 +343,6 @@ fn report(r: &Report<'_>, format: Format) -> Result<(), Failure> {
         };
         println!("{:<32} {:<38} {line}", t.name, t.uid);
     }
-    let collected = r
-        .results
-        .iter()
-        .filter(|t| {
-            matches!(
-                t.outcome,
-                Outcome::Collected { .. } | Outcome::WouldCollect { .. }
-            )
-        })
-        .count();
-    println!(
-        "{collected} of {} targets collected{mode}, {} pins recovered",
-        r.results.len(),
-        r.recovered.len()
-    );
+    println!("{}", summary(r.results, r.recovered.len(), r.dry_run));
     Ok(())
 }

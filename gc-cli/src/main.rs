@@ -4,6 +4,7 @@ mod apply;
 mod cli;
 mod ledger;
 mod live;
+mod metrics;
 mod output;
 mod plan_pods;
 mod sessions;
@@ -43,6 +44,12 @@ impl Failure {
             code: exit::PLAN,
             error: error.into(),
         }
+    }
+}
+
+impl Failure {
+    pub(crate) fn error(&self) -> &anyhow::Error {
+        &self.error
     }
 }
 

@@ -147,6 +147,38 @@ pub(crate) struct RunSessions {
     /// How long to wait for another run on the same cluster and namespace to finish.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     lock_wait_seconds: u64,
+    #[command(flatten)]
+    metrics: crate::metrics::MetricsArgs,
+}
+
+/// Counts a session run by kind and decision.
+fn record(metrics: &crate::metrics::RunMetrics, report: &SessionReport) {
+    use gc_core::sessions::SessionDecision as D;
+    let mut kinds: std::collections::BTreeMap<&str, [u64; 5]> = std::collections::BTreeMap::new();
+    for r in &report.records {
+        let c = kinds.entry(r.judged.resource.kind.as_str()).or_default();
+        c[0] += 1;
+        match &r.judged.decision {
+            D::Held { .. } => {
+                c[1] += 1;
+                c[2] += 1;
+            }
+            D::Deferred { .. } => {
+                c[1] += 1;
+                c[3] += 1;
+            }
+            D::Delete { .. } => c[1] += 1,
+            D::Kept { .. } | D::Skipped { .. } => {}
+        }
+        match r.result.as_deref() {
+            Some("deleted") => c[4] += 1,
+            Some(r) if r.starts_with("failed") => metrics.error("delete"),
+            _ => {}
+        }
+    }
+    for (kind, [scanned, orphaned, held, deferred, deleted]) in kinds {
+        metrics.objects(kind, scanned, orphaned, held, deferred, deleted);
+    }
 }
 
 /// A kind by StreamSpace name or as `group/version/Kind/plural`.
@@ -455,9 +487,48 @@ fn write_lines<T: Serialize>(sink: &mut dyn Write, lines: &[T]) -> anyhow::Resul
     sink.flush().context("cannot write the audit log")
 }
 
+/// The current time, as `--now` would give it.
+fn now_of_clock() -> Result<f64, Failure> {
+    now(None)
+}
+
 pub(crate) fn run(args: &RunSessions) -> Result<(), Failure> {
     let cfg = args.args.config()?;
+    let started = std::time::Instant::now();
+    let metrics =
+        crate::metrics::RunMetrics::new(&args.metrics.metrics_prefix(), "sessions", &cfg.namespace);
+    let result = run_once(args, &cfg, &metrics);
+    let elapsed = started.elapsed().as_secs_f64();
+    match &result {
+        Ok(summary) => {
+            metrics.finish(elapsed, now_of_clock().ok());
+            metrics.deliver(&args.metrics, None, summary);
+        }
+        Err(f) => {
+            metrics.error("run");
+            metrics.finish(elapsed, None);
+            metrics.deliver(&args.metrics, Some(&format!("{:#}", f.error)), "");
+        }
+    }
+    result.map(drop)
+}
+
+/// One run; the summary line on success.
+fn run_once(
+    args: &RunSessions,
+    cfg: &SessionConfig,
+    metrics: &crate::metrics::RunMetrics,
+) -> Result<String, Failure> {
+    let cfg = cfg.clone();
     let now = now(args.args.now.as_deref())?;
+    // A future `--now` would treat young resources as past their grace period: a live run
+    // accepts one only when the environment says this is a test.
+    let clock = now_of_clock()?;
+    if !args.dry_run && now > clock + 60.0 && std::env::var_os("GC_ALLOW_FUTURE_NOW").is_none() {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "--now is in the future: a live run would shorten the grace period (set GC_ALLOW_FUTURE_NOW=1 in tests)"
+        )));
+    }
     let time = rfc3339(now);
     let mut sink = audit_sink(args.audit_log.as_ref())?;
     let outcome = live::block_on(async {
@@ -491,6 +562,7 @@ pub(crate) fn run(args: &RunSessions) -> Result<(), Failure> {
         }
     };
     warn_missing(&report.missing_kinds, &cfg.namespace);
+    record(metrics, &report);
     let lines: Vec<_> = report
         .records
         .iter()
@@ -500,14 +572,15 @@ pub(crate) fn run(args: &RunSessions) -> Result<(), Failure> {
         })
         .collect();
     write_lines(&mut *sink, &lines)?;
-    eprintln!("gc-cli: {}", summary(&report, &cfg, args.dry_run));
+    let line = summary(&report, &cfg, args.dry_run);
+    eprintln!("gc-cli: {line}");
     if report.failures > 0 {
         return Err(Failure::from(anyhow::anyhow!(
             "{} delete(s) failed; the next run tries them again",
             report.failures
         )));
     }
-    Ok(())
+    Ok(line)
 }
 
 /// The run in one line: counts by decision and by result.
