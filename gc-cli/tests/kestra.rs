@@ -31,30 +31,8 @@ fn flow() -> Value {
 /// YAML to JSON through Python's PyYAML (Debian's `python3-yaml`): the one place to switch to a
 /// YAML crate once the test crate has one.
 fn yaml_to_json(text: &str) -> Value {
-    use std::io::Write;
-    let mut child = Command::new("python3")
-        .args([
-            "-c",
-            "import json, sys, yaml; json.dump(yaml.safe_load(sys.stdin), sys.stdout)",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 is needed to read the flow's YAML");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "the flow is not valid YAML, or python3 lacks PyYAML (python3-yaml): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let value: serde_norway::Value = serde_norway::from_str(text).expect("the flow is valid YAML");
+    serde_json::to_value(value).expect("the flow's YAML maps to JSON")
 }
 
 /// Every task of the flow, nested ones and error handlers included, with the ids leading to it.
