@@ -93,7 +93,7 @@ pub(crate) struct RunPods {
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     lock_wait_seconds: u64,
     #[command(flatten)]
-    metrics: MetricsArgs,
+    pub(crate) metrics: MetricsArgs,
 }
 
 /// What an apply needs besides its targets.

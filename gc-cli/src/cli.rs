@@ -27,17 +27,37 @@ enum Command {
     /// sessions: deletes unless `--dry-run`).
     #[command(subcommand)]
     Run(RunCommand),
+    /// Run a collector every interval and serve its metrics on /metrics.
+    Serve(Box<crate::serve::Serve>),
     /// Move the observation ledger in and out of the store, unchanged.
     #[command(subcommand)]
     Ledger(crate::ledger::LedgerCommand),
 }
 
 #[derive(Debug, Subcommand)]
-enum RunCommand {
+pub(crate) enum RunCommand {
     /// Plan and apply the failed-Pod diagnostics collector.
     Pods(Box<crate::apply::RunPods>),
     /// Delete session resources whose session is gone from the database (fenced, audited).
     Sessions(Box<crate::sessions::RunSessions>),
+}
+
+impl RunCommand {
+    /// Runs the collector once.
+    pub(crate) fn run(&self) -> Result<(), Failure> {
+        match self {
+            Self::Pods(args) => crate::apply::run(args),
+            Self::Sessions(args) => crate::sessions::run(args),
+        }
+    }
+
+    /// Where the run sends its metrics.
+    pub(crate) fn metrics_mut(&mut self) -> &mut crate::metrics::MetricsArgs {
+        match self {
+            Self::Pods(args) => &mut args.metrics,
+            Self::Sessions(args) => &mut args.metrics,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -165,9 +185,9 @@ impl Cli {
         match self.command {
             Command::Plan(PlanCommand::Pods(args)) => crate::plan_pods::run(&args),
             Command::Apply(args) => crate::apply::apply(&args),
-            Command::Run(RunCommand::Pods(args)) => crate::apply::run(&args),
+            Command::Run(run) => run.run(),
+            Command::Serve(args) => crate::serve::serve(*args),
             Command::Plan(PlanCommand::Sessions(args)) => crate::sessions::plan(&args),
-            Command::Run(RunCommand::Sessions(args)) => crate::sessions::run(&args),
             Command::Ledger(command) => crate::ledger::run(&command),
         }
     }

@@ -7,6 +7,7 @@ mod live;
 mod metrics;
 mod output;
 mod plan_pods;
+mod serve;
 mod sessions;
 
 use std::process::ExitCode;

@@ -50,6 +50,11 @@ impl MetricsArgs {
     pub(crate) fn metrics_prefix(&self) -> String {
         self.metrics_prefix.clone()
     }
+
+    /// Writes the metrics to `path` (as `--metrics-file` does).
+    pub(crate) fn set_file(&mut self, path: PathBuf) {
+        self.metrics_file = Some(path);
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

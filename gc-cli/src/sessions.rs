@@ -148,7 +148,7 @@ pub(crate) struct RunSessions {
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     lock_wait_seconds: u64,
     #[command(flatten)]
-    metrics: crate::metrics::MetricsArgs,
+    pub(crate) metrics: crate::metrics::MetricsArgs,
 }
 
 /// Counts a session run by kind and decision.

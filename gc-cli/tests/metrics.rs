@@ -161,3 +161,62 @@ async fn metrics_reach_a_real_pushgateway() -> Result {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn serve_runs_on_a_schedule_and_serves_metrics() -> Result {
+    let bed = TestBed::shared().await?;
+    let ns = bed.namespace("serve").await?;
+    let old = Timestamp::from_second(Timestamp::now().as_second() - 7200)?;
+    FailedPod::new("p")
+        .label("diagnostics.example.com/collect", "true")
+        .finished_at(old)
+        .create(&ns.api::<Pod>())
+        .await?;
+    let dir = tempfile::tempdir()?;
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--interval-seconds",
+            "3",
+            "--runs",
+            "2",
+        ])
+        .args([
+            "pods",
+            "-n",
+            ns.name(),
+            "--retention-seconds",
+            "3600",
+            "--kubeconfig",
+            bed.kubeconfig_path().to_str().unwrap(),
+        ])
+        .args([
+            "--store",
+            &format!("sqlite:{}", dir.path().join("s.db").display()),
+        ])
+        .args(["--archive-dir", dir.path().join("a").to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let mut text = String::new();
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let out = Command::new("curl").args(["-fsS", &url]).output()?;
+        text = String::from_utf8(out.stdout)?;
+        if text.contains("gc_objects_scanned_total") {
+            break;
+        }
+    }
+    assert!(
+        text.contains(&format!(
+            "gc_objects_scanned_total{{collector=\"pods\",kind=\"Pod\",namespace=\"{}\"}} 1",
+            ns.name()
+        )),
+        "{text}"
+    );
+    assert!(child.wait()?.success());
+    Ok(())
+}
