@@ -70,3 +70,24 @@ successfulJobsHistoryLimit: {{ .Values.successfulJobsHistoryLimit }}
 failedJobsHistoryLimit: {{ .Values.failedJobsHistoryLimit }}
 startingDeadlineSeconds: {{ .Values.startingDeadlineSeconds }}
 {{- end -}}
+
+{{/* Metrics and alert flags and environment, shared by both collectors. */}}
+{{- define "gc.metricsArgs" -}}
+- --metrics-prefix={{ .Values.metrics.prefix }}
+{{- with .Values.metrics.pushgateway }}
+- --pushgateway={{ . }}
+{{- end }}
+{{- if .Values.alerts.onSuccess }}
+- --alert-on-success
+{{- end }}
+{{- end -}}
+
+{{- define "gc.alertEnv" -}}
+{{- with .Values.alerts.webhookSecret }}
+- name: GC_ALERT_WEBHOOK
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.alerts.webhookKey }}
+{{- end }}
+{{- end -}}
