@@ -12,7 +12,6 @@ use gc_core::approval::PlanFile;
 use gc_core::plan::{PodPlan, Target};
 use gc_core::ports::{Clock, Lock};
 use gc_core::{PodConfig, PodInputs};
-use gc_k8s::KubeCluster;
 use serde::Serialize;
 
 use crate::cli::{Format, PlanPods};
@@ -257,8 +256,15 @@ async fn act(
         clock: &clock,
     };
     let lease = format!("gc-pods-{}", cfg.cluster_id);
-    let holder = holder();
-    take_lock(&cluster, cfg, &lease, &holder, job.lock_wait_seconds).await?;
+    let holder = live::holder();
+    live::take_lock(
+        &cluster,
+        &cfg.namespace,
+        &lease,
+        &holder,
+        job.lock_wait_seconds,
+    )
+    .await?;
     let recovered = apply::recover(&ports, cfg, targets, dry_run).await;
     let results = apply::apply(&ports, cfg, targets, dry_run).await;
     let released = cluster.release(&cfg.namespace, &lease, &holder).await;
@@ -283,40 +289,6 @@ fn summary(results: &[TargetResult], recovered: usize, dry_run: bool) -> String 
         "{collected} of {} targets collected{mode}, {recovered} pins recovered",
         results.len()
     )
-}
-
-fn holder() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "gc-cli".into());
-    format!("{host}-{}", std::process::id())
-}
-
-/// Waits for the run lock up to `wait_seconds`, polling every two seconds.
-async fn take_lock(
-    cluster: &KubeCluster,
-    cfg: &PodConfig,
-    lease: &str,
-    holder: &str,
-    wait_seconds: u64,
-) -> Result<(), Failure> {
-    // The lease outlives any run: a crashed run's lease expires after it.
-    const TTL: u32 = 900;
-    let deadline = std::time::Instant::now() + Duration::from_secs(wait_seconds);
-    loop {
-        if cluster
-            .try_acquire(&cfg.namespace, lease, holder, TTL)
-            .await
-            .context("cannot take the run lock")?
-        {
-            return Ok(());
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(Failure::from(anyhow::anyhow!(
-                "another run holds lease {lease} in namespace {}; waited {wait_seconds}s",
-                cfg.namespace
-            )));
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
 }
 
 fn report(r: &Report<'_>, format: Format) -> Result<(), Failure> {

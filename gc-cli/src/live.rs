@@ -94,6 +94,40 @@ pub(crate) fn block_on<T>(work: impl Future<Output = Result<T, Failure>>) -> Res
     runtime.block_on(work)
 }
 
+/// Who holds the run lock: the host (the Pod's name in a cluster) and the process.
+pub(crate) fn holder() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "gc-cli".into());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Waits for the run lock `lease` in `namespace` up to `wait_seconds`, polling every two seconds.
+pub(crate) async fn take_lock(
+    lock: &impl gc_core::ports::Lock,
+    namespace: &str,
+    lease: &str,
+    holder: &str,
+    wait_seconds: u64,
+) -> Result<(), Failure> {
+    // The lease outlives any run: a crashed run's lease expires after it.
+    const TTL: u32 = 900;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(wait_seconds);
+    loop {
+        if lock
+            .try_acquire(namespace, lease, holder, TTL)
+            .await
+            .context("cannot take the run lock")?
+        {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(Failure::from(anyhow::anyhow!(
+                "another run holds lease {lease} in namespace {namespace}; waited {wait_seconds}s; nothing was changed"
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}
+
 /// A one-line progress report on a terminal's stderr; silent when stderr is not a terminal.
 pub(crate) struct Progress {
     on: bool,

@@ -83,6 +83,33 @@ pub(crate) fn rfc3339(seconds: f64) -> String {
         .unwrap_or_else(|| format!("{seconds}"))
 }
 
+/// Writes `rows` under `header` in aligned columns; nothing when there is no row.
+pub(crate) fn write_columns<const N: usize>(
+    out: &mut impl Write,
+    header: [&str; N],
+    rows: &[[String; N]],
+) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let header = header.map(String::from);
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(rows) {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
 fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io::Result<()> {
     let mut rows = Vec::new();
     let mut not_eligible = 0;
@@ -126,23 +153,11 @@ fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io
             reason,
         ]);
     }
-    let header = ["STATE", "NAME", "UID", "BASIS", "ANCHOR", "REASON"].map(String::from);
-    let mut widths = header.clone().map(|h| h.len());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    if !rows.is_empty() {
-        for row in std::iter::once(&header).chain(&rows) {
-            let line: Vec<String> = row
-                .iter()
-                .zip(widths)
-                .map(|(c, w)| format!("{c:<w$}"))
-                .collect();
-            writeln!(out, "{}", line.join("  ").trim_end())?;
-        }
-    }
+    write_columns(
+        out,
+        ["STATE", "NAME", "UID", "BASIS", "ANCHOR", "REASON"],
+        &rows,
+    )?;
     writeln!(
         out,
         "{} targeted, {} held, {} deferred, {} not eligible, of {} pods in namespace {} at {}",

@@ -11,7 +11,6 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -409,23 +408,11 @@ fn write_table(
             ]);
         }
     }
-    let header = ["DECISION", "KIND", "NAME", "SESSION", "CREATED", "REASON"].map(String::from);
-    let mut widths = header.clone().map(|h| h.len());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    if !rows.is_empty() {
-        for row in std::iter::once(&header).chain(&rows) {
-            let line: Vec<String> = row
-                .iter()
-                .zip(widths)
-                .map(|(c, w)| format!("{c:<w$}"))
-                .collect();
-            writeln!(out, "{}", line.join("  ").trim_end())?;
-        }
-    }
+    crate::output::write_columns(
+        out,
+        ["DECISION", "KIND", "NAME", "SESSION", "CREATED", "REASON"],
+        &rows,
+    )?;
     writeln!(
         out,
         "{} to delete, {} deferred, {} held, {} skipped, {} kept, of {} resources in namespace {} \
@@ -534,8 +521,15 @@ fn run_once(
     let outcome = live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;
         let lease = format!("gc-sessions-{}", cfg.cluster_id);
-        let holder = holder();
-        take_lock(&cluster, &cfg, &lease, &holder, args.lock_wait_seconds).await?;
+        let holder = live::holder();
+        live::take_lock(
+            &cluster,
+            &cfg.namespace,
+            &lease,
+            &holder,
+            args.lock_wait_seconds,
+        )
+        .await?;
         let report = collect_sessions::run(&cluster, &table, &cfg, now, args.dry_run).await;
         table.close().await;
         if let Err(e) = cluster.release(&cfg.namespace, &lease, &holder).await {
@@ -618,40 +612,6 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
 fn round_trips(n: usize) -> String {
     let s = if n == 1 { "" } else { "s" };
     format!("{n} database round trip{s}")
-}
-
-fn holder() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "gc-cli".into());
-    format!("{host}-{}", std::process::id())
-}
-
-/// Waits for the run lock up to `wait_seconds`, polling every two seconds.
-async fn take_lock(
-    cluster: &KubeCluster,
-    cfg: &SessionConfig,
-    lease: &str,
-    holder: &str,
-    wait_seconds: u64,
-) -> Result<(), Failure> {
-    // The lease outlives any run: a crashed run's lease expires after it.
-    const TTL: u32 = 900;
-    let deadline = std::time::Instant::now() + Duration::from_secs(wait_seconds);
-    loop {
-        if cluster
-            .try_acquire(&cfg.namespace, lease, holder, TTL)
-            .await
-            .context("cannot take the run lock")?
-        {
-            return Ok(());
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(Failure::from(anyhow::anyhow!(
-                "another run holds lease {lease} in namespace {}; waited {wait_seconds}s; nothing deleted",
-                cfg.namespace
-            )));
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
 }
 
 #[cfg(test)]

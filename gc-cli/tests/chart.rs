@@ -83,8 +83,14 @@ fn lint_and_templates() {
             && pods.contains("resources: [leases]")
     );
     assert!(template(&["database.existingSecret=db-pass"]).contains("name: db-pass"));
-    let delivered = template(&["metrics.pushgateway=http://pgw:9091", "alerts.webhookSecret=hook"]);
-    assert!(delivered.contains("- --pushgateway=http://pgw:9091") && delivered.contains("- --metrics-prefix=streamspace"));
+    let delivered = template(&[
+        "metrics.pushgateway=http://pgw:9091",
+        "alerts.webhookSecret=hook",
+    ]);
+    assert!(
+        delivered.contains("- --pushgateway=http://pgw:9091")
+            && delivered.contains("- --metrics-prefix=streamspace")
+    );
     assert!(delivered.contains("name: GC_ALERT_WEBHOOK") && delivered.contains("name: hook"));
     let dry = template(&["gc.dryRun=true", "gc.terminalStates={deleted}"]);
     assert!(dry.contains("- --dry-run") && dry.contains("- --terminal-state=deleted"));
