@@ -15,7 +15,7 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 
 type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
 
@@ -113,6 +113,36 @@ fn lint_and_templates() {
     }
 }
 
+/// The shipped alert rules parse and speak only of metrics the collectors export.
+#[test]
+fn alert_rules_use_exported_metrics() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/prometheus/gc-alerts.yaml"
+    ))
+    .unwrap();
+    let rules: serde_json::Value =
+        serde_json::to_value(serde_norway::from_str::<serde_norway::Value>(&text).unwrap())
+            .unwrap();
+    let exported = [
+        "errors_total",
+        "last_success_timestamp_seconds",
+        "fences_lost_total",
+        "objects_deleted_total",
+    ];
+    let list = rules["groups"][0]["rules"].as_array().unwrap();
+    assert!(list.len() >= 4);
+    for rule in list {
+        let expr = rule["expr"].as_str().unwrap();
+        assert!(
+            exported
+                .iter()
+                .any(|m| expr.contains(&format!("streamspace_{m}"))),
+            "{expr}"
+        );
+    }
+}
+
 async fn allowed(
     client: &kube::Client,
     verb: &str,
@@ -137,6 +167,66 @@ async fn allowed(
         .create(&PostParams::default(), &review)
         .await?;
     Ok(answer.status.is_some_and(|s| s.allowed))
+}
+
+/// Every manifest the chart renders, for several values, is accepted by the real API server in a
+/// server-side dry run (`dryRun=All`: validation and admission, nothing stored).
+#[tokio::test]
+async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
+    let bed = TestBed::shared().await?;
+    let ns = bed.namespace("chart-dry").await?;
+    let client = ns.client().clone();
+    let variations: [&[&str]; 4] = [
+        &[],
+        &["failedPods.enabled=true"],
+        &[
+            "database.existingSecret=db-pass",
+            "gc.dryRun=true",
+            "gc.terminalStates={deleted}",
+        ],
+        &[
+            "metrics.pushgateway=http://pgw:9091",
+            "alerts.webhookSecret=hook",
+            "failedPods.enabled=true",
+        ],
+    ];
+    for sets in variations {
+        let mut sets = sets.to_vec();
+        let namespace = format!("namespace={}", ns.name());
+        sets.push(&namespace);
+        let rendered = template(&sets);
+        let mut count = 0;
+        for doc in rendered
+            .split("\n---")
+            .filter(|d| d.lines().any(|l| l.starts_with("kind:")))
+        {
+            let value: serde_norway::Value = serde_norway::from_str(doc)?;
+            let object: DynamicObject = serde_json::from_value(serde_json::to_value(value)?)?;
+            let types = object.types.clone().expect("apiVersion and kind");
+            let gvk = GroupVersionKind::try_from(&types)?;
+            let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await?;
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), ns.name(), &resource);
+            let params = PostParams {
+                dry_run: true,
+                ..PostParams::default()
+            };
+            api.create(&params, &object)
+                .await
+                .map_err(|e| format!("{sets:?}: {} {:?}: {e}", types.kind, object.metadata.name))?;
+            count += 1;
+        }
+        assert!(count >= 4, "{sets:?}: only {count} manifests");
+    }
+    // Nothing was stored.
+    assert!(
+        Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(client, ns.name())
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    Ok(())
 }
 
 #[tokio::test]
