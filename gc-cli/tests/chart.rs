@@ -360,6 +360,53 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"collected\""));
     assert!(ns.api::<Pod>().get_opt("target").await?.is_none());
+    // The session collector, live, with the same token: the orphan's Service goes, the live one stays.
+    if let Some(db) = gc_testbed::TestDatabase::fresh("chart-sessions").await? {
+        let pool = db.pool().await?;
+        sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
+            .execute(&pool)
+            .await?;
+        sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
+            .execute(&pool)
+            .await?;
+        let services = ns.api::<k8s_openapi::api::core::v1::Service>();
+        for id in ["live-1", "gone-1"] {
+            let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(
+                serde_json::json!({
+                    "metadata": {"name": id, "labels": {"app": "streamspace-session", "session": id}},
+                    "spec": {"ports": [{"port": 3000}]}
+                }),
+            )?;
+            services.create(&PostParams::default(), &service).await?;
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+            .args([
+                "run",
+                "sessions",
+                "-n",
+                ns.name(),
+                "--kinds",
+                "Service",
+                "--grace-hours",
+                "0",
+            ])
+            .args([
+                "--api-url",
+                bed.server_url(),
+                "--token-file",
+                token_file.to_str().unwrap(),
+                "--trust-certs",
+            ])
+            .args(["--database-url", db.url()])
+            .output()?;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(services.get_opt("gone-1").await?.is_none());
+        assert!(services.get_opt("live-1").await?.is_some());
+    }
     // And every session-collector call on every kind, as a dry run.
     bed.install_session_crd().await?;
     let cluster = gc_k8s::KubeCluster::new(client);
