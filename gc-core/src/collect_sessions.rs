@@ -208,11 +208,19 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     for judged in plan.judged {
         let result = if let SessionDecision::Delete { .. } = judged.decision {
             let r = &judged.resource;
-            let kind = cfg
-                .kinds
-                .iter()
-                .find(|k| k.kind == r.kind)
-                .unwrap_or(&cfg.kinds[0]);
+            // Resources come from scanning these kinds, so the kind is always found; if it were
+            // not, nothing is deleted rather than guessing.
+            let Some(kind) = cfg.kinds.iter().find(|k| k.kind == r.kind) else {
+                failures += 1;
+                records.push(AuditRecord {
+                    cluster: cfg.cluster_id.clone(),
+                    namespace: cfg.namespace.clone(),
+                    result: Some(format!("failed: unknown kind {}", r.kind)),
+                    judged,
+                    dry_run,
+                });
+                continue;
+            };
             let pre = Preconditions {
                 uid: r.uid.clone(),
                 resource_version: r.resource_version.clone(),
