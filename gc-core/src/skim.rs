@@ -32,17 +32,16 @@ pub struct Member<'a> {
     pub value: &'a str,
     /// The value's canonical length.
     pub canonical_len: usize,
+    /// Whether the key's text holds an escape (and must be decoded to compare).
+    pub escaped: bool,
 }
 
 impl Member<'_> {
     /// Whether the key is `name` (keys with escapes are decoded first).
     #[inline]
     pub fn key_is(&self, name: &str) -> bool {
-        let inner = &self.key[1..self.key.len() - 1];
-        inner == name
-            || (inner.len() > name.len()
-                && inner.contains('\\')
-                && serde_json::from_str::<String>(self.key).is_ok_and(|k| k == name))
+        &self.key[1..self.key.len() - 1] == name
+            || (self.escaped && serde_json::from_str::<String>(self.key).is_ok_and(|k| k == name))
     }
 }
 
@@ -89,12 +88,12 @@ impl Schema {
         elements: None,
     };
 
-    fn child(&self, key: &str) -> Option<&Schema> {
+    fn child(&self, key: &str, escaped: bool) -> Option<&Schema> {
         let inner = &key[1..key.len() - 1];
         let found = self.keys.iter().find(|(k, _)| *k == inner).map(|(_, s)| s);
         let found = found.or_else(|| {
             // An escaped key: decode it and look again.
-            if !inner.contains('\\') {
+            if !escaped {
                 return None;
             }
             let decoded: String = serde_json::from_str(key).ok()?;
@@ -163,6 +162,7 @@ pub fn skim_prefix<'a>(
         b: text.as_bytes(),
         i: 0,
         members,
+        escaped: false,
     };
     s.ws();
     let number = matches!(s.b.get(s.i), Some(b'-' | b'0'..=b'9'));
@@ -188,6 +188,8 @@ struct Skimmer<'a, 'm> {
     b: &'a [u8],
     i: usize,
     members: &'m mut Vec<Member<'a>>,
+    /// Whether the last string read held an escape.
+    escaped: bool,
 }
 
 /// Bytes a string holds as they are written: printable ASCII but `"` and `\`.
@@ -277,6 +279,7 @@ impl<'a> Skimmer<'a, '_> {
             let key_start = self.i;
             len += self.string()? + 1;
             let key = &self.text[key_start..self.i];
+            let escaped = self.escaped;
             self.ws();
             if self.b.get(self.i) != Some(&b':') {
                 return Err(self.err("expected ':'"));
@@ -284,7 +287,8 @@ impl<'a> Skimmer<'a, '_> {
             self.i += 1;
             self.ws();
             let value_start = self.i;
-            let wanted = record.and_then(|(parent, schema)| Some((parent, schema.child(key)?)));
+            let wanted =
+                record.and_then(|(parent, schema)| Some((parent, schema.child(key, escaped)?)));
             let (slot, child) = match wanted {
                 Some((parent, schema)) => {
                     self.members.push(Member {
@@ -292,6 +296,7 @@ impl<'a> Skimmer<'a, '_> {
                         key,
                         value: "",
                         canonical_len: 0,
+                        escaped,
                     });
                     let slot = self.members.len() - 1;
                     (Some(slot), Some((Some(slot), schema)))
@@ -338,6 +343,7 @@ impl<'a> Skimmer<'a, '_> {
                     key: "\"\"",
                     value: "",
                     canonical_len: 0,
+                    escaped: false,
                 });
                 self.members.len() - 1
             });
@@ -368,6 +374,7 @@ impl<'a> Skimmer<'a, '_> {
 
     /// A string at `self.i` (on its quote); its canonical length with quotes.
     fn string(&mut self) -> Result<usize, SkimError> {
+        self.escaped = false;
         let b = self.b;
         let mut i = self.i + 1;
         let mut len = 2;
@@ -399,6 +406,7 @@ impl<'a> Skimmer<'a, '_> {
                 }
                 Some(b'\\') => {
                     self.i = i;
+                    self.escaped = true;
                     len += self.escape()?;
                     i = self.i;
                 }
