@@ -174,20 +174,20 @@ impl RunMetrics {
 
     /// Counts a failed-Pod plan.
     pub(crate) fn plan(&self, plan: &PodPlan) {
-        let pod = self.object("Pod");
-        self.scanned
-            .get_or_create(&pod)
-            .inc_by(plan.decisions.len() as u64);
         let eligible = plan
             .decisions
             .iter()
             .filter(|d| !matches!(d.decision, Decision::NotEligible { .. }))
             .count();
-        self.eligible.get_or_create(&pod).inc_by(eligible as u64);
-        self.held.get_or_create(&pod).inc_by(plan.held as u64);
-        self.deferred
-            .get_or_create(&pod)
-            .inc_by(plan.deferred as u64);
+        let n = |v: usize| v as u64;
+        self.objects(
+            "Pod",
+            n(plan.decisions.len()),
+            n(eligible),
+            n(plan.held),
+            n(plan.deferred),
+            0,
+        );
     }
 
     /// Counts the results of an apply.
