@@ -13,6 +13,7 @@
 //! and the run lock (the Lease `gc-pods-<cluster-id>`, shared with `gc-cli`).
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
@@ -24,7 +25,7 @@ use gc_k8s::{Connection, KubeCluster};
 use gc_store::{DirectorySink, Store};
 
 /// How long the run lock is held at most, should the service stop mid-pass.
-const LEASE_TTL_SECONDS: u32 = 900;
+const LEASE_TTL_SECONDS: u32 = 60;
 
 /// Wall-clock time and tokio's timer: the engine never reads the clock itself.
 struct TokioClock;
@@ -163,27 +164,30 @@ impl Service {
             plan.deferred,
             cfg.namespace
         );
-        let lease = format!("gc-pods-{}", cfg.cluster_id);
+        let lease = "gc-pods";
         let taken = self
             .cluster
-            .try_acquire(&cfg.namespace, &lease, &self.holder, LEASE_TTL_SECONDS)
+            .try_acquire(&cfg.namespace, lease, &self.holder, LEASE_TTL_SECONDS)
             .await
             .context("cannot take the run lock")?;
         if !taken {
             println!("another run holds lease {lease}; skipping this pass");
             return Ok(());
         }
+        // A pass is a dry run and short: it never loses the lease it takes.
+        let stop = AtomicBool::new(false);
         let ports = Ports {
             cluster: &self.cluster,
             store: &self.store,
             sink: &self.sink,
             clock: &clock,
+            stop: &stop,
         };
-        let recovered = apply::recover(&ports, cfg, &plan.targets, true).await;
+        let recovered = apply::recover(&ports, cfg, true).await;
         let results = apply::apply(&ports, cfg, &plan.targets, true).await;
         let released = self
             .cluster
-            .release(&cfg.namespace, &lease, &self.holder)
+            .release(&cfg.namespace, lease, &self.holder)
             .await;
         let recovered = recovered.context("cannot list pinned Pods")?;
         released.context("cannot release the run lock (it expires by itself)")?;
@@ -202,6 +206,8 @@ fn log_result(r: &TargetResult) {
         }
         Outcome::Skipped { step, reason } => format!("skipped at {step:?}: {reason}"),
         Outcome::Changed { step, message } => format!("changed at {step:?}: {message}"),
+        Outcome::TooLarge { bytes, max } => format!("too large ({bytes} > {max} bytes)"),
+        Outcome::Released { reason } => format!("released: {reason}"),
         Outcome::Failed { step, error } => format!("failed at {step:?}: {error}"),
     };
     println!("{} {}: {what}", r.name, r.uid);

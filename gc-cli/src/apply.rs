@@ -1,41 +1,22 @@
 //! `gc-cli apply PLAN` and `gc-cli run pods`: the fenced apply of failed-Pod targets, one run at
-//! a time per cluster and namespace, with pins left by earlier runs finished or released first.
+//! a time per namespace, with every pin left by earlier runs finished or released first.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use async_trait::async_trait;
 use clap::Args;
+use gc_core::PodConfig;
 use gc_core::apply::{self, Outcome, Ports, TargetResult};
 use gc_core::approval::PlanFile;
-use gc_core::plan::{PodPlan, Target};
-use gc_core::ports::{Clock, Lock};
-use gc_core::{PodConfig, PodInputs};
+use gc_core::plan::Target;
 use serde::Serialize;
 
-use crate::cli::{Format, PlanPods};
-use crate::live::{self, ConnectArgs};
+use crate::cli::{Format, PlanPods, PodInputArgs, SealArgs};
+use crate::live::{self, ConnectArgs, LockArgs, RunLock};
 use crate::metrics::{MetricsArgs, RunMetrics};
-use crate::{Failure, plan_pods};
+use crate::{Failure, clock, plan_pods};
 
-/// The clock of a real run.
-struct SystemClock;
-
-#[async_trait]
-impl Clock for SystemClock {
-    fn now(&self) -> f64 {
-        let d = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        d.as_secs_f64()
-    }
-    async fn sleep(&self, seconds: f64) {
-        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
-    }
-}
-
-/// Where archives and receipts go, and how long to wait for another run.
+/// Where archives and receipts go, and how the run lock is taken.
 #[derive(Debug, Args)]
 pub(crate) struct ApplyArgs {
     #[command(flatten)]
@@ -46,24 +27,22 @@ pub(crate) struct ApplyArgs {
     /// Folder for the archives. Default: `archives` beside the embedded store.
     #[arg(long, env = "GC_ARCHIVE_DIR", value_name = "DIR")]
     archive_dir: Option<PathBuf>,
-    /// How long to wait for another run on the same cluster and namespace to finish.
-    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
-    lock_wait_seconds: u64,
+    #[command(flatten)]
+    lock: LockArgs,
     #[command(flatten)]
     metrics: MetricsArgs,
 }
 
-/// `gc-cli apply`
+/// `gc-cli apply`: the policy is apply's own flags (the same defaults as `plan pods`); a plan
+/// made under another policy is refused.
 #[derive(Debug, Args)]
 pub(crate) struct Apply {
     /// The plan written by `gc-cli plan pods --out`.
     plan: PathBuf,
-    /// The cluster the plan must be for.
-    #[arg(long, value_name = "ID")]
-    cluster_id: String,
-    /// The namespace the plan must be for.
-    #[arg(long, short = 'n')]
-    namespace: String,
+    #[command(flatten)]
+    pod: PodInputArgs,
+    #[command(flatten)]
+    seal: SealArgs,
     /// Send every write as a server-side dry run and write no archive: report what apply would do.
     #[arg(long)]
     dry_run: bool,
@@ -74,7 +53,7 @@ pub(crate) struct Apply {
     format: Format,
 }
 
-/// `gc-cli run pods`: plan and apply in one go.
+/// `gc-cli run pods`: recover, plan and apply in one go, under the run lock.
 #[derive(Debug, Args)]
 pub(crate) struct RunPods {
     #[command(flatten)]
@@ -88,42 +67,52 @@ pub(crate) struct RunPods {
     /// Folder for the archives. Default: `archives` beside the embedded store.
     #[arg(long, env = "GC_ARCHIVE_DIR", value_name = "DIR")]
     archive_dir: Option<PathBuf>,
-    /// How long to wait for another run on the same cluster and namespace to finish.
-    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
-    lock_wait_seconds: u64,
+    #[command(flatten)]
+    lock: LockArgs,
     #[command(flatten)]
     pub(crate) metrics: MetricsArgs,
 }
+
+/// The run lock of the failed-Pod collector in its namespace (one per namespace, whatever the
+/// cluster id).
+pub(crate) const PODS_LOCK: &str = "gc-pods";
 
 /// What an apply needs besides its targets.
 struct Job<'a> {
     connect: &'a ConnectArgs,
     store: Option<&'a str>,
     archive_dir: Option<PathBuf>,
-    lock_wait_seconds: u64,
+    lock: &'a LockArgs,
     metrics: &'a MetricsArgs,
     format: Format,
 }
 
+/// Where the targets come from.
+enum Targets<'a> {
+    /// A reviewed plan file.
+    Reviewed(&'a [Target]),
+    /// Planned by this run, after recovery, under the lock.
+    Planned(&'a PlanPods),
+}
+
+/// What a run did.
 #[derive(Serialize)]
-struct Report<'a> {
-    #[serde(rename = "dryRun")]
+#[serde(rename_all = "camelCase")]
+struct Report {
     dry_run: bool,
-    recovered: &'a [TargetResult],
-    results: &'a [TargetResult],
+    recovered: Vec<TargetResult>,
+    results: Vec<TargetResult>,
+    /// Pods that still carry the pin at the end of a live run: each is a failure.
+    pins_left: Vec<String>,
 }
 
 pub(crate) fn apply(args: &Apply) -> Result<(), Failure> {
-    let inputs = PodInputs {
-        cluster_id: args.cluster_id.clone(),
-        namespace: args.namespace.clone(),
-        ..PodInputs::default()
-    };
-    inputs.validate().map_err(Failure::usage)?;
+    let cfg = args.pod.inputs().validate().map_err(Failure::usage)?;
+    let key = args.seal.key()?;
     let bytes = std::fs::read(&args.plan)
         .with_context(|| format!("cannot read plan {}", args.plan.display()))
         .map_err(Failure::usage)?;
-    let file = PlanFile::open(&bytes, &args.cluster_id, &args.namespace, SystemClock.now())
+    let file = PlanFile::open(&bytes, &cfg, key.as_ref(), clock::now())
         .with_context(|| format!("plan {}", args.plan.display()))
         .map_err(Failure::usage)?;
     let a = &args.apply;
@@ -131,15 +120,14 @@ pub(crate) fn apply(args: &Apply) -> Result<(), Failure> {
         connect: &a.connect,
         store: a.store.as_deref(),
         archive_dir: a.archive_dir.clone(),
-        lock_wait_seconds: a.lock_wait_seconds,
+        lock: &a.lock,
         metrics: &a.metrics,
         format: args.format,
     };
     live::block_on(execute(
         &job,
-        &file.config,
-        None,
-        &file.targets,
+        &cfg,
+        Targets::Reviewed(&file.targets),
         args.dry_run,
     ))
 }
@@ -152,130 +140,154 @@ pub(crate) fn run(args: &RunPods) -> Result<(), Failure> {
         )));
     }
     let p = &args.plan;
+    let cfg = p.pod.inputs().validate().map_err(Failure::usage)?;
     let job = Job {
         connect: &p.connect,
         store: p.store.as_deref(),
         archive_dir: args.archive_dir.clone(),
-        lock_wait_seconds: args.lock_wait_seconds,
+        lock: &args.lock,
         metrics: &args.metrics,
         format: p.format,
     };
-    let started = std::time::Instant::now();
-    let (cfg, plan) = match plan_pods::plan(p) {
-        Ok(planned) => planned,
-        Err(f) => {
-            let m = RunMetrics::new(
-                &args.metrics.metrics_prefix(),
-                "pods",
-                &p.pod.inputs().namespace,
-            );
-            m.error("plan");
-            m.finish(started.elapsed().as_secs_f64(), None);
-            m.deliver(&args.metrics, Some(&format!("{:#}", f.error())), "");
-            return Err(f);
-        }
-    };
-    live::block_on(execute(&job, &cfg, Some(&plan), &plan.targets, !live_run))
+    live::block_on(execute(&job, &cfg, Targets::Planned(p), !live_run))
 }
 
 async fn execute(
     job: &Job<'_>,
     cfg: &PodConfig,
-    plan: Option<&PodPlan>,
-    targets: &[Target],
+    targets: Targets<'_>,
     dry_run: bool,
 ) -> Result<(), Failure> {
     let started = std::time::Instant::now();
     let metrics = RunMetrics::new(&job.metrics.metrics_prefix(), "pods", &cfg.namespace);
-    if let Some(plan) = plan {
-        metrics.plan(plan);
-    }
-    let outcome = act(job, cfg, targets, dry_run).await;
+    let outcome = act(job, cfg, targets, dry_run, &metrics).await;
     let elapsed = started.elapsed().as_secs_f64();
-    match outcome {
-        Ok((recovered, results)) => {
-            metrics.results(&recovered);
-            metrics.results(&results);
-            let failed = recovered
-                .iter()
-                .chain(&results)
-                .filter(|r| r.outcome.is_failure())
-                .count();
-            let summary = summary(&results, recovered.len(), dry_run);
-            report(
-                &Report {
-                    dry_run,
-                    recovered: &recovered,
-                    results: &results,
-                },
-                job.format,
-            )?;
-            if failed > 0 {
-                let why = format!("{failed} target(s) failed; the next run resumes them");
-                metrics.finish(elapsed, None);
-                metrics.deliver(job.metrics, Some(&why), &summary);
-                return Err(Failure::from(anyhow::anyhow!(why)));
-            }
-            metrics.finish(elapsed, Some(SystemClock.now()));
-            let deleted = results
-                .iter()
-                .any(|r| matches!(r.outcome, Outcome::Collected { .. }));
-            metrics.deliver(job.metrics, None, if deleted { &summary } else { "" });
-            Ok(())
-        }
-        Err(f) => {
-            metrics.error("run");
+    let report = match outcome {
+        Ok(report) => report,
+        Err((stage, f)) => {
+            metrics.error(stage);
             metrics.finish(elapsed, None);
             metrics.deliver(job.metrics, Some(&format!("{:#}", f.error())), "");
-            Err(f)
+            return Err(f);
         }
+    };
+    metrics.results(&report.recovered);
+    metrics.results(&report.results);
+    for _ in &report.pins_left {
+        metrics.error("PinLeft");
     }
+    let failed = report
+        .recovered
+        .iter()
+        .chain(&report.results)
+        .filter(|r| r.outcome.is_failure())
+        .count();
+    let summary = summary(&report);
+    print_report(&report, job.format)?;
+    if failed > 0 || !report.pins_left.is_empty() {
+        let mut why = format!("{failed} target(s) failed; the next run resumes them");
+        if !report.pins_left.is_empty() {
+            why = format!("{why}; the pin is still on {}", report.pins_left.join(", "));
+        }
+        metrics.finish(elapsed, None);
+        metrics.deliver(job.metrics, Some(&why), &summary);
+        return Err(Failure::from(anyhow::anyhow!(why)));
+    }
+    metrics.finish(elapsed, Some(clock::now()));
+    let deleted = report
+        .results
+        .iter()
+        .chain(&report.recovered)
+        .any(|r| matches!(r.outcome, Outcome::Collected { .. }));
+    metrics.deliver(job.metrics, None, if deleted { &summary } else { "" });
+    Ok(())
 }
 
-/// Connects, takes the run lock, recovers earlier pins, applies, releases the lock.
+/// Connects, takes the run lock, recovers every pin first, plans (when this run plans),
+/// applies, checks that no pin is left, releases the lock. An error names the metrics stage.
 async fn act(
     job: &Job<'_>,
     cfg: &PodConfig,
-    targets: &[Target],
+    targets: Targets<'_>,
     dry_run: bool,
-) -> Result<(Vec<TargetResult>, Vec<TargetResult>), Failure> {
-    let cluster = gc_k8s::connect(&job.connect.connection()?)
+    metrics: &RunMetrics,
+) -> Result<Report, (&'static str, Failure)> {
+    let run = |e: anyhow::Error| ("run", Failure::from(e));
+    let cluster = gc_k8s::connect(&job.connect.connection().map_err(|f| ("run", f))?)
         .await
-        .context("cannot connect to the cluster")?;
-    let store = live::open_store(job.store).await?;
+        .context("cannot connect to the cluster")
+        .map_err(run)?;
+    let store = live::open_store(job.store).await.map_err(run)?;
     let sink = gc_store::DirectorySink::new(
         job.archive_dir
             .clone()
             .unwrap_or_else(gc_store::default_archive_dir),
     );
-    let clock = SystemClock;
+    let lock = RunLock::take(&cluster, &cfg.namespace, PODS_LOCK, job.lock)
+        .await
+        .map_err(|f| ("run", f))?;
     let ports = Ports {
         cluster: &cluster,
         store: &store,
         sink: &sink,
-        clock: &clock,
+        clock: &clock::SystemClock,
+        stop: lock.stop(),
     };
-    let lease = format!("gc-pods-{}", cfg.cluster_id);
-    let holder = live::holder();
-    live::take_lock(
-        &cluster,
-        &cfg.namespace,
-        &lease,
-        &holder,
-        job.lock_wait_seconds,
-    )
-    .await?;
-    let recovered = apply::recover(&ports, cfg, targets, dry_run).await;
-    let results = apply::apply(&ports, cfg, targets, dry_run).await;
-    let released = cluster.release(&cfg.namespace, &lease, &holder).await;
-    let recovered = recovered
-        .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))?;
-    released.context("cannot release the run lock (it expires by itself)")?;
-    Ok((recovered, results))
+    let report = work(&ports, cfg, targets, dry_run, metrics).await;
+    lock.release().await;
+    report
 }
 
-fn summary(results: &[TargetResult], recovered: usize, dry_run: bool) -> String {
-    let collected = results
+/// Under the lock: recovery, the plan when this run makes it, the apply, the pin check.
+async fn work(
+    ports: &Ports<
+        '_,
+        gc_k8s::KubeCluster,
+        gc_store::Store,
+        gc_store::DirectorySink,
+        clock::SystemClock,
+    >,
+    cfg: &PodConfig,
+    targets: Targets<'_>,
+    dry_run: bool,
+    metrics: &RunMetrics,
+) -> Result<Report, (&'static str, Failure)> {
+    let recovered = apply::recover(ports, cfg, dry_run)
+        .await
+        .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))
+        .map_err(|e| ("recover", Failure::from(e)))?;
+    let planned;
+    let targets = match targets {
+        Targets::Reviewed(targets) => targets,
+        Targets::Planned(args) => {
+            planned = plan_pods::plan_async(args).await.map_err(|f| ("plan", f))?;
+            metrics.plan(&planned.1);
+            &planned.1.targets
+        }
+    };
+    let results = apply::apply(ports, cfg, targets, dry_run).await;
+    let pins_left = if dry_run {
+        Vec::new()
+    } else {
+        apply::pinned_pods(ports.cluster, cfg)
+            .await
+            .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))
+            .map_err(|e| ("recover", Failure::from(e)))?
+            .into_iter()
+            .map(|p| p.name)
+            .collect()
+    };
+    Ok(Report {
+        dry_run,
+        recovered,
+        results,
+        pins_left,
+    })
+}
+
+fn summary(r: &Report) -> String {
+    let collected = r
+        .results
         .iter()
         .filter(|t| {
             matches!(
@@ -284,14 +296,19 @@ fn summary(results: &[TargetResult], recovered: usize, dry_run: bool) -> String 
             )
         })
         .count();
-    let mode = if dry_run { " (dry run)" } else { "" };
-    format!(
-        "{collected} of {} targets collected{mode}, {recovered} pins recovered",
-        results.len()
-    )
+    let mode = if r.dry_run { " (dry run)" } else { "" };
+    let mut line = format!(
+        "{collected} of {} targets collected{mode}, {} pins recovered",
+        r.results.len(),
+        r.recovered.len()
+    );
+    if !r.pins_left.is_empty() {
+        line.push_str(&format!(", PIN LEFT on {}", r.pins_left.join(", ")));
+    }
+    line
 }
 
-fn report(r: &Report<'_>, format: Format) -> Result<(), Failure> {
+fn print_report(r: &Report, format: Format) -> Result<(), Failure> {
     if format != Format::Table {
         println!(
             "{}",
@@ -299,7 +316,7 @@ fn report(r: &Report<'_>, format: Format) -> Result<(), Failure> {
         );
         return Ok(());
     }
-    for t in r.recovered.iter().chain(r.results) {
+    for t in r.recovered.iter().chain(&r.results) {
         let line = match &t.outcome {
             Outcome::Collected { uri, sha256, .. } => {
                 format!("collected   archive {uri} sha256 {sha256}")
@@ -311,10 +328,14 @@ fn report(r: &Report<'_>, format: Format) -> Result<(), Failure> {
             Outcome::Changed { step, message } => {
                 format!("changed at {step:?} (fence held): {message}")
             }
+            Outcome::TooLarge { bytes, max } => format!(
+                "too large   archive of {bytes} bytes over max_archive_bytes {max}; pin released"
+            ),
+            Outcome::Released { reason } => format!("released   {reason}"),
             Outcome::Failed { step, error } => format!("FAILED at {step:?}: {error}"),
         };
         println!("{:<32} {:<38} {line}", t.name, t.uid);
     }
-    println!("{}", summary(r.results, r.recovered.len(), r.dry_run));
+    println!("{}", summary(r));
     Ok(())
 }

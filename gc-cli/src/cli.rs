@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gc_core::PodInputs;
+use gc_core::approval::SealKey;
 use gc_core::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
 
 use crate::Failure;
@@ -143,6 +145,36 @@ impl PodInputArgs {
     }
 }
 
+/// The key that seals plans, so that only its holders can approve one.
+#[derive(Debug, Args)]
+pub(crate) struct SealArgs {
+    /// File holding the plan seal key (HMAC-SHA256, at least 16 bytes; `$GC_SEAL_KEY` may hold
+    /// the key itself, for example from a Kubernetes Secret). With a key, `plan --out` seals
+    /// with it and `apply` accepts only plans sealed with it; without, plans carry a plain
+    /// sha256 digest that detects edits but that anyone can recompute.
+    #[arg(long, value_name = "FILE")]
+    seal_key_file: Option<PathBuf>,
+}
+
+impl SealArgs {
+    /// The key from `--seal-key-file`, else `$GC_SEAL_KEY`, else none.
+    pub(crate) fn key(&self) -> Result<Option<SealKey>, Failure> {
+        let bytes = match &self.seal_key_file {
+            Some(path) => std::fs::read(path)
+                .with_context(|| format!("cannot read --seal-key-file {}", path.display()))
+                .map_err(Failure::usage)?,
+            None => match std::env::var_os("GC_SEAL_KEY") {
+                Some(key) => key.into_encoded_bytes(),
+                None => return Ok(None),
+            },
+        };
+        SealKey::new(&bytes)
+            .context("invalid seal key (--seal-key-file or GC_SEAL_KEY)")
+            .map(Some)
+            .map_err(Failure::usage)
+    }
+}
+
 /// `gc-cli plan pods`
 #[derive(Debug, Args)]
 pub(crate) struct PlanPods {
@@ -167,9 +199,16 @@ pub(crate) struct PlanPods {
     /// Also write the plan, sealed with its expiry and digest, for `gc-cli apply`.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: Option<PathBuf>,
-    /// How long a plan written with `--out` stays valid.
-    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
-    pub(crate) ttl_seconds: u32,
+    /// How long a plan written with `--out` stays valid (1..=86400: at most 24 hours).
+    #[arg(
+        long,
+        default_value_t = 3600,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
+    pub(crate) ttl_seconds: i64,
+    #[command(flatten)]
+    pub(crate) seal: SealArgs,
     #[command(flatten)]
     pub(crate) pod: PodInputArgs,
     /// The instant to plan for (RFC 3339); default now.

@@ -109,7 +109,7 @@ fn export(args: &Export) -> Result<(), Failure> {
         "{}".to_owned()
     });
     match &args.out {
-        Some(path) => crate::plan_pods::write_file(path, &text)?,
+        Some(path) => crate::files::write_file(path, &text)?,
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())

@@ -3,9 +3,13 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use gc_core::ports::Lock as _;
 use gc_k8s::{Connection, Explicit, SecretString, Source};
 
 use crate::Failure;
@@ -95,37 +99,133 @@ pub(crate) fn block_on<T>(work: impl Future<Output = Result<T, Failure>>) -> Res
 }
 
 /// Who holds the run lock: the host (the Pod's name in a cluster) and the process.
-pub(crate) fn holder() -> String {
+fn holder() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "gc-cli".into());
     format!("{host}-{}", std::process::id())
 }
 
-/// Waits for the run lock `lease` in `namespace` up to `wait_seconds`, polling every two seconds.
-pub(crate) async fn take_lock(
-    lock: &impl gc_core::ports::Lock,
-    namespace: &str,
-    lease: &str,
-    holder: &str,
-    wait_seconds: u64,
-) -> Result<(), Failure> {
-    // The lease outlives any run: a crashed run's lease expires after it.
-    const TTL: u32 = 900;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(wait_seconds);
-    loop {
-        if lock
-            .try_acquire(namespace, lease, holder, TTL)
+/// How a run takes the one-run-at-a-time lock of its namespace.
+#[derive(Debug, Args)]
+pub(crate) struct LockArgs {
+    /// How long to wait for another run on the same namespace to finish.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    lock_wait_seconds: u64,
+    /// The run lock's lease: renewed every third of it while the run works, so a crashed run's
+    /// lock frees itself this long after the crash (5..=300).
+    #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(5..=300))]
+    lock_lease_seconds: u32,
+}
+
+/// The run lock of a namespace, held and renewed in the background until released. When a
+/// renewal fails for longer than the lease allows, or another holder took the lease, [`stop`]
+/// is set and the run writes nothing more.
+///
+/// [`stop`]: RunLock::stop
+pub(crate) struct RunLock {
+    cluster: gc_k8s::KubeCluster,
+    namespace: String,
+    name: String,
+    holder: String,
+    stop: Arc<AtomicBool>,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+impl RunLock {
+    /// Waits for the lease `name` in `namespace` up to `--lock-wait-seconds`, polling every
+    /// second, then renews it every third of its duration.
+    pub(crate) async fn take(
+        cluster: &gc_k8s::KubeCluster,
+        namespace: &str,
+        name: &str,
+        args: &LockArgs,
+    ) -> Result<Self, Failure> {
+        let holder = holder();
+        let lease = args.lock_lease_seconds;
+        let deadline = Instant::now() + Duration::from_secs(args.lock_wait_seconds);
+        while !cluster
+            .try_acquire(namespace, name, &holder, lease)
             .await
             .context("cannot take the run lock")?
         {
-            return Ok(());
+            if Instant::now() >= deadline {
+                return Err(Failure::from(anyhow::anyhow!(
+                    "another run holds lease {name} in namespace {namespace}; waited {}s; nothing was changed",
+                    args.lock_wait_seconds
+                )));
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        if std::time::Instant::now() >= deadline {
-            return Err(Failure::from(anyhow::anyhow!(
-                "another run holds lease {lease} in namespace {namespace}; waited {wait_seconds}s; nothing was changed"
-            )));
-        }
-        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let renewer = tokio::spawn(renew(
+            cluster.clone(),
+            namespace.to_owned(),
+            name.to_owned(),
+            holder.clone(),
+            lease,
+            Arc::clone(&stop),
+        ));
+        Ok(Self {
+            cluster: cluster.clone(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            holder,
+            stop,
+            renewer,
+        })
     }
+
+    /// Set when the lock is lost.
+    pub(crate) fn stop(&self) -> &AtomicBool {
+        &self.stop
+    }
+
+    /// Stops renewing and gives the lease up. A failure is a warning: the lease expires by
+    /// itself within its duration.
+    pub(crate) async fn release(self) {
+        self.renewer.abort();
+        if let Err(e) = self
+            .cluster
+            .release(&self.namespace, &self.name, &self.holder)
+            .await
+        {
+            eprintln!(
+                "gc-cli: warning: cannot release the run lock {} (it expires by itself): {e}",
+                self.name
+            );
+        }
+    }
+}
+
+/// Renews the lease every third of its duration; sets `stop` when another holder has it, or
+/// when no renewal succeeded for two thirds of the lease (before it could expire).
+async fn renew(
+    cluster: gc_k8s::KubeCluster,
+    namespace: String,
+    name: String,
+    holder: String,
+    lease: u32,
+    stop: Arc<AtomicBool>,
+) {
+    let period = Duration::from_secs(u64::from(lease)) / 3;
+    let mut renewed = Instant::now();
+    loop {
+        tokio::time::sleep(period).await;
+        match cluster.try_acquire(&namespace, &name, &holder, lease).await {
+            Ok(true) => renewed = Instant::now(),
+            Ok(false) => {
+                eprintln!(
+                    "gc-cli: error: lost the run lock {name}: another run holds it; stopping"
+                );
+                break;
+            }
+            Err(e) if renewed.elapsed() >= period * 2 => {
+                eprintln!("gc-cli: error: cannot renew the run lock {name}: {e}; stopping");
+                break;
+            }
+            Err(_) => {}
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
 }
 
 /// A one-line progress report on a terminal's stderr; silent when stderr is not a terminal.

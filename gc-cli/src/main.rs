@@ -2,6 +2,8 @@
 
 mod apply;
 mod cli;
+mod clock;
+mod files;
 mod ledger;
 mod live;
 mod metrics;

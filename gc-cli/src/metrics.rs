@@ -1,11 +1,14 @@
 //! Prometheus metrics of a run, and where they go: a Pushgateway (a CronJob does not live long
 //! enough to be scraped), a text file for node-exporter's textfile collector; and an alert to a
 //! webhook in Slack's incoming-webhook format when a run fails (optionally after every live run).
+//!
+//! Every HTTP call gives up after [`HTTP_TIMEOUT`], so a stalled endpoint never hangs a Job or
+//! the `serve` loop. A webhook URL's path is its secret: no message ever shows it.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use gc_core::apply::{Outcome, TargetResult};
 use gc_core::plan::{Decision, PodPlan};
@@ -19,7 +22,8 @@ use prometheus_client::registry::Registry;
 /// Where metrics and alerts go.
 #[derive(Debug, Args, Default, Clone)]
 pub(crate) struct MetricsArgs {
-    /// Push the run's metrics to this Pushgateway (`http://host:9091`).
+    /// Push the run's metrics to this Pushgateway (`http://host:9091`). The push gives up after
+    /// 10 seconds (connecting included) and is reported, never fatal.
     #[arg(long, env = "GC_PUSHGATEWAY", value_name = "URL")]
     pushgateway: Option<String>,
     /// Write the run's metrics to this file (text format, written atomically).
@@ -33,7 +37,9 @@ pub(crate) struct MetricsArgs {
         value_name = "PREFIX"
     )]
     metrics_prefix: String,
-    /// Post an alert to this webhook (Slack incoming-webhook format) when a run fails.
+    /// Post an alert to this webhook (Slack incoming-webhook format) when a run fails. The post
+    /// gives up after 10 seconds (connecting included) and is reported, never fatal; messages
+    /// show only the scheme and host, never this URL (its path is the webhook's secret).
     #[arg(
         long,
         env = "GC_ALERT_WEBHOOK",
@@ -76,6 +82,12 @@ struct Run {
     collector: String,
     namespace: String,
 }
+
+/// How long one Pushgateway or webhook call may take in all, connecting included.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the webhook is named in messages: by its flag and variable, never by its URL.
+const WEBHOOK: &str = "the webhook (--alert-webhook or $GC_ALERT_WEBHOOK)";
 
 /// The metrics of one run.
 pub(crate) struct RunMetrics {
@@ -205,7 +217,10 @@ impl RunMetrics {
                     self.stage(&self.fences_lost, &format!("{step:?}"))
                 }
                 Outcome::Failed { step, .. } => self.error(&format!("{step:?}")),
-                Outcome::WouldCollect { .. } | Outcome::Skipped { .. } => {}
+                Outcome::TooLarge { .. } => self.error("TooLarge"),
+                Outcome::WouldCollect { .. }
+                | Outcome::Skipped { .. }
+                | Outcome::Released { .. } => {}
             }
         }
     }
@@ -258,64 +273,144 @@ impl RunMetrics {
     }
 
     /// Sends the metrics and, when asked, an alert. Delivery problems are reported, never fatal
-    /// to the run's own outcome.
+    /// to the run's own outcome; each way is tried whatever the others did (a stalled
+    /// Pushgateway does not swallow the alert).
     pub(crate) fn deliver(&self, args: &MetricsArgs, failure: Option<&str>, summary: &str) {
-        if let Err(e) = self.try_deliver(args, failure, summary) {
+        let text = self.text();
+        let results = [
+            write_metrics_file(args, &text),
+            self.push(args, &text),
+            self.alert(args, failure, summary),
+        ];
+        for e in results.into_iter().filter_map(Result::err) {
             eprintln!("gc-cli: warning: {e:#}");
         }
     }
 
-    fn try_deliver(
+    fn push(&self, args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
+        let Some(gateway) = args.pushgateway.as_deref().filter(|u| !u.is_empty()) else {
+            return Ok(());
+        };
+        let url = format!(
+            "{}/metrics/job/gc/collector/{}/namespace/{}",
+            gateway.trim_end_matches('/'),
+            self.collector,
+            self.namespace
+        );
+        let fail = |why: String| anyhow::anyhow!("cannot push metrics to {}: {why}", redact(&url));
+        endpoint(&url).map_err(|why| fail(format!("the URL {why}")))?;
+        agent()
+            .put(&url)
+            .header("Content-Type", "text/plain; version=0.0.4")
+            .send(text.as_bytes())
+            .map_err(|e| fail(describe(&e)))?;
+        Ok(())
+    }
+
+    fn alert(
         &self,
         args: &MetricsArgs,
         failure: Option<&str>,
         summary: &str,
     ) -> anyhow::Result<()> {
-        let text = self.text();
-        if let Some(path) = &args.metrics_file {
-            crate::plan_pods::write_file(path, &text)?;
-        }
-        if let Some(url) = &args.pushgateway {
-            let url = format!(
-                "{}/metrics/job/gc/collector/{}/namespace/{}",
-                url.trim_end_matches('/'),
-                self.collector,
-                self.namespace
-            );
-            ureq::put(&url)
-                .header("Content-Type", "text/plain; version=0.0.4")
-                .send(text.as_bytes())
-                .with_context(|| format!("cannot push metrics to {}", redact(&url)))?;
-        }
-        if let Some(hook) = &args.alert_webhook {
-            let text = match failure {
-                Some(why) => Some(format!(
-                    ":rotating_light: gc {} collector failed in namespace {}: {why}. Inspect collector-pinned objects before retrying.",
-                    self.collector, self.namespace
-                )),
-                None if args.alert_on_success => Some(format!(
-                    "gc {} collector in namespace {}: {summary}",
-                    self.collector, self.namespace
-                )),
-                None => None,
-            };
-            if let Some(text) = text {
-                ureq::post(hook)
-                    .send_json(serde_json::json!({ "text": text }))
-                    .context("cannot post the alert to the webhook")?;
-            }
+        let Some(hook) = args.alert_webhook.as_deref().filter(|u| !u.is_empty()) else {
+            return Ok(());
+        };
+        // Checked on every run, so a wrong URL is found before the failure it should report.
+        let shown = endpoint(hook).map_err(|why| {
+            anyhow::anyhow!(
+                "cannot post alerts to {WEBHOOK}: its URL {why} (the URL is not shown: its \
+                 path is the webhook's secret)"
+            )
+        })?;
+        let text = match failure {
+            Some(why) => Some(format!(
+                ":rotating_light: gc {} collector failed in namespace {}: {why}. Inspect collector-pinned objects before retrying.",
+                self.collector, self.namespace
+            )),
+            None if args.alert_on_success => Some(format!(
+                "gc {} collector in namespace {}: {summary}",
+                self.collector, self.namespace
+            )),
+            None => None,
+        };
+        if let Some(text) = text {
+            agent()
+                .post(hook)
+                .send_json(serde_json::json!({ "text": text }))
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot post the alert to {WEBHOOK} at {shown} (path not shown): {}",
+                        describe(&e)
+                    )
+                })?;
         }
         Ok(())
     }
 }
 
-/// A URL without credentials, for messages.
+fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
+    match &args.metrics_file {
+        Some(path) => crate::files::write_file(path, text),
+        None => Ok(()),
+    }
+}
+
+/// An HTTP agent whose every call gives up after [`HTTP_TIMEOUT`].
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_connect(Some(HTTP_TIMEOUT))
+        .timeout_global(Some(HTTP_TIMEOUT))
+        .build()
+        .into()
+}
+
+/// `scheme://host[:port]` of an `http` or `https` URL, for messages; otherwise what is wrong
+/// with it (never the URL itself).
+fn endpoint(url: &str) -> Result<String, &'static str> {
+    let Some((scheme, _)) = url.split_once("://") else {
+        return Err("has no scheme (it must start with https:// or http://)");
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err("has a scheme other than https:// or http://");
+    }
+    let uri: ureq::http::Uri = url.parse().map_err(|_| "is not a valid URL")?;
+    let host = uri.host().filter(|h| !h.is_empty()).ok_or("has no host")?;
+    let scheme = scheme.to_ascii_lowercase();
+    Ok(match uri.port_u16() {
+        Some(port) => format!("{scheme}://{host}:{port}"),
+        None => format!("{scheme}://{host}"),
+    })
+}
+
+/// What went wrong with a call, without anything of its URL (some of ureq's messages quote it).
+fn describe(e: &ureq::Error) -> String {
+    use ureq::Error as E;
+    match e {
+        E::StatusCode(code) => format!("the server answered HTTP status {code}"),
+        E::Timeout(_) => format!(
+            "no answer within {} seconds (timed out)",
+            HTTP_TIMEOUT.as_secs()
+        ),
+        E::Io(io) => format!("I/O error: {}", io.kind()),
+        E::HostNotFound => "host not found".into(),
+        E::ConnectionFailed => "connection failed".into(),
+        E::TooManyRedirects | E::RedirectFailed => "redirect failed".into(),
+        E::Tls(_) | E::Rustls(_) | E::Pem(_) | E::TlsRequired => format!("TLS: {e}"),
+        _ => "the request failed (details not shown: they may quote the URL)".into(),
+    }
+}
+
+/// A URL without credentials (`user:password@` of its authority, with or without a scheme), for
+/// messages.
 fn redact(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}***{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_owned(),
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..end].rfind('@') {
+        Some(at) => format!("{}***{}", &url[..start], &url[start + at..]),
+        None => url.to_owned(),
     }
 }
 
@@ -342,5 +437,28 @@ mod tests {
             "{text}"
         );
         assert_eq!(redact("https://user:pw@host/x"), "https://***@host/x");
+        assert_eq!(redact("user:pw@host:9091/m"), "***@host:9091/m");
+        assert_eq!(redact("http://host/a@b"), "http://host/a@b");
+    }
+
+    #[test]
+    fn endpoints_are_shown_without_path_or_credentials() {
+        assert_eq!(
+            endpoint("https://hooks.slack.com/services/T0/B0/secret"),
+            Ok("https://hooks.slack.com".into())
+        );
+        assert_eq!(
+            endpoint("HTTP://u:p@127.0.0.1:9091/x"),
+            Ok("http://127.0.0.1:9091".into())
+        );
+        for bad in [
+            "hooks.slack.com/services/T0/B0/secret",
+            "ftp://hooks.slack.com/secret",
+            "https:///secret",
+            "https://hooks slack/secret",
+        ] {
+            let why = endpoint(bad).unwrap_err();
+            assert!(!why.contains("secret"), "{bad}: {why}");
+        }
     }
 }

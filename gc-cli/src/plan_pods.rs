@@ -1,15 +1,16 @@
 //! `gc-cli plan pods`: the failed-Pod plan over an inventory file or a live cluster.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::Context;
-use gc_core::approval::PlanFile;
+use gc_core::approval::{PlanFile, check_ttl};
 use gc_core::inventory::{Inventory, Reader};
 use gc_core::ports::Store as _;
 use gc_core::{PodConfig, PodPlan, PreviousLedger, Rules, plan_pods};
 
 use crate::cli::PlanPods;
+use crate::files::write_file;
 use crate::{Failure, live, output};
 
 fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
@@ -79,26 +80,18 @@ pub(crate) fn now(arg: Option<&str>) -> Result<f64, Failure> {
     Ok(micros as f64 / 1e6)
 }
 
-/// Writes `text` to `path` atomically (a temporary file renamed over it).
-pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
-}
-
 pub(crate) fn run(args: &PlanPods) -> Result<(), Failure> {
-    let (cfg, plan) = plan(args)?;
+    let (cfg, plan) = live::block_on(plan_async(args))?;
     let mut out = std::io::stdout().lock();
     output::write_plan(&mut out, &plan, &cfg, args.format).context("cannot write the plan")?;
     Ok(())
 }
 
 /// Makes the plan `args` describe, and writes the files they ask for.
-pub(crate) fn plan(args: &PlanPods) -> Result<(PodConfig, PodPlan), Failure> {
+pub(crate) async fn plan_async(args: &PlanPods) -> Result<(PodConfig, PodPlan), Failure> {
     let cfg = args.pod.inputs().validate().map_err(Failure::usage)?;
+    let ttl = check_ttl(args.ttl_seconds).map_err(Failure::usage)?;
+    let key = args.seal.key()?;
     let now = now(args.now.as_deref())?;
     let file_ledger = match &args.ledger {
         Some(path) => {
@@ -118,13 +111,13 @@ pub(crate) fn plan(args: &PlanPods) -> Result<(PodConfig, PodPlan), Failure> {
                 .with_context(|| format!("inventory {}", path.display()))
                 .map_err(Failure::plan)?
         }
-        None => live::block_on(plan_live(args, &cfg, file_ledger, now))?,
+        None => plan_live(args, &cfg, file_ledger, now).await?,
     };
     if let Some(path) = &args.ledger_out {
         write_file(path, &plan.ledger.to_json())?;
     }
     if let Some(path) = &args.out {
-        let file = PlanFile::seal(&plan, &cfg, now, f64::from(args.ttl_seconds));
+        let file = PlanFile::seal(&plan, &cfg, now, ttl, key.as_ref());
         write_file(path, &file.to_json())?;
     }
     Ok((cfg, plan))

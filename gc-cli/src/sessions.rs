@@ -5,8 +5,8 @@
 //! does the same under the run lock and then deletes, each delete fenced on uid and
 //! resourceVersion (a dry run sends the same deletes in server-side dry run), and writes one
 //! JSON audit line per resource judged. Any doubt before the first delete (the cluster or the
-//! database unreachable, a table that answers nothing, the mass-deletion guard) deletes nothing
-//! and exits non-zero.
+//! database unreachable, a table that holds none of the scanned ids, the mass-deletion guard)
+//! deletes nothing and exits non-zero.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -15,16 +15,16 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use gc_core::collect_sessions::{self, AuditRecord, Planned, SessionReport, SessionRunError};
-use gc_core::ports::Lock;
 use gc_core::sessions::{Kind, SessionConfig, SessionDecision, SessionInputs};
 use gc_k8s::KubeCluster;
 use gc_store::{SessionTable, TableSpec};
 use serde::Serialize;
 
 use crate::Failure;
+use crate::files::write_file;
 use crate::live::{self, ConnectArgs};
 use crate::output::rfc3339;
-use crate::plan_pods::{now, write_file};
+use crate::plan_pods::now;
 
 /// The environment variable that may hold the session database's URL.
 const DATABASE_URL_ENV: &str = "GC_SESSION_DATABASE_URL";
@@ -41,7 +41,8 @@ pub(crate) struct SessionArgs {
     /// Label selector choosing session resources (`key=value` terms, comma separated).
     #[arg(long, short = 'l', default_value = "app=streamspace-session")]
     selector: String,
-    /// Label holding the session id.
+    /// Label holding the session id. Ids match the id column exactly: case-sensitive, byte for
+    /// byte, as PostgreSQL compares them (no trimming, no case folding).
     #[arg(long, default_value = "session", value_name = "KEY")]
     id_label: String,
     /// Kinds scanned, comma separated or repeated: `Deployment`, `Service`,
@@ -72,7 +73,9 @@ pub(crate) struct SessionArgs {
     /// The guard refuses the run when orphans are more than this share of what was scanned...
     #[arg(long, default_value_t = 0.5, value_name = "RATIO")]
     guard_ratio: f64,
-    /// ...and more than this many.
+    /// ...and more than this many. Whatever the floor, the guard also refuses a run where not one
+    /// scanned id has a row in the table (a wrong database, a wrong schema on `search_path`, an
+    /// empty replica).
     #[arg(
         long,
         default_value_t = 10,
@@ -80,7 +83,8 @@ pub(crate) struct SessionArgs {
         allow_negative_numbers = true
     )]
     guard_floor: i64,
-    /// Delete even when the guard would refuse (after checking the database is the right one).
+    /// Delete even when the guard would refuse, for too many orphans or for no row at all (after
+    /// checking the database is the right one).
     #[arg(long)]
     override_guard: bool,
     #[command(flatten)]
@@ -102,7 +106,7 @@ struct DatabaseArgs {
     /// The session table, as `table` or `schema.table`.
     #[arg(long, default_value = "sessions", value_name = "NAME")]
     table: String,
-    /// The column holding the session id.
+    /// The column holding the session id (compared exactly with the label's value).
     #[arg(long, default_value = "id", value_name = "NAME")]
     id_column: String,
     /// The column holding the session's state; empty to read only whether a row exists.
@@ -143,12 +147,15 @@ pub(crate) struct RunSessions {
     /// Append the audit lines to this file instead of writing them to stdout.
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
-    /// How long to wait for another run on the same cluster and namespace to finish.
-    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
-    lock_wait_seconds: u64,
+    #[command(flatten)]
+    lock: live::LockArgs,
     #[command(flatten)]
     pub(crate) metrics: crate::metrics::MetricsArgs,
 }
+
+/// The run lock of the session collector in its namespace (one per namespace, whatever the
+/// cluster id).
+pub(crate) const SESSIONS_LOCK: &str = "gc-sessions";
 
 /// Counts a session run by kind and decision.
 fn record(metrics: &crate::metrics::RunMetrics, report: &SessionReport) {
@@ -520,23 +527,10 @@ fn run_once(
     let mut sink = audit_sink(args.audit_log.as_ref())?;
     let outcome = live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;
-        let lease = format!("gc-sessions-{}", cfg.cluster_id);
-        let holder = live::holder();
-        live::take_lock(
-            &cluster,
-            &cfg.namespace,
-            &lease,
-            &holder,
-            args.lock_wait_seconds,
-        )
-        .await?;
+        let lock = live::RunLock::take(&cluster, &cfg.namespace, SESSIONS_LOCK, &args.lock).await?;
         let report = collect_sessions::run(&cluster, &table, &cfg, now, args.dry_run).await;
         table.close().await;
-        if let Err(e) = cluster.release(&cfg.namespace, &lease, &holder).await {
-            eprintln!(
-                "gc-cli: warning: cannot release the run lock {lease} (it expires by itself): {e}"
-            );
-        }
+        lock.release().await;
         report.map_err(|e| refused(e, &cfg))
     });
     let report = match outcome {

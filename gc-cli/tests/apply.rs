@@ -214,7 +214,7 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
     let other = gc_k8s::KubeCluster::new(ns.client().clone());
     assert!(
         other
-            .try_acquire(ns.name(), "gc-pods-primary", "another-run", 60)
+            .try_acquire(ns.name(), "gc-pods", "another-run", 60)
             .await?
     );
     let out = apply(&["--lock-wait-seconds", "1"]);
@@ -224,9 +224,7 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    other
-        .release(ns.name(), "gc-pods-primary", "another-run")
-        .await?;
+    other.release(ns.name(), "gc-pods", "another-run").await?;
     assert_eq!(snapshot(&ns).await?, before);
 
     // The real apply.

@@ -42,17 +42,49 @@ fn helm(args: &[&str]) -> Output {
 }
 
 fn template(sets: &[&str]) -> String {
-    let mut args = vec!["template", "gc", CHART, "--namespace", "streamspace"];
+    template_as("gc", "streamspace", sets)
+}
+
+/// `helm template RELEASE CHART --namespace NAMESPACE --set ...`, which must succeed.
+fn template_as(release: &str, namespace: &str, sets: &[&str]) -> String {
+    let mut args = vec!["template", release, CHART, "--namespace", namespace];
     for s in sets {
         args.extend(["--set", s]);
     }
     let out = helm(&args);
     assert!(
         out.status.success(),
-        "{sets:?}: {}",
+        "{release} {sets:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// An object by kind, namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Named {
+    kind: String,
+    namespace: String,
+    name: String,
+}
+
+/// Every object of a `helm template` output, parsed (a namespace-less object is in `namespace`).
+fn rendered_objects(rendered: &str, namespace: &str) -> Vec<Named> {
+    rendered
+        .split("\n---")
+        .filter(|d| d.lines().any(|l| l.starts_with("kind:")))
+        .map(|doc| {
+            let value: serde_norway::Value = serde_norway::from_str(doc).unwrap();
+            let value = serde_json::to_value(value).unwrap();
+            let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+            Named {
+                kind: text(&value["kind"]).expect("a kind"),
+                namespace: text(&value["metadata"]["namespace"])
+                    .unwrap_or_else(|| namespace.to_owned()),
+                name: text(&value["metadata"]["name"]).expect("a name"),
+            }
+        })
+        .collect()
 }
 
 #[test]
@@ -75,6 +107,8 @@ fn lint_and_templates() {
             && defaults.contains("key: postgres-password")
     );
     assert!(!defaults.contains("failed-pods") && !defaults.contains("ClusterRole"));
+    // The session collector takes the run lock too; Pods only with the failed-Pod collector.
+    assert!(defaults.contains("resources: [leases]") && !defaults.contains("resources: [pods]"));
     assert!(template(&["gc.enabled=false"]).trim().is_empty());
     let pods = template(&["failedPods.enabled=true"]);
     assert!(
@@ -427,6 +461,545 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
             matches!(refused, gc_core::ports::ClusterError::NotFound(_)),
             "{} {refused}",
             kind.kind
+        );
+    }
+    Ok(())
+}
+
+/// The words of one shell line: quotes group words, an unquoted `#` starting a word ends the line.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote = None;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => word.get_or_insert_default().push(c),
+            None => match c {
+                '\'' | '"' => {
+                    quote = Some(c);
+                    word.get_or_insert_default();
+                }
+                '#' if word.is_none() => break,
+                c if c.is_whitespace() => words.extend(word.take()),
+                c => word.get_or_insert_default().push(c),
+            },
+        }
+    }
+    words.extend(word);
+    words
+}
+
+/// The `kubectl` and `helm` commands of a Markdown file's fenced code blocks, in order: a `$ `
+/// prompt and comments removed, `\` continuations joined, `&&`, `||`, `|` and `;` separating.
+fn doc_commands(markdown: &str) -> Vec<Vec<String>> {
+    let mut commands = Vec::new();
+    let mut fenced = false;
+    let mut pending = String::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            continue;
+        }
+        let line = line.trim();
+        let line = line.strip_prefix("$ ").unwrap_or(line);
+        if let Some(head) = line.strip_suffix('\\') {
+            pending.push_str(head);
+            pending.push(' ');
+            continue;
+        }
+        pending.push_str(line);
+        let words = shell_words(&std::mem::take(&mut pending));
+        for command in words.split(|w| ["&&", "||", "|", ";"].contains(&w.as_str())) {
+            if command
+                .first()
+                .is_some_and(|w| w == "kubectl" || w == "helm")
+            {
+                commands.push(command.to_vec());
+            }
+        }
+    }
+    commands
+}
+
+/// The kind a kubectl resource word names (`cronjob`, `cronjobs.batch`, `sa`, ...), if one this
+/// test knows.
+fn kubectl_kind(word: &str) -> Option<&'static str> {
+    let word = word.split('.').next()?.to_ascii_lowercase();
+    Some(match word.as_str() {
+        "cronjob" | "cronjobs" | "cj" => "CronJob",
+        "job" | "jobs" => "Job",
+        "pod" | "pods" | "po" => "Pod",
+        "serviceaccount" | "serviceaccounts" | "sa" => "ServiceAccount",
+        "role" | "roles" => "Role",
+        "rolebinding" | "rolebindings" => "RoleBinding",
+        "persistentvolumeclaim" | "persistentvolumeclaims" | "pvc" => "PersistentVolumeClaim",
+        "secret" | "secrets" => "Secret",
+        "configmap" | "configmaps" | "cm" => "ConfigMap",
+        "deployment" | "deployments" | "deploy" => "Deployment",
+        "service" | "services" | "svc" => "Service",
+        "lease" | "leases" => "Lease",
+        _ => return None,
+    })
+}
+
+/// kubectl flags that take the next word as their value (when not written `--flag=value`).
+const KUBECTL_VALUE_FLAGS: &[&str] = &[
+    "-n",
+    "--namespace",
+    "-o",
+    "--output",
+    "-l",
+    "--selector",
+    "-c",
+    "--container",
+    "--from",
+    "--as",
+    "--image",
+    "--tail",
+    "--since",
+    "--context",
+    "--kubeconfig",
+    "--duration",
+];
+
+/// What one kubectl command names: the objects it refers to and the objects it creates.
+fn kubectl_names(words: &[String]) -> (Vec<Named>, Vec<Named>) {
+    let mut namespace = "default".to_owned();
+    let mut positional = Vec::new();
+    let mut values = Vec::new();
+    let mut rest = words[1..].iter();
+    while let Some(word) = rest.next() {
+        if let Some((flag, value)) = word.split_once('=').filter(|_| word.starts_with('-')) {
+            if flag == "--namespace" || flag == "-n" {
+                namespace = value.to_owned();
+            }
+            values.push(value.to_owned());
+        } else if KUBECTL_VALUE_FLAGS.contains(&word.as_str()) {
+            let value = rest.next().expect("a flag value").clone();
+            if word == "-n" || word == "--namespace" {
+                namespace = value.clone();
+            }
+            values.push(value);
+        } else if word.starts_with('-') {
+            // A flag without a value.
+        } else {
+            positional.push(word.clone());
+        }
+    }
+    let named = |kind: &str, namespace: &str, name: &str| Named {
+        kind: kind.to_owned(),
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    };
+    let mut refers = Vec::new();
+    let mut creates = Vec::new();
+    // `kind/name`, as a positional word or a flag's value (`--from=cronjob/NAME`).
+    for word in positional.iter().chain(&values) {
+        if let Some((kind, name)) = word.split_once('/')
+            && let Some(kind) = kubectl_kind(kind)
+            && !name.is_empty()
+        {
+            refers.push(named(kind, &namespace, name));
+        }
+    }
+    // `--as=system:serviceaccount:NAMESPACE:NAME`
+    for value in &values {
+        if let Some(account) = value.strip_prefix("system:serviceaccount:") {
+            let (ns, name) = account.split_once(':').expect("namespace:name");
+            refers.push(named("ServiceAccount", ns, name));
+        }
+    }
+    let verb = positional.first().map(String::as_str);
+    let kind_word = positional.get(1).filter(|w| !w.contains('/'));
+    match (verb, kind_word) {
+        // `create token ACCOUNT`, `create job NAME`, `create secret generic NAME`.
+        (Some("create"), Some(what)) if what == "token" => {
+            for name in &positional[2..] {
+                refers.push(named("ServiceAccount", &namespace, name));
+            }
+        }
+        (Some("create"), Some(what)) => {
+            let kind = kubectl_kind(what).unwrap_or_else(|| panic!("kubectl create {what}"));
+            let skip = usize::from(
+                kind == "Secret"
+                    && positional
+                        .get(2)
+                        .is_some_and(|w| ["generic", "tls", "docker-registry"].contains(&&**w)),
+            );
+            let name = positional.get(2 + skip).expect("a name to create");
+            creates.push(named(kind, &namespace, name));
+        }
+        // `get cronjob NAME...` and the like.
+        (Some(_), Some(what)) => {
+            if let Some(kind) = kubectl_kind(what) {
+                for name in positional[2..].iter().filter(|w| !w.contains('/')) {
+                    refers.push(named(kind, &namespace, name));
+                }
+            }
+        }
+        _ => {}
+    }
+    (refers, creates)
+}
+
+/// A `helm` command's release, chart, namespace and `--set`s.
+struct HelmCommand {
+    subcommand: String,
+    positional: Vec<String>,
+    namespace: String,
+    sets: Vec<String>,
+    install: bool,
+}
+
+fn parse_helm(words: &[String]) -> HelmCommand {
+    let mut parsed = HelmCommand {
+        subcommand: words.get(1).cloned().unwrap_or_default(),
+        positional: Vec::new(),
+        namespace: "default".to_owned(),
+        sets: Vec::new(),
+        install: false,
+    };
+    let mut rest = words.iter().skip(2);
+    while let Some(word) = rest.next() {
+        let (flag, inline) = match word.split_once('=') {
+            Some((flag, value)) if word.starts_with('-') => (flag, Some(value.to_owned())),
+            _ => (word.as_str(), None),
+        };
+        let mut value = || inline.clone().or_else(|| rest.next().cloned()).unwrap();
+        match flag {
+            "-n" | "--namespace" => parsed.namespace = value(),
+            "--set" | "--set-string" => parsed.sets.push(value()),
+            "--install" | "-i" => parsed.install = true,
+            "--create-namespace" | "--wait" | "--atomic" | "--dry-run" => {}
+            flag if flag.starts_with('-') => {
+                panic!("helm {flag}: teach this test what it does to the rendered names")
+            }
+            _ => parsed.positional.push(word.clone()),
+        }
+    }
+    parsed
+}
+
+/// Every `kubectl`/`helm` command the chart's README shows names objects that the chart renders
+/// (`helm template` with the README's own release, namespace and values) or that an earlier
+/// command of the README creates, and every `helm` command names the README's release.
+#[test]
+fn readme_commands_name_rendered_objects() {
+    let notes = concat!(env!("CARGO_MANIFEST_DIR"), "/../chart/templates/NOTES.txt");
+    assert!(
+        !std::path::Path::new(notes).exists(),
+        "the chart has a NOTES.txt now: check its commands here too"
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../chart/README.md"))
+            .unwrap();
+    let commands = doc_commands(&readme);
+    let mut releases: Vec<(String, String)> = Vec::new();
+    let mut known: Vec<Named> = Vec::new();
+    let (mut renders, mut checked) = (0, 0);
+    let mut problems = Vec::new();
+    for words in &commands {
+        let line = words.join(" ");
+        if words[0] == "helm" {
+            let helm = parse_helm(words);
+            match helm.subcommand.as_str() {
+                "install" | "upgrade" | "template" => {
+                    let [release, chart] = &helm.positional[..] else {
+                        panic!("{line}: want RELEASE CHART");
+                    };
+                    assert!(
+                        chart == "./chart" || chart == "chart",
+                        "{line}: which chart is {chart}?"
+                    );
+                    let release_ns = (release.clone(), helm.namespace.clone());
+                    if helm.subcommand == "upgrade" && !helm.install {
+                        if !releases.contains(&release_ns) {
+                            problems.push(format!(
+                                "{line}: no earlier install of {release} in {}",
+                                helm.namespace
+                            ));
+                        }
+                    } else if helm.subcommand != "template" {
+                        releases.push(release_ns);
+                    }
+                    let sets: Vec<&str> = helm.sets.iter().map(String::as_str).collect();
+                    let rendered = template_as(release, &helm.namespace, &sets);
+                    known.extend(rendered_objects(&rendered, &helm.namespace));
+                    renders += 1;
+                }
+                "uninstall" | "status" | "rollback" | "history" | "get" | "test" => {
+                    let release = helm
+                        .positional
+                        .iter()
+                        .find(|w| !["values", "manifest", "notes", "all"].contains(&w.as_str()))
+                        .expect("a release");
+                    if !releases.contains(&(release.clone(), helm.namespace.clone())) {
+                        problems.push(format!(
+                            "{line}: no earlier install of {release} in {}",
+                            helm.namespace
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        } else {
+            let (refers, creates) = kubectl_names(words);
+            for object in refers {
+                checked += 1;
+                if !known.contains(&object) {
+                    problems.push(format!(
+                        "{line}: no {} {} in namespace {}; rendered or created before it: {known:?}",
+                        object.kind, object.name, object.namespace
+                    ));
+                }
+            }
+            known.extend(creates);
+        }
+    }
+    assert!(
+        renders > 0 && checked > 0,
+        "the README shows no install or no kubectl command naming a chart object: {commands:?}"
+    );
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// `postgres://USER:PASSWORD@HOST:PORT/NAME[?...]`, split.
+fn database_parts(url: &str) -> [String; 5] {
+    let rest = url.split_once("://").expect("a URL").1;
+    let rest = rest.split('?').next().unwrap();
+    assert!(!rest.contains('%'), "an encoded database URL: {url}");
+    let (auth, rest) = rest.rsplit_once('@').expect("credentials");
+    let (user, password) = auth.split_once(':').expect("a password");
+    let (host_port, name) = rest.split_once('/').expect("a database");
+    let (host, port) = host_port.rsplit_once(':').expect("a port");
+    [host, port, name, user, password].map(str::to_owned)
+}
+
+/// The chart installed as a user installs it (default values; only the database connection set,
+/// the way the README tells a standalone install), and its session CronJob's container run as
+/// the kubelet would run it: the image's entrypoint with the rendered args, the rendered
+/// environment resolved from its values and Secret, and a token of the chart's ServiceAccount.
+/// It must take the run lock, delete the orphans and keep the live session's objects.
+#[tokio::test]
+async fn default_install_runs_the_rendered_session_collector() -> Result {
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::core::v1::{Secret, Service};
+
+    let bed = TestBed::shared().await?;
+    let Some(db) = gc_testbed::TestDatabase::fresh("chart-default").await? else {
+        return Ok(());
+    };
+    let ns = bed.namespace("chart-default").await?;
+    let session_resource = bed.install_session_crd().await?;
+
+    // StreamSpace's session table: one live session.
+    let pool = db.pool().await?;
+    sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
+        .execute(&pool)
+        .await?;
+    sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+
+    // The password in a Secret of the user's, the connection in the chart's `database.*` values.
+    let [host, port, name, user, password] = database_parts(db.url());
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "session-db"},
+        "stringData": {"postgres-password": password},
+    }))?;
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
+    let sets = [
+        ("--set-string", format!("database.host={host}")),
+        ("--set", format!("database.port={port}")),
+        ("--set-string", format!("database.name={name}")),
+        ("--set-string", format!("database.user={user}")),
+        (
+            "--set-string",
+            "database.existingSecret=session-db".to_owned(),
+        ),
+    ];
+    let mut args = vec![
+        "install",
+        "gc",
+        CHART,
+        "--namespace",
+        ns.name(),
+        "--kubeconfig",
+        &kubeconfig,
+    ];
+    for (flag, set) in &sets {
+        args.extend([*flag, set.as_str()]);
+    }
+    let out = helm(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The installed CronJob, as the API server stores it: its Pod template's one container.
+    let cron_jobs = ns.api::<CronJob>().list(&Default::default()).await?.items;
+    assert_eq!(cron_jobs.len(), 1, "the default install runs one collector");
+    let cron_job = &cron_jobs[0];
+    let pod = cron_job
+        .spec
+        .job_template
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .expect("a Pod template");
+    let [container] = &pod.containers[..] else {
+        panic!("one container: {:?}", pod.containers);
+    };
+    // No `command`: the image's entrypoint, which is gc-cli.
+    assert!(container.command.is_none(), "{:?}", container.command);
+    let dockerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile"))?;
+    assert!(dockerfile.lines().any(|l| l == r#"ENTRYPOINT ["/gc-cli"]"#));
+    let args = container.args.clone().expect("args");
+    assert_eq!(args[..2], ["run", "sessions"], "{args:?}");
+    assert!(!args.iter().any(|a| a.contains("$(")), "{args:?}");
+
+    // The environment, resolved as the kubelet resolves it.
+    assert!(container.env_from.is_none());
+    let mut env = Vec::new();
+    for var in container.env.clone().unwrap_or_default() {
+        let value = match (var.value, var.value_from) {
+            (Some(value), None) => {
+                assert!(!value.contains("$("), "{}: {value}", var.name);
+                value
+            }
+            (None, Some(from)) => {
+                let key = from
+                    .secret_key_ref
+                    .unwrap_or_else(|| panic!("{}: only secretKeyRef is resolved here", var.name));
+                let secret = ns.api::<Secret>().get(&key.name).await?;
+                let bytes = secret
+                    .data
+                    .and_then(|d| d.get(&key.key).cloned())
+                    .unwrap_or_else(|| panic!("{}: no key {} in {}", var.name, key.key, key.name));
+                String::from_utf8(bytes.0)?
+            }
+            (None, None) => String::new(),
+            (Some(_), Some(_)) => panic!("{}: both value and valueFrom", var.name),
+        };
+        env.push((var.name, value));
+    }
+    assert!(env.iter().any(|(k, _)| k == "DB_PASSWORD"), "{env:?}");
+
+    // The Pod's ServiceAccount token (`TokenRequest`, as the kubelet's projected token).
+    let account = pod.service_account_name.clone().expect("a ServiceAccount");
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let issued = ns
+        .api::<ServiceAccount>()
+        .create_token_request(&account, &PostParams::default(), &request)
+        .await?;
+    let token = issued.status.and_then(|s| s.token).expect("a token");
+    let dir = tempfile::tempdir()?;
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, &token)?;
+
+    // One live and one orphaned session: its Session object and its Service.
+    let sessions: Api<DynamicObject> =
+        Api::namespaced_with(ns.client().clone(), ns.name(), &session_resource);
+    let services = ns.api::<Service>();
+    for id in ["live-1", "gone-1"] {
+        let labels = serde_json::json!({"app": "streamspace-session", "session": id});
+        let session: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": session_resource.api_version,
+            "kind": session_resource.kind,
+            "metadata": {"name": id, "labels": labels},
+            "spec": {"user": "someone", "template": "firefox"},
+        }))?;
+        sessions.create(&PostParams::default(), &session).await?;
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": id, "labels": labels},
+            "spec": {"ports": [{"port": 3000}]},
+        }))?;
+        services.create(&PostParams::default(), &service).await?;
+    }
+
+    // The container's command. Only the connection differs from a Pod's: `--in-cluster` reads the
+    // token from the Pod's mount, here the same token is given by file. The orphans are minutes
+    // old, so the run is told it is the rendered grace period (plus an hour) later.
+    assert_eq!(args.iter().filter(|a| *a == "--in-cluster").count(), 1);
+    let mut argv: Vec<String> = Vec::new();
+    for arg in &args {
+        if arg == "--in-cluster" {
+            argv.extend(
+                [
+                    "--api-url",
+                    bed.server_url(),
+                    "--token-file",
+                    token_file.to_str().unwrap(),
+                    "--trust-certs",
+                ]
+                .map(str::to_owned),
+            );
+        } else {
+            argv.push(arg.clone());
+        }
+    }
+    let grace: i64 = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--grace-hours="))
+        .expect("--grace-hours")
+        .parse()?;
+    let later = Timestamp::from_second(Timestamp::now().as_second() + (grace + 1) * 3600)?;
+    argv.push(format!("--now={later}"));
+    let out = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+        .args(&argv)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(
+            "HOSTNAME",
+            format!("{}-manual", cron_job.metadata.name.clone().unwrap()),
+        )
+        .env("GC_ALLOW_FUTURE_NOW", "1")
+        .output()?;
+    let log = format!(
+        "{argv:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    assert!(sessions.get_opt("gone-1").await?.is_none(), "{log}");
+    assert!(services.get_opt("gone-1").await?.is_none(), "{log}");
+    assert!(sessions.get_opt("live-1").await?.is_some(), "{log}");
+    assert!(services.get_opt("live-1").await?.is_some(), "{log}");
+
+    // Least privilege: the run lock and the session kinds, no Pods.
+    let client = ns.service_account_client(&account).await?;
+    for (verb, group, resource, want) in [
+        ("get", "coordination.k8s.io", "leases", true),
+        ("create", "coordination.k8s.io", "leases", true),
+        ("update", "coordination.k8s.io", "leases", true),
+        ("delete", "coordination.k8s.io", "leases", false),
+        ("list", "stream.space", "sessions", true),
+        ("delete", "stream.space", "sessions", true),
+        ("get", "", "pods", false),
+        ("list", "", "pods", false),
+        ("delete", "", "pods", false),
+        ("get", "", "secrets", false),
+    ] {
+        assert_eq!(
+            allowed(&client, verb, group, resource, Some(ns.name())).await?,
+            want,
+            "{verb} {group}/{resource}"
         );
     }
     Ok(())

@@ -1,9 +1,14 @@
 //! Metrics pushed to a real Pushgateway and read back; a failure alert received by a local
-//! webhook in Slack's format; metrics written to a file.
+//! webhook in Slack's format; metrics written to a file (privately, never through a planted
+//! symlink); a stalled Pushgateway or webhook given up on in bounded time; a webhook URL never
+//! shown.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use gc_testbed::{FailedPod, TestBed};
 use k8s_openapi::api::core::v1::Pod;
@@ -80,6 +85,164 @@ fn a_failed_run_alerts_the_webhook_and_counts_the_error() {
         exposition
             .contains(r#"gc_errors_total{collector="pods",namespace="batch",stage="plan"} 1"#),
         "{exposition}"
+    );
+}
+
+/// A loopback port that accepts connections and never answers; how many it accepted.
+fn stalled() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            count.fetch_add(1, Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    (url, accepted)
+}
+
+/// `gc-cli run pods` against an API server that is not there (the run fails at once), with
+/// `extra` flags and environment; killed and reported when it outlives `bound`.
+fn failing_run(extra: &[&str], env: &[(&str, &str)], bound: Duration) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+        .args([
+            "run",
+            "pods",
+            "-n",
+            "batch",
+            "--api-url",
+            "https://127.0.0.1:1",
+            "--trust-certs",
+        ])
+        .args([
+            "--store",
+            &format!("sqlite:{}", dir.path().join("s.db").display()),
+        ])
+        .args(extra)
+        .env_remove("GC_ALERT_WEBHOOK")
+        .env_remove("GC_PUSHGATEWAY")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > bound {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "gc-cli still running after {bound:?}: a stalled endpoint hangs the run\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_stalled_pushgateway_and_webhook_time_out_and_are_reported() {
+    let (gateway, pushes) = stalled();
+    let gateway = gateway.replace("http://", "http://gc:Push-Pw@");
+    let (hook, posts) = stalled();
+    let hook = format!("{hook}/services/T000/B000/Sekr1t-Hook-Path");
+    // Each call gives up after 10 seconds; the bound is generous, not a measurement.
+    let out = failing_run(
+        &["--pushgateway", &gateway, "--alert-webhook", &hook],
+        &[],
+        Duration::from_secs(120),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot connect"),
+        "the run's own error: {stderr}"
+    );
+    let push = stderr
+        .lines()
+        .find(|l| l.contains("cannot push metrics"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let gateway_shown = gateway.replace("gc:Push-Pw", "***");
+    assert!(
+        push.contains(&format!("{gateway_shown}/metrics/job/gc/collector/pods"))
+            && push.contains("no answer within 10 seconds"),
+        "{push}"
+    );
+    let alert = stderr
+        .lines()
+        .find(|l| l.contains("cannot post the alert"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let hook_host = hook.split("/services").next().unwrap();
+    assert!(
+        alert.contains("--alert-webhook")
+            && alert.contains(hook_host)
+            && alert.contains("no answer within 10 seconds"),
+        "{alert}"
+    );
+    assert!(
+        !stderr.contains("Sekr1t-Hook-Path") && !stderr.contains("Push-Pw"),
+        "{stderr}"
+    );
+    // Both were tried: a stalled Pushgateway does not swallow the alert.
+    assert!(pushes.load(Ordering::SeqCst) >= 1 && posts.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn a_webhook_url_without_a_scheme_is_never_echoed() {
+    let secret = "hooks.example.com/services/T000/B000/Sekr1t-Hook-Path";
+    let from_flag = failing_run(&["--alert-webhook", secret], &[], Duration::from_secs(60));
+    let from_env = failing_run(
+        &[],
+        &[("GC_ALERT_WEBHOOK", secret)],
+        Duration::from_secs(60),
+    );
+    for out in [from_flag, from_env] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("--alert-webhook or $GC_ALERT_WEBHOOK")
+                && stderr.contains("has no scheme"),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains("Sekr1t") && !stderr.contains("hooks.example.com"),
+            "{stderr}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("Sekr1t"));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn the_metrics_file_is_private_and_planted_symlinks_are_not_followed() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep me").unwrap();
+    // The names an earlier version wrote through, planted.
+    for planted in ["gc.tmp", "gc.prom.tmp"] {
+        symlink(&victim, dir.path().join(planted)).unwrap();
+    }
+    let metrics = dir.path().join("gc.prom");
+    let out = failing_run(
+        &["--metrics-file", metrics.to_str().unwrap()],
+        &[],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    let meta = std::fs::symlink_metadata(&metrics).unwrap();
+    assert!(meta.file_type().is_file(), "a plain file, not a symlink");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert!(
+        std::fs::read_to_string(&metrics)
+            .unwrap()
+            .contains(r#"gc_errors_total{collector="pods",namespace="batch",stage="plan"} 1"#)
     );
 }
 

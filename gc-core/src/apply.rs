@@ -25,6 +25,8 @@
 //! and receipt are computed but not written, and the release (which could only be tested against
 //! a pin that a dry run never stored) is reported, not sent.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -35,6 +37,7 @@ use crate::inventory::pod_facts;
 use crate::ledger::PyNum;
 use crate::plan::Target;
 use crate::pod::{self, Basis, Rules};
+
 use crate::ports::{
     ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Preconditions, Receipt, Store,
 };
@@ -97,6 +100,19 @@ pub enum Outcome {
         /// The server's message.
         message: String,
     },
+    /// The pinned Pod's archive is larger than `max_archive_bytes` (pinning adds a finalizer and
+    /// a `managedFields` entry): the pin was released and nothing deleted.
+    TooLarge {
+        /// The archive's size.
+        bytes: usize,
+        /// The ceiling.
+        max: usize,
+    },
+    /// Recovery released a pin left by an earlier run; nothing was deleted.
+    Released {
+        /// Why the pin was released rather than the Pod collected.
+        reason: String,
+    },
     /// A step failed; the Pod is left in a state the next run resumes.
     Failed {
         /// The failing step.
@@ -107,9 +123,10 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Whether the run should exit non-zero for this target.
+    /// Whether the run should exit non-zero for this target: a step failed, or its archive is
+    /// over the ceiling (as the plan fails on one; the operator must raise the ceiling).
     pub fn is_failure(&self) -> bool {
-        matches!(self, Self::Failed { .. })
+        matches!(self, Self::Failed { .. } | Self::TooLarge { .. })
     }
 }
 
@@ -135,6 +152,8 @@ pub struct Ports<'p, C, S, A, K> {
     pub sink: &'p A,
     /// Time.
     pub clock: &'p K,
+    /// Set when the run lock is lost: the engine then writes nothing more.
+    pub stop: &'p AtomicBool,
 }
 
 /// Seconds to wait after the release before checking the uid is gone (the flow's `settle`).
@@ -183,6 +202,10 @@ impl Live {
     fn deleting(&self) -> bool {
         !self.meta("deletionTimestamp").is_null()
     }
+    /// The same uid, eligible, and its finalizers exactly the pin.
+    fn is_pinned(&self, uid: &str, pin: &str) -> bool {
+        self.uid() == uid && self.pinned(pin) && self.ineligible().is_none()
+    }
     /// `None` when eligible, else why not.
     fn ineligible(&self) -> Option<String> {
         match pod::assess(&self.facts) {
@@ -190,14 +213,6 @@ impl Live {
             Ok(Err(reason)) => Some(format!("no longer eligible: {reason}")),
             Err(bad) => Some(format!("unreadable: {}: {}", bad.field, bad.problem)),
         }
-    }
-}
-
-fn rules(cfg: &PodConfig) -> Rules<'_> {
-    Rules {
-        namespace: &cfg.namespace,
-        collect_label: &cfg.collect_label,
-        pin: &cfg.pin_finalizer,
     }
 }
 
@@ -268,7 +283,14 @@ fn skipped(step: Step, reason: impl Into<String>) -> Outcome {
     }
 }
 
-/// Applies `targets` one at a time. One target's failure does not stop the others.
+/// Applies `targets` one at a time, each bound to the resourceVersion it was planned at. One
+/// target's failure does not stop the others; a lost run lock ([`Ports::stop`]) stops them all.
+///
+/// # Guarantees
+/// - A target whose Pod changed since the plan (another resourceVersion) is reported
+///   [`Outcome::Changed`] and not written to; the pin patch itself tests the planned
+///   resourceVersion, so a change between the re-read and the pin is refused by the server.
+/// - No delete without an archive read back and verified and a receipt read back.
 pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     ports: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
@@ -277,7 +299,7 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
 ) -> Vec<TargetResult> {
     let mut results = Vec::with_capacity(targets.len());
     for t in targets {
-        let outcome = collect(ports, cfg, t, dry_run, true).await;
+        let outcome = collect(ports, cfg, t, dry_run, Mode::Planned).await;
         let name = t
             .name
             .as_str()
@@ -291,6 +313,16 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     results
 }
 
+/// What binds a target while it is collected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A planned target: the planned resourceVersion, eligibility and retention.
+    Planned,
+    /// Recovery finishing a pinned Pod that is already being deleted: eligibility only
+    /// (archiving it is better than losing it; it changed when it was pinned and deleted).
+    Finish,
+}
+
 async fn get<C: Cluster>(
     cluster: &C,
     cfg: &PodConfig,
@@ -299,107 +331,60 @@ async fn get<C: Cluster>(
 ) -> Result<Option<Live>, Outcome> {
     match cluster.get_pod(&cfg.namespace, name).await {
         Ok(None) => Ok(None),
-        Ok(Some(bytes)) => Live::parse(&bytes, rules(cfg))
+        Ok(Some(bytes)) => Live::parse(&bytes, cfg.rules())
             .map(Some)
             .map_err(|e| failed(step, e)),
         Err(e) => Err(cluster_outcome(step, e)),
     }
 }
 
-/// The protocol for one target. `check_retention` is off only when recovery finishes a Pod that
-/// is already being deleted (archiving it is then better than losing it).
+/// `Err` with the outcome when the run lock is lost: nothing more is written.
+fn check_lock<C, S, A, K>(p: &Ports<'_, C, S, A, K>, step: Step) -> Result<(), Outcome> {
+    if p.stop.load(Ordering::SeqCst) {
+        Err(failed(
+            step,
+            "the run lock was lost; stopped before this write (the next run resumes)",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The protocol for one target, one function per step.
 async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
     t: &Target,
     dry_run: bool,
-    check_retention: bool,
+    mode: Mode,
 ) -> Outcome {
+    match steps(p, cfg, t, dry_run, mode).await {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+async fn steps<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    t: &Target,
+    dry_run: bool,
+    mode: Mode,
+) -> Result<Outcome, Outcome> {
     let name = t.name.as_str().unwrap_or_default();
-    let pin = cfg.pin_finalizer.as_str();
-    // 1. Re-read: the same Pod, still eligible, still past retention.
-    let pod = match get(p.cluster, cfg, name, Step::Reread).await {
-        Err(o) => return o,
-        Ok(None) => return skipped(Step::Reread, "the Pod is gone"),
-        Ok(Some(pod)) if pod.uid() != t.uid => {
-            return skipped(Step::Reread, "another Pod has this name now");
-        }
-        Ok(Some(pod)) => pod,
-    };
-    if let Some(why) = pod.ineligible() {
-        return skipped(Step::Reread, why);
-    }
-    let (end, basis) = match pod::assess(&pod.facts) {
-        Ok(Ok(e)) => match e.finished_at() {
-            Ok(Some(at)) => (PyNum::Float(at), Basis::FinishedAt),
-            Ok(None) => (t.first, Basis::ObservedFailed),
-            Err(bad) => return failed(Step::Reread, format!("{}: {}", bad.field, bad.problem)),
-        },
-        _ => return skipped(Step::Reread, "no longer eligible"),
-    };
-    if check_retention && end.seconds() > p.clock.now() - f64::from(cfg.retention_seconds) {
-        return skipped(
-            Step::Reread,
-            "retention has not passed (the anchor changed)",
-        );
-    }
-    // 2. Pin, then read it back.
+    let (pod, end, basis) = reread(p, cfg, t, mode).await?;
+    check_lock(p, Step::Pin)?;
     let stored_rv = pod.resource_version();
-    let pinned = if pod.unpinned() {
-        let patch = pin_patch(&t.uid, &pod.resource_version(), pin);
-        match p
-            .cluster
-            .patch_pod(&cfg.namespace, name, &patch, dry_run)
-            .await
-        {
-            Err(e) => return cluster_outcome(Step::Pin, e),
-            // A dry-run patch is not stored: its answer is what a read would show.
-            Ok(answer) if dry_run => match Live::parse(&answer, rules(cfg)) {
-                Ok(pod) => pod,
-                Err(e) => return failed(Step::Pin, e),
-            },
-            Ok(_) => match get(p.cluster, cfg, name, Step::Pin).await {
-                Err(o) => return o,
-                Ok(None) => return failed(Step::Pin, "the pinned Pod is gone"),
-                Ok(Some(pod)) => pod,
-            },
-        }
-    } else {
-        pod
-    };
-    if pinned.uid() != t.uid || !pinned.pinned(pin) || pinned.ineligible().is_some() {
-        return failed(Step::Pin, "identity pin invalid after pinning");
-    }
-    // 3. The canonical archive, written and read back.
+    let pinned = pin(p, cfg, name, t, pod, dry_run).await?;
     let status = pinned.status();
     let doc = archive::document(&pinned.object["metadata"], &status, basis, end);
     if doc.len() > cfg.max_archive_bytes {
-        return failed(
-            Step::Archive,
-            format!(
-                "archive of {} bytes exceeds max_archive_bytes {}",
-                doc.len(),
-                cfg.max_archive_bytes
-            ),
-        );
+        return Ok(too_large(p, cfg, name, &pinned, doc.len(), dry_run).await);
     }
     let sha256 = sha256_hex(doc.as_bytes());
     if dry_run {
-        return dry_run_rest(p, cfg, name, &pinned, stored_rv, sha256, doc.len()).await;
+        return Ok(dry_run_rest(p, cfg, name, &pinned, stored_rv, sha256, doc.len()).await);
     }
-    let key = ArchiveKey {
-        cluster_id: cfg.cluster_id.clone(),
-        namespace: cfg.namespace.clone(),
-        uid: t.uid.clone(),
-    };
-    let uri = match p.sink.write(&key, doc.as_bytes()).await {
-        Ok(uri) => uri,
-        Err(e) => return failed(Step::Archive, e.to_string()),
-    };
-    if let Err(e) = verify_archive(p.sink, &uri, &sha256, &t.uid).await {
-        return failed(Step::VerifyArchive, e);
-    }
-    // 4. The receipt.
+    let uri = write_archive(p, cfg, t, &doc, &sha256).await?;
     let receipt = Receipt {
         cluster_id: cfg.cluster_id.clone(),
         namespace: cfg.namespace.clone(),
@@ -409,82 +394,250 @@ async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         sha256: sha256.clone(),
         bytes: doc.len() as u64,
     };
-    if let Err(e) = p.store.put_receipt(&receipt).await {
-        return failed(Step::Receipt, e.to_string());
-    }
-    // 5. The pre-delete fence.
-    let current = match get(p.cluster, cfg, name, Step::Fence).await {
-        Err(o) => return o,
-        Ok(None) => return failed(Step::Fence, "the pinned Pod is gone"),
-        Ok(Some(pod)) => pod,
-    };
-    if current.uid() != t.uid || !current.pinned(pin) || current.ineligible().is_some() {
-        return failed(
-            Step::Fence,
-            "pre-delete fence invalid: not the same eligible pinned Pod",
-        );
-    }
-    if current.status() != status {
-        return skipped(
-            Step::Fence,
-            "the status changed after the archive; archived again next run",
-        );
-    }
-    match p.store.get_receipt(&cfg.cluster_id, &t.uid).await {
-        Ok(Some(r)) if r.sha256 == sha256 && r.uri == uri => {}
-        Ok(_) => return failed(Step::Fence, "archive receipt readback invalid"),
-        Err(e) => return failed(Step::Fence, e.to_string()),
-    }
-    if let Err(e) = verify_archive(p.sink, &uri, &sha256, &t.uid).await {
-        return failed(Step::Fence, e);
-    }
-    // 6. The fenced delete, then: deleting, pin still on.
-    let pre = Preconditions {
-        uid: t.uid.clone(),
-        resource_version: current.resource_version(),
-    };
-    if let Err(e) = p
-        .cluster
-        .delete_pod(&cfg.namespace, name, &pre, false)
+    p.store
+        .put_receipt(&receipt)
         .await
-    {
-        return cluster_outcome(Step::Delete, e);
-    }
-    let deleting = match get(p.cluster, cfg, name, Step::Delete).await {
-        Err(o) => return o,
-        // Someone released the pin already: archived and receipted, so collected.
-        Ok(None) => {
-            return Outcome::Collected {
-                uri,
-                sha256,
-                bytes: doc.len(),
-            };
-        }
-        Ok(Some(pod)) => pod,
+        .map_err(|e| failed(Step::Receipt, e.to_string()))?;
+    let current = fence(p, cfg, name, t, &status, &receipt).await?;
+    check_lock(p, Step::Delete)?;
+    let collected = Outcome::Collected {
+        uri,
+        sha256,
+        bytes: doc.len(),
     };
-    if deleting.uid() != t.uid || !deleting.deleting() || !deleting.pinned(pin) {
-        return failed(Step::Delete, "delete did not mark the pinned Pod");
+    let Some(deleting) = delete(p, cfg, name, t, &current).await? else {
+        // Someone released the pin already: archived and receipted, so collected.
+        return Ok(collected);
+    };
+    release_and_verify(p, cfg, name, t, &deleting).await?;
+    Ok(collected)
+}
+
+/// 1. Re-read: the same Pod at the planned resourceVersion, still eligible, still past
+/// retention; returns it with its anchor.
+async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    t: &Target,
+    mode: Mode,
+) -> Result<(Live, PyNum, Basis), Outcome> {
+    let name = t.name.as_str().unwrap_or_default();
+    let pod = match get(p.cluster, cfg, name, Step::Reread).await? {
+        None => return Err(skipped(Step::Reread, "the Pod is gone")),
+        Some(pod) if pod.uid() != t.uid => {
+            return Err(skipped(Step::Reread, "another Pod has this name now"));
+        }
+        Some(pod) => pod,
+    };
+    if mode == Mode::Planned && pod.resource_version() != t.resource_version {
+        return Err(Outcome::Changed {
+            step: Step::Reread,
+            message: format!(
+                "resourceVersion {} when planned, {} now: the Pod changed since the plan and is left alone; plan again",
+                t.resource_version,
+                pod.resource_version()
+            ),
+        });
     }
-    // 7. Release, then the uid must be gone.
-    let patch = release_patch(&t.uid, &deleting.resource_version(), &[json!(pin)], pin);
-    if let Err(e) = p
+    if let Some(why) = pod.ineligible() {
+        return Err(skipped(Step::Reread, why));
+    }
+    let (end, basis) = anchor(&pod, t.first).map_err(|e| failed(Step::Reread, e))?;
+    if mode == Mode::Planned && end.seconds() > p.clock.now() - f64::from(cfg.retention_seconds) {
+        return Err(skipped(
+            Step::Reread,
+            "retention has not passed (the anchor changed)",
+        ));
+    }
+    Ok((pod, end, basis))
+}
+
+/// The anchor of an eligible Pod: its latest `finishedAt`, or `first`.
+fn anchor(pod: &Live, first: PyNum) -> Result<(PyNum, Basis), String> {
+    match pod::assess(&pod.facts) {
+        Ok(Ok(e)) => match e.finished_at() {
+            Ok(Some(at)) => Ok((PyNum::Float(at), Basis::FinishedAt)),
+            Ok(None) => Ok((first, Basis::ObservedFailed)),
+            Err(bad) => Err(format!("{}: {}", bad.field, bad.problem)),
+        },
+        _ => Err("no longer eligible".into()),
+    }
+}
+
+/// 2. Pin (fenced on the planned uid and resourceVersion), then read it back: the same uid,
+/// eligible, finalizers exactly the pin.
+async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    name: &str,
+    t: &Target,
+    pod: Live,
+    dry_run: bool,
+) -> Result<Live, Outcome> {
+    let pinned = if pod.unpinned() {
+        let patch = pin_patch(&t.uid, &pod.resource_version(), &cfg.pin_finalizer);
+        let answer = p
+            .cluster
+            .patch_pod(&cfg.namespace, name, &patch, dry_run)
+            .await
+            .map_err(|e| cluster_outcome(Step::Pin, e))?;
+        if dry_run {
+            // A dry-run patch is not stored: its answer is what a read would show.
+            Live::parse(&answer, cfg.rules()).map_err(|e| failed(Step::Pin, e))?
+        } else {
+            get(p.cluster, cfg, name, Step::Pin)
+                .await?
+                .ok_or_else(|| failed(Step::Pin, "the pinned Pod is gone"))?
+        }
+    } else {
+        pod
+    };
+    if !pinned.is_pinned(&t.uid, &cfg.pin_finalizer) {
+        return Err(failed(Step::Pin, "identity pin invalid after pinning"));
+    }
+    Ok(pinned)
+}
+
+/// The pinned Pod's archive is over the ceiling (pinning adds a finalizer and a
+/// `managedFields` entry): release the pin, fenced, and delete nothing.
+async fn too_large<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    name: &str,
+    pinned: &Live,
+    bytes: usize,
+    dry_run: bool,
+) -> Outcome {
+    let too_large = Outcome::TooLarge {
+        bytes,
+        max: cfg.max_archive_bytes,
+    };
+    if dry_run {
+        return too_large;
+    }
+    let patch = release_patch(
+        pinned.uid(),
+        &pinned.resource_version(),
+        &[json!(cfg.pin_finalizer)],
+        &cfg.pin_finalizer,
+    );
+    match p
         .cluster
         .patch_pod(&cfg.namespace, name, &patch, false)
         .await
     {
-        return cluster_outcome(Step::Release, e);
+        Ok(_) => too_large,
+        Err(e) => cluster_outcome(Step::Release, e),
     }
+}
+
+/// 3. The archive written, then read back: hash and uid checked.
+async fn write_archive<C, S, A: ArchiveSink, K>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    t: &Target,
+    doc: &str,
+    sha256: &str,
+) -> Result<String, Outcome> {
+    let key = ArchiveKey {
+        cluster_id: cfg.cluster_id.clone(),
+        namespace: cfg.namespace.clone(),
+        uid: t.uid.clone(),
+    };
+    let uri = p
+        .sink
+        .write(&key, doc.as_bytes())
+        .await
+        .map_err(|e| failed(Step::Archive, e.to_string()))?;
+    verify_archive(p.sink, &uri, sha256, &t.uid)
+        .await
+        .map_err(|e| failed(Step::VerifyArchive, e))?;
+    Ok(uri)
+}
+
+/// 5. The pre-delete fence: the same eligible pinned Pod, its status as archived, the receipt
+/// and the archive as written.
+async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    name: &str,
+    t: &Target,
+    status: &Value,
+    receipt: &Receipt,
+) -> Result<Live, Outcome> {
+    let current = get(p.cluster, cfg, name, Step::Fence)
+        .await?
+        .ok_or_else(|| failed(Step::Fence, "the pinned Pod is gone"))?;
+    if !current.is_pinned(&t.uid, &cfg.pin_finalizer) {
+        return Err(failed(
+            Step::Fence,
+            "pre-delete fence invalid: not the same eligible pinned Pod",
+        ));
+    }
+    if current.status() != *status {
+        return Err(skipped(
+            Step::Fence,
+            "the status changed after the archive; archived again next run",
+        ));
+    }
+    match p.store.get_receipt(&cfg.cluster_id, &t.uid).await {
+        Ok(Some(r)) if r.sha256 == receipt.sha256 && r.uri == receipt.uri => {}
+        Ok(_) => return Err(failed(Step::Fence, "archive receipt readback invalid")),
+        Err(e) => return Err(failed(Step::Fence, e.to_string())),
+    }
+    verify_archive(p.sink, &receipt.uri, &receipt.sha256, &t.uid)
+        .await
+        .map_err(|e| failed(Step::Fence, e))?;
+    Ok(current)
+}
+
+/// 6. The delete, fenced on the uid and the resourceVersion the fence saw; then: deleting, pin
+/// still on. `None` when the Pod is gone already.
+async fn delete<C: Cluster, S, A, K>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    name: &str,
+    t: &Target,
+    current: &Live,
+) -> Result<Option<Live>, Outcome> {
+    let pre = Preconditions {
+        uid: t.uid.clone(),
+        resource_version: current.resource_version(),
+    };
+    p.cluster
+        .delete_pod(&cfg.namespace, name, &pre, false)
+        .await
+        .map_err(|e| cluster_outcome(Step::Delete, e))?;
+    let Some(deleting) = get(p.cluster, cfg, name, Step::Delete).await? else {
+        return Ok(None);
+    };
+    if deleting.uid() != t.uid || !deleting.deleting() || !deleting.pinned(&cfg.pin_finalizer) {
+        return Err(failed(Step::Delete, "delete did not mark the pinned Pod"));
+    }
+    Ok(Some(deleting))
+}
+
+/// 7. The release, fenced on uid, resourceVersion, phase and the finalizer list; then the uid
+/// must be gone.
+async fn release_and_verify<C: Cluster, S, A, K: Clock>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    name: &str,
+    t: &Target,
+    deleting: &Live,
+) -> Result<(), Outcome> {
+    let pin = cfg.pin_finalizer.as_str();
+    let patch = release_patch(&t.uid, &deleting.resource_version(), &[json!(pin)], pin);
+    p.cluster
+        .patch_pod(&cfg.namespace, name, &patch, false)
+        .await
+        .map_err(|e| cluster_outcome(Step::Release, e))?;
     p.clock.sleep(SETTLE_SECONDS).await;
-    match get(p.cluster, cfg, name, Step::VerifyGone).await {
-        Err(o) => o,
-        Ok(Some(pod)) if pod.uid() == t.uid => {
-            failed(Step::VerifyGone, "the archived Pod's uid remains")
+    match get(p.cluster, cfg, name, Step::VerifyGone).await? {
+        Some(pod) if pod.uid() == t.uid => {
+            Err(failed(Step::VerifyGone, "the archived Pod's uid remains"))
         }
-        Ok(_) => Outcome::Collected {
-            uri,
-            sha256,
-            bytes: doc.len(),
-        },
+        _ => Ok(()),
     }
 }
 
@@ -509,81 +662,174 @@ async fn dry_run_rest<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     }
 }
 
-/// Finishes or releases every pin that no target covers: a run that stopped mid-protocol, or a
-/// plan that no longer lists a pinned Pod, leaves no pin behind. A pinned Pod being deleted is
-/// archived and released (retention no longer matters: it is going); any other is released with
-/// a fenced patch.
+/// A Pod that carries the pin finalizer, as a metadata-only list shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinnedPod {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// `metadata.finalizers`, in order.
+    pub finalizers: Vec<Value>,
+    /// Whether `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+}
+
+/// Every Pod of the namespace that carries the pin finalizer, whatever its labels or phase:
+/// a metadata-only list, filtered here.
+///
+/// # Errors
+/// [`ClusterError`] when the Pods cannot be listed (an expired continue token restarts the list,
+/// three times at most).
+pub async fn pinned_pods<C: Cluster>(
+    cluster: &C,
+    cfg: &PodConfig,
+) -> Result<Vec<PinnedPod>, ClusterError> {
+    let mut attempts = 0;
+    'list: loop {
+        let mut pinned = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = match cluster
+                .list_pod_metadata(&cfg.namespace, 500, token.as_deref())
+                .await
+            {
+                Err(ClusterError::Expired) if attempts < 3 => {
+                    attempts += 1;
+                    continue 'list;
+                }
+                page => page?,
+            };
+            let list: Value = serde_json::from_slice(&page.text)
+                .map_err(|e| ClusterError::Other(format!("unreadable Pod list: {e}")))?;
+            for item in list["items"].as_array().into_iter().flatten() {
+                let meta = &item["metadata"];
+                let finalizers = meta["finalizers"].as_array().cloned().unwrap_or_default();
+                if !finalizers.iter().any(|f| f == cfg.pin_finalizer.as_str()) {
+                    continue;
+                }
+                let text = |key: &str| meta[key].as_str().unwrap_or_default().to_owned();
+                pinned.push(PinnedPod {
+                    name: text("name"),
+                    uid: text("uid"),
+                    resource_version: text("resourceVersion"),
+                    finalizers,
+                    deleting: !meta["deletionTimestamp"].is_null(),
+                });
+            }
+            match page.continue_token {
+                Some(t) => token = Some(t),
+                None => return Ok(pinned),
+            }
+        }
+    }
+}
+
+/// Finishes or releases every pin in the namespace, before any plan is acted on: a run that
+/// stopped mid-protocol leaves no pin behind, whatever the Pod's labels now. A pinned Pod being
+/// deleted is archived (as it is now; retention no longer matters: it is going) and released,
+/// or released without an archive when it is no longer eligible; any other pin is released
+/// with a fenced patch, and a later plan decides about the Pod afresh.
 ///
 /// # Errors
 /// [`ClusterError`] when the Pods cannot be listed; per-Pod outcomes are in the results.
 pub async fn recover<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
-    targets: &[Target],
     dry_run: bool,
 ) -> Result<Vec<TargetResult>, ClusterError> {
-    let query = crate::ports::PodQuery {
-        namespace: cfg.namespace.clone(),
-        label_selector: format!("{}=true", cfg.collect_label),
-        field_selector: "status.phase=Failed".into(),
-        limit: 500,
-    };
-    let mut pinned = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = p.cluster.list_pods(&query, token.as_deref()).await?;
-        let list: Value =
-            serde_json::from_slice(&page.text).map_err(|e| ClusterError::Other(e.to_string()))?;
-        for item in list["items"].as_array().into_iter().flatten() {
-            let finalizers = item["metadata"]["finalizers"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let uid = item["metadata"]["uid"].as_str().unwrap_or_default();
-            if finalizers.iter().any(|f| f == cfg.pin_finalizer.as_str())
-                && !targets.iter().any(|t| t.uid == uid)
-            {
-                pinned.push(item.clone());
-            }
-        }
-        match page.continue_token {
-            Some(t) => token = Some(t),
-            None => break,
-        }
-    }
     let mut results = Vec::new();
-    for item in pinned {
-        let meta = &item["metadata"];
-        let name = meta["name"].as_str().unwrap_or_default().to_owned();
-        let uid = meta["uid"].as_str().unwrap_or_default().to_owned();
-        let outcome = if meta["deletionTimestamp"].is_null() {
-            let finalizers = meta["finalizers"].as_array().cloned().unwrap_or_default();
-            let rv = meta["resourceVersion"].as_str().unwrap_or_default();
-            let patch = release_patch(&uid, rv, &finalizers, &cfg.pin_finalizer);
-            match p
-                .cluster
-                .patch_pod(&cfg.namespace, &name, &patch, dry_run)
+    for pod in pinned_pods(p.cluster, cfg).await? {
+        let outcome = match check_lock(p, Step::Release) {
+            Err(o) => o,
+            Ok(()) if pod.deleting => finish(p, cfg, &pod, dry_run).await,
+            Ok(()) => {
+                release(
+                    p.cluster,
+                    cfg,
+                    &pod,
+                    dry_run,
+                    "pin released: not being deleted; a later plan decides again",
+                )
                 .await
-            {
-                Ok(_) => skipped(Step::Release, "pin released: not a target of this plan"),
-                Err(e) => cluster_outcome(Step::Release, e),
             }
-        } else {
-            let now = PyNum::Float(p.clock.now());
-            let t = Target {
-                name: Value::String(name.clone()),
-                uid: uid.clone(),
-                first: now,
-                basis: Basis::ObservedFailed,
-                end: now,
-                resource_version: String::new(),
-                archive_bytes: 0,
-            };
-            collect(p, cfg, &t, dry_run, false).await
         };
-        results.push(TargetResult { name, uid, outcome });
+        results.push(TargetResult {
+            name: pod.name,
+            uid: pod.uid,
+            outcome,
+        });
     }
     Ok(results)
+}
+
+/// A fenced release of `pod`'s pin, reported as [`Outcome::Released`].
+async fn release<C: Cluster>(
+    cluster: &C,
+    cfg: &PodConfig,
+    pod: &PinnedPod,
+    dry_run: bool,
+    reason: &str,
+) -> Outcome {
+    let patch = release_patch(
+        &pod.uid,
+        &pod.resource_version,
+        &pod.finalizers,
+        &cfg.pin_finalizer,
+    );
+    match cluster
+        .patch_pod(&cfg.namespace, &pod.name, &patch, dry_run)
+        .await
+    {
+        Ok(_) => Outcome::Released {
+            reason: reason.into(),
+        },
+        Err(e) => cluster_outcome(Step::Release, e),
+    }
+}
+
+/// A pinned Pod being deleted: archived and released when it is still eligible, else released
+/// (someone asked for its deletion; the pin must not hold it forever).
+async fn finish<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    pod: &PinnedPod,
+    dry_run: bool,
+) -> Outcome {
+    let live = match get(p.cluster, cfg, &pod.name, Step::Reread).await {
+        Err(o) => return o,
+        Ok(None) => return skipped(Step::Reread, "the Pod is gone"),
+        Ok(Some(live)) if live.uid() != pod.uid => {
+            return skipped(Step::Reread, "another Pod has this name now");
+        }
+        Ok(Some(live)) => live,
+    };
+    if let Some(why) = live.ineligible() {
+        let current = PinnedPod {
+            resource_version: live.resource_version(),
+            finalizers: live
+                .meta("finalizers")
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            ..pod.clone()
+        };
+        let reason = format!("pin released without an archive: being deleted and {why}");
+        return release(p.cluster, cfg, &current, dry_run, &reason).await;
+    }
+    let now = PyNum::Float(p.clock.now());
+    let t = Target {
+        name: Value::String(pod.name.clone()),
+        uid: pod.uid.clone(),
+        first: now,
+        basis: Basis::ObservedFailed,
+        end: now,
+        resource_version: live.resource_version(),
+        archive_bytes: 0,
+    };
+    collect(p, cfg, &t, dry_run, Mode::Finish).await
 }
 
 async fn verify_archive<A: ArchiveSink>(

@@ -1,21 +1,33 @@
 //! The reviewable plan: what `gc-cli plan --out` writes and `gc-cli apply` acts on.
 //!
-//! The human approval of the reference flow (its pause) becomes a file: the plan's inputs, its
+//! The human approval of the reference flow (its pause) becomes a file: the plan's policy, its
 //! targets with the uid and resourceVersion they had when planned, when it was made, when it
-//! expires, and a digest over all of it. Apply refuses a plan that is expired, altered, or for
-//! another cluster or namespace, and acts only on the targets it lists; every write is fenced
-//! again at apply time, so a plan approved an hour ago cannot touch a Pod that changed since.
+//! expires, and a seal over all of it. What an approval binds:
 //!
-//! The digest is the sha256 of the document's canonical JSON without the `digest` member. It
-//! detects any edit; it is not a signature (anyone can recompute it), so keep plan files where
-//! only approvers can write them.
+//! - **Each target exactly as reviewed**: apply fences on the planned uid and resourceVersion; a
+//!   Pod changed since the plan is reported `changed` and left alone.
+//! - **The applying operator's policy**: apply takes its policy from its own validated flags and
+//!   refuses a plan whose recorded policy differs in any field; nothing in the file is trusted
+//!   as policy. Every value read from the file is validated (names, uids, counts, times).
+//! - **A bounded lifetime**: at most [`MAX_TTL_SECONDS`] (24 h) from creation, and not from the
+//!   future.
+//!
+//! The seal is `sha256:` and the hex sha256 of the document's canonical JSON without the
+//! `digest` member, or, with a key, `hmac-sha256:` and the HMAC-SHA256 of the same text. The
+//! unkeyed digest detects accidental edits and truncation; it is not a signature: anyone who can
+//! write the file can recompute it, so it proves nothing about who approved. The keyed seal can
+//! only be produced by holders of the key: give the key to approvers and to the applying job
+//! (for example from a Kubernetes Secret) and apply refuses anything else. Either way the
+//! policy and the fences above hold, so a forged plan can only name Pods that apply's own
+//! policy would collect anyway.
 
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::config::PodConfig;
+use crate::config::{PodConfig, is_dns_subdomain};
 use crate::plan::{PodPlan, Target};
 use crate::pyjson::{self, Layout};
 
@@ -23,15 +35,27 @@ use crate::pyjson::{self, Layout};
 pub const KIND: &str = "gc/failed-pod-plan/v1";
 
 /// Default lifetime of a plan: one hour, as long as the flow's approval pause.
-pub const DEFAULT_TTL_SECONDS: f64 = 3600.0;
+pub const DEFAULT_TTL_SECONDS: u32 = 3600;
+
+/// The longest lifetime a plan may have: 24 hours.
+pub const MAX_TTL_SECONDS: u32 = 86_400;
+
+/// How far a plan's creation may lie in the future (clock skew between machines).
+const SKEW_SECONDS: f64 = 300.0;
+
+/// The shortest key a keyed seal accepts.
+pub const MIN_KEY_BYTES: usize = 16;
+
+const UNKEYED: &str = "sha256:";
+const KEYED: &str = "hmac-sha256:";
 
 /// A plan file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlanFile {
     /// [`KIND`].
     pub kind: String,
-    /// The inputs the plan was made with.
+    /// The policy the plan was made with (apply refuses it unless it equals its own).
     pub config: PodConfig,
     /// When it was made (seconds since the epoch).
     pub created_at: f64,
@@ -43,31 +67,70 @@ pub struct PlanFile {
     pub held: usize,
     /// See `held`.
     pub deferred: usize,
-    /// `sha256:` and the hex digest of everything else.
+    /// The seal: `sha256:HEX`, or `hmac-sha256:HEX` when sealed with a key.
     pub digest: String,
+}
+
+/// The secret that seals plans so that only its holders can approve.
+#[derive(Clone)]
+pub struct SealKey(Vec<u8>);
+
+impl std::fmt::Debug for SealKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealKey(..)")
+    }
+}
+
+impl SealKey {
+    /// A key from its bytes (a file's or a variable's content, trailing line ends removed).
+    ///
+    /// # Errors
+    /// [`PlanFileError::WeakKey`] when shorter than [`MIN_KEY_BYTES`].
+    pub fn new(bytes: &[u8]) -> Result<Self, PlanFileError> {
+        let trimmed = bytes.trim_ascii_end();
+        if trimmed.len() < MIN_KEY_BYTES {
+            return Err(PlanFileError::WeakKey(trimmed.len()));
+        }
+        Ok(Self(trimmed.to_vec()))
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        // HMAC takes keys of any length.
+        Hmac::<Sha256>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!())
+    }
 }
 
 /// Why a plan file is refused.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum PlanFileError {
-    /// Not a plan file of this version.
-    #[error("not a gc failed-Pod plan: {0}")]
+    /// Not a plan file of this version, or a value in it is out of bounds.
+    #[error("not a valid gc failed-Pod plan: {0}")]
     Malformed(String),
-    /// The content does not match its digest.
-    #[error("the plan was altered after it was written (digest mismatch)")]
+    /// The content does not match its seal.
+    #[error("the plan was altered after it was written (seal mismatch)")]
     Altered,
-    /// Past its expiry.
-    #[error("the plan expired at {expires_at} (now {now}); plan again")]
+    /// The plan is sealed with a key and none was given, or the reverse.
+    #[error("{0}")]
+    Seal(&'static str),
+    /// The key is too short.
+    #[error("the seal key has {0} bytes; at least 16 are needed")]
+    WeakKey(usize),
+    /// Past its expiry, or made in the future.
+    #[error("the plan is valid from {created_at} to {expires_at} (now {now}); plan again")]
     Expired {
+        /// When it was made.
+        created_at: f64,
         /// When it expired.
         expires_at: f64,
         /// Now.
         now: f64,
     },
-    /// Made for another cluster or namespace than the one apply runs against.
-    #[error("the plan is for {field} {planned:?}, not {given:?}")]
+    /// Made with another policy than apply's own flags.
+    #[error(
+        "the plan was made with {field} {planned:?}, but apply runs with {given:?}: apply acts only under its own flags; plan again, or give apply the same value"
+    )]
     Mismatch {
-        /// `cluster_id` or `namespace`.
+        /// The input, as `plan` names it (`cluster_id`, `retention_seconds`, ...).
         field: &'static str,
         /// In the plan.
         planned: String,
@@ -76,74 +139,239 @@ pub enum PlanFileError {
     },
 }
 
-fn digest_of(doc: &Value) -> String {
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The canonical text the seal covers: the document without its `digest` member.
+fn sealed_text(doc: &Value) -> String {
     let mut doc = doc.clone();
     if let Value::Object(map) = &mut doc {
         map.remove("digest");
     }
-    let text = pyjson::to_string(&doc, Layout::Canonical);
-    let hex: String = Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256:{hex}")
+    pyjson::to_string(&doc, Layout::Canonical)
+}
+
+fn seal_of(doc: &Value, key: Option<&SealKey>) -> String {
+    let text = sealed_text(doc);
+    match key {
+        None => format!("{UNKEYED}{}", hex(&Sha256::digest(text.as_bytes()))),
+        Some(key) => {
+            let mut mac = key.mac();
+            mac.update(text.as_bytes());
+            format!("{KEYED}{}", hex(&mac.finalize().into_bytes()))
+        }
+    }
+}
+
+/// Checks the seal of `doc` with `key` (or without one).
+fn check_seal(doc: &Value, key: Option<&SealKey>) -> Result<(), PlanFileError> {
+    let Some(digest) = doc.get("digest").and_then(Value::as_str) else {
+        return Err(PlanFileError::Malformed("digest is missing".into()));
+    };
+    match (digest.strip_prefix(KEYED), key) {
+        (Some(_), None) => Err(PlanFileError::Seal(
+            "the plan is sealed with a key: give apply the same key (--seal-key-file or GC_SEAL_KEY)",
+        )),
+        (None, Some(_)) => Err(PlanFileError::Seal(
+            "apply was given a seal key, but the plan is not sealed with a key: only plans sealed with the key are approved",
+        )),
+        (Some(mac_hex), Some(key)) => {
+            let mut mac = key.mac();
+            mac.update(sealed_text(doc).as_bytes());
+            let given = decode_hex(mac_hex).ok_or(PlanFileError::Altered)?;
+            mac.verify_slice(&given).map_err(|_| PlanFileError::Altered)
+        }
+        (None, None) if digest == seal_of(doc, None) => Ok(()),
+        (None, None) => Err(PlanFileError::Altered),
+    }
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The first input in which the plan's policy differs from apply's.
+fn policy_mismatch(planned: &PodConfig, given: &PodConfig) -> Option<PlanFileError> {
+    let fields: [(&'static str, String, String); 8] = [
+        (
+            "cluster_id",
+            planned.cluster_id.clone(),
+            given.cluster_id.clone(),
+        ),
+        (
+            "namespace",
+            planned.namespace.clone(),
+            given.namespace.clone(),
+        ),
+        (
+            "retention_seconds",
+            planned.retention_seconds.to_string(),
+            given.retention_seconds.to_string(),
+        ),
+        (
+            "max_pods",
+            planned.max_pods.to_string(),
+            given.max_pods.to_string(),
+        ),
+        (
+            "max_inventory",
+            planned.max_inventory.to_string(),
+            given.max_inventory.to_string(),
+        ),
+        (
+            "max_archive_bytes",
+            planned.max_archive_bytes.to_string(),
+            given.max_archive_bytes.to_string(),
+        ),
+        (
+            "collect_label",
+            planned.collect_label.clone(),
+            given.collect_label.clone(),
+        ),
+        (
+            "pin_finalizer",
+            planned.pin_finalizer.clone(),
+            given.pin_finalizer.clone(),
+        ),
+    ];
+    fields
+        .into_iter()
+        .find(|(_, p, g)| p != g)
+        .map(|(field, planned, given)| PlanFileError::Mismatch {
+            field,
+            planned,
+            given,
+        })
+}
+
+fn malformed(what: impl Into<String>) -> PlanFileError {
+    PlanFileError::Malformed(what.into())
+}
+
+/// A uid as the API server writes them: 1 to 128 of `[A-Za-z0-9-]`.
+fn is_uid(s: &str) -> bool {
+    (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// Every target's fields are what a plan of `policy` could have written at `created_at`.
+fn check_targets(file: &PlanFile, policy: &PodConfig) -> Result<(), PlanFileError> {
+    if file.targets.len() > policy.max_pods {
+        return Err(malformed(format!(
+            "targets: {} targets, more than max_pods {}",
+            file.targets.len(),
+            policy.max_pods
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, t) in file.targets.iter().enumerate() {
+        let field = |f: &str, why: &str| malformed(format!("targets[{i}].{f}: {why}"));
+        let name = t.name.as_str().unwrap_or_default();
+        if !is_dns_subdomain(name) {
+            return Err(field("name", "not a Pod name"));
+        }
+        if !is_uid(&t.uid) {
+            return Err(field("uid", "not a uid"));
+        }
+        if !seen.insert(t.uid.as_str()) || !seen.insert(name) {
+            return Err(field("uid", "listed twice"));
+        }
+        let rv = &t.resource_version;
+        if rv.is_empty() || rv.len() > 64 || !rv.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(field("resourceVersion", "not a resourceVersion"));
+        }
+        for (f, v) in [("first", t.first.seconds()), ("end", t.end.seconds())] {
+            if !(v.is_finite() && v > 0.0 && v <= file.created_at) {
+                return Err(field(f, "not a time before the plan was made"));
+            }
+        }
+        if t.archive_bytes > policy.max_archive_bytes {
+            return Err(field("archiveBytes", "over max_archive_bytes"));
+        }
+    }
+    Ok(())
+}
+
+/// `ttl_seconds` as a plan lifetime.
+///
+/// # Errors
+/// [`crate::config::InputError`] when it is 0 or more than [`MAX_TTL_SECONDS`].
+pub fn check_ttl(ttl_seconds: i64) -> Result<u32, crate::config::InputError> {
+    u32::try_from(ttl_seconds)
+        .ok()
+        .filter(|t| (1..=MAX_TTL_SECONDS).contains(t))
+        .ok_or_else(|| crate::config::InputError::Invalid {
+            input: "ttl_seconds",
+            value: ttl_seconds.to_string(),
+            rule: "must be 1 to 86400 (a plan lives at most 24 hours)",
+        })
 }
 
 impl PlanFile {
-    /// A sealed plan file for `plan`, made at `now`, valid for `ttl_seconds`.
-    pub fn seal(plan: &PodPlan, config: &PodConfig, now: f64, ttl_seconds: f64) -> Self {
+    /// A sealed plan file for `plan`, made at `now`, valid for `ttl_seconds` (see
+    /// [`check_ttl`]), sealed with `key` when given.
+    pub fn seal(
+        plan: &PodPlan,
+        config: &PodConfig,
+        now: f64,
+        ttl_seconds: u32,
+        key: Option<&SealKey>,
+    ) -> Self {
         let mut file = Self {
             kind: KIND.into(),
             config: config.clone(),
             created_at: now,
-            expires_at: now + ttl_seconds,
+            expires_at: now + f64::from(ttl_seconds.min(MAX_TTL_SECONDS)),
             targets: plan.targets.clone(),
             held: plan.held,
             deferred: plan.deferred,
             digest: String::new(),
         };
-        file.digest = digest_of(&serde_json::to_value(&file).unwrap_or(Value::Null));
+        file.digest = seal_of(&serde_json::to_value(&file).unwrap_or(Value::Null), key);
         file
     }
 
-    /// Reads and checks a plan file for apply against `cluster_id` and `namespace` at `now`.
+    /// Reads and checks a plan file for apply under `policy` (apply's own validated flags) at
+    /// `now`, with the seal `key` when the plans are keyed.
     ///
     /// # Errors
-    /// [`PlanFileError`]: malformed, altered, expired, or for another cluster or namespace.
+    /// [`PlanFileError`]: malformed or out of bounds, altered, sealed otherwise than `key`
+    /// says, expired or from the future, or made under another policy.
     pub fn open(
         bytes: &[u8],
-        cluster_id: &str,
-        namespace: &str,
+        policy: &PodConfig,
+        key: Option<&SealKey>,
         now: f64,
     ) -> Result<Self, PlanFileError> {
-        let doc: Value =
-            serde_json::from_slice(bytes).map_err(|e| PlanFileError::Malformed(e.to_string()))?;
+        let doc: Value = serde_json::from_slice(bytes).map_err(|e| malformed(e.to_string()))?;
         if doc.get("kind").and_then(Value::as_str) != Some(KIND) {
-            return Err(PlanFileError::Malformed(format!("kind is not {KIND}")));
+            return Err(malformed(format!("kind is not {KIND}")));
         }
-        if doc.get("digest").and_then(Value::as_str) != Some(digest_of(&doc).as_str()) {
-            return Err(PlanFileError::Altered);
+        check_seal(&doc, key)?;
+        let file: Self = serde_json::from_value(doc).map_err(|e| malformed(e.to_string()))?;
+        if let Some(mismatch) = policy_mismatch(&file.config, policy) {
+            return Err(mismatch);
         }
-        let file: Self =
-            serde_json::from_value(doc).map_err(|e| PlanFileError::Malformed(e.to_string()))?;
-        if now >= file.expires_at || now < file.created_at - 300.0 {
+        let lifetime = file.expires_at - file.created_at;
+        if !(lifetime > 0.0 && lifetime <= f64::from(MAX_TTL_SECONDS)) {
+            return Err(malformed(format!(
+                "expiresAt: a lifetime of {lifetime} s; at most {MAX_TTL_SECONDS} s"
+            )));
+        }
+        if !(now < file.expires_at && now >= file.created_at - SKEW_SECONDS) {
             return Err(PlanFileError::Expired {
+                created_at: file.created_at,
                 expires_at: file.expires_at,
                 now,
             });
         }
-        for (field, planned, given) in [
-            ("cluster_id", &file.config.cluster_id, cluster_id),
-            ("namespace", &file.config.namespace, namespace),
-        ] {
-            if planned != given {
-                return Err(PlanFileError::Mismatch {
-                    field,
-                    planned: planned.clone(),
-                    given: given.into(),
-                });
-            }
-        }
+        check_targets(&file, policy)?;
         Ok(file)
     }
 
@@ -156,11 +384,18 @@ impl PlanFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::PodInputs;
     use crate::ledger::{Ledger, PyNum};
     use crate::pod::Basis;
 
-    fn file() -> (PlanFile, PodConfig) {
-        let cfg = crate::config::PodInputs::default().validate().unwrap();
+    const MADE: f64 = 1_795_953_600.0;
+    const NOW: f64 = MADE + 100.0;
+
+    fn policy() -> PodConfig {
+        PodInputs::default().validate().unwrap()
+    }
+
+    fn file(key: Option<&SealKey>) -> PlanFile {
         let target = Target {
             name: "p".into(),
             uid: "u1".into(),
@@ -171,69 +406,200 @@ mod tests {
             archive_bytes: 900,
         };
         let plan = PodPlan {
-            now: 1e9,
+            now: MADE,
             decisions: vec![],
             targets: vec![target],
             held: 1,
             deferred: 2,
             ledger: Ledger::default(),
         };
-        (
-            PlanFile::seal(&plan, &cfg, 1_795_953_600.0, DEFAULT_TTL_SECONDS),
-            cfg,
-        )
+        PlanFile::seal(&plan, &policy(), MADE, DEFAULT_TTL_SECONDS, key)
+    }
+
+    fn key(text: &str) -> SealKey {
+        SealKey::new(text.as_bytes()).unwrap()
+    }
+
+    /// Re-seals `doc` as anyone can: the unkeyed digest recomputed.
+    fn reseal(mut doc: Value, key: Option<&SealKey>) -> String {
+        doc["digest"] = Value::String(seal_of(&doc, key));
+        doc.to_string()
+    }
+
+    fn open(text: &str, policy: &PodConfig, key: Option<&SealKey>) -> Result<(), PlanFileError> {
+        PlanFile::open(text.as_bytes(), policy, key, NOW).map(|_| ())
     }
 
     #[test]
     fn a_sealed_plan_opens_unchanged() {
-        let (f, _) = file();
-        let opened = PlanFile::open(
-            f.to_json().as_bytes(),
-            "primary",
-            "default",
-            1_795_953_700.0,
-        )
-        .unwrap();
-        assert_eq!(opened, f);
-        assert_eq!(opened.targets[0].first, PyNum::Int(1_795_000_000));
+        for k in [None, Some(key("0123456789abcdef-approvers"))] {
+            let f = file(k.as_ref());
+            let opened = PlanFile::open(f.to_json().as_bytes(), &policy(), k.as_ref(), NOW);
+            assert_eq!(opened, Ok(f.clone()));
+            assert_eq!(f.targets[0].first, PyNum::Int(1_795_000_000));
+        }
     }
 
     #[test]
-    fn altered_expired_and_misdirected_plans_are_refused() {
-        let (f, _) = file();
-        let text = f.to_json();
-        let now = 1_795_953_700.0;
-        let altered = text.replace("\"u1\"", "\"u2\"");
-        assert_eq!(
-            PlanFile::open(altered.as_bytes(), "primary", "default", now),
-            Err(PlanFileError::Altered)
-        );
-        let more = text.replace("\"resourceVersion\": \"42\"", "\"resourceVersion\": \"43\"");
-        assert_eq!(
-            PlanFile::open(more.as_bytes(), "primary", "default", now),
-            Err(PlanFileError::Altered)
-        );
+    fn an_edit_breaks_the_seal() {
+        let text = file(None).to_json();
+        for (from, to) in [("\"u1\"", "\"u2\""), ("\"42\"", "\"43\"")] {
+            assert_eq!(
+                open(&text.replace(from, to), &policy(), None),
+                Err(PlanFileError::Altered)
+            );
+        }
         assert!(matches!(
-            PlanFile::open(text.as_bytes(), "primary", "default", f.expires_at),
-            Err(PlanFileError::Expired { .. })
-        ));
-        assert!(matches!(
-            PlanFile::open(text.as_bytes(), "other", "default", now),
-            Err(PlanFileError::Mismatch {
-                field: "cluster_id",
-                ..
-            })
-        ));
-        assert!(matches!(
-            PlanFile::open(text.as_bytes(), "primary", "batch", now),
-            Err(PlanFileError::Mismatch {
-                field: "namespace",
-                ..
-            })
-        ));
-        assert!(matches!(
-            PlanFile::open(b"{}", "primary", "default", now),
+            open("{}", &policy(), None),
             Err(PlanFileError::Malformed(_))
         ));
+    }
+
+    /// A re-sealed plan with another policy is refused: apply's own flags are the policy.
+    #[test]
+    fn a_resealed_policy_is_refused_field_by_field() {
+        let doc: Value = serde_json::from_str(&file(None).to_json()).unwrap();
+        let check = |key: &str, value: Value, field: &str| {
+            let mut forged = doc.clone();
+            forged["config"][key] = value;
+            let result = open(&reseal(forged, None), &policy(), None);
+            assert!(
+                matches!(&result, Err(PlanFileError::Mismatch { field: f, .. }) if *f == field),
+                "{key}: {result:?}"
+            );
+        };
+        check("clusterId", "other".into(), "cluster_id");
+        check("namespace", "batch".into(), "namespace");
+        check("retentionSeconds", 1.into(), "retention_seconds");
+        check("maxPods", 50.into(), "max_pods");
+        check("maxInventory", 10_000.into(), "max_inventory");
+        check("maxArchiveBytes", 1_048_576.into(), "max_archive_bytes");
+        check("collectLabel", "example.com/any".into(), "collect_label");
+        check("pinFinalizer", "example.com/keep".into(), "pin_finalizer");
+    }
+
+    #[test]
+    fn values_read_from_the_file_are_bounded() {
+        let doc: Value = serde_json::from_str(&file(None).to_json()).unwrap();
+        let check = |edit: &dyn Fn(&mut Value), expect: &str| {
+            let mut forged = doc.clone();
+            edit(&mut forged);
+            let result = open(&reseal(forged, None), &policy(), None);
+            let Err(e) = &result else {
+                panic!("accepted: {expect}");
+            };
+            assert!(e.to_string().contains(expect), "{e} does not say {expect}");
+        };
+        check(
+            &|d| d["expiresAt"] = json(MADE + 31.0 * 365.0 * 86_400.0),
+            "lifetime",
+        );
+        check(&|d| d["expiresAt"] = json(MADE - 1.0), "lifetime");
+        check(&|d| d["createdAt"] = json(NOW + 3600.0), "lifetime");
+        check(
+            &|d| d["targets"][0]["name"] = "../etc".into(),
+            "targets[0].name",
+        );
+        check(&|d| d["targets"][0]["name"] = 7.into(), "targets[0].name");
+        check(&|d| d["targets"][0]["uid"] = "".into(), "targets[0].uid");
+        check(&|d| d["targets"][0]["uid"] = "a/b".into(), "targets[0].uid");
+        check(
+            &|d| d["targets"][0]["resourceVersion"] = "".into(),
+            "resourceVersion",
+        );
+        check(
+            &|d| d["targets"][0]["end"] = json(NOW + 10.0),
+            "targets[0].end",
+        );
+        check(
+            &|d| d["targets"][0]["first"] = json(-1.0),
+            "targets[0].first",
+        );
+        check(
+            &|d| d["targets"][0]["archiveBytes"] = 10_000_000.into(),
+            "archiveBytes",
+        );
+        check(
+            &|d| {
+                let t = d["targets"][0].clone();
+                d["targets"] = Value::Array(vec![t.clone(), t]);
+            },
+            "listed twice",
+        );
+        check(
+            &|d| {
+                let t = d["targets"][0].clone();
+                let many: Vec<Value> = (0..6)
+                    .map(|i| {
+                        let mut t = t.clone();
+                        t["uid"] = format!("u{i}").into();
+                        t["name"] = format!("p{i}").into();
+                        t
+                    })
+                    .collect();
+                d["targets"] = Value::Array(many);
+            },
+            "more than max_pods",
+        );
+        check(&|d| d["config"]["maxPods"] = 0.into(), "max_pods");
+        check(&|d| d["extra"] = true.into(), "unknown field");
+    }
+
+    fn json(v: f64) -> Value {
+        serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+    }
+
+    #[test]
+    fn expired_and_future_plans_are_refused() {
+        let f = file(None);
+        let text = f.to_json();
+        for now in [f.expires_at, MADE - SKEW_SECONDS - 1.0] {
+            assert!(matches!(
+                PlanFile::open(text.as_bytes(), &policy(), None, now),
+                Err(PlanFileError::Expired { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn only_holders_of_the_key_can_seal() {
+        let approvers = key("0123456789abcdef-approvers");
+        let keyed = file(Some(&approvers)).to_json();
+        assert!(keyed.contains("hmac-sha256:"));
+        // Without the key, a keyed plan is refused; with another key, it is altered.
+        assert!(matches!(
+            open(&keyed, &policy(), None),
+            Err(PlanFileError::Seal(_))
+        ));
+        assert_eq!(
+            open(&keyed, &policy(), Some(&key("another-key-of-16-bytes"))),
+            Err(PlanFileError::Altered)
+        );
+        // An unkeyed (or re-sealed without the key) plan is refused when apply has the key.
+        let doc: Value = serde_json::from_str(&keyed).unwrap();
+        assert!(matches!(
+            open(&reseal(doc.clone(), None), &policy(), Some(&approvers)),
+            Err(PlanFileError::Seal(_))
+        ));
+        // An edit under a keyed seal is detected.
+        let mut edited = doc;
+        edited["targets"][0]["resourceVersion"] = "43".into();
+        assert_eq!(
+            open(&edited.to_string(), &policy(), Some(&approvers)),
+            Err(PlanFileError::Altered)
+        );
+        assert_eq!(
+            SealKey::new(b"short\n").unwrap_err(),
+            PlanFileError::WeakKey(5)
+        );
+    }
+
+    #[test]
+    fn ttl_is_bounded() {
+        assert_eq!(check_ttl(3600), Ok(3600));
+        assert_eq!(check_ttl(86_400), Ok(86_400));
+        for bad in [0, -1, 86_401, 1_000_000_000] {
+            assert!(check_ttl(bad).is_err(), "{bad}");
+        }
     }
 }

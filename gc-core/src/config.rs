@@ -126,6 +126,11 @@ pub fn is_dns_label(s: &str) -> bool {
         && b.iter().all(|c| alnum(c) || *c == b'-')
 }
 
+/// A DNS-1123 subdomain, as object names are: dot-separated DNS labels, at most 253 characters.
+pub fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
 /// A Kubernetes qualified name with an optional DNS-subdomain prefix, as label keys and
 /// finalizer names are.
 fn is_qualified_name(s: &str) -> bool {
@@ -146,6 +151,15 @@ fn is_qualified_name(s: &str) -> bool {
 }
 
 impl PodConfig {
+    /// The eligibility rules this config sets: its namespace, collect label and pin.
+    pub fn rules(&self) -> crate::pod::Rules<'_> {
+        crate::pod::Rules {
+            namespace: &self.namespace,
+            collect_label: &self.collect_label,
+            pin: &self.pin_finalizer,
+        }
+    }
+
     /// The inputs this config was validated from.
     pub fn inputs(&self) -> PodInputs {
         let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);

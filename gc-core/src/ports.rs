@@ -15,8 +15,9 @@ pub enum ClusterError {
     /// The object does not exist (HTTP 404).
     #[error("not found: {0}")]
     NotFound(String),
-    /// The object changed under us: a failed precondition or `test` op (HTTP 409 or 422).
-    /// Skip and re-check on the next run.
+    /// The object changed under us: a failed precondition (HTTP 409) or a failed JSON-patch
+    /// `test` op (HTTP 422 whose cause is the failed test). Any other 422 (validation) is
+    /// `Other`. Skip and re-check on the next run.
     #[error("the object changed ({status}): {message}")]
     Changed {
         /// 409 or 422.
@@ -82,13 +83,22 @@ pub struct Preconditions {
 ///
 /// # Errors
 /// Every method returns [`ClusterError`]; 404 MUST be `NotFound` (or `Ok(None)` where the
-/// signature allows), 409 and 422 MUST be `Changed`, 403 `Forbidden`, 410 `Expired`.
+/// signature allows), 409 and a 422 from a failed `test` op MUST be `Changed`, any other 422
+/// `Other`, 403 `Forbidden`, 410 `Expired`.
 #[async_trait]
 pub trait Cluster: Send + Sync {
     /// One page of Pods matching `query`, from `continue_token` when given.
     async fn list_pods(
         &self,
         query: &PodQuery,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError>;
+    /// One page of every Pod in `namespace`, whatever its labels and phase, metadata only (a
+    /// `PartialObjectMetadataList`'s JSON text), from `continue_token` when given.
+    async fn list_pod_metadata(
+        &self,
+        namespace: &str,
+        limit: u32,
         continue_token: Option<&str>,
     ) -> Result<Page, ClusterError>;
     /// The Pod's JSON text, or `None` when it does not exist.

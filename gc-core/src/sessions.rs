@@ -5,8 +5,9 @@
 //! orphan when the database has no row for its id, or (when configured) a row in a terminal state
 //! such as StreamSpace's soft delete `deleted`. Orphans younger than the grace period (from
 //! `creationTimestamp`) are held; a per-run cap defers the rest; and a mass-deletion guard refuses
-//! the whole run when orphans are more than a set share of what was scanned: an empty or wrong
-//! database makes everything look orphaned, and that is a misconfiguration until proven otherwise.
+//! the whole run when orphans are more than a set share of what was scanned, or when not one
+//! scanned id has a row (however few they are): an empty or wrong database makes everything look
+//! orphaned, and that is a misconfiguration until proven otherwise. Ids match exactly.
 //!
 //! Like the Pod planner, this is pure: resources and the database's answers come in, decisions
 //! with reasons go out.
@@ -345,6 +346,19 @@ pub enum SessionPlanError {
         /// The configured floor.
         floor: usize,
     },
+    /// Not one scanned id has a row: the table is not the application's (whatever the floor).
+    #[error(
+        "refused: none of the {ids} session ids scanned has a row in the session table, so \
+         {orphans} session resources look orphaned; a wrong database, a wrong schema on \
+         search_path or an empty replica looks like this (ids match exactly, case-sensitive). Check \
+         the database settings, or override the guard if this is expected"
+    )]
+    NoRowFound {
+        /// Distinct session ids looked up.
+        ids: usize,
+        /// Orphans found.
+        orphans: usize,
+    },
 }
 
 /// The distinct session ids of `resources`, for one batched lookup.
@@ -361,11 +375,13 @@ pub fn session_ids(resources: &[Resource]) -> Vec<String> {
 ///
 /// # Guarantees
 /// Only orphans past the grace period are marked `Delete`, at most `max_deletes`, and none at all
-/// when the mass-deletion guard trips (unless overridden).
+/// when the mass-deletion guard trips (unless overridden): when orphans are both more than the
+/// ratio and more than the floor, or, whatever the floor, when not one scanned id has a row.
 ///
 /// # Errors
 /// [`SessionPlanError::NoAnswer`] when `rows` lacks an id (never read a missing answer as a
-/// missing row); [`SessionPlanError::MassDeletion`] when the guard trips.
+/// missing row); [`SessionPlanError::MassDeletion`] or [`SessionPlanError::NoRowFound`] when the
+/// guard trips.
 pub fn plan_sessions(
     resources: &[Resource],
     rows: &HashMap<String, Row>,
@@ -436,6 +452,18 @@ pub fn plan_sessions(
             scanned,
             ratio: cfg.guard_ratio,
             floor: cfg.guard_floor,
+        });
+    }
+    // A table that holds none of the ids is not the application's table, however few they are:
+    // with a floor of 10, a small namespace would otherwise lose up to 10 objects (PVCs too).
+    let ids = session_ids(resources);
+    let any_row = ids
+        .iter()
+        .any(|id| matches!(rows.get(id), Some(Row::Present { .. })));
+    if !cfg.override_guard && orphans > 0 && !any_row {
+        return Err(SessionPlanError::NoRowFound {
+            ids: ids.len(),
+            orphans,
         });
     }
     Ok(SessionPlan {
@@ -636,6 +664,136 @@ mod tests {
                 .filter(|(_, d)| *d == "deferred")
                 .count(),
             5
+        );
+    }
+
+    #[test]
+    fn a_table_holding_none_of_the_ids_deletes_nothing_whatever_the_floor() {
+        let old = "2026-11-20T00:00:00Z";
+        let young = "2026-11-29T11:00:00Z";
+        let running = || Row::Present {
+            state: Some("running".into()),
+        };
+        let deleted = || Row::Present {
+            state: Some("deleted".into()),
+        };
+        // (case, resources as (session, created), rows, floor, override, terminal states,
+        //  expected: Ok(deletes) or Err(ids, orphans) of the refusal)
+        type Case = (
+            &'static str,
+            Vec<(&'static str, &'static str)>,
+            Vec<(&'static str, Row)>,
+            i64,
+            bool,
+            bool,
+            Result<usize, (usize, usize)>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "one session's three objects, no row, default floor",
+                vec![("s1", old), ("s1", old), ("s1", old)],
+                vec![("s1", Row::Missing)],
+                10,
+                false,
+                false,
+                Err((1, 3)),
+            ),
+            (
+                "three sessions, no row, a floor of 1000",
+                vec![("s1", old), ("s2", old), ("s3", old)],
+                vec![
+                    ("s1", Row::Missing),
+                    ("s2", Row::Missing),
+                    ("s3", Row::Missing),
+                ],
+                1000,
+                false,
+                false,
+                Err((3, 3)),
+            ),
+            (
+                "no row, overridden",
+                vec![("s1", old), ("s1", old), ("s1", old)],
+                vec![("s1", Row::Missing)],
+                10,
+                true,
+                false,
+                Ok(3),
+            ),
+            (
+                "no row, all within the grace period: still refused",
+                vec![("s1", young)],
+                vec![("s1", Row::Missing)],
+                10,
+                false,
+                false,
+                Err((1, 1)),
+            ),
+            (
+                "one live row among orphans: the table is the right one",
+                vec![("live", old), ("s1", old), ("s2", old)],
+                vec![
+                    ("live", running()),
+                    ("s1", Row::Missing),
+                    ("s2", Row::Missing),
+                ],
+                10,
+                false,
+                false,
+                Ok(2),
+            ),
+            (
+                "rows in a terminal state are rows",
+                vec![("s1", old), ("s2", old)],
+                vec![("s1", deleted()), ("s2", Row::Missing)],
+                10,
+                false,
+                true,
+                Ok(2),
+            ),
+            (
+                "every session live",
+                vec![("live", old)],
+                vec![("live", running())],
+                10,
+                false,
+                false,
+                Ok(0),
+            ),
+            ("nothing scanned", vec![], vec![], 10, false, false, Ok(0)),
+        ];
+        for (case, resources, db, floor, override_guard, terminal, expected) in cases {
+            let resources: Vec<_> = resources
+                .iter()
+                .enumerate()
+                .map(|(i, (s, created))| {
+                    let mut r = res("Deployment", Some(s), created);
+                    r.name = format!("{s}-{i}");
+                    r
+                })
+                .collect();
+            let c = cfg(|i| {
+                i.guard_floor = floor;
+                i.override_guard = override_guard;
+                if terminal {
+                    i.terminal_states = vec!["deleted".into()];
+                }
+            });
+            let got = plan_sessions(&resources, &rows(&db), &c, NOW);
+            match (got, expected) {
+                (Ok(plan), Ok(n)) => assert_eq!(plan.deletes().count(), n, "{case}"),
+                (Err(SessionPlanError::NoRowFound { ids, orphans }), Err(want)) => {
+                    assert_eq!((ids, orphans), want, "{case}");
+                }
+                (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
+            }
+        }
+        let err = SessionPlanError::NoRowFound { ids: 1, orphans: 3 }.to_string();
+        assert!(
+            err.starts_with("refused: none of the 1 session ids scanned has a row")
+                && err.contains("wrong schema on search_path")
+                && err.contains("override the guard"),
+            "{err}"
         );
     }
 

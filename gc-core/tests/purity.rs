@@ -1,13 +1,14 @@
 //! The core stays pure: no I/O runtime, cluster or database client in its dependencies, and no
 //! clock or file access in its sources.
 
-const ALLOWED: [&str; 6] = [
+const ALLOWED: [&str; 7] = [
     "serde",
     "serde_json",
     "thiserror",
     "memchr",
     "async-trait",
     "sha2",
+    "hmac",
 ];
 
 #[test]

@@ -93,16 +93,7 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), ClusterError> {
     }
 }
 
-/// Whether `name` is a DNS subdomain (lowercase letters, digits, `-` and `.`, at most 253).
-pub(crate) fn is_dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && name != "."
-        && name != ".."
-}
+pub(crate) use gc_core::config::is_dns_subdomain;
 
 /// An object's name (of a Pod, a Lease, ...) is a DNS subdomain: it never needs escaping in a
 /// path. `what` names the object in the error (`pod`, `lease`).
@@ -204,6 +195,29 @@ impl Cluster for KubeCluster {
             text,
             continue_token,
         })
+    }
+
+    async fn list_pod_metadata(
+        &self,
+        namespace: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let pods = gc_core::sessions::Kind {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "Pod".into(),
+            plural: "pods".into(),
+        };
+        gc_core::ports::ObjectCluster::list_metadata(
+            self,
+            &pods,
+            namespace,
+            "",
+            limit,
+            continue_token,
+        )
+        .await
     }
 
     async fn get_pod(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {

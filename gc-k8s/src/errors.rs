@@ -35,9 +35,13 @@ fn status_error(status: &Status, call: Call<'_>) -> ClusterError {
     let message = status.message.clone();
     match status.code {
         404 => ClusterError::NotFound(message),
-        409 | 422 => ClusterError::Changed {
-            status: status.code,
+        409 => ClusterError::Changed {
+            status: 409,
             message,
+        },
+        422 if failed_test_op(status) => ClusterError::Changed {
+            status: 422,
+            message: test_failure(status),
         },
         403 => ClusterError::Forbidden {
             verb: call.verb.to_owned(),
@@ -52,6 +56,27 @@ fn status_error(status: &Status, call: Call<'_>) -> ClusterError {
         429 | 500..=599 => ClusterError::Unavailable(describe(status)),
         _ => ClusterError::Other(describe(status)),
     }
+}
+
+/// The texts of a status: its message and its causes' messages.
+fn texts(status: &Status) -> impl Iterator<Item = &str> {
+    let causes = status.details.iter().flat_map(|d| d.causes.iter());
+    std::iter::once(status.message.as_str()).chain(causes.map(|c| c.message.as_str()))
+}
+
+/// Whether a 422 is a failed JSON-patch `test` op (the object changed), not a validation error.
+/// The API server answers a failed op with a generic message and the patch library's error as
+/// the cause: `testing value /metadata/resourceVersion failed: test failed`.
+fn failed_test_op(status: &Status) -> bool {
+    texts(status).any(|t| t.contains("test failed"))
+}
+
+/// The failed test, as the cause says it.
+fn test_failure(status: &Status) -> String {
+    texts(status)
+        .find(|t| t.contains("test failed"))
+        .unwrap_or(&status.message)
+        .to_owned()
 }
 
 /// `CODE Reason: message`.
@@ -136,13 +161,7 @@ mod tests {
                 message: "msg".into(),
             },
         );
-        check(
-            422,
-            ClusterError::Changed {
-                status: 422,
-                message: "msg".into(),
-            },
-        );
+        check(422, ClusterError::Other("422 Reason: msg".into()));
         check(410, ClusterError::Expired);
         check(
             403,

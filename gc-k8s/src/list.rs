@@ -141,6 +141,14 @@ mod tests {
                 .pop_front()
                 .expect("an answer is scripted")
         }
+        async fn list_pod_metadata(
+            &self,
+            _: &str,
+            _: u32,
+            _: Option<&str>,
+        ) -> Result<Page, ClusterError> {
+            unreachable!("not used")
+        }
         async fn get_pod(&self, _: &str, _: &str) -> Result<Option<Vec<u8>>, ClusterError> {
             unreachable!("not used")
         }

@@ -1,8 +1,10 @@
 //! The RBAC rules the collectors need in their namespace, and nothing more.
 //!
-//! The Helm chart's Role mirrors [`required_rules`]; the live tests prove that a ServiceAccount
-//! granted exactly these rules can run every call of [`crate::KubeCluster`] and is refused
-//! anything else.
+//! The Helm chart's Role mirrors [`required_rules`]: the Pod rule only with `failedPods.enabled`,
+//! the session kinds only with `gc.enabled`, and the Lease rule whenever either collector is
+//! rendered (both take the run lock; no `resourceNames`, as the lock's name is the collector's).
+//! The live tests prove that a ServiceAccount granted exactly these rules can run every call of
+//! [`crate::KubeCluster`] and is refused anything else.
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
@@ -20,7 +22,7 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
 /// | API group | resources | verbs | for |
 /// | --- | --- | --- | --- |
 /// | `""` | `pods` | get, list, patch, delete | the failed-Pod collector |
-/// | `coordination.k8s.io` | `leases` | get, create, update | the run lock |
+/// | `coordination.k8s.io` | `leases` | get, create, update | the run lock of both collectors |
 /// | `apps` | `deployments` | list, delete | the session collector |
 /// | `""` | `services`, `persistentvolumeclaims` | list, delete | the session collector |
 /// | `stream.space` | `sessions` | list, delete | the session collector |

@@ -27,6 +27,14 @@ impl Cluster for Counting<'_> {
         self.bytes.fetch_add(page.text.len(), Ordering::Relaxed);
         Ok(page)
     }
+    async fn list_pod_metadata(
+        &self,
+        ns: &str,
+        limit: u32,
+        token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        self.inner.list_pod_metadata(ns, limit, token).await
+    }
     async fn get_pod(&self, ns: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
         self.inner.get_pod(ns, name).await
     }

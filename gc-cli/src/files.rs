@@ -1,0 +1,115 @@
+//! Output files (plans, ledgers, metrics) written atomically and privately.
+//!
+//! A file is written through a fresh temporary file with an unpredictable name, created
+//! exclusively (never through a symlink or a file someone else prepared) in the target's folder
+//! with mode 0600, synced, then renamed over the target. A plan or a ledger names Pods and their
+//! history, so no output file is readable by other users.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+
+/// The mode of every file written.
+#[cfg(unix)]
+const MODE: u32 = 0o600;
+
+/// Writes `text` to `path` atomically: readers see the old file or the whole new one.
+///
+/// # Errors
+/// When the folder cannot hold a temporary file, or the write, sync or rename fails; the
+/// temporary file is removed then.
+pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let context = || format!("cannot write {}", path.display());
+    // `tempfile` opens with O_CREAT | O_EXCL and a random name: a symlink or a file planted at
+    // a predictable name is never followed or reused.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".gc-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(context)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(MODE))
+            .with_context(context)?;
+    }
+    tmp.write_all(text.as_bytes()).with_context(context)?;
+    tmp.as_file().sync_all().with_context(context)?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(context)?;
+    // The rename itself survives a crash once the folder is synced (best effort: not every
+    // file system lets a folder be opened for that).
+    if let Ok(folder) = std::fs::File::open(dir) {
+        let _ = folder.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_symlink_is_not_followed_and_the_file_is_private() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        let out = dir.path().join("plan.json");
+        // Both names an earlier version wrote through.
+        for planted in ["plan.json.tmp", "plan.tmp"] {
+            symlink(&victim, dir.path().join(planted)).unwrap();
+        }
+        write_file(&out, "first").unwrap();
+        write_file(&out, "second").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "second");
+        let meta = std::fs::symlink_metadata(&out).unwrap();
+        assert!(meta.file_type().is_file(), "a plain file, not a symlink");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        for planted in ["plan.json.tmp", "plan.tmp"] {
+            let link = std::fs::symlink_metadata(dir.path().join(planted)).unwrap();
+            assert!(link.file_type().is_symlink(), "{planted} is left alone");
+        }
+        // Nothing else is left behind.
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["plan.json", "plan.json.tmp", "plan.tmp", "victim"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_existing_file_is_replaced_and_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("gc.prom");
+        std::fs::write(&out, "old").unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_file(&out, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_missing_folder_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("no-such-folder").join("plan.json");
+        let err = format!("{:#}", write_file(&out, "x").unwrap_err());
+        assert!(
+            err.contains("cannot write") && err.contains("plan.json"),
+            "{err}"
+        );
+    }
+}
