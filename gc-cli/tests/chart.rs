@@ -1,6 +1,7 @@
 //! The Helm chart with the real `helm` and the real API server: lint, templates for several
-//! values, an install the API server accepts, and its ServiceAccount proven to do exactly what
-//! the collectors need there and nothing else.
+//! values, an install the API server accepts, its ServiceAccount proven to do exactly what the
+//! collectors need there and nothing else, a default install's session CronJob run exactly as
+//! rendered, and the README's commands naming only objects the chart renders.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
