@@ -58,25 +58,23 @@ fn status_error(status: &Status, call: Call<'_>) -> ClusterError {
     }
 }
 
-/// The texts of a status: its message and its causes' messages.
-fn texts(status: &Status) -> impl Iterator<Item = &str> {
-    let causes = status.details.iter().flat_map(|d| d.causes.iter());
-    std::iter::once(status.message.as_str()).chain(causes.map(|c| c.message.as_str()))
-}
-
-/// Whether a 422 is a failed JSON-patch `test` op (the object changed), not a validation error.
-/// The API server answers a failed op with a generic message and the patch library's error as
-/// the cause: `testing value /metadata/resourceVersion failed: test failed`.
+/// Whether a 422 is a JSON patch that could not be applied (a failed `test` op: the object
+/// changed), not a validation error. The API server answers a patch it cannot apply with a bare
+/// 422 (reason `Invalid`, a generic message, no kind and no causes), and a validation error with
+/// the object's kind and a cause per field. Every patch this crate sends applies whenever its
+/// `test` ops pass, so a bare 422 means a test failed.
 fn failed_test_op(status: &Status) -> bool {
-    texts(status).any(|t| t.contains("test failed"))
+    status
+        .details
+        .as_ref()
+        .is_none_or(|d| d.kind.is_empty() && d.causes.is_empty())
 }
 
-/// The failed test, as the cause says it.
 fn test_failure(status: &Status) -> String {
-    texts(status)
-        .find(|t| t.contains("test failed"))
-        .unwrap_or(&status.message)
-        .to_owned()
+    format!(
+        "a JSON-patch test op failed (the object changed): {}",
+        status.message
+    )
 }
 
 /// `CODE Reason: message`.
@@ -161,7 +159,13 @@ mod tests {
                 message: "msg".into(),
             },
         );
-        check(422, ClusterError::Other("422 Reason: msg".into()));
+        check(
+            422,
+            ClusterError::Changed {
+                status: 422,
+                message: "a JSON-patch test op failed (the object changed): msg".into(),
+            },
+        );
         check(410, ClusterError::Expired);
         check(
             403,
@@ -180,6 +184,32 @@ mod tests {
             ClusterError::Other(
                 "unauthorized (401): the API server rejected the credentials: msg".into(),
             ),
+        );
+    }
+
+    #[test]
+    fn a_validation_422_names_its_object_and_is_not_changed() {
+        let mut status = Status::failure("Pod \"p\" is invalid", "Invalid").with_code(422);
+        status.details = Some(kube::core::response::StatusDetails {
+            kind: "Pod".into(),
+            name: "p".into(),
+            causes: vec![kube::core::response::StatusCause {
+                reason: "FieldValueForbidden".into(),
+                message: "no new finalizers can be added".into(),
+                field: "metadata.finalizers".into(),
+            }],
+            group: String::new(),
+            uid: String::new(),
+            retry_after_seconds: 0,
+        });
+        let call = Call {
+            verb: "patch",
+            resource: "pods",
+            namespace: "n",
+        };
+        assert_eq!(
+            cluster_error(kube::Error::Api(status.boxed()), call),
+            ClusterError::Other("422 Invalid: Pod \"p\" is invalid".into())
         );
     }
 

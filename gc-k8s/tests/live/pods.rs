@@ -339,6 +339,107 @@ async fn a_pinned_pod_stays_deleting_until_the_pin_is_released() -> Result {
     Ok(())
 }
 
+/// Only a failed `test` op is "the object changed"; a 422 from validation (adding a finalizer
+/// to a Pod being deleted) is an error that must be counted and alerted on.
+#[tokio::test]
+async fn a_validation_422_is_an_error_not_changed() -> Result {
+    let ns = namespace("invalid").await?;
+    FailedPod::new("p")
+        .finalizer("example.com/keep")
+        .create(&ns.api::<Pod>())
+        .await?;
+    let cluster = admin(&ns);
+    let fence = preconditions(&stored(&cluster, ns.name(), "p").await?);
+    cluster.delete_pod(ns.name(), "p", &fence, false).await?;
+    let deleting = stored(&cluster, ns.name(), "p").await?;
+    let add = patch(json!([
+        { "op": "test", "path": "/metadata/uid", "value": fence.uid },
+        { "op": "test", "path": "/metadata/resourceVersion",
+          "value": deleting["metadata"]["resourceVersion"] },
+        { "op": "add", "path": "/metadata/finalizers/-", "value": PIN },
+    ]));
+    let error = cluster
+        .patch_pod(ns.name(), "p", &add, false)
+        .await
+        .expect_err("no new finalizers on a deleting Pod");
+    assert!(
+        matches!(&error, ClusterError::Other(m) if m.contains("422")),
+        "{error:?}"
+    );
+    let stale = patch(json!([
+        { "op": "test", "path": "/metadata/resourceVersion", "value": "1" },
+        { "op": "remove", "path": "/metadata/finalizers" },
+    ]));
+    let error = cluster
+        .patch_pod(ns.name(), "p", &stale, false)
+        .await
+        .expect_err("a stale resourceVersion test");
+    assert!(
+        matches!(&error, ClusterError::Changed { status: 422, message } if message.contains("test op failed")),
+        "{error:?}"
+    );
+    let release = patch(json!([{ "op": "remove", "path": "/metadata/finalizers" }]));
+    cluster.patch_pod(ns.name(), "p", &release, false).await?;
+    Ok(())
+}
+
+/// The metadata list that recovery reads holds every Pod of the namespace, whatever its labels
+/// and phase, with its finalizers.
+#[tokio::test]
+async fn the_metadata_list_holds_every_pod_with_its_finalizers() -> Result {
+    let ns = namespace("metadata").await?;
+    let pods = ns.api::<Pod>();
+    FailedPod::new("pinned-unlabelled")
+        .finalizer(PIN)
+        .create(&pods)
+        .await?;
+    FailedPod::new("pending")
+        .phase("Pending")
+        .label("any", "x")
+        .create(&pods)
+        .await?;
+    let cluster = admin(&ns);
+    let mut names = Vec::new();
+    let mut token = None;
+    loop {
+        let page = cluster
+            .list_pod_metadata(ns.name(), 1, token.as_deref())
+            .await?;
+        let list = json(&page.text)?;
+        for item in list["items"].as_array().ok_or("items")? {
+            assert!(item.get("status").is_none(), "metadata only: {item}");
+            names.push((
+                item["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                item["metadata"]["finalizers"].clone(),
+            ));
+        }
+        match page.continue_token {
+            Some(t) => token = Some(t),
+            None => break,
+        }
+    }
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        names,
+        [
+            ("pending".to_owned(), Value::Null),
+            ("pinned-unlabelled".to_owned(), json!([PIN])),
+        ]
+    );
+    let p = stored(&cluster, ns.name(), "pinned-unlabelled").await?;
+    let release = patch(json!([
+        { "op": "test", "path": "/metadata/resourceVersion", "value": p["metadata"]["resourceVersion"] },
+        { "op": "remove", "path": "/metadata/finalizers" },
+    ]));
+    cluster
+        .patch_pod(ns.name(), "pinned-unlabelled", &release, false)
+        .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn forbidden_names_the_verb_the_resource_and_the_namespace() -> Result {
     let ns = namespace("forbidden").await?;
