@@ -26,7 +26,7 @@ pub(crate) struct MetricsArgs {
     /// 10 seconds (connecting included) and is reported, never fatal.
     #[arg(long, env = "GC_PUSHGATEWAY", value_name = "URL")]
     pushgateway: Option<String>,
-    /// Write the run's metrics to this file (text format, written atomically).
+    /// Write the run's metrics to this file (text format, written atomically, mode 0600).
     #[arg(long, env = "GC_METRICS_FILE", value_name = "FILE")]
     metrics_file: Option<PathBuf>,
     /// Prefix of every metric name (`streamspace` fits StreamSpace's alert rules).

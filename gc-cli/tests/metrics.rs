@@ -194,26 +194,33 @@ fn a_stalled_pushgateway_and_webhook_time_out_and_are_reported() {
 
 #[test]
 fn a_webhook_url_without_a_scheme_is_never_echoed() {
-    let secret = "hooks.example.com/services/T000/B000/Sekr1t-Hook-Path";
-    let from_flag = failing_run(&["--alert-webhook", secret], &[], Duration::from_secs(60));
-    let from_env = failing_run(
-        &[],
-        &[("GC_ALERT_WEBHOOK", secret)],
-        Duration::from_secs(60),
-    );
-    for out in [from_flag, from_env] {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(
-            stderr.contains("--alert-webhook or $GC_ALERT_WEBHOOK")
-                && stderr.contains("has no scheme"),
-            "{stderr}"
+    // Scheme-relative, host and path, path only: the path is the secret.
+    let secrets = [
+        "//hooks.example.com/services/T000/B000/Sekr1t-Hook-Path",
+        "hooks.example.com/services/T000/B000/Sekr1t-Hook-Path",
+        "/services/T000/B000/Sekr1t-Hook-Path",
+    ];
+    for secret in secrets {
+        let from_flag = failing_run(&["--alert-webhook", secret], &[], Duration::from_secs(60));
+        let from_env = failing_run(
+            &[],
+            &[("GC_ALERT_WEBHOOK", secret)],
+            Duration::from_secs(60),
         );
-        assert!(
-            !stderr.contains("Sekr1t") && !stderr.contains("hooks.example.com"),
-            "{stderr}"
-        );
-        assert!(!String::from_utf8_lossy(&out.stdout).contains("Sekr1t"));
+        for out in [from_flag, from_env] {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{stderr}");
+            assert!(
+                !stderr.contains("Sekr1t") && !stderr.contains("hooks.example.com"),
+                "{secret}: {stderr}"
+            );
+            assert!(
+                stderr.contains("--alert-webhook or $GC_ALERT_WEBHOOK")
+                    && stderr.contains("has no scheme"),
+                "{secret}: {stderr}"
+            );
+            assert!(!String::from_utf8_lossy(&out.stdout).contains("Sekr1t"));
+        }
     }
 }
 

@@ -7,7 +7,8 @@
 //! without the app label, an object without a session label, and labelled objects in another
 //! namespace. The tests show exactly the right objects deleted, a rerun deleting nothing more, a
 //! dry run reporting the same set and deleting nothing, and every doubt (database down, wrong
-//! password, empty table, unreachable cluster) deleting nothing with a clear error.
+//! password, empty table, a table holding none of the ids, unreachable cluster) deleting nothing
+//! with a clear error.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Output};
@@ -697,6 +698,95 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     refuse(&out, 2, "invalid namespace");
 
     assert_eq!(f.snapshot().await?, before, "nothing was deleted");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_table_holding_none_of_the_ids_deletes_nothing_whatever_the_floor() -> Result {
+    let Some(db) = TestDatabase::fresh("sessions-norow").await? else {
+        return Ok(());
+    };
+    let bed = TestBed::shared().await?;
+    let session = bed.install_session_crd().await?;
+    let ns = bed.namespace("sessions-norow").await?;
+    // A stopped session with persistent home: its Deployment, Service and PVC, three objects,
+    // fewer than the default guard floor of 10.
+    let id = "kim-firefox-000000a1";
+    create_session(&ns, &session, id, &labels(id, Some(APP)), 1, true).await?;
+    Api::<DynamicObject>::namespaced_with(ns.client().clone(), ns.name(), &session)
+        .delete(id, &Default::default())
+        .await?;
+    let before = snapshot(&ns, &session).await?;
+    assert_eq!(before.len(), 3, "{before:?}");
+
+    // The application's table (public.sessions) has the session, running; a schema first on
+    // search_path has a `sessions` table of another installation, with the same id in other case.
+    let pool = db.pool().await?;
+    sqlx::raw_sql(&format!(
+        "{SCHEMA}; CREATE SCHEMA staging; CREATE TABLE staging.sessions (LIKE public.sessions); \
+         ALTER DATABASE \"{}\" SET search_path = staging, public; \
+         INSERT INTO public.sessions (id, state) VALUES ('{id}', 'running'); \
+         INSERT INTO staging.sessions (id, state) VALUES ('{}', 'running'), \
+         ('zoe-gimp-000000b2', 'running')",
+        db.name(),
+        id.to_uppercase()
+    ))
+    .execute(&pool)
+    .await?;
+    pool.close().await;
+
+    let cli = |verb: &str, extra: &[&str]| {
+        let base = [
+            verb,
+            "sessions",
+            "-n",
+            ns.name(),
+            "--kubeconfig",
+            bed.kubeconfig_path().to_str().unwrap(),
+            "--database-url",
+            db.url(),
+            "--grace-hours",
+            "0",
+        ];
+        gc_cli(&[&base[..], extra].concat(), &[])
+    };
+    let why = "refused: none of the 1 session ids scanned has a row in the session table";
+
+    // The default floor: the run deletes nothing, says why, and exits as the guard does.
+    let out = cli("run", &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(why) && stderr.contains("wrong schema on search_path"),
+        "{stderr}"
+    );
+    let audit = lines(&text(&out.stdout));
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(audit[0]["decision"], "refused");
+    assert!(
+        audit[0]["reason"].as_str().unwrap().contains(why),
+        "{audit:?}"
+    );
+    assert_eq!(snapshot(&ns, &session).await?, before, "nothing deleted");
+    // However high the floor; and the plan says the same.
+    let out = cli("run", &["--guard-floor", "1000"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let out = cli("plan", &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+    assert_eq!(snapshot(&ns, &session).await?, before, "nothing deleted");
+
+    // The right table keeps all three; the override shows what the guard held back.
+    let out = cli("run", &["--table", "public.sessions"]);
+    let kept = lines(&ok(&out));
+    assert!(
+        kept.iter()
+            .all(|r| r["decision"] == "kept" && r["result"].is_null()),
+        "{kept:?}"
+    );
+    let out = cli("run", &["--override-guard", "--dry-run"]);
+    assert_eq!(with_result(&lines(&ok(&out)), "would delete").len(), 3);
+    assert_eq!(snapshot(&ns, &session).await?, before, "nothing deleted");
     Ok(())
 }
 
