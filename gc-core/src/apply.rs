@@ -413,7 +413,7 @@ async fn steps<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     Ok(collected)
 }
 
-/// 1. Re-read: the same Pod at the planned resourceVersion, still eligible, still past
+/// Step 1: Re-read: the same Pod at the planned resourceVersion, still eligible, still past
 /// retention; returns it with its anchor.
 async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     p: &Ports<'_, C, S, A, K>,
@@ -464,7 +464,7 @@ fn anchor(pod: &Live, first: PyNum) -> Result<(PyNum, Basis), String> {
     }
 }
 
-/// 2. Pin (fenced on the planned uid and resourceVersion), then read it back: the same uid,
+/// Step 2: Pin (fenced on the planned uid and resourceVersion), then read it back: the same uid,
 /// eligible, finalizers exactly the pin.
 async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     p: &Ports<'_, C, S, A, K>,
@@ -531,7 +531,7 @@ async fn too_large<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     }
 }
 
-/// 3. The archive written, then read back: hash and uid checked.
+/// Step 3: The archive written, then read back: hash and uid checked.
 async fn write_archive<C, S, A: ArchiveSink, K>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
@@ -555,7 +555,7 @@ async fn write_archive<C, S, A: ArchiveSink, K>(
     Ok(uri)
 }
 
-/// 5. The pre-delete fence: the same eligible pinned Pod, its status as archived, the receipt
+/// Step 5: The pre-delete fence: the same eligible pinned Pod, its status as archived, the receipt
 /// and the archive as written.
 async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
     p: &Ports<'_, C, S, A, K>,
@@ -591,7 +591,7 @@ async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
     Ok(current)
 }
 
-/// 6. The delete, fenced on the uid and the resourceVersion the fence saw; then: deleting, pin
+/// Step 6: The delete, fenced on the uid and the resourceVersion the fence saw; then: deleting, pin
 /// still on. `None` when the Pod is gone already.
 async fn delete<C: Cluster, S, A, K>(
     p: &Ports<'_, C, S, A, K>,
@@ -617,7 +617,7 @@ async fn delete<C: Cluster, S, A, K>(
     Ok(Some(deleting))
 }
 
-/// 7. The release, fenced on uid, resourceVersion, phase and the finalizer list; then the uid
+/// Step 7: The release, fenced on uid, resourceVersion, phase and the finalizer list; then the uid
 /// must be gone.
 async fn release_and_verify<C: Cluster, S, A, K: Clock>(
     p: &Ports<'_, C, S, A, K>,

@@ -188,7 +188,7 @@ fn check_seal(doc: &Value, key: Option<&SealKey>) -> Result<(), PlanFileError> {
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
