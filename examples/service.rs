@@ -10,7 +10,7 @@
 //! It connects as `kubectl` does (the Pod's ServiceAccount in a cluster, else the kubeconfig's
 //! current context) and uses the embedded SQLite store and archive folder unless `--store` and
 //! `--archive-dir` say otherwise. Nothing is ever written to the cluster but server-side dry runs
-//! and the run lock (the Lease `gc-pods-<cluster-id>`, shared with `gc-cli`).
+//! and the run lock (the Lease `gc-pods` of the namespace, shared with `gc-cli`).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

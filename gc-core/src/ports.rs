@@ -253,7 +253,7 @@ pub trait SessionDirectory: Send + Sync {
     ) -> Result<std::collections::HashMap<String, crate::sessions::Row>, StoreError>;
 }
 
-/// One run at a time per cluster and namespace: a `coordination.k8s.io` Lease, written with
+/// One run at a time per namespace: a `coordination.k8s.io` Lease, written with
 /// resourceVersion fencing so that two runs cannot both take it.
 ///
 /// # Errors
