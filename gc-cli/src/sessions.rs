@@ -528,7 +528,8 @@ fn run_once(
     let outcome = live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;
         let lock = live::RunLock::take(&cluster, &cfg.namespace, SESSIONS_LOCK, &args.lock).await?;
-        let report = collect_sessions::run(&cluster, &table, &cfg, now, args.dry_run).await;
+        let report =
+            collect_sessions::run(&cluster, &table, &cfg, now, args.dry_run, lock.stop()).await;
         table.close().await;
         lock.release().await;
         report.map_err(|e| refused(e, &cfg))

@@ -188,6 +188,8 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
 }
 
 /// One run: scan every kind, look the ids up in batches, plan, delete (or dry-run), audit.
+/// Once `stop` is set (the run lock was lost), nothing more is deleted: each remaining delete
+/// is a failure.
 ///
 /// # Errors
 /// [`SessionRunError`] before any delete: a failed list, a database error, a plan refusal.
@@ -197,6 +199,7 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     cfg: &SessionConfig,
     now: f64,
     dry_run: bool,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<SessionReport, SessionRunError> {
     let Planned {
         plan,
@@ -225,6 +228,17 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
                 uid: r.uid.clone(),
                 resource_version: r.resource_version.clone(),
             };
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                failures += 1;
+                records.push(AuditRecord {
+                    cluster: cfg.cluster_id.clone(),
+                    namespace: cfg.namespace.clone(),
+                    result: Some("failed: the run lock was lost; not deleted".into()),
+                    judged,
+                    dry_run,
+                });
+                continue;
+            }
             Some(
                 match cluster
                     .delete_object(kind, &cfg.namespace, &r.name, &pre, dry_run)
@@ -268,6 +282,7 @@ mod tests {
     use async_trait::async_trait;
     use serde_json::json;
     use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
     use std::task::{Context, Poll, Waker};
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -380,7 +395,15 @@ mod tests {
     fn deletes_orphans_and_audits_every_decision() {
         let f = fake(false);
         let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false)).unwrap();
+        let report = block_on(run(
+            &f,
+            &db,
+            &cfg(),
+            1_795_953_600.0,
+            false,
+            &AtomicBool::new(false),
+        ))
+        .unwrap();
         assert_eq!(
             *f.deleted.lock().unwrap(),
             [
@@ -402,10 +425,35 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_lock_deletes_nothing_more() {
+        let f = fake(false);
+        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+        let lost = AtomicBool::new(true);
+        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false, &lost)).unwrap();
+        assert!(f.deleted.lock().unwrap().is_empty());
+        assert_eq!(report.failures, 2);
+        assert!(
+            report
+                .records
+                .iter()
+                .filter_map(|r| r.result.as_deref())
+                .all(|r| r.contains("run lock was lost"))
+        );
+    }
+
+    #[test]
     fn dry_run_sends_the_same_deletes_in_dry_run() {
         let f = fake(false);
         let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, true)).unwrap();
+        let report = block_on(run(
+            &f,
+            &db,
+            &cfg(),
+            1_795_953_600.0,
+            true,
+            &AtomicBool::new(false),
+        ))
+        .unwrap();
         assert_eq!(
             *f.deleted.lock().unwrap(),
             [
@@ -430,11 +478,26 @@ mod tests {
             Mutex::new(0),
         );
         assert!(matches!(
-            block_on(run(&f, &down, &cfg(), 1_795_953_600.0, false)),
+            block_on(run(
+                &f,
+                &down,
+                &cfg(),
+                1_795_953_600.0,
+                false,
+                &AtomicBool::new(false)
+            )),
             Err(SessionRunError::Database(_))
         ));
         let empty = Db(Ok(vec![]), Mutex::new(0));
-        let err = block_on(run(&f, &empty, &cfg(), 1_795_953_600.0, false)).unwrap_err();
+        let err = block_on(run(
+            &f,
+            &empty,
+            &cfg(),
+            1_795_953_600.0,
+            false,
+            &AtomicBool::new(false),
+        ))
+        .unwrap_err();
         assert!(
             matches!(
                 err,
@@ -460,7 +523,15 @@ mod tests {
     fn a_missing_definition_is_reported_not_fatal() {
         let f = fake(true);
         let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false)).unwrap();
+        let report = block_on(run(
+            &f,
+            &db,
+            &cfg(),
+            1_795_953_600.0,
+            false,
+            &AtomicBool::new(false),
+        ))
+        .unwrap();
         assert_eq!(report.missing_kinds, ["stream.space/v1alpha1 Session"]);
         assert_eq!(
             *f.deleted.lock().unwrap(),
