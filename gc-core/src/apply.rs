@@ -12,7 +12,8 @@
 //! 4. `Receipt`: the receipt stored.
 //! 5. `Fence`: re-read: same uid, eligible, pinned, status unchanged since the archive, the receipt
 //!    and the archive agree.
-//! 6. `Delete`: with uid and resourceVersion preconditions; read back: deleting, pin still on.
+//! 6. `Delete`: with uid and resourceVersion preconditions; read back: deleting, pin still on,
+//!    status as archived.
 //! 7. `Release`: JSON patch `test` uid, resourceVersion, phase and the finalizer list, then remove
 //!    the pin. `VerifyGone`: after a short wait, the uid is gone.
 //!
@@ -384,6 +385,7 @@ async fn steps<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     if dry_run {
         return Ok(dry_run_rest(p, cfg, name, &pinned, stored_rv, sha256, doc.len()).await);
     }
+    check_lock(p, Step::Archive)?;
     let uri = write_archive(p, cfg, t, &doc, &sha256).await?;
     let receipt = Receipt {
         cluster_id: cfg.cluster_id.clone(),
@@ -394,6 +396,7 @@ async fn steps<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         sha256: sha256.clone(),
         bytes: doc.len() as u64,
     };
+    check_lock(p, Step::Receipt)?;
     p.store
         .put_receipt(&receipt)
         .await
@@ -405,7 +408,7 @@ async fn steps<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         sha256,
         bytes: doc.len(),
     };
-    let Some(deleting) = delete(p, cfg, name, t, &current).await? else {
+    let Some(deleting) = delete(p, cfg, name, t, &current, &status).await? else {
         // Someone released the pin already: archived and receipted, so collected.
         return Ok(collected);
     };
@@ -515,6 +518,9 @@ async fn too_large<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     if dry_run {
         return too_large;
     }
+    if let Err(stopped) = check_lock(p, Step::Release) {
+        return stopped;
+    }
     let patch = release_patch(
         pinned.uid(),
         &pinned.resource_version(),
@@ -592,13 +598,14 @@ async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
 }
 
 /// Step 6: The delete, fenced on the uid and the resourceVersion the fence saw; then: deleting, pin
-/// still on. `None` when the Pod is gone already.
+/// still on, status still as archived. `None` when the Pod is gone already.
 async fn delete<C: Cluster, S, A, K>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
     name: &str,
     t: &Target,
     current: &Live,
+    status: &Value,
 ) -> Result<Option<Live>, Outcome> {
     let pre = Preconditions {
         uid: t.uid.clone(),
@@ -614,6 +621,13 @@ async fn delete<C: Cluster, S, A, K>(
     if deleting.uid() != t.uid || !deleting.deleting() || !deleting.pinned(&cfg.pin_finalizer) {
         return Err(failed(Step::Delete, "delete did not mark the pinned Pod"));
     }
+    if deleting.status() != *status {
+        // Released now, the Pod would go with a stale archive: recovery archives it again.
+        return Err(skipped(
+            Step::Delete,
+            "the status changed after the delete; archived again and released next run",
+        ));
+    }
     Ok(Some(deleting))
 }
 
@@ -627,6 +641,7 @@ async fn release_and_verify<C: Cluster, S, A, K: Clock>(
     deleting: &Live,
 ) -> Result<(), Outcome> {
     let pin = cfg.pin_finalizer.as_str();
+    check_lock(p, Step::Release)?;
     let patch = release_patch(&t.uid, &deleting.resource_version(), &[json!(pin)], pin);
     p.cluster
         .patch_pod(&cfg.namespace, name, &patch, false)
@@ -817,6 +832,9 @@ async fn finish<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
             ..pod.clone()
         };
         let reason = format!("pin released without an archive: being deleted and {why}");
+        if let Err(stopped) = check_lock(p, Step::Release) {
+            return stopped;
+        }
         return release(p.cluster, cfg, &current, dry_run, &reason).await;
     }
     let now = PyNum::Float(p.clock.now());

@@ -1,9 +1,16 @@
 //! The apply protocol against an in-memory cluster with Kubernetes' finalizer, precondition and
-//! JSON-patch semantics, with a fault injected at every call: after a second, clean run, no Pod
-//! was removed without a verified archive and receipt, no pin remains, every target is collected.
+//! JSON-patch semantics, with a fault injected at every call: an error, a refusal, a crash, a
+//! write whose response is lost, or someone else changing the Pod (or its archive or receipt)
+//! just before the call. After a second, clean run (recover, plan afresh, apply): no Pod was
+//! removed without a verified archive and receipt of its state at deletion, no pin remains, no
+//! Pod that someone else made ineligible was deleted, every untouched target is collected.
+//!
+//! The focused tables below each pin one guard of `apply.rs`; each fails when that guard is
+//! removed (see docs/mutation-testing.md).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
+use std::sync::MutexGuard;
 use std::task::{Context, Poll, Waker};
 
 use async_trait::async_trait;
@@ -18,6 +25,8 @@ use crate::ports::{Page, PodQuery, StoreError};
 const NOW: f64 = 1_795_953_600.0;
 const PIN: &str = "diagnostics.example.com/collector";
 const LABEL: &str = "diagnostics.example.com/collect";
+const OTHER: &str = "example.com/other";
+const DAY: f64 = 86_400.0;
 
 /// Runs a future whose ports never wait (all fakes answer at once).
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -41,7 +50,57 @@ enum Fault {
     Invalid,
     /// The process stops: this call and every later one have no effect.
     Crash,
+    /// The call takes effect, but its response is lost (a timeout after the server acted).
+    Lost,
+    /// Someone else changes the call's Pod (or its archive or receipt) just before the call,
+    /// which then goes ahead.
+    Meddle(Change),
 }
+
+/// What someone else does between two steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Change {
+    /// Removes the collect label.
+    Relabel,
+    /// Adds a finalizer of its own (refused by the server on a Pod being deleted).
+    Finalizer,
+    /// Changes the status (the Pod stays eligible).
+    Status,
+    /// Removes the pin (as `kubectl patch` can): a Pod being deleted then goes.
+    Unpin,
+    /// Strips the Pod's finalizers (even the pin), so that it goes, and creates a running Pod of
+    /// the same name.
+    Replace,
+    /// Deletes the Pod (a finalizer holds it: it is then being deleted).
+    Delete,
+    /// Overwrites the Pod's archive with another one (only before a read of the Pod whose
+    /// deletion the collector has not asked for: the fence is the last such read, and from then
+    /// on the sink keeps what the fence verified).
+    Archive,
+    /// Overwrites the Pod's receipt with a stale one (another hash; as `Archive`, only up to
+    /// the fence).
+    Receipt,
+}
+
+const CHANGES: [Change; 8] = [
+    Change::Relabel,
+    Change::Finalizer,
+    Change::Status,
+    Change::Unpin,
+    Change::Replace,
+    Change::Delete,
+    Change::Archive,
+    Change::Receipt,
+];
+
+const FAULTS: [Fault; 6] = [
+    Fault::Error,
+    Fault::Conflict,
+    Fault::TestFailed,
+    Fault::Invalid,
+    Fault::Crash,
+    Fault::Lost,
+];
 
 #[derive(Default)]
 struct World {
@@ -49,18 +108,73 @@ struct World {
     rv: u64,
     archives: BTreeMap<String, Vec<u8>>,
     receipts: BTreeMap<String, Receipt>,
+    now: f64,
     calls: usize,
+    /// Every call, as `"<op> <subject>"`, in order.
+    log: Vec<String>,
     fault: Option<(usize, Fault)>,
-    /// Pods removed without a verified archive and receipt: must stay empty.
+    /// The stop flag is set after this call.
+    stop_after: Option<usize>,
+    /// Every write that took effect: `(call, "<op> <subject>", stop flag set when it began)`.
+    writes: Vec<(usize, String, bool)>,
+    /// Uids the collector must never remove: Pods that were not targets, or that someone else
+    /// made ineligible before anyone asked for their deletion.
+    protected: BTreeSet<String>,
+    /// Uids whose deletion the collector asked for.
+    deleted: BTreeSet<String>,
+    /// Uids that got someone else's finalizer: it must stay on them.
+    foreign: BTreeSet<String>,
+    /// Broken guarantees: must stay empty.
     violations: Vec<String>,
 }
 
+fn meta<'v>(pod: &'v Value, key: &str) -> &'v Value {
+    &pod["metadata"][key]
+}
+
+fn uid_of(pod: &Value) -> String {
+    meta(pod, "uid").as_str().unwrap_or_default().to_owned()
+}
+
+fn finalizers(pod: &Value) -> Vec<Value> {
+    meta(pod, "finalizers")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn is_deleting(pod: &Value) -> bool {
+    !meta(pod, "deletionTimestamp").is_null()
+}
+
+/// Eligible as far as the Pods of these tests go: labelled, Failed, not owned, no finalizer but
+/// the pin.
+fn collectable(pod: &Value) -> bool {
+    meta(pod, "labels")[LABEL] == "true"
+        && pod["status"]["phase"] == "Failed"
+        && meta(pod, "ownerReferences").is_null()
+        && finalizers(pod).iter().all(|f| f == PIN)
+}
+
 impl World {
-    /// Counts a call; `Some(fault)` when this call is hit.
-    fn call(&mut self) -> Option<Fault> {
+    /// Counts a call named `op` on `subject` (a Pod's name); applies a meddling; `Some(fault)`
+    /// when this call fails or loses its response.
+    fn call(&mut self, op: &str, subject: &str) -> Option<Fault> {
         self.calls += 1;
+        self.log.push(format!("{op} {subject}"));
         match self.fault {
             Some((_, Fault::Crash)) if self.crashed() => Some(Fault::Crash),
+            Some((at, Fault::Meddle(change))) if at == self.calls => {
+                let store = matches!(change, Change::Archive | Change::Receipt);
+                let asked = self
+                    .pods
+                    .get(subject)
+                    .is_none_or(|p| self.deleted.contains(&uid_of(p)));
+                if !store || (op == "get" && !asked) {
+                    self.meddle(change, subject);
+                }
+                None
+            }
             Some((at, f)) if at == self.calls => Some(f),
             _ => None,
         }
@@ -68,28 +182,160 @@ impl World {
     fn crashed(&self) -> bool {
         matches!(self.fault, Some((at, Fault::Crash)) if self.calls >= at)
     }
+    fn stopped(&self) -> bool {
+        self.stop_after.is_some_and(|at| self.calls > at)
+    }
+    fn wrote(&mut self, op: &str, subject: &str) {
+        let stopped = self.stopped();
+        self.writes
+            .push((self.calls, format!("{op} {subject}"), stopped));
+    }
     fn bump(&mut self, pod: &mut Value) {
         self.rv += 1;
         pod["metadata"]["resourceVersion"] = json!(self.rv.to_string());
     }
-    /// Removes a Pod, checking it was archived and receipted first.
+    fn name_of(&self, uid: &str) -> String {
+        self.pods
+            .iter()
+            .find(|(_, p)| uid_of(p) == uid)
+            .map_or_else(|| uid.to_owned(), |(n, _)| n.clone())
+    }
+    /// Someone else's change to `name`'s Pod (or its archive or receipt).
+    fn meddle(&mut self, change: Change, name: &str) {
+        if change == Change::Replace {
+            if let Some(old) = self.pods.remove(name) {
+                // Gone by someone else's hand: no longer the collector's to keep.
+                self.protected.remove(&uid_of(&old));
+            }
+            let mut new = json!({
+                "metadata": {"name": name, "namespace": "work", "uid": format!("uid-{name}-new"),
+                             "labels": {LABEL: "true"}},
+                "status": {"phase": "Running"}
+            });
+            self.protected.insert(uid_of(&new));
+            self.bump(&mut new);
+            self.pods.insert(name.into(), new);
+            return;
+        }
+        let Some(mut pod) = self.pods.get(name).cloned() else {
+            return;
+        };
+        let uid = uid_of(&pod);
+        let deleting = is_deleting(&pod);
+        match change {
+            Change::Relabel => {
+                pod["metadata"]["labels"] = json!({});
+                if !deleting {
+                    self.protected.insert(uid);
+                }
+            }
+            Change::Finalizer if deleting => return,
+            Change::Finalizer => {
+                let mut f = finalizers(&pod);
+                f.push(json!(OTHER));
+                pod["metadata"]["finalizers"] = json!(f);
+                self.protected.insert(uid.clone());
+                self.foreign.insert(uid);
+            }
+            Change::Status => {
+                pod["status"]["message"] = json!(format!("changed at call {}", self.calls));
+            }
+            Change::Unpin => {
+                let f: Vec<Value> = finalizers(&pod).into_iter().filter(|f| f != PIN).collect();
+                if deleting && f.is_empty() {
+                    self.pods.remove(name);
+                    self.protected.remove(&uid);
+                    return;
+                }
+                pod["metadata"]["finalizers"] = json!(f);
+            }
+            Change::Replace => unreachable!(),
+            Change::Delete if finalizers(&pod).is_empty() => {
+                self.pods.remove(name);
+                return;
+            }
+            Change::Delete if deleting => return,
+            Change::Delete => {
+                pod["metadata"]["deletionTimestamp"] = json!("2026-11-29T11:59:00Z");
+                // Asked by someone else: no longer ours to keep.
+                self.protected.remove(&uid);
+            }
+            Change::Archive => {
+                for (uri, bytes) in &mut self.archives {
+                    if uri.ends_with(&format!("/{uid}.json")) {
+                        *bytes = json!({"metadata": {"uid": uid}, "status": {}})
+                            .to_string()
+                            .into_bytes();
+                    }
+                }
+                return;
+            }
+            Change::Receipt => {
+                if let Some(r) = self.receipts.get_mut(&uid) {
+                    r.sha256 = "0".repeat(64);
+                }
+                return;
+            }
+        }
+        self.bump(&mut pod);
+        self.pods.insert(name.into(), pod);
+    }
+    /// Whether a verified archive and a receipt of `pod` as it is now are stored.
+    fn archived(&self, pod: &Value) -> bool {
+        let uid = uid_of(pod);
+        self.receipts.get(&uid).is_some_and(|r| {
+            self.archives.get(&r.uri).is_some_and(|a| {
+                let doc: Value = serde_json::from_slice(a).unwrap_or_default();
+                sha256_hex(a) == r.sha256
+                    && doc["metadata"]["uid"] == uid.as_str()
+                    && doc["status"] == pod["status"]
+            })
+        })
+    }
+    /// The collector asked for `pod`'s deletion: it must be collectable and archived as it is.
+    fn check_delete(&mut self, pod: &Value) {
+        let uid = uid_of(pod);
+        if self.protected.contains(&uid) || !collectable(pod) || !self.archived(pod) {
+            self.violations.push(format!("deleted {uid}: {pod}"));
+        }
+    }
+    /// Removes a Pod whose last finalizer went or that the collector deleted unheld.
     fn remove(&mut self, name: &str) {
         let pod = self.pods.remove(name).unwrap();
-        let uid = pod["metadata"]["uid"].as_str().unwrap().to_owned();
-        let ok = self.receipts.values().any(|r| {
-            r.uid == uid
-                && self
-                    .archives
-                    .get(&r.uri)
-                    .is_some_and(|a| sha256_hex(a) == r.sha256)
-        });
-        if !ok && pod["metadata"]["labels"][LABEL] == "true" {
-            self.violations.push(uid);
+        let uid = uid_of(&pod);
+        if self.protected.contains(&uid) || (collectable(&pod) && !self.archived(&pod)) {
+            self.violations.push(format!("removed {uid}: {pod}"));
         }
     }
 }
 
-struct Fake(Mutex<World>);
+/// The cluster, the store, the sink and the clock, with the run's stop flag.
+struct Fake(Mutex<World>, AtomicBool);
+
+impl Fake {
+    fn new(w: World) -> Self {
+        Self(Mutex::new(w), AtomicBool::new(false))
+    }
+    fn w(&self) -> MutexGuard<'_, World> {
+        self.0.lock().unwrap()
+    }
+    /// Enters a call; `Err` when it fails before any effect, `Ok(lost)` otherwise.
+    fn enter(&self, op: &str, subject: &str) -> (MutexGuard<'_, World>, Result<bool, Fault>) {
+        let mut w = self.w();
+        let fault = w.call(op, subject);
+        if w.stop_after.is_some_and(|at| w.calls >= at) {
+            self.1.store(true, Ordering::SeqCst);
+        }
+        let r = match fault {
+            None => Ok(false),
+            Some(Fault::Lost) => Ok(true),
+            Some(f) => Err(f),
+        };
+        (w, r)
+    }
+}
+
+const LOST: &str = "response lost";
 
 fn refused(f: Fault) -> ClusterError {
     match f {
@@ -102,7 +348,9 @@ fn refused(f: Fault) -> ClusterError {
             message: "test failed".into(),
         },
         Fault::Invalid => ClusterError::Other("422 Invalid: invalid".into()),
-        Fault::Error | Fault::Crash => ClusterError::Unavailable("timeout".into()),
+        Fault::Error | Fault::Crash | Fault::Lost | Fault::Meddle(_) => {
+            ClusterError::Unavailable("timeout".into())
+        }
     }
 }
 
@@ -113,17 +361,15 @@ fn store_fault(f: Fault) -> StoreError {
 #[async_trait]
 impl Cluster for Fake {
     async fn list_pods(&self, q: &PodQuery, _: Option<&str>) -> Result<Page, ClusterError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(refused(f));
+        let (w, r) = self.enter("list", "target-0");
+        if r.unwrap_or(true) {
+            return Err(refused(r.err().unwrap_or(Fault::Lost)));
         }
         let items: Vec<&Value> = w
             .pods
             .values()
-            .filter(|p| {
-                p["metadata"]["labels"][LABEL] == "true" && p["status"]["phase"] == "Failed"
-            })
-            .filter(|p| p["metadata"]["namespace"] == q.namespace.as_str())
+            .filter(|p| meta(p, "labels")[LABEL] == "true" && p["status"]["phase"] == "Failed")
+            .filter(|p| meta(p, "namespace") == q.namespace.as_str())
             .collect();
         Ok(Page {
             text: json!({"items": items}).to_string().into_bytes(),
@@ -136,14 +382,14 @@ impl Cluster for Fake {
         _: u32,
         _: Option<&str>,
     ) -> Result<Page, ClusterError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(refused(f));
+        let (w, r) = self.enter("list-metadata", "target-0");
+        if r.unwrap_or(true) {
+            return Err(refused(r.err().unwrap_or(Fault::Lost)));
         }
         let items: Vec<Value> = w
             .pods
             .values()
-            .filter(|p| p["metadata"]["namespace"] == namespace)
+            .filter(|p| meta(p, "namespace") == namespace)
             .map(|p| json!({"metadata": p["metadata"]}))
             .collect();
         Ok(Page {
@@ -152,9 +398,9 @@ impl Cluster for Fake {
         })
     }
     async fn get_pod(&self, _: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(refused(f));
+        let (w, r) = self.enter("get", name);
+        if r.unwrap_or(true) {
+            return Err(refused(r.err().unwrap_or(Fault::Lost)));
         }
         Ok(w.pods.get(name).map(|p| p.to_string().into_bytes()))
     }
@@ -165,14 +411,12 @@ impl Cluster for Fake {
         patch: &[u8],
         dry_run: bool,
     ) -> Result<Vec<u8>, ClusterError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(refused(f));
-        }
+        let (mut w, r) = self.enter("patch", name);
+        let lost = r.map_err(refused)?;
         let Some(mut pod) = w.pods.get(name).cloned() else {
             return Err(ClusterError::NotFound(name.into()));
         };
-        let before = pod["metadata"]["finalizers"].as_array().map_or(0, Vec::len);
+        let before = finalizers(&pod).len();
         let ops: json_patch::Patch = serde_json::from_slice(patch).unwrap();
         if json_patch::patch(&mut pod, &ops).is_err() {
             return Err(ClusterError::Changed {
@@ -180,17 +424,21 @@ impl Cluster for Fake {
                 message: "test failed".into(),
             });
         }
-        let after = pod["metadata"]["finalizers"].as_array().map_or(0, Vec::len);
-        let deleting = !pod["metadata"]["deletionTimestamp"].is_null();
+        let after = finalizers(&pod).len();
+        let deleting = is_deleting(&pod);
         if deleting && after > before {
             return Err(ClusterError::Other("422 Invalid: no new finalizers".into()));
         }
         if !dry_run {
+            w.wrote("patch", name);
             w.bump(&mut pod);
             w.pods.insert(name.into(), pod.clone());
             if deleting && after == 0 {
                 w.remove(name);
             }
+        }
+        if lost {
+            return Err(ClusterError::Unavailable(LOST.into()));
         }
         Ok(pod.to_string().into_bytes())
     }
@@ -201,25 +449,25 @@ impl Cluster for Fake {
         pre: &Preconditions,
         dry_run: bool,
     ) -> Result<Option<Vec<u8>>, ClusterError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(refused(f));
-        }
+        let (mut w, r) = self.enter("delete", name);
+        let lost = r.map_err(refused)?;
         let Some(mut pod) = w.pods.get(name).cloned() else {
             return Err(ClusterError::NotFound(name.into()));
         };
-        if pod["metadata"]["uid"] != pre.uid.as_str()
-            || pod["metadata"]["resourceVersion"] != pre.resource_version.as_str()
+        if uid_of(&pod) != pre.uid || meta(&pod, "resourceVersion") != pre.resource_version.as_str()
         {
             return Err(ClusterError::Changed {
                 status: 409,
                 message: "precondition failed".into(),
             });
         }
-        let held = pod["metadata"]["finalizers"]
-            .as_array()
-            .is_some_and(|f| !f.is_empty());
-        if held && pod["metadata"]["deletionTimestamp"].is_null() {
+        let held = !finalizers(&pod).is_empty();
+        if !dry_run {
+            w.wrote("delete", name);
+            w.check_delete(&pod);
+            w.deleted.insert(uid_of(&pod));
+        }
+        if held && !is_deleting(&pod) {
             pod["metadata"]["deletionTimestamp"] = json!("2026-11-29T12:00:00Z");
             if !dry_run {
                 w.bump(&mut pod);
@@ -230,6 +478,9 @@ impl Cluster for Fake {
             if !held {
                 w.remove(name);
             }
+        }
+        if lost {
+            return Err(ClusterError::Unavailable(LOST.into()));
         }
         Ok(Some(pod.to_string().into_bytes()))
     }
@@ -249,17 +500,21 @@ impl Store for Fake {
         Ok(())
     }
     async fn put_receipt(&self, r: &Receipt) -> Result<(), StoreError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(store_fault(f));
-        }
+        let name = self.w().name_of(&r.uid);
+        let (mut w, fault) = self.enter("put-receipt", &name);
+        let lost = fault.map_err(store_fault)?;
+        w.wrote("put-receipt", &name);
         w.receipts.insert(r.uid.clone(), r.clone());
+        if lost {
+            return Err(store_fault(Fault::Lost));
+        }
         Ok(())
     }
     async fn get_receipt(&self, _: &str, uid: &str) -> Result<Option<Receipt>, StoreError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(store_fault(f));
+        let name = self.w().name_of(uid);
+        let (w, r) = self.enter("get-receipt", &name);
+        if r.unwrap_or(true) {
+            return Err(store_fault(r.err().unwrap_or(Fault::Lost)));
         }
         Ok(w.receipts.get(uid).cloned())
     }
@@ -268,18 +523,23 @@ impl Store for Fake {
 #[async_trait]
 impl ArchiveSink for Fake {
     async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(store_fault(f));
-        }
+        let name = self.w().name_of(&key.uid);
+        let (mut w, r) = self.enter("write-archive", &name);
+        let lost = r.map_err(store_fault)?;
         let uri = format!("mem:{}/{}/{}.json", key.cluster_id, key.namespace, key.uid);
+        w.wrote("write-archive", &name);
         w.archives.insert(uri.clone(), bytes.to_vec());
+        if lost {
+            return Err(store_fault(Fault::Lost));
+        }
         Ok(uri)
     }
     async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError> {
-        let mut w = self.0.lock().unwrap();
-        if let Some(f) = w.call() {
-            return Err(store_fault(f));
+        let uid = uri.rsplit('/').next().unwrap_or_default();
+        let name = self.w().name_of(uid.trim_end_matches(".json"));
+        let (w, r) = self.enter("read-archive", &name);
+        if r.unwrap_or(true) {
+            return Err(store_fault(r.err().unwrap_or(Fault::Lost)));
         }
         w.archives
             .get(uri)
@@ -290,7 +550,7 @@ impl ArchiveSink for Fake {
 
 impl Clock for Fake {
     fn now(&self) -> f64 {
-        NOW
+        self.w().now
     }
     fn sleep<'a, 'b>(
         &'a self,
@@ -311,24 +571,72 @@ fn pod(name: &str, labelled: bool, finished: &str) -> Value {
     })
 }
 
-fn world() -> Fake {
+const OLD: &str = "2026-11-20T10:00:00Z";
+
+/// `pod` with `finalizers`, being deleted when `deleting`.
+fn left(name: &str, labelled: bool, finalizers: &[&str], deleting: bool) -> Value {
+    let mut p = pod(name, labelled, OLD);
+    p["metadata"]["finalizers"] = json!(finalizers);
+    if deleting {
+        p["metadata"]["deletionTimestamp"] = json!("2026-11-29T11:00:00Z");
+    }
+    p
+}
+
+fn with_pods(pods: Vec<Value>) -> Fake {
     let mut w = World {
         rv: 100,
+        now: NOW,
         ..World::default()
     };
-    for i in 0..4 {
-        let p = pod(&format!("target-{i}"), true, "2026-11-20T10:00:00Z");
-        w.pods.insert(format!("target-{i}"), p);
+    for p in pods {
+        w.pods
+            .insert(p["metadata"]["name"].as_str().unwrap().into(), p);
     }
-    w.pods.insert(
-        "decoy-unlabelled".into(),
-        pod("decoy-unlabelled", false, "2026-11-20T10:00:00Z"),
-    );
-    w.pods.insert(
-        "decoy-recent".into(),
-        pod("decoy-recent", true, "2026-11-29T11:00:00Z"),
-    );
-    Fake(Mutex::new(w))
+    Fake::new(w)
+}
+
+/// Four targets and two Pods that are not.
+fn world() -> Fake {
+    let mut pods: Vec<Value> = (0..4)
+        .map(|i| pod(&format!("target-{i}"), true, OLD))
+        .collect();
+    pods.push(pod("decoy-unlabelled", false, OLD));
+    pods.push(pod("decoy-recent", true, "2026-11-29T11:00:00Z"));
+    protect(with_pods(pods), &["decoy-unlabelled", "decoy-recent"])
+}
+
+/// What a run that stopped mid-protocol leaves, beside two fresh targets: pinned Pods, being
+/// deleted or not, eligible or not, with someone else's finalizer or not.
+fn leftovers() -> Fake {
+    let fake = with_pods(vec![
+        pod("target-0", true, OLD),
+        pod("target-1", true, OLD),
+        left("target-pinned", true, &[PIN], false),
+        left("target-deleting", true, &[PIN], true),
+        left("kept-unlabelled", false, &[PIN], false),
+        left("kept-foreign", true, &[OTHER, PIN], false),
+        left("kept-foreign-deleting", true, &[PIN, OTHER], true),
+        left("gone-unlabelled-deleting", false, &[PIN], true),
+        pod("decoy-unlabelled", false, OLD),
+    ]);
+    fake.w().foreign = ["uid-kept-foreign", "uid-kept-foreign-deleting"]
+        .map(String::from)
+        .into();
+    protect(
+        fake,
+        &["kept-unlabelled", "kept-foreign", "decoy-unlabelled"],
+    )
+}
+
+/// `fake` with the Pods `names` protected: the collector must never remove them.
+fn protect(fake: Fake, names: &[&str]) -> Fake {
+    {
+        let mut w = fake.w();
+        let uids: Vec<String> = names.iter().map(|n| uid_of(&w.pods[*n])).collect();
+        w.protected.extend(uids);
+    }
+    fake
 }
 
 fn config() -> PodConfig {
@@ -342,23 +650,27 @@ fn config() -> PodConfig {
 }
 
 fn plan(fake: &Fake, cfg: &PodConfig) -> Vec<Target> {
-    let w = fake.0.lock().unwrap();
+    let w = fake.w();
     let list = json!({"items": w.pods.values().collect::<Vec<_>>()}).to_string();
     let inv = inventory::read(list.as_bytes(), cfg.rules(), 1000).unwrap();
-    plan_pods(&inv, &PreviousLedger::default(), cfg, NOW)
+    plan_pods(&inv, &PreviousLedger::default(), cfg, w.now)
         .unwrap()
         .targets
 }
 
-fn run(fake: &Fake, cfg: &PodConfig, targets: &[Target], dry_run: bool) -> Vec<TargetResult> {
-    let stop = AtomicBool::new(false);
-    let ports = Ports {
+fn ports(fake: &Fake) -> Ports<'_, Fake, Fake, Fake, Fake> {
+    Ports {
         cluster: fake,
         store: fake,
         sink: fake,
         clock: fake,
-        stop: &stop,
-    };
+        stop: &fake.1,
+    }
+}
+
+/// Recovery, then apply of `targets`.
+fn run(fake: &Fake, cfg: &PodConfig, targets: &[Target], dry_run: bool) -> Vec<TargetResult> {
+    let ports = ports(fake);
     block_on(async {
         let mut results = recover(&ports, cfg, dry_run).await.unwrap_or_default();
         results.extend(apply(&ports, cfg, targets, dry_run).await);
@@ -366,20 +678,83 @@ fn run(fake: &Fake, cfg: &PodConfig, targets: &[Target], dry_run: bool) -> Vec<T
     })
 }
 
+/// Apply of `targets` alone.
+fn apply_only(fake: &Fake, cfg: &PodConfig, targets: &[Target]) -> Vec<TargetResult> {
+    block_on(apply(&ports(fake), cfg, targets, false))
+}
+
+/// Recovery alone.
+fn recover_only(fake: &Fake, cfg: &PodConfig) -> Vec<TargetResult> {
+    block_on(recover(&ports(fake), cfg, false)).unwrap()
+}
+
 /// `run pods`: recovery, then a fresh plan, then apply.
 fn run_pods(fake: &Fake, cfg: &PodConfig) -> Vec<TargetResult> {
-    let stop = AtomicBool::new(false);
-    let ports = Ports {
-        cluster: fake,
-        store: fake,
-        sink: fake,
-        clock: fake,
-        stop: &stop,
-    };
-    let mut results = block_on(recover(&ports, cfg, false)).unwrap_or_default();
+    let mut results = block_on(recover(&ports(fake), cfg, false)).unwrap_or_default();
     let targets = plan(fake, cfg);
-    results.extend(block_on(apply(&ports, cfg, &targets, false)));
+    results.extend(block_on(apply(&ports(fake), cfg, &targets, false)));
     results
+}
+
+/// The number of the `nth` call (from 0) logged as `op` on `subject`, in a clean run of a
+/// fresh `make()` world.
+fn call_number(make: fn() -> Fake, op: &str, nth: usize) -> usize {
+    call_number_in(make, &config(), op, nth, |fake, cfg, targets| {
+        run(fake, cfg, targets, false);
+    })
+}
+
+/// The number of the `nth` call logged as `op` when `go` runs on a fresh `make()` world.
+fn call_number_in(
+    make: fn() -> Fake,
+    cfg: &PodConfig,
+    op: &str,
+    nth: usize,
+    go: impl Fn(&Fake, &PodConfig, &[Target]),
+) -> usize {
+    let fake = make();
+    let targets = plan(&fake, cfg);
+    go(&fake, cfg, &targets);
+    let log = fake.w().log.clone();
+    log.iter()
+        .enumerate()
+        .filter(|(_, l)| l.as_str() == op)
+        .nth(nth)
+        .unwrap_or_else(|| panic!("no call {op:?} #{nth} in {log:#?}"))
+        .0
+        + 1
+}
+
+/// The guarantees after the second run, `Err` naming the first one broken.
+fn invariants(w: &World) -> Result<(), String> {
+    if !w.violations.is_empty() {
+        return Err(format!("broken: {:#?}", w.violations));
+    }
+    if let Some(p) = w
+        .pods
+        .values()
+        .find(|p| finalizers(p).contains(&json!(PIN)))
+    {
+        return Err(format!("pin left: {p}"));
+    }
+    let live: BTreeMap<String, &Value> = w.pods.values().map(|p| (uid_of(p), p)).collect();
+    if let Some(uid) = w.protected.iter().find(|u| !live.contains_key(*u)) {
+        return Err(format!("a protected Pod was removed: {uid}"));
+    }
+    if let Some(uid) = w.foreign.iter().find(|u| {
+        live.get(*u)
+            .is_some_and(|p| !finalizers(p).contains(&json!(OTHER)))
+    }) {
+        return Err(format!("someone else's finalizer removed from {uid}"));
+    }
+    if let Some((name, _)) = w
+        .pods
+        .iter()
+        .find(|(n, p)| n.starts_with("target-") && !w.protected.contains(&uid_of(p)))
+    {
+        return Err(format!("untouched target left: {name}"));
+    }
+    Ok(())
 }
 
 #[test]
@@ -388,7 +763,7 @@ fn a_clean_run_collects_every_target_and_nothing_else() {
     let targets = plan(&fake, &cfg);
     assert_eq!(targets.len(), 4);
     let decoys: Vec<Value> = ["decoy-unlabelled", "decoy-recent"]
-        .map(|n| fake.0.lock().unwrap().pods[n].clone())
+        .map(|n| fake.w().pods[n].clone())
         .into();
     let results = run(&fake, &cfg, &targets, false);
     assert!(
@@ -397,7 +772,7 @@ fn a_clean_run_collects_every_target_and_nothing_else() {
             .all(|r| matches!(r.outcome, Outcome::Collected { .. })),
         "{results:#?}"
     );
-    let w = fake.0.lock().unwrap();
+    let w = fake.w();
     assert_eq!(
         w.pods.keys().collect::<Vec<_>>(),
         ["decoy-recent", "decoy-unlabelled"]
@@ -409,96 +784,764 @@ fn a_clean_run_collects_every_target_and_nothing_else() {
         ],
         decoys
     );
-    assert!(w.violations.is_empty());
+    assert_eq!(invariants(&w), Ok(()));
+    assert_eq!(w.receipts.len(), 4);
     for r in w.receipts.values() {
         let doc: Value = serde_json::from_slice(&w.archives[&r.uri]).unwrap();
         assert_eq!(doc["metadata"]["uid"], r.uid.as_str());
+        assert_eq!(doc["metadata"]["finalizers"], json!([PIN]));
         assert_eq!(doc["retentionBasis"], "finishedAt");
     }
 }
 
 #[test]
 fn dry_run_writes_nothing_and_reports_what_would_happen() {
-    let (fake, cfg) = (world(), config());
-    let targets = plan(&fake, &cfg);
-    let before = fake.0.lock().unwrap().pods.clone();
-    let results = run(&fake, &cfg, &targets, true);
-    assert!(
-        results
-            .iter()
-            .all(|r| matches!(r.outcome, Outcome::WouldCollect { .. })),
-        "{results:#?}"
-    );
-    let w = fake.0.lock().unwrap();
-    assert_eq!(w.pods, before);
-    assert!(w.archives.is_empty() && w.receipts.is_empty());
+    for make in [world, leftovers] {
+        let (fake, cfg) = (make(), config());
+        let targets = plan(&fake, &cfg);
+        let before = fake.w().pods.clone();
+        let results = run(&fake, &cfg, &targets, true);
+        assert!(
+            results.iter().all(|r| matches!(
+                r.outcome,
+                Outcome::WouldCollect { .. } | Outcome::Released { .. }
+            )),
+            "{results:#?}"
+        );
+        let w = fake.w();
+        assert_eq!(w.pods, before);
+        assert!(w.archives.is_empty() && w.receipts.is_empty());
+        assert_eq!(w.writes, vec![]);
+    }
 }
 
-#[test]
-fn a_changed_pod_is_not_touched() {
-    let (fake, cfg) = (world(), config());
-    let targets = plan(&fake, &cfg);
-    // The Pod is replaced by another of the same name after the plan.
-    fake.0.lock().unwrap().pods.get_mut("target-0").unwrap()["metadata"]["uid"] = json!("uid-new");
-    let results = run(&fake, &cfg, &targets, false);
-    assert!(
-        matches!(
-            &results[0].outcome,
-            Outcome::Skipped {
-                step: Step::Reread,
-                ..
-            }
-        ),
-        "{:?}",
-        results[0]
-    );
-    assert!(fake.0.lock().unwrap().pods.contains_key("target-0"));
-}
-
-/// Every call of a clean run, for every fault: then a clean run; the invariants hold.
+/// Every call of a clean run, for every fault and every change by someone else, in a fresh
+/// namespace and in one that a stopped run left pinned Pods in: then a clean `run pods`; the
+/// invariants hold.
 #[test]
 fn every_fault_at_every_call_is_recovered() {
     let cfg = config();
-    let calls = {
-        let fake = world();
-        let targets = plan(&fake, &cfg);
-        run(&fake, &cfg, &targets, false);
-        fake.0.lock().unwrap().calls
-    };
     let mut matrix = 0;
-    for at in 1..=calls {
-        for fault in [
-            Fault::Error,
-            Fault::Conflict,
-            Fault::TestFailed,
-            Fault::Invalid,
-            Fault::Crash,
-        ] {
-            let fake = world();
+    for make in [world as fn() -> Fake, leftovers] {
+        let calls = {
+            let fake = make();
             let targets = plan(&fake, &cfg);
-            fake.0.lock().unwrap().fault = Some((at, fault));
             run(&fake, &cfg, &targets, false);
-            fake.0.lock().unwrap().fault = None;
-            // The next run recovers first, then plans afresh (as `run pods` does).
-            let second = run_pods(&fake, &cfg);
-            let w = fake.0.lock().unwrap();
-            let context = format!("fault {fault:?} at call {at}: {second:#?}");
-            assert!(
-                w.violations.is_empty(),
-                "deleted without archive: {context}"
-            );
-            assert!(
-                w.pods
-                    .values()
-                    .all(|p| p["metadata"]["finalizers"] != json!([PIN])),
-                "pin left: {context}"
-            );
-            assert!(
-                !w.pods.keys().any(|k| k.starts_with("target-")),
-                "target left: {context}"
-            );
-            matrix += 1;
+            fake.w().calls
+        };
+        let faults = FAULTS
+            .into_iter()
+            .chain(CHANGES.into_iter().map(Fault::Meddle));
+        for fault in faults {
+            for at in 1..=calls {
+                let fake = make();
+                let targets = plan(&fake, &cfg);
+                fake.w().fault = Some((at, fault));
+                let first = run(&fake, &cfg, &targets, false);
+                fake.w().fault = None;
+                // The next run recovers first, then plans afresh (as `run pods` does).
+                let second = run_pods(&fake, &cfg);
+                let w = fake.w();
+                let call = w.log.get(at - 1).cloned().unwrap_or_default();
+                if let Err(e) = invariants(&w) {
+                    panic!(
+                        "{fault:?} at call {at} ({call}): {e}\nfirst: {first:#?}\nsecond: {second:#?}"
+                    );
+                }
+                matrix += 1;
+            }
         }
     }
-    assert!(matrix >= 5 * 40, "only {matrix} cases");
+    assert!(matrix >= 13 * 80, "only {matrix} cases");
+}
+
+/// An outcome in short: its kind and step (`"Changed Pin"`, `"Collected"`).
+fn short(o: &Outcome) -> String {
+    match o {
+        Outcome::Collected { .. } => "Collected".into(),
+        Outcome::WouldCollect { .. } => "WouldCollect".into(),
+        Outcome::Skipped { step, .. } => format!("Skipped {step:?}"),
+        Outcome::Changed { step, .. } => format!("Changed {step:?}"),
+        Outcome::TooLarge { .. } => "TooLarge".into(),
+        Outcome::Released { .. } => "Released".into(),
+        Outcome::Failed { step, .. } => format!("Failed {step:?}"),
+    }
+}
+
+/// The outcome of `name` in `results`, in short; `"-"` when it has none.
+fn outcome_of(results: &[TargetResult], name: &str) -> String {
+    results
+        .iter()
+        .find(|r| r.name == name)
+        .map_or_else(|| "-".into(), |r| short(&r.outcome))
+}
+
+/// What became of a Pod: `"gone"`, or its finalizers and whether it is being deleted.
+fn state_of(w: &World, name: &str) -> String {
+    match w.pods.get(name) {
+        None => "gone".into(),
+        Some(p) => {
+            let f: Vec<String> = finalizers(p)
+                .iter()
+                .map(|f| {
+                    if f == PIN {
+                        "pin".into()
+                    } else {
+                        "other".into()
+                    }
+                })
+                .collect();
+            let deleting = if is_deleting(p) { " deleting" } else { "" };
+            format!("[{}]{deleting}", f.join(","))
+        }
+    }
+}
+
+/// A lost run lock: nothing is written once the stop flag is set, whenever it is set (before
+/// the run, or after any call of it), in a fresh namespace and one with pins left.
+#[test]
+fn a_lost_run_lock_writes_nothing_more() {
+    let cfg = config();
+    for make in [world as fn() -> Fake, leftovers] {
+        let calls = {
+            let fake = make();
+            let targets = plan(&fake, &cfg);
+            run(&fake, &cfg, &targets, false);
+            fake.w().calls
+        };
+        for after in 0..=calls {
+            let fake = make();
+            let targets = plan(&fake, &cfg);
+            fake.w().stop_after = Some(after);
+            fake.1.store(after == 0, Ordering::SeqCst);
+            let results = run(&fake, &cfg, &targets, false);
+            let w = fake.w();
+            let late: Vec<_> = w.writes.iter().filter(|(_, _, stopped)| *stopped).collect();
+            assert_eq!(
+                late,
+                Vec::<&(usize, String, bool)>::new(),
+                "stop after call {after}: {results:#?}"
+            );
+            if after == 0 {
+                assert!(w.writes.is_empty(), "{:?}", w.writes);
+                assert!(
+                    results
+                        .iter()
+                        .all(|r| short(&r.outcome).starts_with("Failed")),
+                    "{results:#?}"
+                );
+            }
+            drop(w);
+            // The next run holds the lock again.
+            fake.w().stop_after = None;
+            fake.1.store(false, Ordering::SeqCst);
+            let second = run_pods(&fake, &cfg);
+            assert_eq!(
+                invariants(&fake.w()),
+                Ok(()),
+                "stop after {after}: {second:#?}"
+            );
+        }
+    }
+}
+
+/// One Pod, `target-0`, as `pod` makes it.
+fn one() -> Fake {
+    with_pods(vec![pod("target-0", true, OLD)])
+}
+
+/// The archive's size once `target-0` of `one()` is pinned.
+fn pinned_size(cfg: &PodConfig) -> usize {
+    let fake = one();
+    let targets = plan(&fake, cfg);
+    match &run(&fake, cfg, &targets, false)[0].outcome {
+        Outcome::Collected { bytes, .. } => *bytes,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The plan passes a Pod whose archive fits the ceiling unpinned; pinned, it is over: the pin
+/// is released (fenced), nothing archived or deleted. At exactly the ceiling it is collected.
+#[test]
+fn too_large_after_pinning_releases_the_pin() {
+    let pinned = pinned_size(&config());
+    let planned = plan(&one(), &config())[0].archive_bytes;
+    assert!(planned < pinned, "{planned} {pinned}");
+    // (ceiling, fault at the release, outcome, the Pod after, after recovery)
+    let cases: [(usize, Option<Fault>, &str, &str, &str); 5] = [
+        (planned, None, "TooLarge", "[]", "[]"),
+        (pinned - 1, None, "TooLarge", "[]", "[]"),
+        (
+            planned,
+            Some(Fault::TestFailed),
+            "Changed Release",
+            "[pin]",
+            "[]",
+        ),
+        (planned, Some(Fault::Lost), "Failed Release", "[]", "[]"),
+        (pinned, None, "Collected", "gone", "gone"),
+    ];
+    for (max, fault, outcome, after, second) in cases {
+        let mut cfg = config();
+        cfg.max_archive_bytes = max;
+        let fake = one();
+        let targets = plan(&fake, &cfg);
+        let release = call_number_in(one, &cfg, "patch target-0", 1, |f, c, t| {
+            apply_only(f, c, t);
+        });
+        fake.w().fault = fault.map(|f| (release, f));
+        let results = apply_only(&fake, &cfg, &targets);
+        let case = format!("{max} {fault:?}: {results:#?}");
+        let w = fake.w();
+        assert_eq!(short(&results[0].outcome), outcome, "{case}");
+        assert_eq!(state_of(&w, "target-0"), after, "{case}");
+        if outcome == "TooLarge" {
+            assert!(w.archives.is_empty() && w.receipts.is_empty(), "{case}");
+        }
+        drop(w);
+        fake.w().fault = None;
+        recover_only(&fake, &cfg);
+        assert_eq!(state_of(&fake.w(), "target-0"), second, "{case}");
+    }
+}
+
+/// Dry run of a too-large Pod: reported, nothing written.
+#[test]
+fn too_large_in_a_dry_run_writes_nothing() {
+    let mut cfg = config();
+    cfg.max_archive_bytes = plan(&one(), &cfg)[0].archive_bytes;
+    let fake = one();
+    let targets = plan(&fake, &cfg);
+    let results = block_on(apply(&ports(&fake), &cfg, &targets, true));
+    assert_eq!(short(&results[0].outcome), "TooLarge");
+    assert_eq!(fake.w().writes, vec![]);
+    assert_eq!(state_of(&fake.w(), "p"), "gone");
+    assert_eq!(state_of(&fake.w(), "target-0"), "[]");
+}
+
+/// Recovery of each kind of pin a stopped run can leave: a Pod being deleted and still
+/// eligible is archived (as it is now) and released; any other pin is released, never anyone
+/// else's finalizer.
+#[test]
+fn recovery_finishes_or_releases_every_pin() {
+    let owned = {
+        let mut p = left("p", true, &[PIN], true);
+        p["metadata"]["ownerReferences"] = json!([{"kind": "Job", "name": "j", "uid": "o"}]);
+        p
+    };
+    let recent = {
+        let mut p = left("p", true, &[PIN], true);
+        p["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] =
+            json!("2026-11-29T11:59:00Z");
+        p
+    };
+    // (the Pod, its outcome, the Pod after, archived)
+    let cases: [(Value, &str, &str, bool); 10] = [
+        (left("p", false, &[PIN], false), "Released", "[]", false),
+        (left("p", false, &[PIN], true), "Released", "gone", false),
+        (left("p", true, &[PIN], false), "Released", "[]", false),
+        (left("p", true, &[PIN], true), "Collected", "gone", true),
+        // Retention does not hold a Pod that is going anyway.
+        (recent, "Collected", "gone", true),
+        (owned, "Released", "gone", false),
+        (
+            left("p", true, &[OTHER, PIN], false),
+            "Released",
+            "[other]",
+            false,
+        ),
+        (
+            left("p", true, &[PIN, OTHER], true),
+            "Released",
+            "[other] deleting",
+            false,
+        ),
+        (
+            left("p", false, &[PIN, OTHER], true),
+            "Released",
+            "[other] deleting",
+            false,
+        ),
+        (
+            left("p", true, &[OTHER], true),
+            "-",
+            "[other] deleting",
+            false,
+        ),
+    ];
+    for (pod, outcome, after, archived) in cases {
+        let case = format!("{pod}");
+        let fake = with_pods(vec![pod]);
+        let results = recover_only(&fake, &config());
+        let w = fake.w();
+        assert_eq!(outcome_of(&results, "p"), outcome, "{case}: {results:#?}");
+        assert_eq!(state_of(&w, "p"), after, "{case}");
+        assert_eq!(w.receipts.contains_key("uid-p"), archived, "{case}");
+        assert_eq!(w.violations, Vec::<String>::new(), "{case}");
+        if archived {
+            let r = &w.receipts["uid-p"];
+            let doc: Value = serde_json::from_slice(&w.archives[&r.uri]).unwrap();
+            assert_eq!(doc["metadata"]["uid"], "uid-p", "{case}");
+            assert_eq!(doc["metadata"]["finalizers"], json!([PIN]), "{case}");
+            assert!(!doc["metadata"]["deletionTimestamp"].is_null(), "{case}");
+            assert_eq!(doc["retentionBasis"], "finishedAt", "{case}");
+        }
+    }
+}
+
+/// At each write, a failed `test` op or precondition (409, 422 from a test) ends the target as
+/// `Changed`; a validation error (any other 422) or a timeout as `Failed`; nothing more is
+/// written to that Pod; the next run finishes it.
+#[test]
+fn a_refused_write_is_changed_a_validation_error_is_failed() {
+    // (world, recovery alone, the write and which of its kind, its Pod, its step)
+    type Write = (
+        fn() -> Fake,
+        bool,
+        &'static str,
+        usize,
+        &'static str,
+        &'static str,
+    );
+    let writes: [Write; 7] = [
+        (world, false, "patch target-0", 0, "target-0", "Pin"),
+        (world, false, "delete target-0", 0, "target-0", "Delete"),
+        (world, false, "patch target-0", 1, "target-0", "Release"),
+        (
+            leftovers,
+            true,
+            "patch target-pinned",
+            0,
+            "target-pinned",
+            "Release",
+        ),
+        (
+            leftovers,
+            true,
+            "patch kept-foreign",
+            0,
+            "kept-foreign",
+            "Release",
+        ),
+        (
+            leftovers,
+            true,
+            "delete target-deleting",
+            0,
+            "target-deleting",
+            "Delete",
+        ),
+        (
+            leftovers,
+            true,
+            "patch target-deleting",
+            0,
+            "target-deleting",
+            "Release",
+        ),
+    ];
+    let cfg = config();
+    for (make, recovery, op, nth, name, step) in writes {
+        let at = call_number(make, op, nth);
+        for (fault, kind) in [
+            (Fault::TestFailed, "Changed"),
+            (Fault::Conflict, "Changed"),
+            (Fault::Invalid, "Failed"),
+            (Fault::Error, "Failed"),
+        ] {
+            let fake = make();
+            let targets = plan(&fake, &cfg);
+            fake.w().fault = Some((at, fault));
+            let results = if recovery {
+                recover_only(&fake, &cfg)
+            } else {
+                run(&fake, &cfg, &targets, false)
+            };
+            let case = format!("{fault:?} at {op} #{nth}: {results:#?}");
+            assert_eq!(
+                outcome_of(&results, name),
+                format!("{kind} {step}"),
+                "{case}"
+            );
+            let w = fake.w();
+            let later = w
+                .writes
+                .iter()
+                .filter(|(call, what, _)| *call > at && what.ends_with(&format!(" {name}")))
+                .count();
+            assert_eq!(later, 0, "{case}");
+            drop(w);
+            fake.w().fault = None;
+            run_pods(&fake, &cfg);
+            assert_eq!(invariants(&fake.w()), Ok(()), "{case}");
+        }
+    }
+}
+
+/// A fault and the call it hits, or none.
+type At = Option<(usize, Fault)>;
+
+/// Someone else's `change` to `target-0` just before the `nth` call logged as `op`.
+fn meddle_at(op: &str, nth: usize, change: Change) -> At {
+    Some((call_number(one, op, nth), Fault::Meddle(change)))
+}
+
+/// Each fence on its own: someone else changes the Pod (or its archive or receipt) just before
+/// one step; that step notices, and the Pod is not deleted (nor written to, when the change came
+/// before the pin). The calls of a clean run of `target-0`: 1 list pins, 2 get (re-read),
+/// 3 patch (pin), 4 get (read back), 5 write archive, 6 read archive, 7 put receipt, 8 get
+/// (fence), 9 get receipt, 10 read archive, 11 delete, 12 get (read back), 13 patch (release),
+/// 14 get (gone?).
+#[test]
+fn each_fence_stops_a_change_by_someone_else() {
+    use Change::*;
+    // (what, the change and where, outcome, the Pod after the run, written to)
+    let cases: [(&str, At, &str, &str, bool); 21] = [
+        ("clean", None, "Collected", "gone", true),
+        // Re-read: the resourceVersion the plan reviewed.
+        (
+            "status before the re-read",
+            meddle_at("get target-0", 0, Status),
+            "Changed Reread",
+            "[]",
+            false,
+        ),
+        (
+            "relabelled before the re-read",
+            meddle_at("get target-0", 0, Relabel),
+            "Changed Reread",
+            "[]",
+            false,
+        ),
+        (
+            "replaced before the re-read",
+            meddle_at("get target-0", 0, Replace),
+            "Skipped Reread",
+            "[]",
+            false,
+        ),
+        // The pin patch's test ops: the change between the re-read and the pin.
+        (
+            "status before the pin",
+            meddle_at("patch target-0", 0, Status),
+            "Changed Pin",
+            "[]",
+            false,
+        ),
+        (
+            "finalizer before the pin",
+            meddle_at("patch target-0", 0, Finalizer),
+            "Changed Pin",
+            "[other]",
+            false,
+        ),
+        (
+            "relabelled before the pin",
+            meddle_at("patch target-0", 0, Relabel),
+            "Changed Pin",
+            "[]",
+            false,
+        ),
+        (
+            "replaced before the pin",
+            meddle_at("patch target-0", 0, Replace),
+            "Changed Pin",
+            "[]",
+            false,
+        ),
+        // The pin's read-back.
+        (
+            "relabelled after the pin",
+            meddle_at("get target-0", 1, Relabel),
+            "Failed Pin",
+            "[pin]",
+            true,
+        ),
+        (
+            "finalizer after the pin",
+            meddle_at("get target-0", 1, Finalizer),
+            "Failed Pin",
+            "[pin,other]",
+            true,
+        ),
+        (
+            "unpinned after the pin",
+            meddle_at("get target-0", 1, Unpin),
+            "Failed Pin",
+            "[]",
+            true,
+        ),
+        (
+            "replaced after the pin",
+            meddle_at("get target-0", 1, Replace),
+            "Failed Pin",
+            "[]",
+            true,
+        ),
+        // The pre-delete fence.
+        (
+            "status before the fence",
+            meddle_at("get target-0", 2, Status),
+            "Skipped Fence",
+            "[pin]",
+            true,
+        ),
+        (
+            "relabelled before the fence",
+            meddle_at("get target-0", 2, Relabel),
+            "Failed Fence",
+            "[pin]",
+            true,
+        ),
+        (
+            "finalizer before the fence",
+            meddle_at("get target-0", 2, Finalizer),
+            "Failed Fence",
+            "[pin,other]",
+            true,
+        ),
+        (
+            "receipt before the fence",
+            meddle_at("get target-0", 2, Receipt),
+            "Failed Fence",
+            "[pin]",
+            true,
+        ),
+        (
+            "archive before the fence",
+            meddle_at("get target-0", 2, Archive),
+            "Failed Fence",
+            "[pin]",
+            true,
+        ),
+        (
+            "unpinned before the fence",
+            meddle_at("get target-0", 2, Unpin),
+            "Failed Fence",
+            "[]",
+            true,
+        ),
+        // After the delete: the Pod is going; nothing else is written to another Pod.
+        (
+            "replaced after the delete",
+            meddle_at("get target-0", 3, Replace),
+            "Failed Delete",
+            "[]",
+            true,
+        ),
+        // The delete's read-back: released now, the Pod would go with a stale archive.
+        (
+            "status after the delete",
+            meddle_at("get target-0", 3, Status),
+            "Skipped Delete",
+            "[pin] deleting",
+            true,
+        ),
+        (
+            "replaced after the release",
+            meddle_at("get target-0", 4, Replace),
+            "Collected",
+            "[]",
+            true,
+        ),
+    ];
+    let cfg = config();
+    for (what, fault, outcome, after, written) in cases {
+        let fake = one();
+        let targets = plan(&fake, &cfg);
+        fake.w().fault = fault;
+        let results = run(&fake, &cfg, &targets, false);
+        let w = fake.w();
+        let case = format!("{what}: {results:#?}");
+        assert_eq!(outcome_of(&results, "target-0"), outcome, "{case}");
+        assert_eq!(state_of(&w, "target-0"), after, "{case}");
+        assert_eq!(!w.writes.is_empty(), written, "{case}: {:?}", w.writes);
+        assert_eq!(w.violations, Vec::<String>::new(), "{case}");
+        drop(w);
+        fake.w().fault = None;
+        run_pods(&fake, &cfg);
+        assert_eq!(invariants(&fake.w()), Ok(()), "{case}");
+    }
+}
+
+/// Retention is checked again at apply, against apply's clock (a plan made by a clock that runs
+/// ahead): a target whose anchor is not yet `retention` old is left alone; one exactly that old
+/// is collected.
+#[test]
+fn retention_is_checked_again_at_apply() {
+    let cfg = config();
+    let anchor = plan(&one(), &cfg)[0].end.seconds();
+    let retention = f64::from(cfg.retention_seconds);
+    for (now, outcome, after) in [
+        (anchor + retention, "Collected", "gone"),
+        (anchor + retention + 1.0, "Collected", "gone"),
+        (anchor + retention - 1.0, "Skipped Reread", "[]"),
+        (anchor + 1.0, "Skipped Reread", "[]"),
+        (anchor - DAY, "Skipped Reread", "[]"),
+    ] {
+        let fake = one();
+        let targets = plan(&fake, &cfg);
+        fake.w().now = now;
+        let results = apply_only(&fake, &cfg, &targets);
+        let w = fake.w();
+        assert_eq!(
+            short(&results[0].outcome),
+            outcome,
+            "now {now}: {results:#?}"
+        );
+        assert_eq!(state_of(&w, "target-0"), after, "now {now}");
+        assert_eq!(w.writes.is_empty(), after != "gone", "now {now}");
+    }
+}
+
+/// A target that apply's own policy does not find eligible (a plan made under another label, or
+/// of a Pod that was never a target) is skipped at the re-read, before any write, even at the
+/// planned resourceVersion.
+#[test]
+fn a_target_not_eligible_under_apply_policy_is_not_written() {
+    let cfg = config();
+    let owned = {
+        let mut p = pod("target-0", true, OLD);
+        p["metadata"]["ownerReferences"] = json!([{"kind": "Job", "name": "j", "uid": "o"}]);
+        p
+    };
+    let running = {
+        let mut p = pod("target-0", true, OLD);
+        p["status"]["containerStatuses"][0]["state"] = json!({"running": {}});
+        p
+    };
+    let planned = plan(&one(), &cfg);
+    for (what, p) in [
+        ("unlabelled", pod("target-0", false, OLD)),
+        ("owned", owned),
+        ("running", running),
+        ("foreign finalizer", left("target-0", true, &[OTHER], false)),
+    ] {
+        let fake = with_pods(vec![p]);
+        let results = apply_only(&fake, &cfg, &planned);
+        let w = fake.w();
+        assert_eq!(
+            short(&results[0].outcome),
+            "Skipped Reread",
+            "{what}: {results:#?}"
+        );
+        assert_eq!(w.writes, vec![], "{what}");
+    }
+}
+
+/// Recovery finishing a Pod: it binds no resourceVersion and no retention (the Pod is going),
+/// but re-checks eligibility at every step; someone else's change between its steps is caught.
+#[test]
+fn recovery_rechecks_a_pod_it_finishes() {
+    use Change::*;
+    let make = || with_pods(vec![left("p", true, &[PIN], true)]);
+    let at = |op: &str, nth: usize| {
+        let fake = make();
+        recover_only(&fake, &config());
+        let log = fake.w().log.clone();
+        1 + log
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.as_str() == op)
+            .nth(nth)
+            .unwrap_or_else(|| panic!("{op} {nth}: {log:?}"))
+            .0
+    };
+    // Calls: 1 list, 2 get (finish), 3 get (re-read), 4 write, 5 read, 6 receipt, 7 get
+    // (fence), 8 get receipt, 9 read, 10 delete, 11 get, 12 patch (release), 13 get.
+    let cases: [(&str, At, &str, &str); 8] = [
+        ("clean", None, "Collected", "gone"),
+        (
+            "status before the finish",
+            Some((at("get p", 0), Fault::Meddle(Status))),
+            "Collected",
+            "gone",
+        ),
+        (
+            "replaced before the finish",
+            Some((at("get p", 0), Fault::Meddle(Replace))),
+            "Skipped Reread",
+            "[]",
+        ),
+        (
+            "relabelled before the re-read",
+            Some((at("get p", 1), Fault::Meddle(Relabel))),
+            "Skipped Reread",
+            "[pin] deleting",
+        ),
+        (
+            "replaced before the re-read",
+            Some((at("get p", 1), Fault::Meddle(Replace))),
+            "Skipped Reread",
+            "[]",
+        ),
+        (
+            "relabelled before the fence",
+            Some((at("get p", 2), Fault::Meddle(Relabel))),
+            "Failed Fence",
+            "[pin] deleting",
+        ),
+        (
+            "status before the fence",
+            Some((at("get p", 2), Fault::Meddle(Status))),
+            "Skipped Fence",
+            "[pin] deleting",
+        ),
+        (
+            "status after the delete",
+            Some((at("get p", 3), Fault::Meddle(Status))),
+            "Skipped Delete",
+            "[pin] deleting",
+        ),
+    ];
+    for (what, fault, outcome, after) in cases {
+        let fake = make();
+        fake.w().fault = fault;
+        let results = recover_only(&fake, &config());
+        let case = format!("{what}: {results:#?}");
+        assert_eq!(outcome_of(&results, "p"), outcome, "{case}");
+        assert_eq!(state_of(&fake.w(), "p"), after, "{case}");
+        assert_eq!(fake.w().violations, Vec::<String>::new(), "{case}");
+        if after == "[]" {
+            // Replaced: nothing was written to the new Pod.
+            assert_eq!(fake.w().writes, vec![], "{case}");
+        }
+        // The next recovery finishes or releases it.
+        fake.w().fault = None;
+        recover_only(&fake, &config());
+        assert_eq!(invariants(&fake.w()), Ok(()), "{case}");
+        assert!(
+            fake.w().pods.values().all(|p| uid_of(p) != "uid-p"),
+            "{case}"
+        );
+    }
+}
+
+/// The patches start with their `test` ops, exactly: uid, resourceVersion and phase (and, for
+/// the release, the whole finalizer list), then the one change.
+#[test]
+fn patches_start_with_their_test_ops() {
+    let tests = |uid: &str, rv: &str| {
+        vec![
+            json!({"op": "test", "path": "/metadata/uid", "value": uid}),
+            json!({"op": "test", "path": "/metadata/resourceVersion", "value": rv}),
+            json!({"op": "test", "path": "/status/phase", "value": "Failed"}),
+        ]
+    };
+    let parse = |b: Vec<u8>| serde_json::from_slice::<Value>(&b).unwrap();
+    let mut pin = tests("u-1", "7");
+    pin.push(json!({"op": "add", "path": "/metadata/finalizers", "value": [PIN]}));
+    assert_eq!(parse(pin_patch("u-1", "7", PIN)), json!(pin));
+    for (list, at) in [
+        (vec![json!(PIN)], Some(0)),
+        (vec![json!(OTHER), json!(PIN)], Some(1)),
+        (vec![json!(OTHER)], None),
+    ] {
+        let mut release = tests("u-2", "9");
+        release.push(json!({"op": "test", "path": "/metadata/finalizers", "value": list}));
+        if let Some(i) = at {
+            release.push(json!({"op": "remove", "path": format!("/metadata/finalizers/{i}")}));
+        }
+        assert_eq!(parse(release_patch("u-2", "9", &list, PIN)), json!(release));
+    }
 }
