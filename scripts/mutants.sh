@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Mutation testing of the safety code of gc-core (the apply protocol, sealed plan files, the
+# session policy) with cargo-mutants: every mutant the tests do not catch is listed. Not part of
+# the default test command (it rebuilds gc-core once per mutant); see docs/mutation-testing.md.
+#
+#   scripts/mutants.sh                      # all three files
+#   scripts/mutants.sh -f gc-core/src/apply.rs   # extra arguments go to cargo mutants
+#
+# Installs cargo-mutants (pinned) into ${GC_TOOLS:-~/.cache/gc-tools} when it is missing; the
+# report goes to ${MUTANTS_OUT:-target/mutants}/mutants.out (caught.txt, missed.txt, ...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VERSION=27.1.0
+TOOLS=${GC_TOOLS:-$HOME/.cache/gc-tools}
+OUT=${MUTANTS_OUT:-target/mutants}
+BIN="$TOOLS/bin/cargo-mutants"
+
+if ! "$BIN" mutants --version 2>/dev/null | grep -qx "cargo-mutants $VERSION"; then
+  cargo install --locked "cargo-mutants@$VERSION" --root "$TOOLS"
+fi
+
+if [ "$#" -eq 0 ]; then
+  set -- -f gc-core/src/apply.rs -f gc-core/src/approval.rs -f gc-core/src/sessions.rs
+fi
+
+mkdir -p "$OUT"
+# One mutant at a time (two cores), gc-core's unit tests only (every test of these files is one),
+# a test that runs five minutes is a timeout. Exit status: 0 when every mutant is caught or
+# unviable, 2 when some are missed, 3 on timeouts (cargo mutants' own).
+exec nice -n 19 "$BIN" mutants -p gc-core "$@" \
+  --test-tool cargo --cargo-test-arg=--lib \
+  -j 1 --timeout 300 --build-timeout 600 \
+  --output "$OUT"
