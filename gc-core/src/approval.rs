@@ -594,6 +594,136 @@ mod tests {
         );
     }
 
+    /// Every bound read from the file holds exactly at its limit and refuses one past it.
+    #[test]
+    fn bounds_hold_at_their_limits() {
+        let doc: Value = serde_json::from_str(&file(None).to_json()).unwrap();
+        let policy = policy();
+        let targets = |n: usize| {
+            let t = doc["targets"][0].clone();
+            let many: Vec<Value> = (0..n)
+                .map(|i| {
+                    let mut t = t.clone();
+                    t["uid"] = format!("u{i}").into();
+                    t["name"] = format!("p{i}").into();
+                    t
+                })
+                .collect();
+            Value::Array(many)
+        };
+        let max_bytes = policy.max_archive_bytes;
+        // (what, the edit, accepted)
+        type Edit<'a> = Box<dyn Fn(&mut Value) + 'a>;
+        let cases: Vec<(&str, Edit, bool)> = vec![
+            (
+                "max_pods targets",
+                Box::new(|d| d["targets"] = targets(policy.max_pods)),
+                true,
+            ),
+            (
+                "one more",
+                Box::new(|d| d["targets"] = targets(policy.max_pods + 1)),
+                false,
+            ),
+            (
+                "rv of 64",
+                Box::new(|d| d["targets"][0]["resourceVersion"] = "7".repeat(64).into()),
+                true,
+            ),
+            (
+                "rv of 65",
+                Box::new(|d| d["targets"][0]["resourceVersion"] = "7".repeat(65).into()),
+                false,
+            ),
+            (
+                "rv with a space",
+                Box::new(|d| d["targets"][0]["resourceVersion"] = "4 2".into()),
+                false,
+            ),
+            (
+                "rv with a control",
+                Box::new(|d| d["targets"][0]["resourceVersion"] = "4\n".into()),
+                false,
+            ),
+            (
+                "first at creation",
+                Box::new(|d| d["targets"][0]["first"] = json(MADE)),
+                true,
+            ),
+            (
+                "first after creation",
+                Box::new(|d| d["targets"][0]["first"] = json(MADE + 1.0)),
+                false,
+            ),
+            (
+                "first at zero",
+                Box::new(|d| d["targets"][0]["first"] = json(0.0)),
+                false,
+            ),
+            (
+                "end at zero",
+                Box::new(|d| d["targets"][0]["end"] = json(0.0)),
+                false,
+            ),
+            (
+                "archive at the ceiling",
+                Box::new(move |d| d["targets"][0]["archiveBytes"] = max_bytes.into()),
+                true,
+            ),
+            (
+                "archive over it",
+                Box::new(move |d| d["targets"][0]["archiveBytes"] = (max_bytes + 1).into()),
+                false,
+            ),
+            (
+                "a lifetime of 24 h",
+                Box::new(|d| d["expiresAt"] = json(MADE + 86_400.0)),
+                true,
+            ),
+            (
+                "24 h and a second",
+                Box::new(|d| d["expiresAt"] = json(MADE + 86_401.0)),
+                false,
+            ),
+            (
+                "no lifetime",
+                Box::new(|d| d["expiresAt"] = json(MADE)),
+                false,
+            ),
+        ];
+        for (what, edit, accepted) in cases {
+            let mut forged = doc.clone();
+            edit(&mut forged);
+            let result = open(&reseal(forged, None), &policy, None);
+            assert_eq!(result.is_ok(), accepted, "{what}: {result:?}");
+        }
+        // Opened at the edges of its life: from 300 s before its creation (clock skew) until
+        // just before it expires.
+        let f = file(None);
+        let text = f.to_json();
+        for (now, accepted) in [
+            (MADE - SKEW_SECONDS, true),
+            (MADE - SKEW_SECONDS - 0.5, false),
+            (f.expires_at - 0.5, true),
+            (f.expires_at, false),
+        ] {
+            let result = PlanFile::open(text.as_bytes(), &policy, None, now);
+            assert_eq!(result.is_ok(), accepted, "at {now}: {result:?}");
+        }
+    }
+
+    /// A key never shows in logs or errors.
+    #[test]
+    fn a_seal_key_is_not_printed() {
+        let k = key("0123456789abcdef-approvers");
+        assert_eq!(format!("{k:?}"), "SealKey(..)");
+        assert_eq!(SealKey::new(b"0123456789abcdef\n").map(|_| ()), Ok(()));
+        assert_eq!(
+            SealKey::new(b"0123456789abcde").unwrap_err(),
+            PlanFileError::WeakKey(15)
+        );
+    }
+
     #[test]
     fn ttl_is_bounded() {
         assert_eq!(check_ttl(3600), Ok(3600));

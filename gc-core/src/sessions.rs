@@ -804,6 +804,203 @@ mod tests {
         assert_eq!(err, SessionPlanError::NoAnswer("s1".into()));
     }
 
+    /// Each setting at its limits: accepted at the limit, refused (and named) past it.
+    #[test]
+    fn settings_hold_at_their_limits() {
+        let kind = |edit: fn(&mut Kind)| {
+            let mut k = Kind::streamspace();
+            edit(&mut k[0]);
+            k
+        };
+        // (what, the edit, `None` when accepted, else the setting named)
+        type Edit = Box<dyn Fn(&mut SessionInputs)>;
+        let cases: Vec<(&str, Edit, Option<&str>)> = vec![
+            ("defaults", Box::new(|_| {}), None),
+            (
+                "bad cluster id",
+                Box::new(|i| i.cluster_id = "Not A Cluster!".into()),
+                Some("cluster_id"),
+            ),
+            (
+                "two terms",
+                Box::new(|i| i.selector = "app=a,tier=b".into()),
+                None,
+            ),
+            (
+                "no value",
+                Box::new(|i| i.selector = "app=".into()),
+                Some("selector"),
+            ),
+            (
+                "no key",
+                Box::new(|i| i.selector = "=a".into()),
+                Some("selector"),
+            ),
+            (
+                "id label with =",
+                Box::new(|i| i.id_label = "a=b".into()),
+                Some("id_label"),
+            ),
+            (
+                "no kind name",
+                Box::new(move |i| i.kinds = kind(|k| k.kind.clear())),
+                Some("kinds"),
+            ),
+            (
+                "no version",
+                Box::new(move |i| i.kinds = kind(|k| k.version.clear())),
+                Some("kinds"),
+            ),
+            (
+                "no plural",
+                Box::new(move |i| i.kinds = kind(|k| k.plural.clear())),
+                Some("kinds"),
+            ),
+            ("no grace", Box::new(|i| i.grace_hours = 0), None),
+            ("a year of grace", Box::new(|i| i.grace_hours = 8760), None),
+            (
+                "more",
+                Box::new(|i| i.grace_hours = 8761),
+                Some("grace_hours"),
+            ),
+            ("10000 deletes", Box::new(|i| i.max_deletes = 10_000), None),
+            (
+                "10001",
+                Box::new(|i| i.max_deletes = 10_001),
+                Some("max_deletes"),
+            ),
+            ("ratio 1", Box::new(|i| i.guard_ratio = 1.0), None),
+            (
+                "ratio over 1",
+                Box::new(|i| i.guard_ratio = 1.01),
+                Some("guard_ratio"),
+            ),
+            ("floor 0", Box::new(|i| i.guard_floor = 0), None),
+            (
+                "floor -1",
+                Box::new(|i| i.guard_floor = -1),
+                Some("guard_floor"),
+            ),
+        ];
+        for (what, edit, refused) in cases {
+            let mut i = SessionInputs::default();
+            edit(&mut i);
+            let result = i.validate();
+            assert_eq!(
+                result.as_ref().err().map(|e| e.input),
+                refused,
+                "{what}: {result:?}"
+            );
+            if let Ok(c) = result {
+                assert_eq!(
+                    c.grace_hours,
+                    u32::try_from(i.grace_hours).unwrap(),
+                    "{what}"
+                );
+                assert_eq!(
+                    c.guard_floor,
+                    usize::try_from(i.guard_floor).unwrap(),
+                    "{what}"
+                );
+            }
+        }
+    }
+
+    /// The guard refuses only past both its floor and its ratio, counting soft-deleted rows as
+    /// orphans when they are; the grace period ends exactly `grace_hours` after creation.
+    #[test]
+    fn the_guard_and_the_grace_at_their_limits() {
+        let old = "2026-11-20T00:00:00Z";
+        let running = Row::Present {
+            state: Some("running".into()),
+        };
+        let deleted = Row::Present {
+            state: Some("deleted".into()),
+        };
+        // (what, rows of the sessions s0.., floor, refused with this many orphans)
+        let cases: [(&str, Vec<Row>, i64, Option<usize>); 5] = [
+            (
+                "orphans at the floor",
+                vec![Row::Missing, Row::Missing, running.clone()],
+                2,
+                None,
+            ),
+            (
+                "one past the floor",
+                vec![Row::Missing, Row::Missing, Row::Missing, running.clone()],
+                2,
+                Some(3),
+            ),
+            (
+                "share at the ratio",
+                vec![Row::Missing, Row::Missing, running.clone(), running.clone()],
+                1,
+                None,
+            ),
+            (
+                "soft-deleted count",
+                vec![
+                    deleted.clone(),
+                    deleted.clone(),
+                    deleted.clone(),
+                    running.clone(),
+                ],
+                2,
+                Some(3),
+            ),
+            (
+                "soft-deleted at the floor",
+                vec![deleted.clone(), deleted, running.clone()],
+                2,
+                None,
+            ),
+        ];
+        for (what, db, floor, refused) in cases {
+            let resources: Vec<_> = (0..db.len())
+                .map(|i| res("Deployment", Some(&format!("s{i}")), old))
+                .collect();
+            let db: HashMap<String, Row> = db
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| (format!("s{i}"), r))
+                .collect();
+            let c = cfg(|i| {
+                i.guard_floor = floor;
+                i.terminal_states = vec!["deleted".into()];
+            });
+            let result = plan_sessions(&resources, &db, &c, NOW);
+            match refused {
+                None => assert!(result.is_ok(), "{what}: {result:?}"),
+                Some(n) => assert!(
+                    matches!(result, Err(SessionPlanError::MassDeletion { orphans, .. }) if orphans == n),
+                    "{what}: {result:?}"
+                ),
+            }
+        }
+        // Grace: 24 hours from creation, to the second.
+        let live = || ("live".to_owned(), running.clone());
+        for (created, decision, until) in [
+            ("2026-11-28T12:00:00Z", "delete", None),
+            ("2026-11-28T12:00:01Z", "held", Some(NOW + 1.0)),
+            ("2026-11-29T12:00:00Z", "held", Some(NOW + 86_400.0)),
+        ] {
+            let resources = vec![
+                res("Service", Some("gone"), created),
+                res("Service", Some("live"), old),
+            ];
+            let db: HashMap<String, Row> = [("gone".to_owned(), Row::Missing), live()]
+                .into_iter()
+                .collect();
+            let plan = plan_sessions(&resources, &db, &cfg(|_| {}), NOW).unwrap();
+            assert_eq!(decisions(&plan)[0].1, decision, "{created}");
+            let held = match &plan.judged[0].decision {
+                SessionDecision::Held { until, .. } => Some(*until),
+                _ => None,
+            };
+            assert_eq!(held, until, "{created}");
+        }
+    }
+
     #[test]
     fn bad_settings_are_named() {
         let check = |edit: fn(&mut SessionInputs), input: &str| {
