@@ -209,54 +209,17 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     let mut records = Vec::with_capacity(plan.judged.len());
     let mut failures = 0;
     for judged in plan.judged {
-        let result = if let SessionDecision::Delete { .. } = judged.decision {
-            let r = &judged.resource;
-            // Resources come from scanning these kinds, so the kind is always found; if it were
-            // not, nothing is deleted rather than guessing.
-            let Some(kind) = cfg.kinds.iter().find(|k| k.kind == r.kind) else {
-                failures += 1;
-                records.push(AuditRecord {
-                    cluster: cfg.cluster_id.clone(),
-                    namespace: cfg.namespace.clone(),
-                    result: Some(format!("failed: unknown kind {}", r.kind)),
-                    judged,
-                    dry_run,
-                });
-                continue;
-            };
-            let pre = Preconditions {
-                uid: r.uid.clone(),
-                resource_version: r.resource_version.clone(),
-            };
-            if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                failures += 1;
-                records.push(AuditRecord {
-                    cluster: cfg.cluster_id.clone(),
-                    namespace: cfg.namespace.clone(),
-                    result: Some("failed: the run lock was lost; not deleted".into()),
-                    judged,
-                    dry_run,
-                });
-                continue;
-            }
-            Some(
-                match cluster
-                    .delete_object(kind, &cfg.namespace, &r.name, &pre, dry_run)
-                    .await
-                {
-                    Ok(()) if dry_run => "would delete".to_owned(),
-                    Ok(()) => "deleted".to_owned(),
-                    Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => {
-                        "changed: skipped, re-checked next run".to_owned()
-                    }
-                    Err(e) => {
+        let result = match judged.decision {
+            SessionDecision::Delete { .. } => Some(
+                match delete(cluster, cfg, &judged.resource, dry_run, stop).await {
+                    Ok(done) => done,
+                    Err(failed) => {
                         failures += 1;
-                        format!("failed: {e}")
+                        failed
                     }
                 },
-            )
-        } else {
-            None
+            ),
+            _ => None,
         };
         records.push(AuditRecord {
             cluster: cfg.cluster_id.clone(),
@@ -272,6 +235,40 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         lookups,
         failures,
     })
+}
+
+/// Deletes one orphan with uid and resourceVersion preconditions; the audit result, `Err` for
+/// a failure. Once `stop` is set (the run lock was lost) nothing is sent.
+async fn delete<C: ObjectCluster>(
+    cluster: &C,
+    cfg: &SessionConfig,
+    r: &crate::sessions::Resource,
+    dry_run: bool,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<String, String> {
+    // Resources come from scanning these kinds, so the kind is always found; if it were not,
+    // nothing is deleted rather than guessing.
+    let Some(kind) = cfg.kinds.iter().find(|k| k.kind == r.kind) else {
+        return Err(format!("failed: unknown kind {}", r.kind));
+    };
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err("failed: the run lock was lost; not deleted".into());
+    }
+    let pre = Preconditions {
+        uid: r.uid.clone(),
+        resource_version: r.resource_version.clone(),
+    };
+    match cluster
+        .delete_object(kind, &cfg.namespace, &r.name, &pre, dry_run)
+        .await
+    {
+        Ok(()) if dry_run => Ok("would delete".to_owned()),
+        Ok(()) => Ok("deleted".to_owned()),
+        Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => {
+            Ok("changed: skipped, re-checked next run".to_owned())
+        }
+        Err(e) => Err(format!("failed: {e}")),
+    }
 }
 
 #[cfg(test)]
