@@ -68,6 +68,8 @@ enum Change {
     Status,
     /// Removes the pin (as `kubectl patch` can): a Pod being deleted then goes.
     Unpin,
+    /// Removes someone else's finalizer (its controller is done).
+    Unhold,
     /// Strips the Pod's finalizers (even the pin), so that it goes, and creates a running Pod of
     /// the same name.
     Replace,
@@ -109,6 +111,12 @@ struct World {
     archives: BTreeMap<String, Vec<u8>>,
     receipts: BTreeMap<String, Receipt>,
     now: f64,
+    /// Pods per page of a metadata list.
+    page: usize,
+    /// How many continued metadata lists answer that their token expired.
+    expire: usize,
+    /// A Pod whose last finalizer goes stays a while (graceful termination).
+    linger: bool,
     calls: usize,
     /// Every call, as `"<op> <subject>"`, in order.
     log: Vec<String>,
@@ -249,6 +257,13 @@ impl World {
                 }
                 pod["metadata"]["finalizers"] = json!(f);
             }
+            Change::Unhold => {
+                let f: Vec<Value> = finalizers(&pod)
+                    .into_iter()
+                    .filter(|f| f != OTHER)
+                    .collect();
+                pod["metadata"]["finalizers"] = json!(f);
+            }
             Change::Replace => unreachable!(),
             Change::Delete if finalizers(&pod).is_empty() => {
                 self.pods.remove(name);
@@ -380,21 +395,29 @@ impl Cluster for Fake {
         &self,
         namespace: &str,
         _: u32,
-        _: Option<&str>,
+        token: Option<&str>,
     ) -> Result<Page, ClusterError> {
-        let (w, r) = self.enter("list-metadata", "target-0");
+        let (mut w, r) = self.enter("list-metadata", "target-0");
         if r.unwrap_or(true) {
             return Err(refused(r.err().unwrap_or(Fault::Lost)));
         }
+        if token.is_some() && w.expire > 0 {
+            w.expire -= 1;
+            return Err(ClusterError::Expired);
+        }
+        let from: usize = token.map_or(0, |t| t.parse().unwrap());
         let items: Vec<Value> = w
             .pods
             .values()
             .filter(|p| meta(p, "namespace") == namespace)
+            .skip(from)
+            .take(w.page)
             .map(|p| json!({"metadata": p["metadata"]}))
             .collect();
+        let next = from + items.len();
         Ok(Page {
             text: json!({"items": items}).to_string().into_bytes(),
-            continue_token: None,
+            continue_token: (next < w.pods.len()).then(|| next.to_string()),
         })
     }
     async fn get_pod(&self, _: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
@@ -433,7 +456,7 @@ impl Cluster for Fake {
             w.wrote("patch", name);
             w.bump(&mut pod);
             w.pods.insert(name.into(), pod.clone());
-            if deleting && after == 0 {
+            if deleting && after == 0 && !w.linger {
                 w.remove(name);
             }
         }
@@ -587,6 +610,7 @@ fn with_pods(pods: Vec<Value>) -> Fake {
     let mut w = World {
         rv: 100,
         now: NOW,
+        page: 500,
         ..World::default()
     };
     for p in pods {
@@ -1208,7 +1232,7 @@ fn meddle_at(op: &str, nth: usize, change: Change) -> At {
 fn each_fence_stops_a_change_by_someone_else() {
     use Change::*;
     // (what, the change and where, outcome, the Pod after the run, written to)
-    let cases: [(&str, At, &str, &str, bool); 21] = [
+    let cases: [(&str, At, &str, &str, bool); 22] = [
         ("clean", None, "Collected", "gone", true),
         // Re-read: the resourceVersion the plan reviewed.
         (
@@ -1356,12 +1380,20 @@ fn each_fence_stops_a_change_by_someone_else() {
             "[]",
             true,
         ),
+        (
+            "lingering after the release",
+            None,
+            "Failed VerifyGone",
+            "[] deleting",
+            true,
+        ),
     ];
     let cfg = config();
     for (what, fault, outcome, after, written) in cases {
         let fake = one();
         let targets = plan(&fake, &cfg);
         fake.w().fault = fault;
+        fake.w().linger = what.starts_with("lingering");
         let results = run(&fake, &cfg, &targets, false);
         let w = fake.w();
         let case = format!("{what}: {results:#?}");
@@ -1370,6 +1402,10 @@ fn each_fence_stops_a_change_by_someone_else() {
         assert_eq!(!w.writes.is_empty(), written, "{case}: {:?}", w.writes);
         assert_eq!(w.violations, Vec::<String>::new(), "{case}");
         drop(w);
+        if fake.w().linger {
+            // The server finishes the graceful deletion.
+            fake.w().remove("target-0");
+        }
         fake.w().fault = None;
         run_pods(&fake, &cfg);
         assert_eq!(invariants(&fake.w()), Ok(()), "{case}");
@@ -1555,5 +1591,121 @@ fn patches_start_with_their_test_ops() {
             release.push(json!({"op": "remove", "path": format!("/metadata/finalizers/{i}")}));
         }
         assert_eq!(parse(release_patch("u-2", "9", &list, PIN)), json!(release));
+    }
+}
+
+/// Pins are found on every page of the metadata list; an expired continue token restarts the
+/// list (no Pod twice), three times at most, then the list fails and recovery with it.
+#[test]
+fn pins_are_found_on_every_page() {
+    let cfg = config();
+    let pods = || {
+        let mut pods: Vec<Value> = (0..5)
+            .map(|i| left(&format!("kept-{i}"), false, &[PIN], false))
+            .collect();
+        pods.push(pod("a-unpinned", true, OLD));
+        pods.push(left("b-foreign", true, &[OTHER], false));
+        with_pods(pods)
+    };
+    for expire in 0..=4 {
+        let fake = pods();
+        fake.w().page = 2;
+        fake.w().expire = expire;
+        let found = block_on(pinned_pods(&fake, &cfg));
+        if expire > 3 {
+            assert_eq!(found, Err(ClusterError::Expired));
+            fake.w().expire = expire;
+            assert!(block_on(recover(&ports(&fake), &cfg, false)).is_err());
+            continue;
+        }
+        let names: Vec<String> = found.unwrap().into_iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            ["kept-0", "kept-1", "kept-2", "kept-3", "kept-4"],
+            "{expire}"
+        );
+    }
+    let fake = pods();
+    fake.w().page = 3;
+    let first = &block_on(pinned_pods(&fake, &cfg)).unwrap()[0];
+    assert_eq!(
+        first,
+        &PinnedPod {
+            name: "kept-0".into(),
+            uid: "uid-kept-0".into(),
+            resource_version: "1".into(),
+            finalizers: vec![json!(PIN)],
+            deleting: false,
+        }
+    );
+}
+
+/// Which outcomes fail the run: a failed step, and an archive over the ceiling.
+#[test]
+fn failures_are_failed_steps_and_too_large_archives() {
+    let step = Step::Pin;
+    for (o, failure) in [
+        (failed(step, "x"), true),
+        (Outcome::TooLarge { bytes: 2, max: 1 }, true),
+        (skipped(step, "x"), false),
+        (
+            Outcome::Changed {
+                step,
+                message: "x".into(),
+            },
+            false,
+        ),
+        (Outcome::Released { reason: "x".into() }, false),
+        (
+            Outcome::Collected {
+                uri: "u".into(),
+                sha256: "s".into(),
+                bytes: 1,
+            },
+            false,
+        ),
+        (
+            Outcome::WouldCollect {
+                sha256: "s".into(),
+                bytes: 1,
+            },
+            false,
+        ),
+    ] {
+        assert_eq!(o.is_failure(), failure, "{o:?}");
+    }
+}
+
+/// Recovery releases with the resourceVersion and finalizers it read last, not those of the
+/// list: a change between the list and its read does not leave the pin.
+#[test]
+fn recovery_releases_with_what_it_read_last() {
+    // (the Pod, the change before recovery reads it, the Pod after)
+    let cases = [
+        (left("p", true, &[PIN], true), Change::Relabel, "gone"),
+        (
+            left("p", false, &[PIN, OTHER], true),
+            Change::Unhold,
+            "gone",
+        ),
+        (
+            left("p", false, &[PIN, OTHER], true),
+            Change::Status,
+            "[other] deleting",
+        ),
+    ];
+    for (p, change, after) in cases {
+        let case = format!("{change:?} {p}");
+        let fake = with_pods(vec![p]);
+        fake.w().fault = Some((2, Fault::Meddle(change)));
+        let results = recover_only(&fake, &config());
+        assert_eq!(fake.w().log[1], "get p", "{case}");
+        assert_eq!(
+            outcome_of(&results, "p"),
+            "Released",
+            "{case}: {results:#?}"
+        );
+        assert_eq!(state_of(&fake.w(), "p"), after, "{case}");
+        assert_eq!(invariants(&fake.w()), Ok(()), "{case}");
     }
 }
