@@ -1,10 +1,12 @@
 //! The binary's one clock: the current instant as float seconds since the epoch (as Python's
-//! `time.time()`), and the engine's [`Clock`] port over it.
+//! `time.time()`), the instant a `--now` flag gives, and the engine's [`Clock`] port over it.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use gc_core::ports::Clock;
+
+use crate::exit::UsageError;
 
 /// Now, in seconds since the Unix epoch.
 pub(crate) fn now() -> f64 {
@@ -12,6 +14,28 @@ pub(crate) fn now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs_f64()
+}
+
+/// The instant to plan for: `--now` or the clock, as float seconds like Python's `time.time()`.
+///
+/// # Errors
+/// A [`UsageError`] naming `--now` when it is not an RFC 3339 timestamp.
+pub(crate) fn at(now_flag: Option<&str>) -> anyhow::Result<f64> {
+    let at = match now_flag {
+        Some(text) => {
+            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                .map_err(|e| {
+                    UsageError::because(
+                        format!("invalid --now {text:?}: expected an RFC 3339 timestamp"),
+                        e,
+                    )
+                })?
+        }
+        None => time::OffsetDateTime::now_utc(),
+    };
+    let micros = at.unix_timestamp_nanos() / 1_000;
+    #[allow(clippy::cast_precision_loss)]
+    Ok(micros as f64 / 1e6)
 }
 
 /// The clock of a real run.

@@ -1,18 +1,40 @@
-//! Output files (plans, ledgers, metrics) written atomically and privately.
+//! Input files read whole, naming the input when they cannot be; output files (plans, ledgers,
+//! metrics) written atomically and privately.
 //!
 //! A file is written through a fresh temporary file with an unpredictable name, created
 //! exclusively (never through a symlink or a file someone else prepared) in the target's folder
 //! with mode 0600, synced, then renamed over the target. A plan or a ledger names Pods and their
 //! history, so no output file is readable by other users.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use anyhow::Context;
 
+use crate::exit::UsageError;
+
 /// The mode of every file written.
 #[cfg(unix)]
 const MODE: u32 = 0o600;
+
+/// Reads the input file `path` (`-`: standard input), which is `what` (`ledger`, ...).
+///
+/// # Errors
+/// A [`UsageError`] naming `what` and `path` when the file cannot be read.
+pub(crate) fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, UsageError> {
+    let mut bytes = Vec::new();
+    let read = if path == Path::new("-") {
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+    } else {
+        std::fs::File::open(path).and_then(|mut f| {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            bytes.reserve_exact(usize::try_from(len).unwrap_or(0));
+            f.read_to_end(&mut bytes).map(|_| ())
+        })
+    };
+    read.map_err(|e| UsageError::unreadable(what, path, e))?;
+    Ok(bytes)
+}
 
 /// Writes `text` to `path` atomically: readers see the old file or the whole new one.
 ///
@@ -100,6 +122,20 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");
         let mode = std::fs::metadata(&out).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn an_unreadable_input_is_a_usage_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = anyhow::Error::new(
+            read_input(&dir.path().join("missing.json"), "inventory").unwrap_err(),
+        );
+        assert_eq!(crate::exit::code(&error), crate::exit::USAGE);
+        let message = format!("{error:#}");
+        assert!(
+            message.starts_with("cannot read inventory ") && message.contains("missing.json: "),
+            "{message}"
+        );
     }
 
     #[test]

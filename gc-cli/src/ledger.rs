@@ -1,15 +1,17 @@
 //! `gc-cli ledger import|export`: moves the reference flow's observation ledger in and out of the
 //! store unchanged, byte for byte.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use gc_core::PodInputs;
 use serde_json::Value;
 
-use crate::Failure;
+use crate::exit::UsageError;
+use crate::files::read_input;
+use crate::live::block_on;
 
 /// `gc-cli ledger ...`
 #[derive(Debug, Subcommand)]
@@ -57,20 +59,20 @@ pub(crate) struct Export {
     out: Option<PathBuf>,
 }
 
-pub(crate) fn run(command: &LedgerCommand) -> Result<(), Failure> {
+pub(crate) fn run(command: &LedgerCommand) -> anyhow::Result<()> {
     match command {
         LedgerCommand::Import(args) => import(args),
         LedgerCommand::Export(args) => export(args),
     }
 }
 
-fn import(args: &Import) -> Result<(), Failure> {
+fn import(args: &Import) -> anyhow::Result<()> {
     let key = &args.key;
     key.validate()?;
-    let bytes = read_file(&args.file)?;
+    let bytes = read_input(&args.file, "ledger file")?;
+    // Not a ledger the flow wrote: the input file is invalid.
     let (text, entries) = check_ledger(&bytes)
-        .with_context(|| format!("ledger file {}", args.file.display()))
-        .map_err(Failure::usage)?;
+        .map_err(|e| UsageError::new(format!("ledger file {}: {e:#}", args.file.display())))?;
     let location = block_on(async {
         let store = key.open().await?;
         store
@@ -88,7 +90,7 @@ fn import(args: &Import) -> Result<(), Failure> {
     Ok(())
 }
 
-fn export(args: &Export) -> Result<(), Failure> {
+fn export(args: &Export) -> anyhow::Result<()> {
     let key = &args.key;
     key.validate()?;
     let (text, location) = block_on(async {
@@ -123,7 +125,7 @@ fn export(args: &Export) -> Result<(), Failure> {
 impl LedgerKey {
     /// Checks the cluster id and namespace as a plan does: a ledger is only ever kept under
     /// names a plan accepts.
-    fn validate(&self) -> Result<(), Failure> {
+    fn validate(&self) -> Result<(), gc_core::config::InputError> {
         PodInputs {
             cluster_id: self.cluster_id.clone(),
             namespace: self.namespace.clone(),
@@ -131,28 +133,11 @@ impl LedgerKey {
         }
         .validate()
         .map(drop)
-        .map_err(Failure::usage)
     }
 
     async fn open(&self) -> anyhow::Result<gc_store::Store> {
         crate::live::open_store(self.store.as_deref()).await
     }
-}
-
-fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> Result<T, Failure> {
-    crate::live::block_on(async { work.await.map_err(Failure::from) })
-}
-
-fn read_file(path: &Path) -> Result<Vec<u8>, Failure> {
-    let mut bytes = Vec::new();
-    let read = if path == Path::new("-") {
-        std::io::stdin().read_to_end(&mut bytes)
-    } else {
-        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes))
-    };
-    read.with_context(|| format!("cannot read ledger file {}", path.display()))
-        .map_err(Failure::usage)?;
-    Ok(bytes)
 }
 
 /// Checks that `bytes` is a ledger the flow wrote: a JSON object whose every entry is an object

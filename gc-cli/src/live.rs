@@ -12,7 +12,7 @@ use clap::Args;
 use gc_core::ports::Lock as _;
 use gc_k8s::{Connection, Explicit, SecretString, Source};
 
-use crate::Failure;
+use crate::exit::UsageError;
 
 /// How to reach the cluster. Default: in-cluster when running in a Pod, else the kubeconfig.
 #[derive(Debug, Args, Default)]
@@ -42,13 +42,15 @@ pub(crate) struct ConnectArgs {
 
 impl ConnectArgs {
     /// The connection these flags describe.
-    pub(crate) fn connection(&self) -> Result<Connection, Failure> {
+    ///
+    /// # Errors
+    /// A [`UsageError`] when `--token-file` cannot be read.
+    pub(crate) fn connection(&self) -> Result<Connection, UsageError> {
         let source = if let Some(api_url) = &self.api_url {
             let token = match &self.token_file {
                 Some(path) => Some(
                     std::fs::read_to_string(path)
-                        .with_context(|| format!("cannot read --token-file {}", path.display()))
-                        .map_err(Failure::usage)?
+                        .map_err(|e| UsageError::unreadable("--token-file", path, e))?
                         .trim()
                         .to_owned(),
                 ),
@@ -90,7 +92,7 @@ pub(crate) async fn open_store(url: Option<&str>) -> anyhow::Result<gc_store::St
 }
 
 /// Runs `work` on a runtime of its own: the rest of the binary is synchronous.
-pub(crate) fn block_on<T>(work: impl Future<Output = Result<T, Failure>>) -> Result<T, Failure> {
+pub(crate) fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -138,7 +140,7 @@ impl RunLock {
         namespace: &str,
         name: &str,
         args: &LockArgs,
-    ) -> Result<Self, Failure> {
+    ) -> anyhow::Result<Self> {
         let holder = holder();
         let lease = args.lock_lease_seconds;
         let deadline = Instant::now() + Duration::from_secs(args.lock_wait_seconds);
@@ -148,10 +150,10 @@ impl RunLock {
             .context("cannot take the run lock")?
         {
             if Instant::now() >= deadline {
-                return Err(Failure::from(anyhow::anyhow!(
+                anyhow::bail!(
                     "another run holds lease {name} in namespace {namespace}; waited {}s; nothing was changed",
                     args.lock_wait_seconds
-                )));
+                );
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }

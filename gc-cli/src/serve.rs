@@ -10,8 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-use crate::Failure;
-use crate::cli::RunCommand;
+use crate::run::RunCommand;
 
 /// `gc-cli serve`
 #[derive(Debug, Args)]
@@ -30,7 +29,7 @@ pub(crate) struct Serve {
     run: RunCommand,
 }
 
-pub(crate) fn serve(mut args: Serve) -> Result<(), Failure> {
+pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     let listener = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     // Each run writes its metrics here; the server answers with the latest.
@@ -48,8 +47,8 @@ pub(crate) fn serve(mut args: Serve) -> Result<(), Failure> {
     });
     let mut done = 0;
     loop {
-        if let Err(f) = args.run.run() {
-            eprintln!("gc-cli: run failed: {:#}", f.error());
+        if let Err(error) = args.run.run() {
+            eprintln!("gc-cli: run failed: {error:#}");
         }
         done += 1;
         if args.runs.is_some_and(|n| done >= n) {

@@ -11,10 +11,13 @@ use gc_core::approval::PlanFile;
 use gc_core::plan::Target;
 use serde::Serialize;
 
-use crate::cli::{Format, PlanPods, PodInputArgs, SealArgs};
+use crate::clock;
+use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs, LockArgs, RunLock};
 use crate::metrics::{MetricsArgs, RunMetrics};
-use crate::{Failure, clock, plan_pods};
+use crate::pods::args::{PodInputArgs, SealArgs};
+use crate::pods::output::Format;
+use crate::pods::plan::{self, PlanPods};
 
 /// Where archives and receipts go, and how the run lock is taken.
 #[derive(Debug, Args)]
@@ -106,15 +109,13 @@ struct Report {
     pins_left: Vec<String>,
 }
 
-pub(crate) fn apply(args: &Apply) -> Result<(), Failure> {
-    let cfg = args.pod.inputs().validate().map_err(Failure::usage)?;
+pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
+    let cfg = args.pod.inputs().validate()?;
     let key = args.seal.key()?;
-    let bytes = std::fs::read(&args.plan)
-        .with_context(|| format!("cannot read plan {}", args.plan.display()))
-        .map_err(Failure::usage)?;
+    let bytes =
+        std::fs::read(&args.plan).map_err(|e| UsageError::unreadable("plan", &args.plan, e))?;
     let file = PlanFile::open(&bytes, &cfg, key.as_ref(), clock::now())
-        .with_context(|| format!("plan {}", args.plan.display()))
-        .map_err(Failure::usage)?;
+        .with_context(|| format!("plan {}", args.plan.display()))?;
     let a = &args.apply;
     let job = Job {
         connect: &a.connect,
@@ -132,15 +133,16 @@ pub(crate) fn apply(args: &Apply) -> Result<(), Failure> {
     ))
 }
 
-pub(crate) fn run(args: &RunPods) -> Result<(), Failure> {
+pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
     let live_run = args.auto_remediate && !args.dry_run;
     if !args.dry_run && !args.auto_remediate {
-        return Err(Failure::usage(anyhow::anyhow!(
-            "--dry-run false needs --auto-remediate: acting without a reviewed plan must be asked for explicitly"
-        )));
+        return Err(UsageError::new(
+            "--dry-run false needs --auto-remediate: acting without a reviewed plan must be asked for explicitly",
+        )
+        .into());
     }
     let p = &args.plan;
-    let cfg = p.pod.inputs().validate().map_err(Failure::usage)?;
+    let cfg = p.pod.inputs().validate()?;
     let job = Job {
         connect: &p.connect,
         store: p.store.as_deref(),
@@ -157,18 +159,18 @@ async fn execute(
     cfg: &PodConfig,
     targets: Targets<'_>,
     dry_run: bool,
-) -> Result<(), Failure> {
+) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let metrics = RunMetrics::new(&job.metrics.metrics_prefix(), "pods", &cfg.namespace);
     let outcome = act(job, cfg, targets, dry_run, &metrics).await;
     let elapsed = started.elapsed().as_secs_f64();
     let report = match outcome {
         Ok(report) => report,
-        Err((stage, f)) => {
+        Err((stage, error)) => {
             metrics.error(stage);
             metrics.finish(elapsed, None);
-            metrics.deliver(job.metrics, Some(&format!("{:#}", f.error())), "");
-            return Err(f);
+            metrics.deliver(job.metrics, Some(&format!("{error:#}")), "");
+            return Err(error);
         }
     };
     metrics.results(&report.recovered);
@@ -191,7 +193,7 @@ async fn execute(
         }
         metrics.finish(elapsed, None);
         metrics.deliver(job.metrics, Some(&why), &summary);
-        return Err(Failure::from(anyhow::anyhow!(why)));
+        return Err(anyhow::anyhow!(why));
     }
     metrics.finish(elapsed, Some(clock::now()));
     let deleted = report
@@ -211,9 +213,9 @@ async fn act(
     targets: Targets<'_>,
     dry_run: bool,
     metrics: &RunMetrics,
-) -> Result<Report, (&'static str, Failure)> {
-    let run = |e: anyhow::Error| ("run", Failure::from(e));
-    let cluster = gc_k8s::connect(&job.connect.connection().map_err(|f| ("run", f))?)
+) -> Result<Report, (&'static str, anyhow::Error)> {
+    let run = |e: anyhow::Error| ("run", e);
+    let cluster = gc_k8s::connect(&job.connect.connection().map_err(|e| run(e.into()))?)
         .await
         .context("cannot connect to the cluster")
         .map_err(run)?;
@@ -225,7 +227,7 @@ async fn act(
     );
     let lock = RunLock::take(&cluster, &cfg.namespace, PODS_LOCK, job.lock)
         .await
-        .map_err(|f| ("run", f))?;
+        .map_err(run)?;
     let ports = Ports {
         cluster: &cluster,
         store: &store,
@@ -251,16 +253,16 @@ async fn work(
     targets: Targets<'_>,
     dry_run: bool,
     metrics: &RunMetrics,
-) -> Result<Report, (&'static str, Failure)> {
+) -> Result<Report, (&'static str, anyhow::Error)> {
     let recovered = apply::recover(ports, cfg, dry_run)
         .await
         .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))
-        .map_err(|e| ("recover", Failure::from(e)))?;
+        .map_err(|e| ("recover", e))?;
     let planned;
     let targets = match targets {
         Targets::Reviewed(targets) => targets,
         Targets::Planned(args) => {
-            planned = plan_pods::plan_async(args).await.map_err(|f| ("plan", f))?;
+            planned = plan::plan_async(args).await.map_err(|e| ("plan", e))?;
             metrics.plan(&planned.1);
             &planned.1.targets
         }
@@ -272,7 +274,7 @@ async fn work(
         apply::pinned_pods(ports.cluster, cfg)
             .await
             .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))
-            .map_err(|e| ("recover", Failure::from(e)))?
+            .map_err(|e| ("recover", e))?
             .into_iter()
             .map(|p| p.name)
             .collect()
@@ -308,7 +310,7 @@ fn summary(r: &Report) -> String {
     line
 }
 
-fn print_report(r: &Report, format: Format) -> Result<(), Failure> {
+fn print_report(r: &Report, format: Format) -> anyhow::Result<()> {
     if format != Format::Table {
         println!(
             "{}",

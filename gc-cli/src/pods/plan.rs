@@ -1,36 +1,67 @@
 //! `gc-cli plan pods`: the failed-Pod plan over an inventory file or a live cluster.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use clap::Args;
 use gc_core::approval::{PlanFile, check_ttl};
 use gc_core::inventory::{Inventory, Reader};
 use gc_core::ports::Store as _;
 use gc_core::{PodConfig, PodPlan, PreviousLedger, Rules, plan_pods};
 
-use crate::cli::PlanPods;
-use crate::files::write_file;
-use crate::{Failure, live, output};
+use crate::exit::UsageError;
+use crate::files::{read_input, write_file};
+use crate::live::{self, ConnectArgs};
+use crate::pods::args::{PodInputArgs, SealArgs};
+use crate::pods::output::{self, Format};
 
-fn read_input(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
-    let mut bytes = Vec::new();
-    let read = if path == Path::new("-") {
-        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
-    } else {
-        std::fs::File::open(path).and_then(|mut f| {
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-            bytes.reserve_exact(usize::try_from(len).unwrap_or(0));
-            f.read_to_end(&mut bytes).map(|_| ())
-        })
-    };
-    read.with_context(|| format!("cannot read {what} {}", path.display()))
-        .map_err(Failure::usage)?;
-    Ok(bytes)
+/// `gc-cli plan pods`
+#[derive(Debug, Args)]
+pub(crate) struct PlanPods {
+    /// Pod inventory: `kubectl get pods -o json` output, or the Kestra flow's
+    /// `{size, metadataItems, statusItems}`; `-` reads standard input. Without it, the cluster is
+    /// read (labelled Failed Pods only, filtered by the API server) and the ledger kept in the
+    /// store; nothing is written to the cluster.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) inventory: Option<PathBuf>,
+    /// Previous observation ledger file, `{uid: {first, name}}` (instead of the store's).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ledger: Option<PathBuf>,
+    /// Where to write the new observation ledger (instead of the store).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ledger_out: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) connect: ConnectArgs,
+    /// The store for the ledger and receipts: `sqlite:PATH`, a file path, or `postgres://...`.
+    /// Default: the embedded SQLite file (see `gc-cli ledger --help`).
+    #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
+    pub(crate) store: Option<String>,
+    /// Also write the plan, sealed with its expiry and digest, for `gc-cli apply`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+    /// How long a plan written with `--out` stays valid (1..=86400: at most 24 hours).
+    #[arg(
+        long,
+        default_value_t = 3600,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
+    pub(crate) ttl_seconds: i64,
+    #[command(flatten)]
+    pub(crate) seal: SealArgs,
+    #[command(flatten)]
+    pub(crate) pod: PodInputArgs,
+    /// The instant to plan for (RFC 3339); default now.
+    #[arg(long, value_name = "RFC3339")]
+    pub(crate) now: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
+    pub(crate) format: Format,
 }
 
 /// Streams an inventory file through the reader, a chunk at a time: only one Pod's text is held.
-fn read_inventory(path: &Path, cfg: &PodConfig) -> Result<Inventory, Failure> {
+fn read_inventory(path: &Path, cfg: &PodConfig) -> anyhow::Result<Inventory> {
     let rules = Rules {
         namespace: &cfg.namespace,
         collect_label: &cfg.collect_label,
@@ -42,9 +73,7 @@ fn read_inventory(path: &Path, cfg: &PodConfig) -> Result<Inventory, Failure> {
         Box::new(std::io::stdin().lock())
     } else {
         Box::new(
-            std::fs::File::open(path)
-                .with_context(|| format!("cannot read inventory {}", path.display()))
-                .map_err(Failure::usage)?,
+            std::fs::File::open(path).map_err(|e| UsageError::unreadable("inventory", path, e))?,
         )
     };
     let mut chunk = vec![0u8; 256 * 1024];
@@ -52,35 +81,16 @@ fn read_inventory(path: &Path, cfg: &PodConfig) -> Result<Inventory, Failure> {
     loop {
         let n = source
             .read(&mut chunk)
-            .with_context(|| format!("cannot read inventory {}", path.display()))
-            .map_err(Failure::usage)?;
+            .map_err(|e| UsageError::unreadable("inventory", path, e))?;
         if n == 0 {
             break;
         }
-        reader
-            .feed(&chunk[..n])
-            .with_context(context)
-            .map_err(Failure::plan)?;
+        reader.feed(&chunk[..n]).with_context(context)?;
     }
-    reader.finish().with_context(context).map_err(Failure::plan)
+    reader.finish().with_context(context)
 }
 
-/// The instant to plan for: `--now` or the clock, as float seconds like Python's `time.time()`.
-pub(crate) fn now(arg: Option<&str>) -> Result<f64, Failure> {
-    let at = match arg {
-        Some(text) => {
-            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-                .with_context(|| format!("invalid --now {text:?}: expected an RFC 3339 timestamp"))
-                .map_err(Failure::usage)?
-        }
-        None => time::OffsetDateTime::now_utc(),
-    };
-    let micros = at.unix_timestamp_nanos() / 1_000;
-    #[allow(clippy::cast_precision_loss)]
-    Ok(micros as f64 / 1e6)
-}
-
-pub(crate) fn run(args: &PlanPods) -> Result<(), Failure> {
+pub(crate) fn run(args: &PlanPods) -> anyhow::Result<()> {
     let (cfg, plan) = live::block_on(plan_async(args))?;
     let mut out = std::io::stdout().lock();
     output::write_plan(&mut out, &plan, &cfg, args.format).context("cannot write the plan")?;
@@ -88,18 +98,17 @@ pub(crate) fn run(args: &PlanPods) -> Result<(), Failure> {
 }
 
 /// Makes the plan `args` describe, and writes the files they ask for.
-pub(crate) async fn plan_async(args: &PlanPods) -> Result<(PodConfig, PodPlan), Failure> {
-    let cfg = args.pod.inputs().validate().map_err(Failure::usage)?;
-    let ttl = check_ttl(args.ttl_seconds).map_err(Failure::usage)?;
+pub(crate) async fn plan_async(args: &PlanPods) -> anyhow::Result<(PodConfig, PodPlan)> {
+    let cfg = args.pod.inputs().validate()?;
+    let ttl = check_ttl(args.ttl_seconds)?;
     let key = args.seal.key()?;
-    let now = now(args.now.as_deref())?;
+    let now = crate::clock::at(args.now.as_deref())?;
     let file_ledger = match &args.ledger {
         Some(path) => {
             let bytes = read_input(path, "ledger")?;
             Some(
                 PreviousLedger::parse(&bytes)
-                    .with_context(|| format!("ledger {}", path.display()))
-                    .map_err(Failure::plan)?,
+                    .with_context(|| format!("ledger {}", path.display()))?,
             )
         }
         None => None,
@@ -108,8 +117,7 @@ pub(crate) async fn plan_async(args: &PlanPods) -> Result<(PodConfig, PodPlan), 
         Some(path) => {
             let inventory = read_inventory(path, &cfg)?;
             plan_pods(&inventory, &file_ledger.unwrap_or_default(), &cfg, now)
-                .with_context(|| format!("inventory {}", path.display()))
-                .map_err(Failure::plan)?
+                .with_context(|| format!("inventory {}", path.display()))?
         }
         None => plan_live(args, &cfg, file_ledger, now).await?,
     };
@@ -130,7 +138,7 @@ async fn plan_live(
     cfg: &PodConfig,
     file_ledger: Option<PreviousLedger>,
     now: f64,
-) -> Result<PodPlan, Failure> {
+) -> anyhow::Result<PodPlan> {
     let cluster = gc_k8s::connect(&args.connect.connection()?)
         .await
         .context("cannot connect to the cluster")?;
@@ -143,8 +151,7 @@ async fn plan_live(
         (None, Some(store)) => store
             .load_ledger(&cfg.cluster_id, &cfg.namespace)
             .await
-            .context("cannot load the ledger")
-            .map_err(Failure::plan)?,
+            .context("cannot load the ledger")?,
         (None, None) => PreviousLedger::default(),
     };
     let rules = Rules {
@@ -167,8 +174,7 @@ async fn plan_live(
     .with_context(|| format!("cannot list the Pods of namespace {}", cfg.namespace))?;
     progress.done();
     let plan = plan_pods(&inventory, &previous, cfg, now)
-        .with_context(|| format!("namespace {}", cfg.namespace))
-        .map_err(Failure::plan)?;
+        .with_context(|| format!("namespace {}", cfg.namespace))?;
     if let (Some(store), None) = (&store, &args.ledger_out) {
         store
             .save_ledger(&cfg.cluster_id, &cfg.namespace, &plan.ledger)

@@ -1,0 +1,105 @@
+//! The flags every failed-Pod command shares: the collector's inputs and the plan seal key.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use gc_core::PodInputs;
+use gc_core::approval::SealKey;
+use gc_core::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
+
+use crate::exit::UsageError;
+
+/// Inputs of the failed-Pod collector, with the reference flow's defaults.
+#[derive(Debug, Args)]
+pub(crate) struct PodInputArgs {
+    /// Identifies the cluster in ledger keys, receipts and archive names.
+    #[arg(long, default_value = "primary", value_name = "ID")]
+    cluster_id: String,
+    /// The one namespace to collect in.
+    #[arg(long, short = 'n', default_value = "default")]
+    namespace: String,
+    /// Minimum hold after complete container termination or first observed Failed status.
+    #[arg(
+        long,
+        default_value_t = 86_400,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
+    retention_seconds: i64,
+    /// At most this many Pods are targeted per run (1..=50).
+    #[arg(
+        long,
+        default_value_t = 5,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    max_pods: i64,
+    /// The plan fails when the inventory holds more Pods (max-pods..=10000).
+    #[arg(
+        long,
+        default_value_t = 1_000,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    max_inventory: i64,
+    /// The plan fails when a target's archive would be larger (1024..=1048576).
+    #[arg(
+        long,
+        default_value_t = 262_144,
+        value_name = "BYTES",
+        allow_negative_numbers = true
+    )]
+    max_archive_bytes: i64,
+    /// Label whose value "true" opts a Pod in.
+    #[arg(long, default_value = DEFAULT_COLLECT_LABEL, value_name = "KEY")]
+    collect_label: String,
+    /// Finalizer that pins a Pod while it is archived and removed.
+    #[arg(long, default_value = DEFAULT_PIN_FINALIZER, value_name = "NAME")]
+    pin_finalizer: String,
+}
+
+impl PodInputArgs {
+    pub(crate) fn inputs(&self) -> PodInputs {
+        PodInputs {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            retention_seconds: self.retention_seconds,
+            max_pods: self.max_pods,
+            max_inventory: self.max_inventory,
+            max_archive_bytes: self.max_archive_bytes,
+            collect_label: self.collect_label.clone(),
+            pin_finalizer: self.pin_finalizer.clone(),
+        }
+    }
+}
+
+/// The key that seals plans, so that only its holders can approve one.
+#[derive(Debug, Args)]
+pub(crate) struct SealArgs {
+    /// File holding the plan seal key (HMAC-SHA256, at least 16 bytes; `$GC_SEAL_KEY` may hold
+    /// the key itself, for example from a Kubernetes Secret). With a key, `plan --out` seals
+    /// with it and `apply` accepts only plans sealed with it; without, plans carry a plain
+    /// sha256 digest that detects edits but that anyone can recompute.
+    #[arg(long, value_name = "FILE")]
+    seal_key_file: Option<PathBuf>,
+}
+
+impl SealArgs {
+    /// The key from `--seal-key-file`, else `$GC_SEAL_KEY`, else none.
+    ///
+    /// # Errors
+    /// A [`UsageError`] when the file cannot be read or the key is too short.
+    pub(crate) fn key(&self) -> Result<Option<SealKey>, UsageError> {
+        let bytes = match &self.seal_key_file {
+            Some(path) => std::fs::read(path)
+                .map_err(|e| UsageError::unreadable("--seal-key-file", path, e))?,
+            None => match std::env::var_os("GC_SEAL_KEY") {
+                Some(key) => key.into_encoded_bytes(),
+                None => return Ok(None),
+            },
+        };
+        SealKey::new(&bytes).map(Some).map_err(|e| {
+            UsageError::because("invalid seal key (--seal-key-file or GC_SEAL_KEY)", e)
+        })
+    }
+}

@@ -1,0 +1,145 @@
+//! Failed-Pod plans as text: a table for people, JSON for machines, and the Kestra flow's output
+//! line.
+
+use std::io::Write;
+
+use clap::ValueEnum;
+use gc_core::PodConfig;
+use gc_core::plan::{Decision, PodPlan};
+use gc_core::pyjson::{self, Layout};
+use serde::Serialize;
+
+use crate::output::{rfc3339, write_columns};
+
+/// Output formats of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// For people: one row per targeted, held or deferred Pod, and the counts.
+    Table,
+    /// The whole plan, every Pod's decision and reason.
+    Json,
+    /// One line `::{"outputs":{...}}::` as a Kestra script task emits it.
+    Kestra,
+}
+
+/// Writes `plan` in `format`.
+pub(crate) fn write_plan(
+    out: &mut impl Write,
+    plan: &PodPlan,
+    cfg: &PodConfig,
+    format: Format,
+) -> std::io::Result<()> {
+    match format {
+        Format::Table => write_table(out, plan, cfg),
+        Format::Json => {
+            #[derive(Serialize)]
+            struct Doc<'a> {
+                config: &'a PodConfig,
+                #[serde(flatten)]
+                plan: &'a PodPlan,
+                #[serde(rename = "targetCount")]
+                target_count: usize,
+            }
+            let doc = Doc {
+                config: cfg,
+                plan,
+                target_count: plan.targets.len(),
+            };
+            serde_json::to_writer_pretty(&mut *out, &doc)?;
+            writeln!(out)
+        }
+        Format::Kestra => writeln!(out, "{}", kestra_line(plan)),
+    }
+}
+
+/// `::{"outputs":{...}}::` with the keys and value shapes of the reference flow's plan task,
+/// written as its `json.dumps(..., separators=(',', ':'))` writes them.
+pub(crate) fn kestra_line(plan: &PodPlan) -> String {
+    let mut s = String::from("::{\"outputs\":{\"targets\":[");
+    for (i, t) in plan.targets.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str("{\"name\":");
+        pyjson::write_value(&mut s, &t.name, Layout::Compact);
+        s.push_str(",\"uid\":");
+        pyjson::write_str(&mut s, &t.uid);
+        s.push_str(",\"first\":");
+        t.first.write(&mut s);
+        s.push_str(",\"basis\":");
+        pyjson::write_str(&mut s, t.basis.as_str());
+        s.push_str(",\"end\":");
+        t.end.write(&mut s);
+        s.push('}');
+    }
+    s.push_str(&format!(
+        "],\"target_count\":{},\"held\":{},\"deferred\":{},\"state\":",
+        plan.targets.len(),
+        plan.held,
+        plan.deferred
+    ));
+    pyjson::write_str(&mut s, &plan.ledger.to_json());
+    s.push_str("}}::");
+    s
+}
+
+fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io::Result<()> {
+    let mut rows = Vec::new();
+    let mut not_eligible = 0;
+    for d in &plan.decisions {
+        let (state, basis, anchor, reason) = match &d.decision {
+            Decision::NotEligible { .. } => {
+                not_eligible += 1;
+                continue;
+            }
+            Decision::Targeted { basis, anchor } => (
+                "targeted",
+                basis,
+                anchor,
+                format!("retention of {}s passed", cfg.retention_seconds),
+            ),
+            Decision::Held {
+                basis,
+                anchor,
+                until,
+            } => (
+                "held",
+                basis,
+                anchor,
+                format!("held until {}", rfc3339(*until)),
+            ),
+            Decision::Deferred { basis, anchor } => (
+                "deferred",
+                basis,
+                anchor,
+                format!("deferred by the cap (max_pods {})", cfg.max_pods),
+            ),
+        };
+        let name = d.name.clone().unwrap_or_default();
+        let uid = d.uid.clone().unwrap_or_default();
+        rows.push([
+            state.to_owned(),
+            name,
+            uid,
+            basis.as_str().to_owned(),
+            rfc3339(anchor.seconds()),
+            reason,
+        ]);
+    }
+    write_columns(
+        out,
+        ["STATE", "NAME", "UID", "BASIS", "ANCHOR", "REASON"],
+        &rows,
+    )?;
+    writeln!(
+        out,
+        "{} targeted, {} held, {} deferred, {} not eligible, of {} pods in namespace {} at {}",
+        plan.targets.len(),
+        plan.held,
+        plan.deferred,
+        not_eligible,
+        plan.decisions.len(),
+        cfg.namespace,
+        rfc3339(plan.now)
+    )
+}

@@ -1,0 +1,274 @@
+//! The session collector's flags, validated into its settings, and the cluster and session
+//! table they name.
+
+use anyhow::Context;
+use clap::Args;
+use gc_core::collect_sessions::SessionRunError;
+use gc_core::sessions::{Kind, SessionConfig, SessionInputs};
+use gc_k8s::KubeCluster;
+use gc_store::{SessionTable, TableSpec};
+
+use crate::exit::UsageError;
+use crate::live::ConnectArgs;
+
+/// The environment variable that may hold the session database's URL.
+const DATABASE_URL_ENV: &str = "GC_SESSION_DATABASE_URL";
+
+/// What the session collector scans and how it judges, with StreamSpace's defaults.
+#[derive(Debug, Args)]
+pub(crate) struct SessionArgs {
+    /// Identifies the cluster in audit records and the run lock's name.
+    #[arg(long, default_value = "primary", value_name = "ID")]
+    cluster_id: String,
+    /// The one namespace scanned.
+    #[arg(long, short = 'n', default_value = "streamspace")]
+    namespace: String,
+    /// Label selector choosing session resources (`key=value` terms, comma separated).
+    #[arg(long, short = 'l', default_value = "app=streamspace-session")]
+    selector: String,
+    /// Label holding the session id. Ids match the id column exactly: case-sensitive, byte for
+    /// byte, as PostgreSQL compares them (no trimming, no case folding).
+    #[arg(long, default_value = "session", value_name = "KEY")]
+    id_label: String,
+    /// Kinds scanned, comma separated or repeated: `Deployment`, `Service`,
+    /// `PersistentVolumeClaim` (`pvc`), `Session`, or `group/version/Kind/plural` (core group:
+    /// `v1/Kind/plural`). Default: those four.
+    #[arg(long, value_delimiter = ',', value_parser = parse_kind, value_name = "KIND")]
+    kinds: Vec<Kind>,
+    /// Orphans younger than this (from `creationTimestamp`) are held.
+    #[arg(
+        long,
+        default_value_t = 24,
+        value_name = "HOURS",
+        allow_negative_numbers = true
+    )]
+    grace_hours: i64,
+    /// A database state that counts as gone, like a missing row (repeatable; StreamSpace
+    /// soft-deletes with `deleted`). Default: only a missing row makes an orphan.
+    #[arg(long = "terminal-state", value_name = "STATE")]
+    terminal_states: Vec<String>,
+    /// At most this many deletes per run (1..=10000); the rest wait for the next run.
+    #[arg(
+        long,
+        default_value_t = 100,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    max_deletes: i64,
+    /// The guard refuses the run when orphans are more than this share of what was scanned...
+    #[arg(long, default_value_t = 0.5, value_name = "RATIO")]
+    guard_ratio: f64,
+    /// ...and more than this many. Whatever the floor, the guard also refuses a run where not one
+    /// scanned id has a row in the table (a wrong database, a wrong schema on `search_path`, an
+    /// empty replica).
+    #[arg(
+        long,
+        default_value_t = 10,
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    guard_floor: i64,
+    /// Delete even when the guard would refuse, for too many orphans or for no row at all (after
+    /// checking the database is the right one).
+    #[arg(long)]
+    override_guard: bool,
+    #[command(flatten)]
+    connect: ConnectArgs,
+    #[command(flatten)]
+    database: DatabaseArgs,
+    /// The instant to plan for (RFC 3339); default now. For tests.
+    #[arg(long, value_name = "RFC3339", hide = true)]
+    pub(crate) now: Option<String>,
+}
+
+/// Where the sessions are.
+#[derive(Debug, Args)]
+struct DatabaseArgs {
+    /// The session database: `postgres://...` (or a SQLite file). Default: StreamSpace's
+    /// `DB_HOST`, `DB_PORT`, `DB_USER`, `DB_PASSWORD`, `DB_NAME` and `DB_SSL_MODE`.
+    #[arg(long, env = DATABASE_URL_ENV, hide_env_values = true, value_name = "URL")]
+    database_url: Option<String>,
+    /// The session table, as `table` or `schema.table`.
+    #[arg(long, default_value = "sessions", value_name = "NAME")]
+    table: String,
+    /// The column holding the session id (compared exactly with the label's value).
+    #[arg(long, default_value = "id", value_name = "NAME")]
+    id_column: String,
+    /// The column holding the session's state; empty to read only whether a row exists.
+    #[arg(long, default_value = "state", value_name = "NAME")]
+    state_column: String,
+}
+
+/// A kind by StreamSpace name or as `group/version/Kind/plural`.
+fn parse_kind(text: &str) -> Result<Kind, String> {
+    let known = Kind::streamspace();
+    let short = text.to_ascii_lowercase();
+    let short = if short == "pvc" || short == "pvcs" {
+        "persistentvolumeclaims".to_owned()
+    } else {
+        short
+    };
+    if let Some(kind) = known
+        .iter()
+        .find(|k| k.kind.to_ascii_lowercase() == short || k.plural == short)
+    {
+        return Ok(kind.clone());
+    }
+    let parts: Vec<&str> = text.split('/').collect();
+    let (group, rest) = match parts.as_slice() {
+        [group, version, kind, plural] => (*group, [*version, *kind, *plural]),
+        [version, kind, plural] => ("", [*version, *kind, *plural]),
+        _ => {
+            return Err(format!(
+                "{text:?} is neither Deployment, Service, PersistentVolumeClaim, Session nor \
+                 group/version/Kind/plural"
+            ));
+        }
+    };
+    let [version, kind, plural] = rest;
+    if [version, kind, plural].iter().any(|p| p.is_empty()) {
+        return Err(format!(
+            "{text:?}: version, Kind and plural must not be empty"
+        ));
+    }
+    Ok(Kind {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    })
+}
+
+impl SessionArgs {
+    /// The validated settings.
+    pub(crate) fn config(&self) -> anyhow::Result<SessionConfig> {
+        let kinds = if self.kinds.is_empty() {
+            Kind::streamspace()
+        } else {
+            self.kinds.clone()
+        };
+        // The run finds a resource's kind again by its Kind name: two kinds must not share one.
+        for (i, k) in kinds.iter().enumerate() {
+            if kinds[..i].iter().any(|seen| seen.kind == k.kind) {
+                return Err(UsageError::new(format!(
+                    "invalid --kinds: kind {} is given twice",
+                    k.kind
+                ))
+                .into());
+            }
+        }
+        if self.terminal_states.iter().any(String::is_empty) {
+            return Err(UsageError::new("invalid --terminal-state \"\": must not be empty").into());
+        }
+        if !self.terminal_states.is_empty() && self.database.state_column.is_empty() {
+            return Err(UsageError::new(
+                "--terminal-state needs a --state-column to read the state from",
+            )
+            .into());
+        }
+        let inputs = SessionInputs {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            selector: self.selector.clone(),
+            id_label: self.id_label.clone(),
+            kinds,
+            grace_hours: self.grace_hours,
+            terminal_states: self.terminal_states.clone(),
+            max_deletes: self.max_deletes,
+            guard_ratio: self.guard_ratio,
+            guard_floor: self.guard_floor,
+            override_guard: self.override_guard,
+        };
+        Ok(inputs.validate()?)
+    }
+}
+
+impl DatabaseArgs {
+    /// `--database-url`, else `$GC_SESSION_DATABASE_URL`, else StreamSpace's `DB_*` variables.
+    fn url(&self) -> Result<String, UsageError> {
+        match &self.database_url {
+            Some(url) if !url.is_empty() => Ok(url.clone()),
+            // A bad `DB_*` value is an input error, though the store names it.
+            _ => gc_store::url_from_env(|name| std::env::var(name).ok()).map_err(|e| {
+                UsageError::because("cannot build the session database URL from DB_*", e)
+            }),
+        }
+    }
+
+    fn spec(&self) -> TableSpec {
+        TableSpec {
+            table: self.table.clone(),
+            id_column: self.id_column.clone(),
+            state_column: Some(self.state_column.clone()).filter(|c| !c.is_empty()),
+        }
+    }
+}
+
+/// The cluster and the session table, connected and checked.
+pub(crate) async fn connect(args: &SessionArgs) -> anyhow::Result<(KubeCluster, SessionTable)> {
+    let url = args.database.url()?;
+    let cluster = gc_k8s::connect(&args.connect.connection()?)
+        .await
+        .context("cannot connect to the cluster")?;
+    let table = gc_store::connect_sessions(&url, args.database.spec())
+        .await
+        .context("cannot open the session table")?;
+    Ok((cluster, table))
+}
+
+/// A run's refusal, naming what it deleted: nothing. Its type gives the exit code
+/// (`crate::exit`).
+pub(crate) fn refused(error: SessionRunError, cfg: &SessionConfig) -> anyhow::Error {
+    anyhow::Error::new(error).context(format!(
+        "namespace {} of cluster {}: nothing deleted",
+        cfg.namespace, cfg.cluster_id
+    ))
+}
+
+/// Warns of each kind the API server does not serve.
+pub(crate) fn warn_missing(missing: &[String], namespace: &str) {
+    for kind in missing {
+        eprintln!(
+            "gc-cli: warning: {kind} is not served by the API server (definition not installed); \
+             not scanned in namespace {namespace}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_by_name_or_in_full() {
+        let name = |t: &str| parse_kind(t).map(|k| (k.group, k.version, k.kind, k.plural));
+        let s = |a: &str, b: &str, c: &str, d: &str| Ok((a.into(), b.into(), c.into(), d.into()));
+        assert_eq!(
+            name("deployment"),
+            s("apps", "v1", "Deployment", "deployments")
+        );
+        assert_eq!(
+            name("pvc"),
+            s("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
+        );
+        assert_eq!(
+            name("Session"),
+            s("stream.space", "v1alpha1", "Session", "sessions")
+        );
+        assert_eq!(
+            name("example.com/v1/Widget/widgets"),
+            s("example.com", "v1", "Widget", "widgets")
+        );
+        assert_eq!(
+            name("v1/ConfigMap/configmaps"),
+            s("", "v1", "ConfigMap", "configmaps")
+        );
+        assert_eq!(
+            name("/v1/ConfigMap/configmaps"),
+            s("", "v1", "ConfigMap", "configmaps")
+        );
+        assert!(name("widgets").is_err());
+        assert!(name("example.com/v1//widgets").is_err());
+        assert!(name("a/b/c/d/e").is_err());
+    }
+}

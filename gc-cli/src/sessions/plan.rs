@@ -1,0 +1,155 @@
+//! `gc-cli plan sessions`: scans, looks the ids up and plans; writes nothing anywhere but its
+//! output.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use gc_core::collect_sessions::{self, Planned};
+use gc_core::sessions::{SessionConfig, SessionDecision};
+use serde::Serialize;
+
+use crate::files::write_file;
+use crate::live;
+use crate::output::{rfc3339, write_columns};
+use crate::sessions::args::{SessionArgs, connect, refused, warn_missing};
+
+/// Output formats of a session plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SessionFormat {
+    /// For people: one row per resource to delete, deferred, held or skipped, and the counts.
+    Table,
+    /// The whole plan: every resource's decision and reason.
+    Json,
+}
+
+/// `gc-cli plan sessions`
+#[derive(Debug, Args)]
+pub(crate) struct PlanSessions {
+    #[command(flatten)]
+    args: SessionArgs,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = SessionFormat::Table)]
+    format: SessionFormat,
+    /// Also write the plan as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// The plan as JSON: the settings, the instant, every resource's decision.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PlanDoc<'a> {
+    config: &'a SessionConfig,
+    now: String,
+    #[serde(flatten)]
+    planned: &'a Planned,
+    delete_count: usize,
+}
+
+pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
+    let cfg = args.args.config()?;
+    let now = crate::clock::at(args.args.now.as_deref())?;
+    let planned = live::block_on(async {
+        let (cluster, table) = connect(&args.args).await?;
+        let planned = collect_sessions::plan(&cluster, &table, &cfg, now).await;
+        table.close().await;
+        planned.map_err(|e| refused(e, &cfg))
+    })?;
+    warn_missing(&planned.missing_kinds, &cfg.namespace);
+    let doc = PlanDoc {
+        config: &cfg,
+        now: rfc3339(now),
+        planned: &planned,
+        delete_count: planned.plan.deletes().count(),
+    };
+    let json = serde_json::to_string_pretty(&doc).context("cannot write the plan")?;
+    if let Some(path) = &args.out {
+        write_file(path, &format!("{json}\n"))?;
+    }
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        SessionFormat::Json => writeln!(out, "{json}"),
+        SessionFormat::Table => write_table(&mut out, &planned, &cfg, now),
+    }
+    .context("cannot write the plan")?;
+    Ok(())
+}
+
+/// Decisions in the order a table lists them; kept resources are only counted.
+pub(crate) fn rank(d: &SessionDecision) -> usize {
+    match d {
+        SessionDecision::Delete { .. } => 0,
+        SessionDecision::Deferred { .. } => 1,
+        SessionDecision::Held { .. } => 2,
+        SessionDecision::Skipped { .. } => 3,
+        SessionDecision::Kept { .. } => 4,
+    }
+}
+
+const NAMES: [&str; 5] = ["delete", "deferred", "held", "skipped", "kept"];
+
+fn reason(d: &SessionDecision) -> String {
+    match d {
+        SessionDecision::Held { reason, until } if until.is_finite() => {
+            format!("{reason}; held until {}", rfc3339(*until))
+        }
+        SessionDecision::Kept { reason }
+        | SessionDecision::Held { reason, .. }
+        | SessionDecision::Delete { reason }
+        | SessionDecision::Deferred { reason }
+        | SessionDecision::Skipped { reason } => reason.clone(),
+    }
+}
+
+fn write_table(
+    out: &mut impl Write,
+    planned: &Planned,
+    cfg: &SessionConfig,
+    now: f64,
+) -> std::io::Result<()> {
+    let mut judged: Vec<_> = planned.plan.judged.iter().collect();
+    judged.sort_by_key(|j| rank(&j.decision));
+    let mut counts = [0usize; 5];
+    let mut rows = Vec::new();
+    for j in judged {
+        let r = rank(&j.decision);
+        counts[r] += 1;
+        if r < 4 {
+            let res = &j.resource;
+            rows.push([
+                NAMES[r].to_owned(),
+                res.kind.clone(),
+                res.name.clone(),
+                res.session.clone().unwrap_or_default(),
+                res.created.clone().unwrap_or_default(),
+                reason(&j.decision),
+            ]);
+        }
+    }
+    write_columns(
+        out,
+        ["DECISION", "KIND", "NAME", "SESSION", "CREATED", "REASON"],
+        &rows,
+    )?;
+    writeln!(
+        out,
+        "{} to delete, {} deferred, {} held, {} skipped, {} kept, of {} resources in namespace {} \
+         at {} ({})",
+        counts[0],
+        counts[1],
+        counts[2],
+        counts[3],
+        counts[4],
+        planned.plan.scanned,
+        cfg.namespace,
+        rfc3339(now),
+        round_trips(planned.lookups)
+    )
+}
+
+pub(crate) fn round_trips(n: usize) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{n} database round trip{s}")
+}
