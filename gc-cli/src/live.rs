@@ -101,9 +101,15 @@ pub(crate) fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyh
 }
 
 /// Who holds the run lock: the host (the Pod's name in a cluster) and the process.
+/// The start instant makes it unique even where two processes share a host name and a pid (a
+/// container restarted in the same Pod runs as pid 1 again).
 fn holder() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "gc-cli".into());
-    format!("{host}-{}", std::process::id())
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!("{host}-{}-{started:x}", std::process::id())
 }
 
 /// How a run takes the one-run-at-a-time lock of its namespace.
