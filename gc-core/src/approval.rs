@@ -697,6 +697,14 @@ mod tests {
             let result = open(&reseal(forged, None), &policy, None);
             assert_eq!(result.is_ok(), accepted, "{what}: {result:?}");
         }
+        // A plan with no lifetime is refused even within the clock skew before its creation.
+        let mut forged = doc.clone();
+        forged["expiresAt"] = json(MADE);
+        let result = PlanFile::open(reseal(forged, None).as_bytes(), &policy, None, MADE - 1.0);
+        assert!(
+            matches!(&result, Err(PlanFileError::Malformed(m)) if m.contains("lifetime")),
+            "{result:?}"
+        );
         // Opened at the edges of its life: from 300 s before its creation (clock skew) until
         // just before it expires.
         let f = file(None);
