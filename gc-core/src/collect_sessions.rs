@@ -51,11 +51,49 @@ pub struct AuditRecord {
     /// The resource and its decision.
     #[serde(flatten)]
     pub judged: Judged,
-    /// For deletes: `deleted`, `would delete` (dry run), `changed` (fence held) or `failed: ...`.
+    /// For deletes, what the delete did.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<String>,
+    pub result: Option<DeleteResult>,
     /// Whether this was a dry run.
     pub dry_run: bool,
+}
+
+/// What a fenced delete did. In audit lines it is the text [`std::fmt::Display`] gives:
+/// `deleted`, `would delete`, `changed: skipped, re-checked next run`, `failed: ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeleteResult {
+    /// The object was deleted.
+    Deleted,
+    /// Dry run: the server accepted the delete in dry-run mode.
+    WouldDelete,
+    /// A fence held (the object changed or is gone since it was listed): re-checked next run.
+    Changed,
+    /// The delete failed, or was not sent (lock lost, unknown kind): why.
+    Failed(String),
+}
+
+impl DeleteResult {
+    /// Whether the run counts this as a failure.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, Self::Failed(_))
+    }
+}
+
+impl std::fmt::Display for DeleteResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Deleted => f.write_str("deleted"),
+            Self::WouldDelete => f.write_str("would delete"),
+            Self::Changed => f.write_str("changed: skipped, re-checked next run"),
+            Self::Failed(why) => write!(f, "failed: {why}"),
+        }
+    }
+}
+
+impl Serialize for DeleteResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// What a run did.
@@ -210,17 +248,12 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     let mut failures = 0;
     for judged in plan.judged {
         let result = match judged.decision {
-            SessionDecision::Delete { .. } => Some(
-                match delete(cluster, cfg, &judged.resource, dry_run, stop).await {
-                    Ok(done) => done,
-                    Err(failed) => {
-                        failures += 1;
-                        failed
-                    }
-                },
-            ),
+            SessionDecision::Delete { .. } => {
+                Some(delete(cluster, cfg, &judged.resource, dry_run, stop).await)
+            }
             _ => None,
         };
+        failures += usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
         records.push(AuditRecord {
             cluster: cfg.cluster_id.clone(),
             namespace: cfg.namespace.clone(),
@@ -237,22 +270,22 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     })
 }
 
-/// Deletes one orphan with uid and resourceVersion preconditions; the audit result, `Err` for
-/// a failure. Once `stop` is set (the run lock was lost) nothing is sent.
+/// Deletes one orphan with uid and resourceVersion preconditions. Once `stop` is set (the run
+/// lock was lost) nothing is sent.
 async fn delete<C: ObjectCluster>(
     cluster: &C,
     cfg: &SessionConfig,
     r: &crate::sessions::Resource,
     dry_run: bool,
     stop: &std::sync::atomic::AtomicBool,
-) -> Result<String, String> {
+) -> DeleteResult {
     // Resources come from scanning these kinds, so the kind is always found; if it were not,
     // nothing is deleted rather than guessing.
     let Some(kind) = cfg.kinds.iter().find(|k| k.kind == r.kind) else {
-        return Err(format!("failed: unknown kind {}", r.kind));
+        return DeleteResult::Failed(format!("unknown kind {}", r.kind));
     };
     if stop.load(std::sync::atomic::Ordering::SeqCst) {
-        return Err("failed: the run lock was lost; not deleted".into());
+        return DeleteResult::Failed("the run lock was lost; not deleted".into());
     }
     let pre = Preconditions {
         uid: r.uid.clone(),
@@ -262,12 +295,10 @@ async fn delete<C: ObjectCluster>(
         .delete_object(kind, &cfg.namespace, &r.name, &pre, dry_run)
         .await
     {
-        Ok(()) if dry_run => Ok("would delete".to_owned()),
-        Ok(()) => Ok("deleted".to_owned()),
-        Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => {
-            Ok("changed: skipped, re-checked next run".to_owned())
-        }
-        Err(e) => Err(format!("failed: {e}")),
+        Ok(()) if dry_run => DeleteResult::WouldDelete,
+        Ok(()) => DeleteResult::Deleted,
+        Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => DeleteResult::Changed,
+        Err(e) => DeleteResult::Failed(e.to_string()),
     }
 }
 
@@ -433,8 +464,8 @@ mod tests {
             report
                 .records
                 .iter()
-                .filter_map(|r| r.result.as_deref())
-                .all(|r| r.contains("run lock was lost"))
+                .filter_map(|r| r.result.as_ref())
+                .all(|r| r.to_string() == "failed: the run lock was lost; not deleted")
         );
     }
 
@@ -462,8 +493,8 @@ mod tests {
             report
                 .records
                 .iter()
-                .filter_map(|r| r.result.as_deref())
-                .all(|r| r == "would delete")
+                .filter_map(|r| r.result.as_ref())
+                .all(|r| *r == DeleteResult::WouldDelete)
         );
     }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::collect_sessions::{self, AuditRecord, SessionReport};
+use gc_core::collect_sessions::{self, AuditRecord, DeleteResult, SessionReport};
 use gc_core::sessions::SessionConfig;
 use serde::Serialize;
 
@@ -40,33 +40,43 @@ pub(crate) struct RunSessions {
 /// cluster id).
 pub(crate) const SESSIONS_LOCK: &str = "gc-sessions";
 
+/// One kind's counts in a session run.
+#[derive(Default)]
+struct Counts {
+    scanned: u64,
+    orphaned: u64,
+    held: u64,
+    deferred: u64,
+    deleted: u64,
+}
+
 /// Counts a session run by kind and decision.
 fn record(metrics: &RunMetrics, report: &SessionReport) {
     use gc_core::sessions::SessionDecision as D;
-    let mut kinds: std::collections::BTreeMap<&str, [u64; 5]> = std::collections::BTreeMap::new();
+    let mut kinds: std::collections::BTreeMap<&str, Counts> = std::collections::BTreeMap::new();
     for r in &report.records {
         let c = kinds.entry(r.judged.resource.kind.as_str()).or_default();
-        c[0] += 1;
+        c.scanned += 1;
         match &r.judged.decision {
             D::Held { .. } => {
-                c[1] += 1;
-                c[2] += 1;
+                c.orphaned += 1;
+                c.held += 1;
             }
             D::Deferred { .. } => {
-                c[1] += 1;
-                c[3] += 1;
+                c.orphaned += 1;
+                c.deferred += 1;
             }
-            D::Delete { .. } => c[1] += 1,
+            D::Delete { .. } => c.orphaned += 1,
             D::Kept { .. } | D::Skipped { .. } => {}
         }
-        match r.result.as_deref() {
-            Some("deleted") => c[4] += 1,
-            Some(r) if r.starts_with("failed") => metrics.error("delete"),
+        match &r.result {
+            Some(DeleteResult::Deleted) => c.deleted += 1,
+            Some(DeleteResult::Failed(_)) => metrics.error("delete"),
             _ => {}
         }
     }
-    for (kind, [scanned, orphaned, held, deferred, deleted]) in kinds {
-        metrics.objects(kind, scanned, orphaned, held, deferred, deleted);
+    for (kind, c) in kinds {
+        metrics.objects(kind, c.scanned, c.orphaned, c.held, c.deferred, c.deleted);
     }
 }
 
@@ -213,9 +223,9 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
     let (mut done, mut changed) = (0, 0);
     for r in &report.records {
         counts[rank(&r.judged.decision)] += 1;
-        match r.result.as_deref() {
-            Some("deleted" | "would delete") => done += 1,
-            Some(other) if other.starts_with("changed") => changed += 1,
+        match &r.result {
+            Some(DeleteResult::Deleted | DeleteResult::WouldDelete) => done += 1,
+            Some(DeleteResult::Changed) => changed += 1,
             _ => {}
         }
     }
