@@ -15,7 +15,7 @@ use gc_core::inventory::InventoryError;
 use gc_core::ledger::LedgerError;
 use gc_core::plan::PlanError;
 use gc_core::ports::{ClusterError, StoreError};
-use gc_core::sessions::{SessionInputError, SessionPlanError};
+use gc_core::sessions::SessionPlanError;
 
 /// The command did what it was asked.
 pub(crate) const OK: u8 = 0;
@@ -38,7 +38,6 @@ fn class(error: &(dyn Error + 'static)) -> Option<u8> {
     if error.is::<UsageError>()
         || error.is::<clap::Error>()
         || error.is::<InputError>()
-        || error.is::<SessionInputError>()
         || error.is::<PlanFileError>()
     {
         return Some(USAGE);
@@ -135,11 +134,12 @@ mod tests {
             clap.into(),
             bad_input().into(),
             gc_core::approval::check_ttl(0).unwrap_err().into(),
-            SessionInputError {
-                input: "selector",
-                value: String::new(),
-                rule: "key=value",
+            gc_core::sessions::SessionInputs {
+                selector: "no equals sign".into(),
+                ..Default::default()
             }
+            .validate()
+            .unwrap_err()
             .into(),
             PlanFileError::Altered.into(),
             PlanFileError::WeakKey(3).into(),

@@ -85,6 +85,15 @@ pub enum InputError {
     },
 }
 
+impl InputError {
+    /// The input's name as the user knows it.
+    pub fn input(&self) -> &'static str {
+        match self {
+            Self::Invalid { input, .. } => input,
+        }
+    }
+}
+
 fn invalid(input: &'static str, value: impl ToString, rule: &'static str) -> InputError {
     InputError::Invalid {
         input,
@@ -150,6 +159,32 @@ fn is_qualified_name(s: &str) -> bool {
             .all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
 }
 
+/// The cluster id and namespace every collector is scoped by: the flow's rules (system
+/// namespaces refused).
+///
+/// # Errors
+/// [`InputError`] naming `cluster_id` or `namespace`.
+pub fn check_scope(cluster_id: &str, namespace: &str) -> Result<(), InputError> {
+    if !is_cluster_id(cluster_id) {
+        return Err(invalid(
+            "cluster_id",
+            cluster_id,
+            "must match [a-z0-9][a-z0-9-]{0,39}",
+        ));
+    }
+    if !is_dns_label(namespace) {
+        return Err(invalid(
+            "namespace",
+            namespace,
+            "must be a DNS label of at most 63 characters",
+        ));
+    }
+    if SYSTEM_NAMESPACES.contains(&namespace) {
+        return Err(invalid("namespace", namespace, "system namespace refused"));
+    }
+    Ok(())
+}
+
 impl PodConfig {
     /// The eligibility rules this config sets: its namespace, collect label and pin.
     pub fn rules(&self) -> crate::pod::Rules<'_> {
@@ -185,27 +220,7 @@ impl PodInputs {
     /// `max_pods` (1..=50), `max_inventory` (`max_pods`..=10000), `max_archive_bytes`
     /// (1024..=1048576), and the collect label and pin finalizer names (qualified names).
     pub fn validate(&self) -> Result<PodConfig, InputError> {
-        if !is_cluster_id(&self.cluster_id) {
-            return Err(invalid(
-                "cluster_id",
-                &self.cluster_id,
-                "must match [a-z0-9][a-z0-9-]{0,39}",
-            ));
-        }
-        if !is_dns_label(&self.namespace) {
-            return Err(invalid(
-                "namespace",
-                &self.namespace,
-                "must be a DNS label of at most 63 characters",
-            ));
-        }
-        if SYSTEM_NAMESPACES.contains(&self.namespace.as_str()) {
-            return Err(invalid(
-                "namespace",
-                &self.namespace,
-                "system namespace refused",
-            ));
-        }
+        check_scope(&self.cluster_id, &self.namespace)?;
         in_range(
             "retention_seconds",
             self.retention_seconds,

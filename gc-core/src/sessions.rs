@@ -17,6 +17,8 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::config::InputError;
+
 use crate::isotime;
 
 /// A resource kind the collector scans, by API group, version, kind and plural.
@@ -127,33 +129,14 @@ impl Default for SessionInputs {
     }
 }
 
-/// A setting outside what the collector accepts, named.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("invalid {input} {value:?}: {rule}")]
-pub struct SessionInputError {
-    /// The setting.
-    pub input: &'static str,
-    /// Its value.
-    pub value: String,
-    /// What it must be.
-    pub rule: &'static str,
-}
-
 impl SessionInputs {
     /// Checks every setting.
     ///
     /// # Errors
-    /// [`SessionInputError`] naming the first bad setting.
-    pub fn validate(&self) -> Result<SessionConfig, SessionInputError> {
-        let bad = |input, value: String, rule| Err(SessionInputError { input, value, rule });
-        let pod = crate::config::PodInputs {
-            cluster_id: self.cluster_id.clone(),
-            namespace: self.namespace.clone(),
-            ..Default::default()
-        };
-        if let Err(crate::config::InputError::Invalid { input, value, rule }) = pod.validate() {
-            return bad(input, value, rule);
-        }
+    /// [`InputError`] naming the first bad setting.
+    pub fn validate(&self) -> Result<SessionConfig, InputError> {
+        let bad = |input, value: String, rule| Err(InputError::Invalid { input, value, rule });
+        crate::config::check_scope(&self.cluster_id, &self.namespace)?;
         let label = |s: &str| !s.is_empty() && !s.contains([',', '!', '(', ')', ' ']);
         if !self.selector.split(',').all(|term| {
             term.split_once('=')
@@ -887,7 +870,7 @@ mod tests {
             edit(&mut i);
             let result = i.validate();
             assert_eq!(
-                result.as_ref().err().map(|e| e.input),
+                result.as_ref().err().map(InputError::input),
                 refused,
                 "{what}: {result:?}"
             );
@@ -1006,7 +989,7 @@ mod tests {
         let check = |edit: fn(&mut SessionInputs), input: &str| {
             let mut i = SessionInputs::default();
             edit(&mut i);
-            assert_eq!(i.validate().unwrap_err().input, input);
+            assert_eq!(i.validate().unwrap_err().input(), input);
         };
         check(|i| i.namespace = "kube-system".into(), "namespace");
         check(|i| i.selector = "app".into(), "selector");
