@@ -325,10 +325,7 @@ fn consider(
             name: name.clone(),
         },
     );
-    let (end, basis) = match pod.finished_at()? {
-        Some(t) => (PyNum::Float(t), Basis::FinishedAt),
-        None => (first, Basis::ObservedFailed),
-    };
+    let (end, basis) = pod.anchor(first)?;
     if end.seconds() <= 0.0 || end.seconds() > now {
         return Err(bad(
             "status",

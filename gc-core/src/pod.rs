@@ -541,6 +541,21 @@ impl Eligible<'_> {
         self.status.finished_at.clone().map_err(|e| *e)
     }
 
+    /// The instant retention runs from, and why: the latest `finishedAt` when every container
+    /// terminated with one, else `first` (when the collector first saw the Pod eligible).
+    ///
+    /// # Errors
+    /// As [`Self::finished_at`].
+    pub fn anchor(
+        &self,
+        first: crate::ledger::PyNum,
+    ) -> Result<(crate::ledger::PyNum, Basis), BadField> {
+        Ok(match self.finished_at()? {
+            Some(t) => (crate::ledger::PyNum::Float(t), Basis::FinishedAt),
+            None => (first, Basis::ObservedFailed),
+        })
+    }
+
     /// Length of the Pod's canonical archive with this anchor and basis.
     pub fn archive_len(&self, basis: Basis, anchor: crate::ledger::PyNum) -> usize {
         let mut a = String::new();
