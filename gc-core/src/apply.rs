@@ -458,11 +458,9 @@ async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
 /// The anchor of an eligible Pod: its latest `finishedAt`, or `first`.
 fn anchor(pod: &Live, first: PyNum) -> Result<(PyNum, Basis), String> {
     match pod::assess(&pod.facts) {
-        Ok(Ok(e)) => match e.finished_at() {
-            Ok(Some(at)) => Ok((PyNum::Float(at), Basis::FinishedAt)),
-            Ok(None) => Ok((first, Basis::ObservedFailed)),
-            Err(bad) => Err(format!("{}: {}", bad.field, bad.problem)),
-        },
+        Ok(Ok(e)) => e
+            .anchor(first)
+            .map_err(|bad| format!("{}: {}", bad.field, bad.problem)),
         _ => Err("no longer eligible".into()),
     }
 }
