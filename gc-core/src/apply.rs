@@ -15,7 +15,8 @@
 //! 6. `Delete`: with uid and resourceVersion preconditions; read back: deleting, pin still on,
 //!    status as archived.
 //! 7. `Release`: JSON patch `test` uid, resourceVersion, phase and the finalizer list, then remove
-//!    the pin. `VerifyGone`: after a short wait, the uid is gone.
+//!    the pin. `VerifyGone`: the uid is gone, checked at once and then with a short backoff for
+//!    at most 2 s.
 //!
 //! The state of a target lives in the cluster and the store (pinned? deleting? receipt?), never
 //! in the process, so a run that stops anywhere is resumed by the next: a pinned Pod is pinned
@@ -157,8 +158,11 @@ pub struct Ports<'p, C, S, A, K> {
     pub stop: &'p AtomicBool,
 }
 
-/// Seconds to wait after the release before checking the uid is gone (the flow's `settle`).
+/// The longest wait, after the release, for the uid to be gone (the flow's fixed `settle`).
 pub const SETTLE_SECONDS: f64 = 2.0;
+
+/// The first wait when the uid is still there right after the release; each next one doubles.
+pub const FIRST_VERIFY_WAIT_SECONDS: f64 = 0.05;
 
 /// A Pod as read from the cluster.
 struct Live {
@@ -645,12 +649,34 @@ async fn release_and_verify<C: Cluster, S, A, K: Clock>(
         .patch_pod(&cfg.namespace, name, &patch, false)
         .await
         .map_err(|e| cluster_outcome(Step::Release, e))?;
-    p.clock.sleep(SETTLE_SECONDS).await;
-    match get(p.cluster, cfg, name, Step::VerifyGone).await? {
-        Some(pod) if pod.uid() == t.uid => {
-            Err(failed(Step::VerifyGone, "the archived Pod's uid remains"))
+    verify_gone(p, cfg, name, t).await
+}
+
+/// The uid must be gone: checked at once (the API server removes a Pod on the patch that
+/// releases its last finalizer), then again after waits that double from
+/// [`FIRST_VERIFY_WAIT_SECONDS`], for at most [`SETTLE_SECONDS`] in all (the flow's `settle`).
+async fn verify_gone<C: Cluster, S, A, K: Clock>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    name: &str,
+    t: &Target,
+) -> Result<(), Outcome> {
+    let (mut waited, mut wait) = (0.0, FIRST_VERIFY_WAIT_SECONDS);
+    loop {
+        match get(p.cluster, cfg, name, Step::VerifyGone).await? {
+            Some(pod) if pod.uid() == t.uid => {}
+            _ => return Ok(()),
         }
-        _ => Ok(()),
+        if waited >= SETTLE_SECONDS {
+            return Err(failed(
+                Step::VerifyGone,
+                format!("the archived Pod's uid remains after {waited} s"),
+            ));
+        }
+        let step = wait.min(SETTLE_SECONDS - waited);
+        p.clock.sleep(step).await;
+        waited += step;
+        wait *= 2.0;
     }
 }
 
