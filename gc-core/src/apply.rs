@@ -726,44 +726,25 @@ pub async fn pinned_pods<C: Cluster>(
     cluster: &C,
     cfg: &PodConfig,
 ) -> Result<Vec<PinnedPod>, ClusterError> {
-    let mut attempts = 0;
-    'list: loop {
-        let mut pinned = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = match cluster
-                .list_pod_metadata(&cfg.namespace, 500, token.as_deref())
-                .await
-            {
-                Err(ClusterError::Expired) if attempts < 3 => {
-                    attempts += 1;
-                    continue 'list;
-                }
-                page => page?,
-            };
-            let list: Value = serde_json::from_slice(&page.text)
-                .map_err(|e| ClusterError::Other(format!("unreadable Pod list: {e}")))?;
-            for item in list["items"].as_array().into_iter().flatten() {
-                let meta = &item["metadata"];
-                let finalizers = meta["finalizers"].as_array().cloned().unwrap_or_default();
-                if !finalizers.iter().any(|f| f == cfg.pin_finalizer.as_str()) {
-                    continue;
-                }
-                let text = |key: &str| meta[key].as_str().unwrap_or_default().to_owned();
-                pinned.push(PinnedPod {
-                    name: text("name"),
-                    uid: text("uid"),
-                    resource_version: text("resourceVersion"),
-                    finalizers,
-                    deleting: !meta["deletionTimestamp"].is_null(),
-                });
+    crate::pages::collect(
+        async |token| cluster.list_pod_metadata(&cfg.namespace, 500, token).await,
+        |item| {
+            let meta = &item["metadata"];
+            let finalizers = meta["finalizers"].as_array().cloned().unwrap_or_default();
+            if !finalizers.iter().any(|f| f == cfg.pin_finalizer.as_str()) {
+                return Ok(None);
             }
-            match page.continue_token {
-                Some(t) => token = Some(t),
-                None => return Ok(pinned),
-            }
-        }
-    }
+            let text = |key: &str| meta[key].as_str().unwrap_or_default().to_owned();
+            Ok(Some(PinnedPod {
+                name: text("name"),
+                uid: text("uid"),
+                resource_version: text("resourceVersion"),
+                finalizers,
+                deleting: !meta["deletionTimestamp"].is_null(),
+            }))
+        },
+    )
+    .await
 }
 
 /// Finishes or releases every pin in the namespace, before any plan is acted on: a run that

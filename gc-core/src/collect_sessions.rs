@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use serde_json::Value;
 use thiserror::Error;
 
 use crate::ports::{ClusterError, ObjectCluster, Preconditions, SessionDirectory, StoreError};
@@ -116,32 +115,13 @@ async fn scan<C: ObjectCluster>(
     kind: &Kind,
     cfg: &SessionConfig,
 ) -> Result<Vec<Resource>, ClusterError> {
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    let mut restarts = 0;
-    loop {
-        let page = match cluster
-            .list_metadata(
-                kind,
-                &cfg.namespace,
-                &cfg.selector,
-                PAGE_SIZE,
-                token.as_deref(),
-            )
-            .await
-        {
-            // An expired continue token: start the scan again (a few times at most).
-            Err(ClusterError::Expired) if restarts < 3 => {
-                restarts += 1;
-                out.clear();
-                token = None;
-                continue;
-            }
-            other => other?,
-        };
-        let list: Value = serde_json::from_slice(&page.text)
-            .map_err(|e| ClusterError::Other(format!("unreadable list: {e}")))?;
-        for item in list["items"].as_array().into_iter().flatten() {
+    crate::pages::collect(
+        async |token| {
+            cluster
+                .list_metadata(kind, &cfg.namespace, &cfg.selector, PAGE_SIZE, token)
+                .await
+        },
+        |item| {
             let m = &item["metadata"];
             let text = |k: &str| m[k].as_str().map(str::to_owned);
             let (Some(name), Some(uid), Some(resource_version)) =
@@ -152,7 +132,7 @@ async fn scan<C: ObjectCluster>(
                     kind.kind
                 )));
             };
-            out.push(Resource {
+            Ok(Some(Resource {
                 kind: kind.kind.clone(),
                 name,
                 uid,
@@ -162,13 +142,10 @@ async fn scan<C: ObjectCluster>(
                     .map(str::to_owned),
                 created: text("creationTimestamp"),
                 deleting: !m["deletionTimestamp"].is_null(),
-            });
-        }
-        match page.continue_token {
-            Some(t) => token = Some(t),
-            None => return Ok(out),
-        }
-    }
+            }))
+        },
+    )
+    .await
 }
 
 /// A plan made from the cluster and the database: what [`run`] would delete, before any delete.
@@ -308,7 +285,7 @@ mod tests {
     use crate::ports::Page;
     use crate::sessions::{Row, SessionInputs};
     use async_trait::async_trait;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use std::sync::Mutex;
     use std::sync::atomic::AtomicBool;
     use std::task::{Context, Poll, Waker};

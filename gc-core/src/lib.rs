@@ -12,6 +12,7 @@ pub mod config;
 pub mod inventory;
 pub mod isotime;
 pub mod ledger;
+pub mod pages;
 pub mod plan;
 pub mod pod;
 pub mod ports;
