@@ -443,3 +443,6 @@ pub fn pod_facts(
         status: StatusFacts::read(status)?,
     })
 }
+
+#[cfg(test)]
+mod tests;

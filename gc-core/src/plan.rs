@@ -350,3 +350,6 @@ fn consider(
         archive_bytes,
     }))
 }
+
+#[cfg(test)]
+mod tests;

@@ -605,3 +605,6 @@ pub fn assess(pod: &PodFacts) -> Result<Result<Eligible<'_>, Ineligible>, BadFie
         None => Ok(Eligible { meta, status }),
     })
 }
+
+#[cfg(test)]
+mod tests;
