@@ -274,15 +274,7 @@ fn sync_folder(_folder: &Path) -> io::Result<()> {
 
 /// A path as a URI path: bytes outside RFC 3986's unreserved set and `/` become `%XX`.
 fn encode_path(path: &Path) -> String {
-    let mut out = String::new();
-    for &b in path.as_os_str().as_encoded_bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::percent_encode(path.as_os_str().as_encoded_bytes(), b"/")
 }
 
 #[cfg(test)]

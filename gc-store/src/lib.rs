@@ -21,9 +21,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use gc_core::ports::{self, Receipt, StoreError};
 use gc_core::{Ledger, PreviousLedger};
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::pool::PoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool};
+use sqlx::{ConnectOptions, Connection, Database, Postgres, Sqlite};
 
 use location::Location;
 use schema::Dialect;
@@ -113,11 +114,7 @@ async fn open_sqlite(path: &std::path::Path, shown: &str) -> Result<Pool, StoreE
     if migrator.run(&mut conn).await.is_err() {
         migrator.run(&mut conn).await.map_err(|e| err(e.into()))?;
     }
-    conn.close().await.map_err(err)?;
-    let pool = SqlitePoolOptions::new()
-        .max_connections(MAX_CONNECTIONS)
-        .acquire_timeout(CONNECT_TIMEOUT)
-        .connect_lazy_with(options);
+    let pool = pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown).await?;
     Ok(Pool::Sqlite(pool))
 }
 
@@ -134,12 +131,36 @@ async fn open_postgres(url: &str, shown: &str) -> Result<Pool, StoreError> {
         .run(&mut conn)
         .await
         .map_err(|e| err(e.into()))?;
-    conn.close().await.map_err(err)?;
-    let pool = PgPoolOptions::new()
-        .max_connections(MAX_CONNECTIONS)
-        .acquire_timeout(CONNECT_TIMEOUT)
-        .connect_lazy_with(options);
+    let pool = pool_after::<Postgres>(conn, options, MAX_CONNECTIONS, shown).await?;
     Ok(Pool::Postgres(pool))
+}
+
+/// Closes `conn`, the first connection that proved `options` good, and returns a pool of at most
+/// `max` connections with them, each opened when first needed.
+async fn pool_after<DB: Database>(
+    conn: DB::Connection,
+    options: <DB::Connection as Connection>::Options,
+    max: u32,
+    shown: &str,
+) -> Result<sqlx::Pool<DB>, StoreError> {
+    conn.close().await.map_err(|e| error::map(shown, e))?;
+    Ok(PoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .connect_lazy_with(options))
+}
+
+/// `bytes` as URI text: every byte outside RFC 3986's unreserved set and `keep` as `%XX`.
+fn percent_encode(bytes: &[u8], keep: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || keep.contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Awaits a first connection, for at most [`CONNECT_TIMEOUT`].

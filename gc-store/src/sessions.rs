@@ -20,15 +20,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use gc_core::ports::{SessionDirectory, StoreError};
 use gc_core::sessions::Row;
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqlitePoolOptions};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{ConnectOptions, Postgres, Sqlite};
 
 pub use env::url_from_env;
 pub use spec::TableSpec;
 
 use crate::location::Location;
-use crate::{BUSY_TIMEOUT, CONNECT_TIMEOUT, Pool, error};
+use crate::{BUSY_TIMEOUT, Pool, error};
 use spec::{Names, quote};
 
 /// SQLite's default bound on a statement's parameters (`SQLITE_MAX_VARIABLE_NUMBER`, since
@@ -108,36 +108,6 @@ fn select(names: &Names) -> String {
     )
 }
 
-async fn connect_postgres(url: &str, names: &Names, shown: &str) -> Result<Pool, StoreError> {
-    let err = |e: sqlx::Error| error::map(shown, e);
-    let timeout = format!("{}s", QUERY_TIMEOUT.as_secs());
-    let options = url
-        .parse::<PgConnectOptions>()
-        .map_err(err)?
-        // After any `options` of the URL's own, so these win.
-        .options([
-            ("default_transaction_read_only", "on"),
-            ("statement_timeout", timeout.as_str()),
-        ]);
-    let mut conn: PgConnection = crate::connect(options.connect(), shown).await?;
-    let columns = postgres_columns(&mut conn, names).await.map_err(err)?;
-    check_columns(columns, names, shown, str::eq)?;
-    // The lookup itself, asking for nothing: a table the user may not read, or an id column
-    // that cannot be compared with text, fails here rather than in the middle of a run.
-    let probe = format!("{} WHERE {} = ANY($1)", select(names), quote(&names.id));
-    sqlx::query(&probe)
-        .bind(Vec::<String>::new())
-        .fetch_all(&mut conn)
-        .await
-        .map_err(err)?;
-    conn.close().await.map_err(err)?;
-    let pool = PgPoolOptions::new()
-        .max_connections(MAX_CONNECTIONS)
-        .acquire_timeout(CONNECT_TIMEOUT)
-        .connect_lazy_with(options);
-    Ok(Pool::Postgres(pool))
-}
-
 /// The table's columns, or `None` when no such table is visible. `to_regclass` resolves the
 /// name as the lookup will (through `search_path`); `information_schema` would need the schema
 /// guessed and hides columns the user may not read, which would read as "no such column".
@@ -163,6 +133,32 @@ async fn postgres_columns(
     Ok(Some(columns))
 }
 
+async fn connect_postgres(url: &str, names: &Names, shown: &str) -> Result<Pool, StoreError> {
+    let err = |e: sqlx::Error| error::map(shown, e);
+    let timeout = format!("{}s", QUERY_TIMEOUT.as_secs());
+    let options = url
+        .parse::<PgConnectOptions>()
+        .map_err(err)?
+        // After any `options` of the URL's own, so these win.
+        .options([
+            ("default_transaction_read_only", "on"),
+            ("statement_timeout", timeout.as_str()),
+        ]);
+    let mut conn: PgConnection = crate::connect(options.connect(), shown).await?;
+    let columns = postgres_columns(&mut conn, names).await.map_err(err)?;
+    check_columns(columns, names, shown, str::eq)?;
+    // The lookup itself, asking for nothing: a table the user may not read, or an id column
+    // that cannot be compared with text, fails here rather than in the middle of a run.
+    let probe = format!("{} WHERE {} = ANY($1)", select(names), quote(&names.id));
+    sqlx::query(&probe)
+        .bind(Vec::<String>::new())
+        .fetch_all(&mut conn)
+        .await
+        .map_err(err)?;
+    let pool = crate::pool_after::<Postgres>(conn, options, MAX_CONNECTIONS, shown).await?;
+    Ok(Pool::Postgres(pool))
+}
+
 async fn connect_sqlite(path: &Path, names: &Names, shown: &str) -> Result<Pool, StoreError> {
     let err = |e: sqlx::Error| error::map(shown, e);
     let options = SqliteConnectOptions::new()
@@ -178,11 +174,7 @@ async fn connect_sqlite(path: &Path, names: &Names, shown: &str) -> Result<Pool,
         .fetch_all(&mut conn)
         .await
         .map_err(err)?;
-    conn.close().await.map_err(err)?;
-    let pool = SqlitePoolOptions::new()
-        .max_connections(MAX_CONNECTIONS)
-        .acquire_timeout(CONNECT_TIMEOUT)
-        .connect_lazy_with(options);
+    let pool = crate::pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown).await?;
     Ok(Pool::Sqlite(pool))
 }
 

@@ -2,13 +2,16 @@
 //! the real PostgreSQL (a fresh database per test, from `gc-testbed`), on StreamSpace's schema.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use gc_core::ports::{SessionDirectory, StoreError};
 use gc_core::sessions::Row;
 use gc_store::{SessionTable, TableSpec, connect_sessions};
 use gc_testbed::TestDatabase;
 use sqlx::postgres::PgConnectOptions;
+
+mod common;
+
+use common::Raw;
 
 /// StreamSpace's `sessions` table, as its API creates it at startup.
 const STREAMSPACE: &str = "CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, \
@@ -23,27 +26,9 @@ struct Db {
     _dir: Option<tempfile::TempDir>,
 }
 
-enum Raw {
-    Sqlite(PathBuf),
-    Postgres(TestDatabase),
-}
-
 impl Db {
     async fn execute(&self, sql: &str) {
-        match &self.raw {
-            Raw::Sqlite(path) => {
-                let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", path.display()))
-                    .await
-                    .unwrap();
-                sqlx::raw_sql(sql).execute(&pool).await.unwrap();
-                pool.close().await;
-            }
-            Raw::Postgres(db) => {
-                let pool = db.pool().await.unwrap();
-                sqlx::raw_sql(sql).execute(&pool).await.unwrap();
-                pool.close().await;
-            }
-        }
+        self.raw.execute(sql).await;
     }
 
     fn is_postgres(&self) -> bool {

@@ -1,7 +1,6 @@
 //! The store's contract, checked by the same code against SQLite (a temporary folder) and the
 //! real PostgreSQL (a fresh database per test, from `gc-testbed`).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use gc_core::ledger::Observation;
@@ -11,36 +10,16 @@ use gc_store::Store;
 use gc_testbed::TestDatabase;
 use serde_json::{Value, json};
 
+mod common;
+
+use common::Raw;
+
 /// One backend under test: the open store and a way to reach its tables behind its back.
 struct Backend {
     store: Store,
     raw: Raw,
     /// Keeps the SQLite folder alive.
     _dir: Option<tempfile::TempDir>,
-}
-
-enum Raw {
-    Sqlite(PathBuf),
-    Postgres(TestDatabase),
-}
-
-impl Backend {
-    /// Runs `sql` on the database directly, bypassing the store.
-    async fn execute(&self, sql: &str) {
-        match &self.raw {
-            Raw::Sqlite(path) => {
-                let url = format!("sqlite:{}", path.display());
-                let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-                sqlx::raw_sql(sql).execute(&pool).await.unwrap();
-                pool.close().await;
-            }
-            Raw::Postgres(db) => {
-                let pool = db.pool().await.unwrap();
-                sqlx::raw_sql(sql).execute(&pool).await.unwrap();
-                pool.close().await;
-            }
-        }
-    }
 }
 
 /// Runs `test` against SQLite, then against PostgreSQL when the test database is configured
@@ -214,7 +193,7 @@ async fn a_ledger_that_is_not_an_object_is_refused_and_nothing_is_stored() {
 async fn an_unreadable_stored_ledger_is_malformed_never_empty() {
     on_each_backend("ledger_malformed", async |b| {
         for (namespace, bad) in [("ns1", "not json"), ("ns2", "[1, 2]"), ("ns3", "")] {
-            b.execute(&format!(
+            b.raw.execute(&format!(
                 "INSERT INTO gc_ledgers (cluster_id, namespace, ledger) VALUES ('c', '{namespace}', '{bad}')"
             ))
             .await;
@@ -278,14 +257,17 @@ async fn receipts_are_put_got_and_replaced() {
 async fn a_stored_receipt_with_a_negative_size_is_malformed() {
     on_each_backend("receipt_malformed", async |b| {
         // The CHECK constraint keeps this out; a database edited by hand may lack it.
-        b.execute("ALTER TABLE gc_receipts RENAME TO gc_receipts_checked")
+        b.raw
+            .execute("ALTER TABLE gc_receipts RENAME TO gc_receipts_checked")
             .await;
-        b.execute(
-            "CREATE TABLE gc_receipts (cluster_id TEXT, uid TEXT, namespace TEXT, name TEXT, \
+        b.raw
+            .execute(
+                "CREATE TABLE gc_receipts (cluster_id TEXT, uid TEXT, namespace TEXT, name TEXT, \
              uri TEXT, sha256 TEXT, bytes BIGINT)",
-        )
-        .await;
-        b.execute("INSERT INTO gc_receipts VALUES ('c', 'u', 'ns', 'p', 'file:///a', 'ab', -1)")
+            )
+            .await;
+        b.raw
+            .execute("INSERT INTO gc_receipts VALUES ('c', 'u', 'ns', 'p', 'file:///a', 'ab', -1)")
             .await;
         let err = b.store.get_receipt("c", "u").await.unwrap_err();
         assert!(matches!(err, StoreError::Malformed(_)), "{err}");

@@ -88,15 +88,7 @@ pub fn url_from_env(vars: impl Fn(&str) -> Option<String>) -> Result<String, Sto
 
 /// `text` with every byte outside RFC 3986's unreserved set as `%XX`.
 fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::percent_encode(text.as_bytes(), b"")
 }
 
 #[cfg(test)]
