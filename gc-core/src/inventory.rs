@@ -122,6 +122,8 @@ pub struct Reader<'c> {
     keep_at_most: usize,
     /// Text not yet consumed: at most the value being read and the chunk that holds its end.
     buf: Vec<u8>,
+    /// How many bytes of the text came before `buf` (so errors give offsets into the whole text).
+    drained: usize,
     /// Do not try again before the buffer is this long (an incomplete value is not re-read for
     /// every small chunk).
     retry_at: usize,
@@ -142,6 +144,16 @@ enum Step {
     NeedMore(usize),
 }
 
+/// A UTF-8 error as `std` words it, with the offset counted from the start of the whole text
+/// (`offset` bytes came before the buffer that was checked).
+fn utf8_error(e: &std::str::Utf8Error, offset: usize) -> InventoryError {
+    let at = offset + e.valid_up_to();
+    malformed(match e.error_len() {
+        Some(n) => format!("invalid utf-8 sequence of {n} bytes from index {at}"),
+        None => format!("incomplete utf-8 byte sequence from index {at}"),
+    })
+}
+
 impl<'c> Reader<'c> {
     /// A reader applying `rules`, keeping facts for at most `keep_at_most` Pods (those past it are
     /// only counted, so an inventory over its ceiling costs no memory).
@@ -150,6 +162,7 @@ impl<'c> Reader<'c> {
             rules,
             keep_at_most,
             buf: Vec::new(),
+            drained: 0,
             retry_at: 0,
             at: At::Start,
             size_is_zero: false,
@@ -179,8 +192,8 @@ impl<'c> Reader<'c> {
         let text = match std::str::from_utf8(&buf) {
             Ok(text) => text,
             Err(e) if e.error_len().is_none() => std::str::from_utf8(&buf[..e.valid_up_to()])
-                .map_err(|e| malformed(e.to_string()))?,
-            Err(e) => return Err(malformed(e.to_string())),
+                .map_err(|e| utf8_error(&e, self.drained))?,
+            Err(e) => return Err(utf8_error(&e, self.drained)),
         };
         let mut members = Vec::new();
         let mut pos = 0;
@@ -192,6 +205,7 @@ impl<'c> Reader<'c> {
         };
         self.buf = buf;
         self.buf.drain(..kept);
+        self.drained += kept;
         self.retry_at = self.buf.len() * 2;
         Ok(())
     }
