@@ -4,41 +4,22 @@
 //! run lock are refused.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use gc_core::ports::{Lock, Store as _};
-use gc_testbed::{FailedPod, TestBed, TestNamespace};
+use gc_testbed::{FailedPod, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use k8s_openapi::jiff::Timestamp;
 use kube::api::ListParams;
 use serde_json::Value;
 
-const COLLECT: &str = "diagnostics.example.com/collect";
-const PIN: &str = "diagnostics.example.com/collector";
+mod common;
 
-type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
-
-fn gc_cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gc-cli"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+use common::{COLLECT, PIN, Result, gc_cli, namespace, ok, old, run_pods, sqlite};
 
 async fn populate(ns: &TestNamespace) -> Result {
     let pods = ns.api::<Pod>();
-    let old = Timestamp::from_second(Timestamp::now().as_second() - 7200)?;
+    let old = old();
     for i in 0..20 {
         let mut p = FailedPod::new(&format!("target-{i:02}"))
             .label(COLLECT, "true")
@@ -108,8 +89,7 @@ async fn snapshot(ns: &TestNamespace) -> Result<BTreeMap<String, (String, String
 
 #[tokio::test]
 async fn apply_collects_exactly_the_reviewed_targets() -> Result {
-    let bed = TestBed::shared().await?;
-    let ns = bed.namespace("apply").await?;
+    let (bed, ns) = namespace("apply").await?;
     populate(&ns).await?;
     let dir = tempfile::tempdir()?;
     let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
@@ -117,54 +97,36 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
     let store = format!("sqlite:{}", db.display());
     let archives = dir.path().join("archives");
     let plan = dir.path().join("plan.json");
-    let conn = [
-        "--kubeconfig",
-        kubeconfig.as_str(),
-        "--store",
-        store.as_str(),
+    // `gc-cli` with `args`, then the connection and the store.
+    let connected = |args: &[&[&str]]| {
+        let conn = ["--kubeconfig", &kubeconfig, "--store", &store];
+        gc_cli(&[args.concat(), conn.to_vec()].concat())
+    };
+    let policy = [
+        "-n",
+        ns.name(),
+        "--retention-seconds",
+        "3600",
+        "--max-pods",
+        "50",
     ];
-    ok(&gc_cli(
-        &[
-            &[
-                "plan",
-                "pods",
-                "-n",
-                ns.name(),
-                "--retention-seconds",
-                "3600",
-                "--max-pods",
-                "50",
-                "--out",
-                plan.to_str().unwrap(),
-            ][..],
-            &conn,
-        ]
-        .concat(),
-    ));
+    let apply_to = |plan: &std::path::Path, namespace: &[&str], extra: &[&str]| {
+        let head = ["apply", plan.to_str().unwrap(), "--cluster-id", "primary"];
+        connected(&[&head, namespace, extra])
+    };
+    ok(&connected(&[
+        &["plan", "pods"],
+        &policy,
+        &["--out", plan.to_str().unwrap()],
+    ]));
     let apply = |extra: &[&str]| {
-        gc_cli(
-            &[
-                &[
-                    "apply",
-                    plan.to_str().unwrap(),
-                    "--cluster-id",
-                    "primary",
-                    "-n",
-                    ns.name(),
-                    "--retention-seconds",
-                    "3600",
-                    "--max-pods",
-                    "50",
-                    "--archive-dir",
-                    archives.to_str().unwrap(),
-                    "--format",
-                    "json",
-                ][..],
-                &conn,
-                extra,
-            ]
-            .concat(),
-        )
+        let archive = [
+            "--archive-dir",
+            archives.to_str().unwrap(),
+            "--format",
+            "json",
+        ];
+        apply_to(&plan, &policy, &[&archive[..], extra].concat())
     };
     let before = snapshot(&ns).await?;
 
@@ -183,40 +145,10 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
     let text = std::fs::read_to_string(&plan)?;
     let tampered = dir.path().join("tampered.json");
     std::fs::write(&tampered, text.replacen("target-00", "decoy-owned", 1))?;
-    let out = gc_cli(
-        &[
-            &[
-                "apply",
-                tampered.to_str().unwrap(),
-                "--cluster-id",
-                "primary",
-                "-n",
-                ns.name(),
-                "--retention-seconds",
-                "3600",
-                "--max-pods",
-                "50",
-            ][..],
-            &conn,
-        ]
-        .concat(),
-    );
+    let out = apply_to(&tampered, &policy, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("altered"));
-    let out = gc_cli(
-        &[
-            &[
-                "apply",
-                plan.to_str().unwrap(),
-                "--cluster-id",
-                "primary",
-                "-n",
-                "default",
-            ][..],
-            &conn,
-        ]
-        .concat(),
-    );
+    let out = apply_to(&plan, &["-n", "default"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("namespace"));
     let other = gc_k8s::KubeCluster::new(ns.client().clone());
@@ -289,37 +221,30 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
 
 #[tokio::test]
 async fn run_is_a_dry_run_unless_asked_twice() -> Result {
-    let bed = TestBed::shared().await?;
-    let ns = bed.namespace("run").await?;
+    let (bed, ns) = namespace("run").await?;
     let pods = ns.api::<Pod>();
-    let old = Timestamp::from_second(Timestamp::now().as_second() - 7200)?;
     for i in 0..3 {
         FailedPod::new(&format!("target-{i}"))
             .label(COLLECT, "true")
-            .finished_at(old)
+            .finished_at(old())
             .create(&pods)
             .await?;
     }
     let dir = tempfile::tempdir()?;
     let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
-    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+    let store = sqlite(dir.path(), "gc.sqlite3");
     let archives = dir.path().join("archives");
     let base = [
-        "run",
-        "pods",
-        "-n",
-        ns.name(),
-        "--retention-seconds",
-        "3600",
-        "--kubeconfig",
-        &kubeconfig,
-        "--store",
-        &store,
-        "--archive-dir",
-        archives.to_str().unwrap(),
-        "--format",
-        "json",
-    ];
+        &run_pods(ns.name())[..],
+        &["--kubeconfig", &kubeconfig, "--store", &store],
+        &[
+            "--archive-dir",
+            archives.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    ]
+    .concat();
     let before = snapshot(&ns).await?;
     let report: Value = serde_json::from_str(&ok(&gc_cli(&base)))?;
     assert_eq!(report["dryRun"], true);

@@ -8,17 +8,18 @@ use std::process::{Command, Output};
 
 use gc_core::ports::{ObjectCluster, Preconditions};
 use gc_core::sessions::Kind;
-use gc_testbed::{FailedPod, TestBed};
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use gc_testbed::{FailedPod, TestBed, TestNamespace};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 
-type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+mod common;
+
+use common::{COLLECT, Result, command, namespace, old, run_pods, sqlite};
 
 const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chart");
 
@@ -40,6 +41,13 @@ fn helm_path() -> PathBuf {
 
 fn helm(args: &[&str]) -> Output {
     Command::new(helm_path()).args(args).output().unwrap()
+}
+
+/// `helm install gc CHART` into `ns` of the test bed, with `flags`.
+fn install(ns: &TestNamespace, flags: &[&str]) -> Output {
+    let kubeconfig = ns.bed().kubeconfig_path().to_str().unwrap();
+    let head = ["install", "gc", CHART, "--namespace", ns.name()];
+    helm(&[&head[..], &["--kubeconfig", kubeconfig], flags].concat())
 }
 
 fn template(sets: &[&str]) -> String {
@@ -208,8 +216,7 @@ async fn allowed(
 /// server-side dry run (`dryRun=All`: validation and admission, nothing stored).
 #[tokio::test]
 async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
-    let bed = TestBed::shared().await?;
-    let ns = bed.namespace("chart-dry").await?;
+    let (_, ns) = namespace("chart-dry").await?;
     let client = ns.client().clone();
     let variations: [&[&str]; 4] = [
         &[],
@@ -266,40 +273,23 @@ async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
 
 #[tokio::test]
 async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
-    let bed = TestBed::shared().await?;
-    let ns = bed.namespace("chart").await?;
-    let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
-    let out = helm(&[
-        "install",
-        "gc",
-        CHART,
-        "--namespace",
-        ns.name(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--set",
-        "failedPods.enabled=true",
-        "--set",
-        "database.existingSecret=db-pass",
-    ]);
+    let (bed, ns) = namespace("chart").await?;
+    let out = install(
+        &ns,
+        &[
+            "--set",
+            "failedPods.enabled=true",
+            "--set",
+            "database.existingSecret=db-pass",
+        ],
+    );
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     // A token for the chart's ServiceAccount, and a client acting as it.
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let issued = ns
-        .api::<ServiceAccount>()
-        .create_token_request("gc", &PostParams::default(), &request)
-        .await?;
-    let token = issued.status.and_then(|s| s.token).expect("a token");
+    let token = ns.service_account_token("gc").await?;
     let client = ns.service_account_client("gc").await?;
 
     let matrix: &[(&str, &str, &str, bool)] = &[
@@ -349,27 +339,17 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
     }
 
     // The failed-Pod collector works with exactly that token.
-    let old = Timestamp::from_second(Timestamp::now().as_second() - 7200)?;
     FailedPod::new("target")
-        .label("diagnostics.example.com/collect", "true")
-        .finished_at(old)
+        .label(COLLECT, "true")
+        .finished_at(old())
         .create(&ns.api::<Pod>())
         .await?;
     let dir = tempfile::tempdir()?;
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, &token)?;
-    let out = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
-        .args([
-            "run",
-            "pods",
-            "-n",
-            ns.name(),
-            "--retention-seconds",
-            "3600",
-            "--dry-run",
-            "false",
-            "--auto-remediate",
-        ])
+    let out = command()
+        .args(run_pods(ns.name()))
+        .args(["--dry-run", "false", "--auto-remediate"])
         .args([
             "--api-url",
             bed.server_url(),
@@ -377,10 +357,7 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
             token_file.to_str().unwrap(),
             "--trust-certs",
         ])
-        .args([
-            "--store",
-            &format!("sqlite:{}", dir.path().join("gc.sqlite3").display()),
-        ])
+        .args(["--store", &sqlite(dir.path(), "gc.sqlite3")])
         .args([
             "--archive-dir",
             dir.path().join("archives").to_str().unwrap(),
@@ -414,7 +391,7 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
             )?;
             services.create(&PostParams::default(), &service).await?;
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+        let out = command()
             .args([
                 "run",
                 "sessions",
@@ -816,7 +793,6 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     ns.api::<Secret>()
         .create(&PostParams::default(), &secret)
         .await?;
-    let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
     let sets = [
         ("--set-string", format!("database.host={host}")),
         ("--set", format!("database.port={port}")),
@@ -827,19 +803,11 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
             "database.existingSecret=session-db".to_owned(),
         ),
     ];
-    let mut args = vec![
-        "install",
-        "gc",
-        CHART,
-        "--namespace",
-        ns.name(),
-        "--kubeconfig",
-        &kubeconfig,
-    ];
+    let mut args = Vec::new();
     for (flag, set) in &sets {
         args.extend([*flag, set.as_str()]);
     }
-    let out = helm(&args);
+    let out = install(&ns, &args);
     assert!(
         out.status.success(),
         "{}",
@@ -898,18 +866,7 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
 
     // The Pod's ServiceAccount token (`TokenRequest`, as the kubelet's projected token).
     let account = pod.service_account_name.clone().expect("a ServiceAccount");
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let issued = ns
-        .api::<ServiceAccount>()
-        .create_token_request(&account, &PostParams::default(), &request)
-        .await?;
-    let token = issued.status.and_then(|s| s.token).expect("a token");
+    let token = ns.service_account_token(&account).await?;
     let dir = tempfile::tempdir()?;
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, &token)?;
@@ -962,7 +919,7 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
         .parse()?;
     let later = Timestamp::from_second(Timestamp::now().as_second() + (grace + 1) * 3600)?;
     argv.push(format!("--now={later}"));
-    let out = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+    let out = command()
         .args(&argv)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))

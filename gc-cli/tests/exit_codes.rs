@@ -2,15 +2,17 @@
 //! input, 3 for a plan refused on its data, 1 for the cluster or the store.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use gc_testbed::{TestBed, TestDatabase};
 
-type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+mod common;
+
+use common::{Result, command};
 
 /// Runs `gc-cli` with its state (the default store) in `state`.
 fn gc_cli(state: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+    command()
         .args(args)
         .env("GC_STATE_DIR", state)
         .env_remove("GC_STORE")

@@ -8,14 +8,14 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gc_testbed::{FailedPod, TestBed};
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use gc_testbed::FailedPod;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::PostParams;
 use serde_json::{Map, Value, json};
 
-type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+mod common;
+
+use common::{Result, gc_cli, namespace};
 
 const FLOW: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -96,10 +96,6 @@ fn flags(text: &str) -> BTreeSet<String> {
         .filter(|w| w.len() > 2 && w.starts_with("--"))
         .map(str::to_owned)
         .collect()
-}
-
-fn gc_cli(args: &[&str]) -> Output {
-    Command::new(GC_CLI).args(args).output().unwrap()
 }
 
 fn help(sub: &[&str]) -> String {
@@ -454,18 +450,7 @@ async fn collector_token(ns: &gc_testbed::TestNamespace) -> Result<String> {
     ns.service_account_client("gc-kestra").await?;
     ns.grant("gc-kestra", gc_k8s::rbac::required_rules())
         .await?;
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let issued = ns
-        .api::<ServiceAccount>()
-        .create_token_request("gc-kestra", &PostParams::default(), &request)
-        .await?;
-    Ok(issued.status.and_then(|s| s.token).expect("a token"))
+    Ok(ns.service_account_token("gc-kestra").await?)
 }
 
 fn workdir(files: &[(&str, &Path)]) -> Result<tempfile::TempDir> {
@@ -479,8 +464,7 @@ fn workdir(files: &[(&str, &Path)]) -> Result<tempfile::TempDir> {
 #[tokio::test]
 async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
     let f = flow();
-    let bed = TestBed::shared().await?;
-    let ns = bed.namespace("kestra-flow").await?;
+    let (bed, ns) = namespace("kestra-flow").await?;
     let pods = ns.api::<Pod>();
     let old = Timestamp::from_second(Timestamp::now().as_second() - 7200)?;
     FailedPod::new("due")

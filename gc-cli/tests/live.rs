@@ -2,7 +2,7 @@
 //! the ledger kept in the store between runs, nothing written to the cluster, and bad connection
 //! input refused clearly and quickly.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use gc_testbed::{FailedPod, TestBed, TestNamespace};
@@ -11,16 +11,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::ListParams;
 use serde_json::Value;
 
-const COLLECT: &str = "diagnostics.example.com/collect";
+mod common;
 
-type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
-
-fn gc_cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gc-cli"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::{COLLECT, Result, gc_cli, namespace, sqlite};
 
 /// The `outputs` of a `--format kestra` run.
 fn outputs(out: &Output) -> Value {
@@ -63,14 +56,23 @@ async fn populate(ns: &TestNamespace) -> Result {
     Ok(())
 }
 
+/// The `resourceVersion` of every Pod in `ns`, in the order listed.
+async fn resource_versions(ns: &TestNamespace) -> Result<Vec<String>> {
+    let list = ns.api::<Pod>().list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .iter()
+        .map(|p| p.metadata.resource_version.clone().unwrap())
+        .collect())
+}
+
 #[tokio::test]
 async fn live_plan_equals_the_offline_plan_and_keeps_its_ledger() -> Result {
-    let bed = TestBed::shared().await?;
-    let ns = bed.namespace("cli-live").await?;
+    let (bed, ns) = namespace("cli-live").await?;
     populate(&ns).await?;
     let dir = tempfile::tempdir()?;
     let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
-    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+    let store = sqlite(dir.path(), "gc.sqlite3");
     let t1 = rfc3339(Timestamp::now().as_second() + 60);
     let t2 = rfc3339(Timestamp::now().as_second() + 60 + 3600);
     let plan_file = dir.path().join("plan.json");
@@ -86,14 +88,7 @@ async fn live_plan_equals_the_offline_plan_and_keeps_its_ledger() -> Result {
         "--format",
         "kestra",
     ];
-    let before: Vec<String> = ns
-        .api::<Pod>()
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .map(|p| p.metadata.resource_version.clone().unwrap())
-        .collect();
+    let before = resource_versions(&ns).await?;
 
     let first = outputs(&gc_cli(
         &[
@@ -138,14 +133,7 @@ async fn live_plan_equals_the_offline_plan_and_keeps_its_ledger() -> Result {
         assert_eq!(entry["first"], ledger1[uid]["first"], "{uid}");
     }
     // Planning wrote nothing to the cluster.
-    let after: Vec<String> = ns
-        .api::<Pod>()
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .map(|p| p.metadata.resource_version.clone().unwrap())
-        .collect();
+    let after = resource_versions(&ns).await?;
     assert_eq!(before, after);
     let sealed = std::fs::read_to_string(&plan_file)?;
     assert!(
@@ -161,7 +149,7 @@ async fn bad_connection_input_fails_clearly_and_quickly() -> Result {
     let dir = tempfile::tempdir()?;
     let token = dir.path().join("token");
     std::fs::write(&token, "not-a-valid-token")?;
-    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+    let store = sqlite(dir.path(), "gc.sqlite3");
     let cases: [(Vec<&str>, &str); 3] = [
         (
             vec!["--api-url", "https://127.0.0.1:1", "--trust-certs"],

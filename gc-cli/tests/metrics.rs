@@ -5,16 +5,18 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use gc_testbed::{FailedPod, TestBed};
+use gc_testbed::FailedPod;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::jiff::Timestamp;
 
-type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+mod common;
+
+use common::{COLLECT, Result, command, namespace, old, run_pods, sqlite};
 
 /// Accepts one HTTP request on a loopback port and returns its body.
 fn one_request() -> (String, std::thread::JoinHandle<String>) {
@@ -45,25 +47,21 @@ fn one_request() -> (String, std::thread::JoinHandle<String>) {
     (url, handle)
 }
 
+/// `gc-cli run pods` in `batch` against an API server that is not there, its store in `dir`.
+fn unreachable_run(dir: &Path) -> Command {
+    let mut c = command();
+    c.args(["run", "pods", "-n", "batch"])
+        .args(["--api-url", "https://127.0.0.1:1", "--trust-certs"])
+        .args(["--store", &sqlite(dir, "s.db")]);
+    c
+}
+
 #[test]
 fn a_failed_run_alerts_the_webhook_and_counts_the_error() {
     let (hook, request) = one_request();
     let dir = tempfile::tempdir().unwrap();
     let metrics = dir.path().join("gc.prom");
-    let out = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
-        .args([
-            "run",
-            "pods",
-            "-n",
-            "batch",
-            "--api-url",
-            "https://127.0.0.1:1",
-            "--trust-certs",
-        ])
-        .args([
-            "--store",
-            &format!("sqlite:{}", dir.path().join("s.db").display()),
-        ])
+    let out = unreachable_run(dir.path())
         .args([
             "--alert-webhook",
             &hook,
@@ -109,20 +107,7 @@ fn stalled() -> (String, Arc<AtomicUsize>) {
 /// `extra` flags and environment; killed and reported when it outlives `bound`.
 fn failing_run(extra: &[&str], env: &[(&str, &str)], bound: Duration) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
-        .args([
-            "run",
-            "pods",
-            "-n",
-            "batch",
-            "--api-url",
-            "https://127.0.0.1:1",
-            "--trust-certs",
-        ])
-        .args([
-            "--store",
-            &format!("sqlite:{}", dir.path().join("s.db").display()),
-        ])
+    let mut child = unreachable_run(dir.path())
         .args(extra)
         .env_remove("GC_ALERT_WEBHOOK")
         .env_remove("GC_PUSHGATEWAY")
@@ -264,33 +249,20 @@ async fn metrics_reach_a_real_pushgateway() -> Result {
         eprintln!("SKIPPING: GC_TEST_PUSHGATEWAY is unset (run scripts/test.sh)");
         return Ok(());
     };
-    let bed = TestBed::shared().await?;
-    let ns = bed.namespace("metrics").await?;
-    let old = Timestamp::from_second(Timestamp::now().as_second() - 7200)?;
+    let (bed, ns) = namespace("metrics").await?;
     for i in 0..3 {
         FailedPod::new(&format!("p{i}"))
-            .label("diagnostics.example.com/collect", "true")
-            .finished_at(old)
+            .label(COLLECT, "true")
+            .finished_at(old())
             .create(&ns.api::<Pod>())
             .await?;
     }
     let dir = tempfile::tempdir()?;
-    let out = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
-        .args([
-            "run",
-            "pods",
-            "-n",
-            ns.name(),
-            "--retention-seconds",
-            "3600",
-            "--max-pods",
-            "2",
-        ])
+    let out = command()
+        .args(run_pods(ns.name()))
+        .args(["--max-pods", "2"])
         .args(["--kubeconfig", bed.kubeconfig_path().to_str().unwrap()])
-        .args([
-            "--store",
-            &format!("sqlite:{}", dir.path().join("s.db").display()),
-        ])
+        .args(["--store", &sqlite(dir.path(), "s.db")])
         .args([
             "--archive-dir",
             dir.path().join("a").to_str().unwrap(),
@@ -335,17 +307,15 @@ async fn metrics_reach_a_real_pushgateway() -> Result {
 
 #[tokio::test]
 async fn serve_runs_on_a_schedule_and_serves_metrics() -> Result {
-    let bed = TestBed::shared().await?;
-    let ns = bed.namespace("serve").await?;
-    let old = Timestamp::from_second(Timestamp::now().as_second() - 7200)?;
+    let (bed, ns) = namespace("serve").await?;
     FailedPod::new("p")
-        .label("diagnostics.example.com/collect", "true")
-        .finished_at(old)
+        .label(COLLECT, "true")
+        .finished_at(old())
         .create(&ns.api::<Pod>())
         .await?;
     let dir = tempfile::tempdir()?;
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+    let mut child = command()
         .args([
             "serve",
             "--listen",
@@ -364,10 +334,7 @@ async fn serve_runs_on_a_schedule_and_serves_metrics() -> Result {
             "--kubeconfig",
             bed.kubeconfig_path().to_str().unwrap(),
         ])
-        .args([
-            "--store",
-            &format!("sqlite:{}", dir.path().join("s.db").display()),
-        ])
+        .args(["--store", &sqlite(dir.path(), "s.db")])
         .args(["--archive-dir", dir.path().join("a").to_str().unwrap()])
         .stdout(std::process::Stdio::null())
         .spawn()?;

@@ -6,6 +6,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+
+use common::gc_cli;
+
 const REFERENCE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/data/reference/flow_plan.py"
@@ -84,13 +88,6 @@ fn set_arg(args: &[String], flag: &str, value: &str) -> Vec<String> {
         None => a.extend([flag.into(), value.into()]),
     }
     a
-}
-
-fn gc_cli(args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gc-cli"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn with_format(args: &[String], format: &str) -> Vec<String> {
@@ -250,7 +247,7 @@ fn bad_inputs_name_the_input_and_exit_2() {
         assert!(err.contains(expect), "{flag} {value}: {err}");
         assert!(out.stdout.is_empty());
     }
-    let out = gc_cli(&[
+    let out = gc_cli::<String>(&[
         "plan".into(),
         "pods".into(),
         "--inventory".into(),

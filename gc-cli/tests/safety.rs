@@ -18,10 +18,9 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-const COLLECT: &str = "diagnostics.example.com/collect";
-const PIN: &str = "diagnostics.example.com/collector";
+mod common;
 
-type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+use common::{COLLECT, PIN, Result, command, old, sqlite};
 
 /// One namespace, a store, an archive folder and the flags every command shares.
 struct Env {
@@ -35,7 +34,7 @@ impl Env {
     async fn new(prefix: &str) -> Result<Self> {
         let bed = TestBed::shared().await?;
         let dir = tempfile::tempdir()?;
-        let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+        let store = sqlite(dir.path(), "gc.sqlite3");
         Ok(Self {
             ns: bed.namespace(prefix).await?,
             kubeconfig: bed.kubeconfig_path().to_str().unwrap().to_owned(),
@@ -51,7 +50,7 @@ impl Env {
     }
     /// `gc-cli` with `args`, the connection, the store, the namespace and the archive folder.
     fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_gc-cli"));
+        let mut c = command();
         c.args(args)
             .args(["--kubeconfig", &self.kubeconfig, "--store", &self.store])
             .args(["-n", self.ns.name()])
@@ -183,10 +182,6 @@ fn outcomes(report: &Value) -> BTreeMap<String, String> {
             )
         })
         .collect()
-}
-
-fn old() -> Timestamp {
-    Timestamp::from_second(Timestamp::now().as_second() - 7200).unwrap()
 }
 
 async fn target(ns: &TestNamespace, name: &str) -> Result<Pod> {

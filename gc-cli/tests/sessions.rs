@@ -11,7 +11,7 @@
 //! with a clear error.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use gc_testbed::{TestBed, TestDatabase, TestNamespace};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -20,7 +20,9 @@ use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
-type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> = std::result::Result<T, E>;
+mod common;
+
+use common::{Result, command};
 
 const APP: &str = "streamspace-session";
 
@@ -40,7 +42,7 @@ const SOFT: &str = "grace-firefox-00000010";
 const YOUNG: &str = "heidi-gimp-00000011";
 
 fn gc_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gc-cli"));
+    let mut command = command();
     command.env("GC_ALLOW_FUTURE_NOW", "1");
     command.args(args).env_remove("GC_SESSION_DATABASE_URL");
     for name in [

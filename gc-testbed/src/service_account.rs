@@ -24,6 +24,20 @@ impl TestNamespace {
             ..ServiceAccount::default()
         };
         create_or_keep(&accounts, &account).await?;
+        let token = self.service_account_token(name).await?;
+        let user = format!("system:serviceaccount:{}:{name}", self.name());
+        let config = self.bed().config_with_token(&user, &token).await?;
+        Ok(Client::try_from(config)?)
+    }
+
+    /// Asks the API server for an hour's token for the existing ServiceAccount `name` in this
+    /// namespace, through `TokenRequest` (as the kubelet's projected token).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Kube`] when the API server refuses the token request; [`Error::Start`] when it
+    /// returns no token.
+    pub async fn service_account_token(&self, name: &str) -> Result<String> {
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
                 expiration_seconds: Some(3600),
@@ -31,17 +45,15 @@ impl TestNamespace {
             }),
             ..TokenRequest::default()
         };
-        let issued = accounts
+        let issued = self
+            .api::<ServiceAccount>()
             .create_token_request(name, &PostParams::default(), &request)
             .await?;
-        let token = issued
+        issued
             .status
             .and_then(|s| s.token)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| Error::Start(format!("TokenRequest for {name} returned no token")))?;
-        let user = format!("system:serviceaccount:{}:{name}", self.name());
-        let config = self.bed().config_with_token(&user, &token).await?;
-        Ok(Client::try_from(config)?)
+            .ok_or_else(|| Error::Start(format!("TokenRequest for {name} returned no token")))
     }
 
     /// Grants the ServiceAccount `service_account` of this namespace exactly `rules`, through a

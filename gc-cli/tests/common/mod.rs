@@ -1,0 +1,68 @@
+//! What the integration tests of `gc-cli` share: the binary and its output, the labels of the
+//! failed-Pod collector, a time old enough to collect, and the flags of a `run pods`.
+//!
+//! Each test crate uses part of it, so the rest is dead code there.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::process::{Command, Output};
+
+use gc_testbed::{TestBed, TestNamespace};
+use k8s_openapi::jiff::Timestamp;
+
+pub(crate) type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> =
+    std::result::Result<T, E>;
+
+/// The label that makes a failed Pod a candidate.
+pub(crate) const COLLECT: &str = "diagnostics.example.com/collect";
+/// The finalizer that pins a Pod while it is archived.
+pub(crate) const PIN: &str = "diagnostics.example.com/collector";
+
+/// The `gc-cli` binary, ready for arguments.
+pub(crate) fn command() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+}
+
+/// Runs `gc-cli args` to the end.
+pub(crate) fn gc_cli<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    command().args(args).output().unwrap()
+}
+
+/// The standard output of a run that must have succeeded (both streams shown when it did not).
+pub(crate) fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// Two hours ago: past a retention of an hour.
+pub(crate) fn old() -> Timestamp {
+    Timestamp::from_second(Timestamp::now().as_second() - 7200).unwrap()
+}
+
+/// `run pods` in `namespace` with a retention of an hour.
+pub(crate) fn run_pods(namespace: &str) -> [&str; 6] {
+    [
+        "run",
+        "pods",
+        "-n",
+        namespace,
+        "--retention-seconds",
+        "3600",
+    ]
+}
+
+/// A SQLite store URL for the file `name` in `dir`.
+pub(crate) fn sqlite(dir: &std::path::Path, name: &str) -> String {
+    format!("sqlite:{}", dir.join(name).display())
+}
+
+/// The shared test bed and a fresh namespace in it named after `prefix`.
+pub(crate) async fn namespace(prefix: &str) -> Result<(&'static TestBed, TestNamespace)> {
+    let bed = TestBed::shared().await?;
+    Ok((bed, bed.namespace(prefix).await?))
+}
