@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use thiserror::Error;
 
-use crate::ledger::{Ledger, PreviousLedger};
+use crate::pods::ledger::{Ledger, PreviousLedger};
 
 /// What a cluster call can fail with. Every adapter MUST map its errors to these.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -33,12 +33,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::archive;
-use crate::config::PodConfig;
-use crate::inventory::pod_facts;
-use crate::ledger::PyNum;
-use crate::plan::Target;
-use crate::pod::{self, Basis, Rules};
+use crate::pods::archive;
+use crate::pods::config::PodConfig;
+use crate::pods::facts::{self as pod, Basis, Rules};
+use crate::pods::inventory::pod_facts;
+use crate::pods::ledger::PyNum;
+use crate::pods::plan::Target;
 
 use crate::ports::{
     ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Preconditions, Receipt, Store,

@@ -27,8 +27,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::config::{PodConfig, is_dns_subdomain};
-use crate::plan::{PodPlan, Target};
+use crate::input::is_dns_subdomain;
+use crate::pods::config::PodConfig;
+use crate::pods::plan::{PodPlan, Target};
 use crate::pyjson::{self, Layout};
 
 /// The document kind and version written in every plan file.
@@ -301,12 +302,12 @@ fn check_targets(file: &PlanFile, policy: &PodConfig) -> Result<(), PlanFileErro
 /// `ttl_seconds` as a plan lifetime.
 ///
 /// # Errors
-/// [`crate::config::InputError`] when it is 0 or more than [`MAX_TTL_SECONDS`].
-pub fn check_ttl(ttl_seconds: i64) -> Result<u32, crate::config::InputError> {
+/// [`crate::input::InputError`] when it is 0 or more than [`MAX_TTL_SECONDS`].
+pub fn check_ttl(ttl_seconds: i64) -> Result<u32, crate::input::InputError> {
     u32::try_from(ttl_seconds)
         .ok()
         .filter(|t| (1..=MAX_TTL_SECONDS).contains(t))
-        .ok_or_else(|| crate::config::InputError::Invalid {
+        .ok_or_else(|| crate::input::InputError::Invalid {
             input: "ttl_seconds",
             value: ttl_seconds.to_string(),
             rule: "must be 1 to 86400 (a plan lives at most 24 hours)",
@@ -384,9 +385,9 @@ impl PlanFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::PodInputs;
-    use crate::ledger::{Ledger, PyNum};
-    use crate::pod::Basis;
+    use crate::pods::config::PodInputs;
+    use crate::pods::facts::Basis;
+    use crate::pods::ledger::{Ledger, PyNum};
 
     const MADE: f64 = 1_795_953_600.0;
     const NOW: f64 = MADE + 100.0;

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use crate::ledger::PyNum;
-use crate::pod::Basis;
+use crate::pods::facts::Basis;
+use crate::pods::ledger::PyNum;
 use crate::pyjson::{self, Layout};
 
 /// The archive text of a Pod with `metadata` and `status` (`{}` when it has none).

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::isotime::{self, TimeError};
+use crate::pods::skim::{self, Member, Schema, member};
 use crate::raw::{self, Kind, Raw};
-use crate::skim::{self, Member, Schema, member};
 
 /// The list fields of a Pod status that hold container statuses, in the order the rules read them.
 pub const CONTAINER_FIELDS: [&str; 3] = [
@@ -548,16 +548,16 @@ impl Eligible<'_> {
     /// As [`Self::finished_at`].
     pub fn anchor(
         &self,
-        first: crate::ledger::PyNum,
-    ) -> Result<(crate::ledger::PyNum, Basis), BadField> {
+        first: crate::pods::ledger::PyNum,
+    ) -> Result<(crate::pods::ledger::PyNum, Basis), BadField> {
         Ok(match self.finished_at()? {
-            Some(t) => (crate::ledger::PyNum::Float(t), Basis::FinishedAt),
+            Some(t) => (crate::pods::ledger::PyNum::Float(t), Basis::FinishedAt),
             None => (first, Basis::ObservedFailed),
         })
     }
 
     /// Length of the Pod's canonical archive with this anchor and basis.
-    pub fn archive_len(&self, basis: Basis, anchor: crate::ledger::PyNum) -> usize {
+    pub fn archive_len(&self, basis: Basis, anchor: crate::pods::ledger::PyNum) -> usize {
         let mut a = String::new();
         anchor.write(&mut a);
         // {"anchor":A,"metadata":M,"retentionBasis":"B","status":S}

@@ -9,9 +9,9 @@
 
 use thiserror::Error;
 
-use crate::pod::{self, BadField, MetaFacts, PodFacts, Rules, StatusFacts};
+use crate::pods::facts::{self as pod, BadField, MetaFacts, PodFacts, Rules, StatusFacts};
+use crate::pods::skim::{self, Member, Schema, member};
 use crate::raw::Raw;
-use crate::skim::{self, Member, Schema, member};
 
 /// An inventory that cannot be read as either shape.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::config::PodConfig;
-use crate::inventory::{Inventory, InventoryError};
-use crate::ledger::{Ledger, LedgerError, Observation, PreviousLedger, PyNum};
-use crate::pod::{self, BadField, Basis, Eligible, Ineligible};
+use crate::pods::config::PodConfig;
+use crate::pods::facts::{self as pod, BadField, Basis, Eligible, Ineligible};
+use crate::pods::inventory::{Inventory, InventoryError};
+use crate::pods::ledger::{Ledger, LedgerError, Observation, PreviousLedger, PyNum};
 
 /// What the plan decided for one Pod.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -17,9 +17,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::inventory;
-use crate::ledger::PreviousLedger;
-use crate::plan::plan_pods;
+use crate::pods::inventory;
+use crate::pods::ledger::PreviousLedger;
+use crate::pods::plan::plan_pods;
 use crate::ports::{Page, PodQuery, StoreError};
 
 const NOW: f64 = 1_795_953_600.0;
@@ -518,7 +518,7 @@ impl Store for Fake {
         &self,
         _: &str,
         _: &str,
-        _: &crate::ledger::Ledger,
+        _: &crate::pods::ledger::Ledger,
     ) -> Result<(), StoreError> {
         Ok(())
     }
@@ -664,7 +664,7 @@ fn protect(fake: Fake, names: &[&str]) -> Fake {
 }
 
 fn config() -> PodConfig {
-    crate::config::PodInputs {
+    crate::pods::config::PodInputs {
         namespace: "work".into(),
         max_pods: 10,
         ..Default::default()

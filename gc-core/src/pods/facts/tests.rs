@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::ledger::PyNum;
+use crate::pods::ledger::PyNum;
 
 const PIN: &str = "diagnostics.example.com/collector";
 const RULES: Rules<'static> = Rules {
@@ -58,7 +58,7 @@ fn facts(pod: &Value) -> Result<PodFacts, BadField> {
         status: StatusFacts::read(status.as_deref())?,
     };
     let list = json!({"items": [pod]}).to_string();
-    let streamed = crate::inventory::read(list.as_bytes(), RULES, 10).expect("a Pod list");
+    let streamed = crate::pods::inventory::read(list.as_bytes(), RULES, 10).expect("a Pod list");
     assert_eq!(
         streamed.pods,
         std::slice::from_ref(&direct),

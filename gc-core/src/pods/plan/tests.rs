@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::config::PodInputs;
-use crate::inventory;
+use crate::pods::config::PodInputs;
+use crate::pods::inventory;
 
 /// 2026-11-29T12:00:00Z
 const NOW: f64 = 1_795_953_600.0;

@@ -1,0 +1,16 @@
+//! The failed-Pod diagnostics collector (the Kestra flow of seed 004), from inputs to fenced
+//! writes: `config` (inputs, validated as the flow's first task), `skim` and `facts` (what the
+//! rules read of a Pod, and the eligibility rule and anchor), `inventory` (the streaming reader),
+//! `ledger` (the flow's observation ledger), `plan` (retention, ceilings, order, cap),
+//! `archive` (the canonical archive), `approval` (sealed plan files), `apply` (the per-target
+//! protocol and pin recovery over the ports).
+
+pub mod apply;
+pub mod approval;
+pub mod archive;
+pub mod config;
+pub mod facts;
+pub mod inventory;
+pub mod ledger;
+pub mod plan;
+pub mod skim;

@@ -1,0 +1,192 @@
+//! The orphaned-session collector's settings: the kinds it scans, how it reads a session id,
+//! the grace period, the cap and the mass-deletion guard, validated once.
+
+use serde::{Deserialize, Serialize};
+
+use crate::input::InputError;
+
+/// A resource kind the collector scans, by API group, version, kind and plural.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kind {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Plural resource name.
+    pub plural: String,
+}
+
+impl Kind {
+    fn new(group: &str, version: &str, kind: &str, plural: &str) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        }
+    }
+
+    /// StreamSpace's four: Deployments, Services, PersistentVolumeClaims, `Session` objects.
+    pub fn streamspace() -> Vec<Self> {
+        vec![
+            Self::new("apps", "v1", "Deployment", "deployments"),
+            Self::new("", "v1", "Service", "services"),
+            Self::new("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+            Self::new("stream.space", "v1alpha1", "Session", "sessions"),
+        ]
+    }
+}
+
+/// The session collector's settings (validated by [`SessionInputs::validate`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionConfig {
+    /// Identifies the cluster in audit records.
+    pub cluster_id: String,
+    /// The one namespace scanned.
+    pub namespace: String,
+    /// Label selector choosing session resources (`app=streamspace-session`).
+    pub selector: String,
+    /// Label holding the session id (`session`).
+    pub id_label: String,
+    /// Kinds scanned.
+    pub kinds: Vec<Kind>,
+    /// Orphans younger than this many hours are held.
+    pub grace_hours: u32,
+    /// Database states that count as gone (empty: only a missing row is an orphan).
+    pub terminal_states: Vec<String>,
+    /// At most this many deletes per run.
+    pub max_deletes: usize,
+    /// The guard refuses a run whose orphans exceed this share of the resources scanned...
+    pub guard_ratio: f64,
+    /// ...and this count.
+    pub guard_floor: usize,
+    /// Run even when the guard would refuse.
+    pub override_guard: bool,
+}
+
+/// The settings as given, before validation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInputs {
+    /// See [`SessionConfig`].
+    pub cluster_id: String,
+    /// See [`SessionConfig`].
+    pub namespace: String,
+    /// See [`SessionConfig`].
+    pub selector: String,
+    /// See [`SessionConfig`].
+    pub id_label: String,
+    /// See [`SessionConfig`].
+    pub kinds: Vec<Kind>,
+    /// See [`SessionConfig`].
+    pub grace_hours: i64,
+    /// See [`SessionConfig`].
+    pub terminal_states: Vec<String>,
+    /// See [`SessionConfig`].
+    pub max_deletes: i64,
+    /// See [`SessionConfig`].
+    pub guard_ratio: f64,
+    /// See [`SessionConfig`].
+    pub guard_floor: i64,
+    /// See [`SessionConfig`].
+    pub override_guard: bool,
+}
+
+impl Default for SessionInputs {
+    fn default() -> Self {
+        Self {
+            cluster_id: "primary".into(),
+            namespace: "streamspace".into(),
+            selector: "app=streamspace-session".into(),
+            id_label: "session".into(),
+            kinds: Kind::streamspace(),
+            grace_hours: 24,
+            terminal_states: Vec::new(),
+            max_deletes: 100,
+            guard_ratio: 0.5,
+            guard_floor: 10,
+            override_guard: false,
+        }
+    }
+}
+
+impl SessionInputs {
+    /// Checks every setting.
+    ///
+    /// # Errors
+    /// [`InputError`] naming the first bad setting.
+    pub fn validate(&self) -> Result<SessionConfig, InputError> {
+        let bad = |input, value: String, rule| Err(InputError::Invalid { input, value, rule });
+        crate::input::check_scope(&self.cluster_id, &self.namespace)?;
+        let label = |s: &str| !s.is_empty() && !s.contains([',', '!', '(', ')', ' ']);
+        if !self.selector.split(',').all(|term| {
+            term.split_once('=')
+                .is_some_and(|(k, v)| label(k) && label(v))
+        }) {
+            return bad(
+                "selector",
+                self.selector.clone(),
+                "must be key=value terms separated by commas",
+            );
+        }
+        if !label(&self.id_label) || self.id_label.contains('=') {
+            return bad("id_label", self.id_label.clone(), "must be a label key");
+        }
+        if self.kinds.is_empty()
+            || self
+                .kinds
+                .iter()
+                .any(|k| k.kind.is_empty() || k.version.is_empty() || k.plural.is_empty())
+        {
+            return bad(
+                "kinds",
+                format!("{:?}", self.kinds),
+                "must name at least one kind with version and plural",
+            );
+        }
+        if !(0..=24 * 365).contains(&self.grace_hours) {
+            return bad(
+                "grace_hours",
+                self.grace_hours.to_string(),
+                "must be between 0 and 8760",
+            );
+        }
+        if !(1..=10_000).contains(&self.max_deletes) {
+            return bad(
+                "max_deletes",
+                self.max_deletes.to_string(),
+                "must be between 1 and 10000",
+            );
+        }
+        if !(self.guard_ratio > 0.0 && self.guard_ratio <= 1.0) {
+            return bad(
+                "guard_ratio",
+                self.guard_ratio.to_string(),
+                "must be in (0, 1]",
+            );
+        }
+        if self.guard_floor < 0 {
+            return bad(
+                "guard_floor",
+                self.guard_floor.to_string(),
+                "must not be negative",
+            );
+        }
+        Ok(SessionConfig {
+            cluster_id: self.cluster_id.clone(),
+            namespace: self.namespace.clone(),
+            selector: self.selector.clone(),
+            id_label: self.id_label.clone(),
+            kinds: self.kinds.clone(),
+            grace_hours: u32::try_from(self.grace_hours).unwrap_or(0),
+            terminal_states: self.terminal_states.clone(),
+            max_deletes: usize::try_from(self.max_deletes).unwrap_or(0),
+            guard_ratio: self.guard_ratio,
+            guard_floor: usize::try_from(self.guard_floor).unwrap_or(0),
+            override_guard: self.override_guard,
+        })
+    }
+}
