@@ -15,7 +15,7 @@ pub type Raw<'a> = &'a str;
 
 /// The JSON type of a raw value, from its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum JsonType {
     /// `null`
     Null,
     /// `true` / `false`
@@ -31,14 +31,14 @@ pub enum Kind {
 }
 
 /// The JSON type of `raw`.
-pub fn kind(raw: Raw<'_>) -> Kind {
+pub fn kind(raw: Raw<'_>) -> JsonType {
     match raw.as_bytes().first() {
-        Some(b'n') => Kind::Null,
-        Some(b't' | b'f') => Kind::Bool,
-        Some(b'"') => Kind::String,
-        Some(b'[') => Kind::Array,
-        Some(b'{') => Kind::Object,
-        _ => Kind::Number,
+        Some(b'n') => JsonType::Null,
+        Some(b't' | b'f') => JsonType::Bool,
+        Some(b'"') => JsonType::String,
+        Some(b'[') => JsonType::Array,
+        Some(b'{') => JsonType::Object,
+        _ => JsonType::Number,
     }
 }
 
@@ -46,17 +46,17 @@ pub fn kind(raw: Raw<'_>) -> Kind {
 pub fn truthy(raw: Raw<'_>) -> bool {
     let text = raw;
     match kind(raw) {
-        Kind::Null => false,
-        Kind::Bool => text == "true",
-        Kind::Number => text.parse::<f64>().is_ok_and(|n| n != 0.0),
-        Kind::String => text.len() > 2,
-        Kind::Array | Kind::Object => !text[1..].trim_start().starts_with([']', '}']),
+        JsonType::Null => false,
+        JsonType::Bool => text == "true",
+        JsonType::Number => text.parse::<f64>().is_ok_and(|n| n != 0.0),
+        JsonType::String => text.len() > 2,
+        JsonType::Array | JsonType::Object => !text[1..].trim_start().starts_with([']', '}']),
     }
 }
 
 /// The decoded text when `raw` is a string.
 pub fn as_str<'a>(raw: Raw<'a>) -> Option<Cow<'a, str>> {
-    if kind(raw) != Kind::String {
+    if kind(raw) != JsonType::String {
         return None;
     }
     serde_json::from_str::<Cow<'a, str>>(raw).ok()
@@ -111,7 +111,7 @@ impl<'de> Visitor<'de> for FindKey<'_> {
 
 /// The elements of the array `raw`, or [`WrongType`] when it is not an array.
 pub fn items(raw: Raw<'_>) -> Result<Vec<Raw<'_>>, WrongType> {
-    if kind(raw) != Kind::Array {
+    if kind(raw) != JsonType::Array {
         return Err(WrongType);
     }
     serde_json::from_str::<Vec<&RawValue>>(raw)
@@ -123,12 +123,12 @@ pub fn items(raw: Raw<'_>) -> Result<Vec<Raw<'_>>, WrongType> {
 /// `TypeError` (a number or `true`). `null`/falsy containers are the caller's business.
 pub fn contains(raw: Raw<'_>, needle: &str) -> Option<bool> {
     match kind(raw) {
-        Kind::Object => get(raw, needle).ok().map(|v| v.is_some()),
-        Kind::Array => items(raw)
+        JsonType::Object => get(raw, needle).ok().map(|v| v.is_some()),
+        JsonType::Array => items(raw)
             .ok()
             .map(|xs| xs.iter().any(|x| is_str(Some(x), needle))),
-        Kind::String => as_str(raw).map(|s| s.contains(needle)),
-        Kind::Null | Kind::Bool | Kind::Number => None,
+        JsonType::String => as_str(raw).map(|s| s.contains(needle)),
+        JsonType::Null | JsonType::Bool | JsonType::Number => None,
     }
 }
 

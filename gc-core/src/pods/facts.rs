@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::isotime::{self, TimeError};
 use crate::pods::skim::{self, Member, Schema, member};
-use crate::raw::{self, Kind, Raw};
+use crate::raw::{self, JsonType, Raw};
 
 /// The list fields of a Pod status that hold container statuses, in the order the rules read them.
 pub const CONTAINER_FIELDS: [&str; 3] = [
@@ -244,7 +244,7 @@ impl MetaFacts {
         canonical_len: usize,
         rules: Rules<'_>,
     ) -> Result<Self, Box<BadField>> {
-        if raw::kind(metadata) != Kind::Object {
+        if raw::kind(metadata) != JsonType::Object {
             return Err(Box::new(bad("metadata", "not an object")));
         }
         let field = |key: &str| member(members, parent, key).map(|(_, m)| m.value);
@@ -252,7 +252,7 @@ impl MetaFacts {
         let inner = |key: &str, name: &str| {
             let (i, m) = member(members, parent, key)?;
             Some(match raw::kind(m.value) {
-                Kind::Object => Ok(member(members, Some(i), name).map(|(_, m)| m.value)),
+                JsonType::Object => Ok(member(members, Some(i), name).map(|(_, m)| m.value)),
                 _ if !raw::truthy(m.value) => Ok(None),
                 _ => Err(m.value),
             })
@@ -344,7 +344,7 @@ impl StatusFacts {
         let Some(status) = status.filter(|s| raw::truthy(s)) else {
             return Self::from_fields(members, [None; 4], 2);
         };
-        if raw::kind(status) != Kind::Object {
+        if raw::kind(status) != JsonType::Object {
             let e = Box::new(bad("status", "not an object"));
             return Self {
                 object: Err(e.clone()),
@@ -408,13 +408,13 @@ fn containers(
         let Some((li, list)) = list.filter(|(_, l)| raw::truthy(l.value)) else {
             continue;
         };
-        if raw::kind(list.value) != Kind::Array {
+        if raw::kind(list.value) != JsonType::Array {
             let e = bad(format!("status.{field}"), "not a list");
             return (Err(e.clone()), Err(e));
         }
         for (index, (ci, c)) in skim::children(members, li).enumerate() {
             let path = || format!("status.{field}[{index}]");
-            if raw::kind(c.value) != Kind::Object {
+            if raw::kind(c.value) != JsonType::Object {
                 let e = bad(path(), "malformed container status (not an object)");
                 return (Err(e.clone()), Err(e));
             }
@@ -423,7 +423,7 @@ fn containers(
             // `eligible`: `state = c.get('state') or {}`; running or waiting rules the Pod out.
             if let Some((si, state)) = state.filter(|(_, s)| raw::truthy(s.value)) {
                 for active in ["running", "waiting"] {
-                    let found = if raw::kind(state.value) == Kind::Object {
+                    let found = if raw::kind(state.value) == JsonType::Object {
                         Some(member(members, Some(si), active).is_some())
                     } else {
                         raw::contains(state.value, active)
@@ -486,13 +486,13 @@ fn anchor_of(
     let Some((si, state)) = state else {
         return Ok(None);
     };
-    if raw::kind(state.value) != Kind::Object {
+    if raw::kind(state.value) != JsonType::Object {
         return Err(bad(format!("{}.state", path()), "not an object"));
     }
     let Some((ti, terminated)) = member(members, Some(si), "terminated") else {
         return Ok(None);
     };
-    if raw::kind(terminated.value) != Kind::Object {
+    if raw::kind(terminated.value) != JsonType::Object {
         return Ok(None);
     }
     let Some((_, at)) =
