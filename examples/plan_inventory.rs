@@ -4,7 +4,7 @@
 //! decision. The same calls back `gc-cli plan pods`.
 
 use gc_core::inventory::Reader;
-use gc_core::{Decision, PodInputs, PreviousLedger, Rules, plan_pods};
+use gc_core::{Decision, PodInputs, PreviousLedger, plan_pods};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
@@ -15,11 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..PodInputs::default()
     }
     .validate()?;
-    let rules = Rules {
-        namespace: &cfg.namespace,
-        collect_label: &cfg.collect_label,
-        pin: &cfg.pin_finalizer,
-    };
+    let rules = cfg.rules();
     let mut reader = Reader::new(rules, cfg.max_inventory + 1);
     reader.feed(&std::fs::read(&path)?)?;
     let inventory = reader.finish()?;

@@ -20,7 +20,7 @@ use anyhow::{Context, bail};
 use async_trait::async_trait;
 use gc_core::apply::{self, Outcome, Ports, TargetResult};
 use gc_core::ports::{Clock, Lock, Store as _};
-use gc_core::{PodConfig, PodInputs, PodPlan, Rules, plan_pods};
+use gc_core::{PodConfig, PodInputs, PodPlan, plan_pods};
 use gc_k8s::{Connection, KubeCluster};
 use gc_store::{DirectorySink, Store};
 
@@ -128,11 +128,7 @@ impl Service {
             .load_ledger(&cfg.cluster_id, &cfg.namespace)
             .await
             .context("cannot load the ledger")?;
-        let rules = Rules {
-            namespace: &cfg.namespace,
-            collect_label: &cfg.collect_label,
-            pin: &cfg.pin_finalizer,
-        };
+        let rules = cfg.rules();
         let query = gc_k8s::failed_pod_query(cfg, 500);
         let inventory = gc_k8s::list_inventory(
             &self.cluster,

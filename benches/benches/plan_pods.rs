@@ -6,7 +6,7 @@
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gc_core::inventory::Reader;
-use gc_core::{PodConfig, PodInputs, PreviousLedger, Rules, plan_pods};
+use gc_core::{PodConfig, PodInputs, PreviousLedger, plan_pods};
 
 fn config(n: usize) -> PodConfig {
     let mut cfg = PodInputs {
@@ -22,11 +22,7 @@ fn config(n: usize) -> PodConfig {
 }
 
 fn parse_and_plan(text: &[u8], cfg: &PodConfig) -> usize {
-    let rules = Rules {
-        namespace: &cfg.namespace,
-        collect_label: &cfg.collect_label,
-        pin: &cfg.pin_finalizer,
-    };
+    let rules = cfg.rules();
     let mut reader = Reader::new(rules, cfg.max_inventory + 1);
     for chunk in text.chunks(256 * 1024) {
         reader.feed(chunk).expect("inventory");

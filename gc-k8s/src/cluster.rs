@@ -169,6 +169,28 @@ pub(crate) fn continue_token(text: &[u8]) -> Result<Option<String>, ClusterError
     Ok(head.metadata.continue_token.filter(|t| !t.is_empty()))
 }
 
+/// A delete fenced by `preconditions` (uid and resourceVersion), propagating in the background.
+pub(crate) fn delete_params(preconditions: &Preconditions, dry_run: bool) -> DeleteParams {
+    DeleteParams {
+        dry_run,
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some(preconditions.uid.clone()),
+            resource_version: Some(preconditions.resource_version.clone()),
+        }),
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..DeleteParams::default()
+    }
+}
+
+/// A list's text as a page, with its `metadata.continue`.
+pub(crate) fn page(text: Vec<u8>) -> Result<Page, ClusterError> {
+    let continue_token = continue_token(&text)?;
+    Ok(Page {
+        text,
+        continue_token,
+    })
+}
+
 #[async_trait]
 impl Cluster for KubeCluster {
     async fn list_pods(
@@ -176,11 +198,7 @@ impl Cluster for KubeCluster {
         query: &PodQuery,
         continue_token_in: Option<&str>,
     ) -> Result<Page, ClusterError> {
-        let call = Call {
-            verb: "list",
-            resource: "pods",
-            namespace: &query.namespace,
-        };
+        let call = Call::list("pods", &query.namespace);
         let params = ListParams {
             label_selector: selector(&query.label_selector),
             field_selector: selector(&query.field_selector),
@@ -189,12 +207,7 @@ impl Cluster for KubeCluster {
             ..ListParams::default()
         };
         let request = pods_path(&query.namespace)?.list(&params);
-        let text = self.text(request, call).await?;
-        let continue_token = continue_token(&text)?;
-        Ok(Page {
-            text,
-            continue_token,
-        })
+        page(self.text(request, call).await?)
     }
 
     async fn list_pod_metadata(
@@ -272,15 +285,7 @@ impl Cluster for KubeCluster {
             resource: "pods",
             namespace,
         };
-        let params = DeleteParams {
-            dry_run,
-            preconditions: Some(kube::api::Preconditions {
-                uid: Some(preconditions.uid.clone()),
-                resource_version: Some(preconditions.resource_version.clone()),
-            }),
-            propagation_policy: Some(PropagationPolicy::Background),
-            ..DeleteParams::default()
-        };
+        let params = delete_params(preconditions, dry_run);
         let request = pods_path(namespace)?.delete(name, &params);
         let text = self.text(request, call).await?;
         Ok((!gone_at_once(&text)?).then_some(text))

@@ -16,6 +16,17 @@ pub(crate) struct Call<'a> {
     pub(crate) namespace: &'a str,
 }
 
+impl<'a> Call<'a> {
+    /// A `list` of `resource` in `namespace`.
+    pub(crate) fn list(resource: &'a str, namespace: &'a str) -> Self {
+        Self {
+            verb: "list",
+            resource,
+            namespace,
+        }
+    }
+}
+
 /// Maps a kube error to the port's error, following the contract of
 /// [`gc_core::ports::Cluster`] (which [`gc_core::ports::ObjectCluster`] and
 /// [`gc_core::ports::Lock`] share): 404 `NotFound`, 409/422 `Changed`, 403 `Forbidden`, 410

@@ -20,15 +20,10 @@
 //!
 //! ```no_run
 //! # async fn example(cfg: &gc_core::PodConfig) -> Result<(), Box<dyn std::error::Error>> {
-//! use gc_core::pod::Rules;
 //! use gc_k8s::{Connection, connect, failed_pod_query, list_inventory};
 //!
 //! let cluster = connect(&Connection::default()).await?;
-//! let rules = Rules {
-//!     namespace: &cfg.namespace,
-//!     collect_label: &cfg.collect_label,
-//!     pin: &cfg.pin_finalizer,
-//! };
+//! let rules = cfg.rules();
 //! let query = failed_pod_query(cfg, 500);
 //! let inventory = list_inventory(&cluster, &query, rules, cfg.max_inventory + 1, &mut |_, _| {})
 //!     .await?;

@@ -51,50 +51,41 @@ pub async fn list_inventory(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Inventory, ClusterError> {
     let mut restarts = 0;
-    loop {
-        match scan(cluster, query, rules, keep_at_most, progress).await {
-            Err(ClusterError::Expired) if restarts < MAX_RESTARTS => {
-                restarts += 1;
-                tracing::warn!(
-                    namespace = %query.namespace,
-                    restarts,
-                    "continue token expired; listing again from the first page"
-                );
+    // One scan from the first page to the last, started again when its token expires.
+    'scan: loop {
+        let mut all = Inventory::default();
+        let mut token: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let page = match cluster.list_pods(query, token.as_deref()).await {
+                Err(ClusterError::Expired) if restarts < MAX_RESTARTS => {
+                    restarts += 1;
+                    tracing::warn!(
+                        namespace = %query.namespace,
+                        restarts,
+                        "continue token expired; listing again from the first page"
+                    );
+                    continue 'scan;
+                }
+                page => page?,
+            };
+            pages += 1;
+            let room = keep_at_most.saturating_sub(all.pods.len());
+            let read = inventory::read(&page.text, rules, room).map_err(|e| {
+                ClusterError::Other(format!("page {pages} of the pod list is unreadable: {e}"))
+            })?;
+            all.extend(read, keep_at_most);
+            progress(pages, all.count);
+            tracing::debug!(
+                namespace = %query.namespace,
+                pages,
+                pods = all.count,
+                "listed a page of pods"
+            );
+            match page.continue_token {
+                Some(next) => token = Some(next),
+                None => return Ok(all),
             }
-            done => return done,
-        }
-    }
-}
-
-/// One scan from the first page to the last.
-async fn scan(
-    cluster: &(impl Cluster + ?Sized),
-    query: &PodQuery,
-    rules: Rules<'_>,
-    keep_at_most: usize,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<Inventory, ClusterError> {
-    let mut all = Inventory::default();
-    let mut token: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let page = cluster.list_pods(query, token.as_deref()).await?;
-        pages += 1;
-        let room = keep_at_most.saturating_sub(all.pods.len());
-        let read = inventory::read(&page.text, rules, room).map_err(|e| {
-            ClusterError::Other(format!("page {pages} of the pod list is unreadable: {e}"))
-        })?;
-        all.extend(read, keep_at_most);
-        progress(pages, all.count);
-        tracing::debug!(
-            namespace = %query.namespace,
-            pages,
-            pods = all.count,
-            "listed a page of pods"
-        );
-        match page.continue_token {
-            Some(next) => token = Some(next),
-            None => return Ok(all),
         }
     }
 }

@@ -7,11 +7,13 @@ use gc_core::ports::{ClusterError, ObjectCluster, Page, Preconditions};
 use gc_core::sessions::Kind;
 use http::HeaderValue;
 use http::header::ACCEPT;
-use kube::api::{DeleteParams, ListParams, PropagationPolicy};
+use kube::api::ListParams;
 use kube::core::Request;
 
 use crate::KubeCluster;
-use crate::cluster::{check_name, check_namespace, continue_token, is_dns_subdomain, selector};
+use crate::cluster::{
+    check_name, check_namespace, delete_params, is_dns_subdomain, page, selector,
+};
 use crate::errors::{Call, chain};
 
 /// The `Accept` of a metadata-only list: a `PartialObjectMetadataList`, or the plain list from a
@@ -78,15 +80,7 @@ fn delete_request(
     dry_run: bool,
 ) -> Result<http::Request<Vec<u8>>, ClusterError> {
     check_name(&kind.kind, name)?;
-    let params = DeleteParams {
-        dry_run,
-        preconditions: Some(kube::api::Preconditions {
-            uid: Some(preconditions.uid.clone()),
-            resource_version: Some(preconditions.resource_version.clone()),
-        }),
-        propagation_policy: Some(PropagationPolicy::Background),
-        ..DeleteParams::default()
-    };
+    let params = delete_params(preconditions, dry_run);
     built(collection(kind, namespace)?.delete(name, &params))
 }
 
@@ -109,18 +103,9 @@ impl ObjectCluster for KubeCluster {
         limit: u32,
         continue_token_in: Option<&str>,
     ) -> Result<Page, ClusterError> {
-        let call = Call {
-            verb: "list",
-            resource: &kind.plural,
-            namespace,
-        };
+        let call = Call::list(&kind.plural, namespace);
         let request = list_request(kind, namespace, label_selector, limit, continue_token_in)?;
-        let text = self.send(request, call).await?;
-        let continue_token = continue_token(&text)?;
-        Ok(Page {
-            text,
-            continue_token,
-        })
+        page(self.send(request, call).await?)
     }
 
     async fn delete_object(

@@ -8,7 +8,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use gc_core::inventory::Inventory;
 use gc_core::ports::{Cluster, ClusterError, Page, PodQuery, Preconditions};
-use gc_core::{PodInputs, PreviousLedger, Rules, plan_pods};
+use gc_core::{PodInputs, PreviousLedger, plan_pods};
 use gc_testbed::{FailedPod, TestBed};
 use k8s_openapi::api::core::v1::Pod;
 
@@ -98,11 +98,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         ..PodInputs::default()
     }
     .validate()?;
-    let rules = Rules {
-        namespace: &cfg.namespace,
-        collect_label: &cfg.collect_label,
-        pin: &cfg.pin_finalizer,
-    };
+    let rules = cfg.rules();
     let filtered = gc_k8s::failed_pod_query(&cfg, 500);
     let unfiltered = PodQuery {
         label_selector: String::new(),

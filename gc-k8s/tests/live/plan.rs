@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use gc_core::pod::Rules;
 use gc_core::{PodInputs, PodPlan, PreviousLedger, inventory, plan_pods};
 use gc_k8s::{failed_pod_query, list_inventory};
 use gc_testbed::{FailedPod, TestNamespace};
@@ -174,11 +173,7 @@ async fn a_live_plan_equals_the_offline_plan_of_the_same_pods() -> Result {
         ..PodInputs::default()
     }
     .validate()?;
-    let rules = Rules {
-        namespace: &cfg.namespace,
-        collect_label: &cfg.collect_label,
-        pin: &cfg.pin_finalizer,
-    };
+    let rules = cfg.rules();
     let previous = PreviousLedger::default();
     let now = now_seconds();
 
