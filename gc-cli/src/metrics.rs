@@ -90,6 +90,7 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 const WEBHOOK: &str = "the webhook (--alert-webhook or $GC_ALERT_WEBHOOK)";
 
 /// The metrics of one run.
+#[derive(Default)]
 pub(crate) struct RunMetrics {
     registry: Registry,
     collector: String,
@@ -110,62 +111,65 @@ impl RunMetrics {
     pub(crate) fn new(prefix: &str, collector: &str, namespace: &str) -> Self {
         let mut registry = Registry::with_prefix(prefix);
         let m = Self {
-            registry: Registry::default(),
             collector: collector.into(),
             namespace: namespace.into(),
-            scanned: Family::default(),
-            eligible: Family::default(),
-            held: Family::default(),
-            deferred: Family::default(),
-            deleted: Family::default(),
-            fences_lost: Family::default(),
-            errors: Family::default(),
-            archive_bytes: Family::default(),
-            duration: Family::default(),
-            last_success: Family::default(),
+            ..Self::default()
         };
-        registry.register("objects_scanned", "Objects looked at", m.scanned.clone());
-        registry.register(
-            "objects_eligible",
-            "Objects eligible or orphaned",
-            m.eligible.clone(),
-        );
-        registry.register(
-            "objects_held",
-            "Eligible objects held by retention or grace",
-            m.held.clone(),
-        );
-        registry.register(
-            "objects_deferred",
-            "Due objects deferred by the per-run cap",
-            m.deferred.clone(),
-        );
-        registry.register(
-            "objects_deleted",
-            "Objects deleted (archived first where required)",
-            m.deleted.clone(),
-        );
-        registry.register(
-            "fences_lost",
-            "Writes refused because the object changed (409/422)",
-            m.fences_lost.clone(),
-        );
-        registry.register("errors", "Errors by stage", m.errors.clone());
+        // Registered in this order, so exposed in this order.
+        for (name, help, family) in [
+            ("objects_scanned", "Objects looked at", &m.scanned),
+            (
+                "objects_eligible",
+                "Objects eligible or orphaned",
+                &m.eligible,
+            ),
+            (
+                "objects_held",
+                "Eligible objects held by retention or grace",
+                &m.held,
+            ),
+            (
+                "objects_deferred",
+                "Due objects deferred by the per-run cap",
+                &m.deferred,
+            ),
+            (
+                "objects_deleted",
+                "Objects deleted (archived first where required)",
+                &m.deleted,
+            ),
+        ] {
+            registry.register(name, help, family.clone());
+        }
+        for (name, help, family) in [
+            (
+                "fences_lost",
+                "Writes refused because the object changed (409/422)",
+                &m.fences_lost,
+            ),
+            ("errors", "Errors by stage", &m.errors),
+        ] {
+            registry.register(name, help, family.clone());
+        }
         registry.register(
             "archive_bytes",
             "Bytes of diagnostic archives written",
             m.archive_bytes.clone(),
         );
-        registry.register(
-            "run_duration_seconds",
-            "Duration of the last run",
-            m.duration.clone(),
-        );
-        registry.register(
-            "last_success_timestamp_seconds",
-            "When a run last succeeded",
-            m.last_success.clone(),
-        );
+        for (name, help, family) in [
+            (
+                "run_duration_seconds",
+                "Duration of the last run",
+                &m.duration,
+            ),
+            (
+                "last_success_timestamp_seconds",
+                "When a run last succeeded",
+                &m.last_success,
+            ),
+        ] {
+            registry.register(name, help, family.clone());
+        }
         Self { registry, ..m }
     }
 

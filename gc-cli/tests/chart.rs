@@ -50,6 +50,19 @@ fn install(ns: &TestNamespace, flags: &[&str]) -> Output {
     helm(&[&head[..], &["--kubeconfig", kubeconfig], flags].concat())
 }
 
+/// StreamSpace's session table in `db`, holding one live session, `live-1`.
+async fn one_live_session(db: &gc_testbed::TestDatabase) -> Result {
+    let pool = db.pool().await?;
+    sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
+        .execute(&pool)
+        .await?;
+    sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    Ok(())
+}
+
 fn template(sets: &[&str]) -> String {
     template_as("gc", "streamspace", sets)
 }
@@ -347,16 +360,18 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
     let dir = tempfile::tempdir()?;
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, &token)?;
+    // The API server, as the chart's ServiceAccount.
+    let as_account = [
+        "--api-url",
+        bed.server_url(),
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--trust-certs",
+    ];
     let out = command()
         .args(run_pods(ns.name()))
         .args(["--dry-run", "false", "--auto-remediate"])
-        .args([
-            "--api-url",
-            bed.server_url(),
-            "--token-file",
-            token_file.to_str().unwrap(),
-            "--trust-certs",
-        ])
+        .args(as_account)
         .args(["--store", &sqlite(dir.path(), "gc.sqlite3")])
         .args([
             "--archive-dir",
@@ -374,13 +389,7 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
     assert!(ns.api::<Pod>().get_opt("target").await?.is_none());
     // The session collector, live, with the same token: the orphan's Service goes, the live one stays.
     if let Some(db) = gc_testbed::TestDatabase::fresh("chart-sessions").await? {
-        let pool = db.pool().await?;
-        sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
-            .execute(&pool)
-            .await?;
-        sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
-            .execute(&pool)
-            .await?;
+        one_live_session(&db).await?;
         let services = ns.api::<k8s_openapi::api::core::v1::Service>();
         for id in ["live-1", "gone-1"] {
             let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(
@@ -402,13 +411,7 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
                 "--grace-hours",
                 "0",
             ])
-            .args([
-                "--api-url",
-                bed.server_url(),
-                "--token-file",
-                token_file.to_str().unwrap(),
-                "--trust-certs",
-            ])
+            .args(as_account)
             .args(["--database-url", db.url()])
             .output()?;
         assert!(
@@ -775,14 +778,7 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     let session_resource = bed.install_session_crd().await?;
 
     // StreamSpace's session table: one live session.
-    let pool = db.pool().await?;
-    sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
-        .execute(&pool)
-        .await?;
-    sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
-        .execute(&pool)
-        .await?;
-    pool.close().await;
+    one_live_session(&db).await?;
 
     // The password in a Secret of the user's, the connection in the chart's `database.*` values.
     let [host, port, name, user, password] = database_parts(db.url());

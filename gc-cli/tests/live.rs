@@ -69,8 +69,8 @@ async fn resource_versions(ns: &TestNamespace) -> Result<Vec<String>> {
 #[tokio::test]
 async fn live_plan_equals_the_offline_plan_and_keeps_its_ledger() -> Result {
     let (bed, ns) = namespace("cli-live").await?;
-    populate(&ns).await?;
     let dir = tempfile::tempdir()?;
+    populate(&ns).await?;
     let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
     let store = sqlite(dir.path(), "gc.sqlite3");
     let t1 = rfc3339(Timestamp::now().as_second() + 60);

@@ -263,14 +263,8 @@ async fn metrics_reach_a_real_pushgateway() -> Result {
         .args(["--max-pods", "2"])
         .args(["--kubeconfig", bed.kubeconfig_path().to_str().unwrap()])
         .args(["--store", &sqlite(dir.path(), "s.db")])
-        .args([
-            "--archive-dir",
-            dir.path().join("a").to_str().unwrap(),
-            "--pushgateway",
-            &gateway,
-            "--metrics-prefix",
-            "streamspace",
-        ])
+        .args(["--archive-dir", dir.path().join("a").to_str().unwrap()])
+        .args(["--pushgateway", &gateway, "--metrics-prefix", "streamspace"])
         .output()?;
     assert!(
         out.status.success(),

@@ -1,7 +1,7 @@
 //! `gc-cli plan pods` end to end: the fixture corpus in `tests/data/plan/`, snapshotted, and each
 //! case checked line for line against the reference flow's own plan step.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -74,6 +74,15 @@ fn load(path: &Path) -> Case {
         env.push((key.into(), v));
     }
     Case { dir, args, env }
+}
+
+/// The case `name` of the corpus in `tests/data/plan/`.
+fn corpus_case(name: &str) -> Case {
+    load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/plan")
+            .join(name),
+    )
 }
 
 fn path_str(p: &Path) -> String {
@@ -190,10 +199,7 @@ fn corpus() {
 
 #[test]
 fn ledger_out_is_the_flow_state() {
-    let case = load(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/plan/ledger-carry-and-prune.json"),
-    );
+    let case = corpus_case("ledger-carry-and-prune.json");
     let out_path = case.dir.path().join("ledger-out.json");
     let mut args = with_format(&case.args, "kestra");
     args.extend(["--ledger-out".into(), path_str(&out_path)]);
@@ -214,9 +220,7 @@ fn ledger_out_is_the_flow_state() {
 
 #[test]
 fn bad_inputs_name_the_input_and_exit_2() {
-    let case = load(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/plan/eligibility-clauses.json"),
-    );
+    let case = corpus_case("eligibility-clauses.json");
     for (flag, value, expect) in [
         (
             "--namespace",
@@ -262,10 +266,7 @@ fn bad_inputs_name_the_input_and_exit_2() {
 
 #[test]
 fn failed_plan_writes_no_ledger() {
-    let case = load(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/plan/bad-anchor-in-future.json"),
-    );
+    let case = corpus_case("bad-anchor-in-future.json");
     let out_path = case.dir.path().join("ledger-out.json");
     let mut args = case.args.clone();
     args.extend(["--ledger-out".into(), path_str(&out_path)]);

@@ -82,9 +82,14 @@ fn lines(text: &str) -> Vec<Value> {
 
 /// `kind/name` of every audit record with `result`.
 fn with_result(records: &[Value], result: &str) -> BTreeSet<String> {
+    kind_names(records, "result", result)
+}
+
+/// `kind/name` of every record whose `field` is `value`.
+fn kind_names(records: &[Value], field: &str, value: &str) -> BTreeSet<String> {
     records
         .iter()
-        .filter(|r| r["result"] == result)
+        .filter(|r| r[field] == value)
         .map(|r| {
             format!(
                 "{}/{}",
@@ -336,19 +341,16 @@ impl Fixture {
 
     /// `gc-cli <verb> sessions` on this namespace and database, with `extra` flags.
     fn cli(&self, verb: &str, extra: &[&str]) -> Output {
-        let base = [
-            verb,
-            "sessions",
-            "-n",
-            self.ns.name(),
-            "--kubeconfig",
-            &self.kubeconfig,
-            "--database-url",
-            self.db.url(),
-            "--now",
-            &self.now,
-        ];
-        gc_cli(&[&base[..], extra].concat(), &[])
+        let database = ["--database-url", self.db.url()];
+        self.cli_env(verb, &[&database[..], extra].concat(), &[])
+    }
+
+    /// `gc-cli <verb> sessions` in the fixture's namespace at its `now`, with `args` and `env`
+    /// (no database unless they name one).
+    fn cli_env(&self, verb: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let base = [verb, "sessions", "-n", self.ns.name()];
+        let at = ["--kubeconfig", &self.kubeconfig, "--now", &self.now];
+        gc_cli(&[&base[..], &at, args].concat(), env)
     }
 
     async fn snapshot(&self) -> Result<BTreeMap<String, (String, bool)>> {
@@ -372,19 +374,7 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     // The plan: the hard-deleted sessions' objects, the young one held, the rest kept.
     let plan: Value = serde_json::from_str(&ok(&f.cli("plan", &["-o", "json"])))?;
     let decided = |decision: &str| -> BTreeSet<String> {
-        plan["judged"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|j| j["decision"] == decision)
-            .map(|j| {
-                format!(
-                    "{}/{}",
-                    j["kind"].as_str().unwrap(),
-                    j["name"].as_str().unwrap()
-                )
-            })
-            .collect()
+        kind_names(plan["judged"].as_array().unwrap(), "decision", decision)
     };
     assert_eq!(decided("delete"), hard_deleted(), "{plan:#}");
     assert_eq!(decided("held"), objects_of(YOUNG, true));
@@ -445,20 +435,7 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         ("DB_PASSWORD", password),
         ("DB_NAME", name),
     ];
-    let out = gc_cli(
-        &[
-            "run",
-            "sessions",
-            "-n",
-            f.ns.name(),
-            "--kubeconfig",
-            &f.kubeconfig,
-            "--now",
-            &f.now,
-            "--dry-run",
-        ],
-        &env,
-    );
+    let out = f.cli_env("run", &["--dry-run"], &env);
     let dry = lines(&ok(&out));
     assert_eq!(dry.len(), 32, "one audit line per resource scanned");
     assert_eq!(with_result(&dry, "would delete"), hard_deleted());
@@ -567,41 +544,16 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
         listener.local_addr()?.port()
     };
     let down = format!("postgres://gc:gc@127.0.0.1:{closed}/streamspace");
-    let base = |verb: &'static str| {
-        vec![
-            verb.to_owned(),
-            "sessions".into(),
-            "-n".into(),
-            f.ns.name().into(),
-            "--kubeconfig".into(),
-            f.kubeconfig.clone(),
-            "--now".into(),
-            f.now.clone(),
-        ]
-    };
-    let with = |verb: &'static str, extra: &[&str]| {
-        let mut args = base(verb);
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        gc_cli(&args, &[])
-    };
+    let with = |verb: &'static str, extra: &[&str]| f.cli_env(verb, extra, &[]);
     for verb in ["plan", "run"] {
         let out = with(verb, &["--database-url", &down]);
         refuse(&out, 1, "cannot open the session table");
         refuse(&out, 1, "refused");
     }
     // The URL from the environment variable counts too, and never shows its password.
-    let out = gc_cli(
-        &[
-            "run",
-            "sessions",
-            "-n",
-            f.ns.name(),
-            "--kubeconfig",
-            &f.kubeconfig,
-            "--now",
-            &f.now,
-        ],
+    let out = f.cli_env(
+        "run",
+        &[],
         &[(
             "GC_SESSION_DATABASE_URL",
             &down.replace("gc:gc", "gc:Sekr1t-Pw"),

@@ -8,7 +8,7 @@ use clap::Args;
 use gc_core::approval::{PlanFile, check_ttl};
 use gc_core::inventory::{Inventory, Reader};
 use gc_core::ports::Store as _;
-use gc_core::{PodConfig, PodPlan, PreviousLedger, Rules, plan_pods};
+use gc_core::{PodConfig, PodPlan, PreviousLedger, plan_pods};
 
 use crate::exit::UsageError;
 use crate::files::{read_input, write_file};
@@ -62,11 +62,7 @@ pub(crate) struct PlanPods {
 
 /// Streams an inventory file through the reader, a chunk at a time: only one Pod's text is held.
 fn read_inventory(path: &Path, cfg: &PodConfig) -> anyhow::Result<Inventory> {
-    let rules = Rules {
-        namespace: &cfg.namespace,
-        collect_label: &cfg.collect_label,
-        pin: &cfg.pin_finalizer,
-    };
+    let rules = cfg.rules();
     // One more than the ceiling is kept, so the ceiling error can name the count.
     let mut reader = Reader::new(rules, cfg.max_inventory + 1);
     let mut source: Box<dyn Read> = if path == Path::new("-") {
@@ -154,11 +150,7 @@ async fn plan_live(
             .context("cannot load the ledger")?,
         (None, None) => PreviousLedger::default(),
     };
-    let rules = Rules {
-        namespace: &cfg.namespace,
-        collect_label: &cfg.collect_label,
-        pin: &cfg.pin_finalizer,
-    };
+    let rules = cfg.rules();
     let query = gc_k8s::failed_pod_query(cfg, 500);
     let mut progress = live::Progress::new();
     let inventory = gc_k8s::list_inventory(

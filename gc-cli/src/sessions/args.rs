@@ -242,31 +242,32 @@ mod tests {
     #[test]
     fn kinds_by_name_or_in_full() {
         let name = |t: &str| parse_kind(t).map(|k| (k.group, k.version, k.kind, k.plural));
-        let s = |a: &str, b: &str, c: &str, d: &str| Ok((a.into(), b.into(), c.into(), d.into()));
-        assert_eq!(
-            name("deployment"),
-            s("apps", "v1", "Deployment", "deployments")
-        );
-        assert_eq!(
-            name("pvc"),
-            s("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
-        );
-        assert_eq!(
-            name("Session"),
-            s("stream.space", "v1alpha1", "Session", "sessions")
-        );
-        assert_eq!(
-            name("example.com/v1/Widget/widgets"),
-            s("example.com", "v1", "Widget", "widgets")
-        );
-        assert_eq!(
-            name("v1/ConfigMap/configmaps"),
-            s("", "v1", "ConfigMap", "configmaps")
-        );
-        assert_eq!(
-            name("/v1/ConfigMap/configmaps"),
-            s("", "v1", "ConfigMap", "configmaps")
-        );
+        for (text, (group, version, kind, plural)) in [
+            ("deployment", ("apps", "v1", "Deployment", "deployments")),
+            (
+                "pvc",
+                ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+            ),
+            (
+                "Session",
+                ("stream.space", "v1alpha1", "Session", "sessions"),
+            ),
+            (
+                "example.com/v1/Widget/widgets",
+                ("example.com", "v1", "Widget", "widgets"),
+            ),
+            (
+                "v1/ConfigMap/configmaps",
+                ("", "v1", "ConfigMap", "configmaps"),
+            ),
+            (
+                "/v1/ConfigMap/configmaps",
+                ("", "v1", "ConfigMap", "configmaps"),
+            ),
+        ] {
+            let want = (group.into(), version.into(), kind.into(), plural.into());
+            assert_eq!(name(text), Ok(want), "{text}");
+        }
         assert!(name("widgets").is_err());
         assert!(name("example.com/v1//widgets").is_err());
         assert!(name("a/b/c/d/e").is_err());
