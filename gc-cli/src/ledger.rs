@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::exit::UsageError;
 use crate::files::read_input;
 use crate::live::block_on;
+use gc_core::pyjson::type_name as kind;
 
 /// `gc-cli ledger ...`
 #[derive(Debug, Subcommand)]
@@ -165,17 +166,6 @@ fn check_ledger(bytes: &[u8]) -> anyhow::Result<(&str, usize)> {
         }
     }
     Ok((text, entries.len()))
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ pub mod ports;
 pub mod pyjson;
 pub mod raw;
 pub mod sessions;
+#[cfg(test)]
+mod testing;
 
 pub use pods::config::{PodConfig, PodInputs};
 pub use pods::facts::{Basis, Ineligible, PodFacts, Rules};

@@ -48,18 +48,9 @@ pub async fn collect<T>(
 
 #[cfg(test)]
 mod tests {
-    use std::task::{Context, Poll, Waker};
+    use crate::testing::block_on;
 
     use super::*;
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        let mut f = std::pin::pin!(f);
-        loop {
-            if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-                return v;
-            }
-        }
-    }
 
     fn page(items: &[u32], next: Option<&str>) -> Result<Page, ClusterError> {
         Ok(Page {

@@ -173,6 +173,19 @@ pub fn escaped_len(c: u32) -> usize {
     }
 }
 
+/// How an error message names a JSON value's type (`a string`, `an object`, ...).
+pub fn type_name(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::pyjson::type_name as kind;
 use crate::pyjson::{self, Layout};
 
 /// A number as Python holds it after `json.load`: `int`, `float`, or `bool` (an `int` too).
@@ -199,17 +200,6 @@ impl From<&Ledger> for PreviousLedger {
                 })
                 .collect(),
         )
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

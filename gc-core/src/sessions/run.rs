@@ -284,20 +284,11 @@ mod tests {
     use super::*;
     use crate::ports::Page;
     use crate::sessions::{Row, SessionInputs};
+    use crate::testing::block_on;
     use async_trait::async_trait;
     use serde_json::{Value, json};
     use std::sync::Mutex;
     use std::sync::atomic::AtomicBool;
-    use std::task::{Context, Poll, Waker};
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        let mut f = std::pin::pin!(f);
-        loop {
-            if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-                return v;
-            }
-        }
-    }
 
     struct Fake {
         objects: Mutex<Vec<(String, Value)>>,
@@ -396,19 +387,18 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn deletes_orphans_and_audits_every_decision() {
+    /// One run over the fake cluster with a table holding sessions a to d.
+    fn run_once(dry_run: bool, lock_lost: bool) -> (Fake, SessionReport) {
         let f = fake(false);
         let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-        let report = block_on(run(
-            &f,
-            &db,
-            &cfg(),
-            1_795_953_600.0,
-            false,
-            &AtomicBool::new(false),
-        ))
-        .unwrap();
+        let stop = AtomicBool::new(lock_lost);
+        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, dry_run, &stop)).unwrap();
+        (f, report)
+    }
+
+    #[test]
+    fn deletes_orphans_and_audits_every_decision() {
+        let (f, report) = run_once(false, false);
         assert_eq!(
             *f.deleted.lock().unwrap(),
             [
@@ -431,10 +421,7 @@ mod tests {
 
     #[test]
     fn a_lost_lock_deletes_nothing_more() {
-        let f = fake(false);
-        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-        let lost = AtomicBool::new(true);
-        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false, &lost)).unwrap();
+        let (f, report) = run_once(false, true);
         assert!(f.deleted.lock().unwrap().is_empty());
         assert_eq!(report.failures, 2);
         assert!(
@@ -448,17 +435,7 @@ mod tests {
 
     #[test]
     fn dry_run_sends_the_same_deletes_in_dry_run() {
-        let f = fake(false);
-        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-        let report = block_on(run(
-            &f,
-            &db,
-            &cfg(),
-            1_795_953_600.0,
-            true,
-            &AtomicBool::new(false),
-        ))
-        .unwrap();
+        let (f, report) = run_once(true, false);
         assert_eq!(
             *f.deleted.lock().unwrap(),
             [

@@ -8,10 +8,10 @@
 //! The focused tables below each pin one guard of `apply.rs`; each fails when that guard is
 //! removed (see docs/mutation-testing.md).
 
+use crate::testing::block_on;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::sync::MutexGuard;
-use std::task::{Context, Poll, Waker};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -27,16 +27,6 @@ const PIN: &str = "diagnostics.example.com/collector";
 const LABEL: &str = "diagnostics.example.com/collect";
 const OTHER: &str = "example.com/other";
 const DAY: f64 = 86_400.0;
-
-/// Runs a future whose ports never wait (all fakes answer at once).
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            return v;
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fault {
