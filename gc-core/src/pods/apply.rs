@@ -37,7 +37,7 @@ use crate::pods::archive;
 use crate::pods::config::PodConfig;
 use crate::pods::facts::{self as pod, Basis, Rules};
 use crate::pods::inventory::pod_facts;
-use crate::pods::ledger::PyNum;
+use crate::pods::ledger::{PreviousLedger, PyNum};
 use crate::pods::plan::Target;
 
 use crate::ports::{
@@ -303,8 +303,24 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     dry_run: bool,
 ) -> Vec<TargetResult> {
     let mut results = Vec::with_capacity(targets.len());
+    let ledger = ports
+        .store
+        .load_ledger(&cfg.cluster_id, &cfg.namespace)
+        .await;
     for t in targets {
-        let outcome = collect(ports, cfg, t, dry_run, Mode::Planned).await;
+        let outcome = match &ledger {
+            Ok(ledger) => {
+                let t = Target {
+                    first: first_observed(t, ledger),
+                    ..t.clone()
+                };
+                collect(ports, cfg, &t, dry_run, Mode::Planned).await
+            }
+            Err(e) => failed(
+                Step::Reread,
+                format!("cannot read the observation ledger: {e}"),
+            ),
+        };
         let name = t
             .name
             .as_str()
@@ -316,6 +332,21 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         });
     }
     results
+}
+
+/// When retention of `t` may run from, if it has no `finishedAt`: the later of the plan's first
+/// observation and the store's. A plan file cannot move the first observation earlier than the
+/// store recorded it (an unkeyed plan can be re-sealed by anyone); without an entry in the store
+/// (the ledger kept in files), the plan's value stands.
+fn first_observed(t: &Target, ledger: &PreviousLedger) -> PyNum {
+    let stored = ledger
+        .0
+        .get(&t.uid)
+        .and_then(|entry| PyNum::from_json(&entry["first"]));
+    match stored {
+        Some(first) if first.seconds() > t.first.seconds() => first,
+        _ => t.first,
+    }
 }
 
 /// What binds a target while it is collected.

@@ -97,6 +97,8 @@ const FAULTS: [Fault; 6] = [
 #[derive(Default)]
 struct World {
     pods: BTreeMap<String, Value>,
+    /// The observation ledger in the store.
+    ledger: PreviousLedger,
     rv: u64,
     archives: BTreeMap<String, Vec<u8>>,
     receipts: BTreeMap<String, Receipt>,
@@ -502,7 +504,7 @@ impl Cluster for Fake {
 #[async_trait]
 impl Store for Fake {
     async fn load_ledger(&self, _: &str, _: &str) -> Result<PreviousLedger, StoreError> {
-        Ok(PreviousLedger::default())
+        Ok(self.w().ledger.clone())
     }
     async fn save_ledger(
         &self,
@@ -1429,6 +1431,59 @@ fn retention_is_checked_again_at_apply() {
         );
         assert_eq!(state_of(&w, "target-0"), after, "now {now}");
         assert_eq!(w.writes.is_empty(), after != "gone", "now {now}");
+    }
+}
+
+/// A Pod without `finishedAt` is held from its first observation: a plan file cannot move it
+/// earlier than the store recorded it; with no entry in the store the plan's value stands.
+#[test]
+fn a_plan_cannot_move_the_first_observation_earlier_than_the_store() {
+    let cfg = config();
+    let unfinished = || {
+        let mut p = pod("target-0", true, OLD);
+        p["status"]["containerStatuses"][0]["state"]["terminated"]
+            .as_object_mut()
+            .unwrap()
+            .remove("finishedAt");
+        with_pods(vec![p])
+    };
+    let recent = NOW - 60.0;
+    for (stored, outcome) in [
+        (Some(recent), "Skipped Reread"),
+        (Some(NOW - 10.0 * DAY), "Collected"),
+        (None, "Collected"),
+    ] {
+        let fake = unfinished();
+        let mut targets = plan(&fake, &cfg);
+        assert_eq!(targets.len(), 0, "a first observation now is held");
+        // A forged plan: first observed ten days ago.
+        fake.w().now = NOW;
+        targets = vec![Target {
+            name: json!("target-0"),
+            uid: "uid-target-0".into(),
+            first: PyNum::Float(NOW - 10.0 * DAY),
+            basis: Basis::ObservedFailed,
+            end: PyNum::Float(NOW - 10.0 * DAY),
+            resource_version: fake.w().pods["target-0"]["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+            archive_bytes: 0,
+        }];
+        if let Some(first) = stored {
+            fake.w().ledger = PreviousLedger::parse(
+                json!({"uid-target-0": {"first": first, "name": "target-0"}})
+                    .to_string()
+                    .as_bytes(),
+            )
+            .unwrap();
+        }
+        let results = apply_only(&fake, &cfg, &targets);
+        assert_eq!(
+            short(&results[0].outcome),
+            outcome,
+            "stored {stored:?}: {results:#?}"
+        );
     }
 }
 
