@@ -9,6 +9,8 @@
 //! collector has its folder (`pods`, `sessions`).
 
 pub mod input;
+#[cfg(test)]
+mod interactions;
 pub mod isotime;
 pub mod pages;
 pub mod pods;

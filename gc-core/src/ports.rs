@@ -159,6 +159,7 @@ pub struct Receipt {
 ///
 /// # Errors
 /// Every method returns [`StoreError`]; a store that cannot be read MUST NOT answer "empty".
+#[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait Store: Send + Sync {
     /// The observation ledger of a cluster and namespace (empty when none was saved).
@@ -183,6 +184,7 @@ pub trait Store: Send + Sync {
 
 /// Where archives go. Adapters MUST make a write durable before returning (write to a temporary
 /// name, sync, rename) and derive names only from the `key` given.
+#[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait ArchiveSink: Send + Sync {
     /// Stores `bytes` under `key` (`<cluster>/<namespace>/<uid>`); returns the archive's URI.
@@ -203,6 +205,7 @@ pub struct ArchiveKey {
 }
 
 /// Time, as the engine needs it: the current instant and a pause.
+#[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait Clock: Send + Sync {
     /// Seconds since the Unix epoch.
@@ -244,6 +247,7 @@ pub trait ObjectCluster: Send + Sync {
 /// # Errors
 /// [`StoreError`] for any database error: the caller deletes nothing then. An id MUST be in the
 /// answer (as a row or as missing) or the call MUST fail.
+#[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait SessionDirectory: Send + Sync {
     /// What the table says of each of `ids`, in one round trip.
@@ -258,6 +262,7 @@ pub trait SessionDirectory: Send + Sync {
 ///
 /// # Errors
 /// [`ClusterError`]; a lost race (409) is not an error but `Ok(false)`.
+#[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait Lock: Send + Sync {
     /// Takes the lease `name` in `namespace` for `holder` for `ttl_seconds`, when it is free,
