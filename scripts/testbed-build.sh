@@ -38,24 +38,32 @@ wrapper() {
   } > "$dir/go.mod"
 }
 
-build_kube() {
-  local out="$BIN/kube-apiserver-$KUBE_VERSION"
+# Builds $BIN/$1-$2 once, if it is missing: `$5 OUT DIR` writes the binary to OUT from the source
+# folder DIR ($3), then it is moved in place. $4 is added to the first-time note.
+build_once() {
+  local name=$1 version=$2 dir=$3 note=$4 step=$5
+  local out="$BIN/$name-$version"
   [ -x "$out" ] && return 0
-  log "building kube-apiserver $KUBE_VERSION (first time only; this takes many minutes)"
-  local dir="$CACHE/src/kubernetes-$KUBE_VERSION"
-  wrapper k8s.io/kubernetes "$KUBE_VERSION" "$dir" "v0.${KUBE_VERSION#v1.}"
-  (cd "$dir" && go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" \
-   && CGO_ENABLED=0 go build -o "$out.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
+  log "building $name $version (first time only$note)"
+  mkdir -p "$dir"
+  "$step" "$out.tmp" "$dir"
   mv "$out.tmp" "$out"
   log "built $out"
 }
 
-build_etcd() {
-  local out="$BIN/etcd-$ETCD_VERSION"
-  [ -x "$out" ] && return 0
-  log "building etcd $ETCD_VERSION (first time only)"
-  local dir="$CACHE/src/etcd-$ETCD_VERSION"
-  mkdir -p "$dir"
+kube_step() {
+  wrapper k8s.io/kubernetes "$KUBE_VERSION" "$2" "v0.${KUBE_VERSION#v1.}"
+  (cd "$2" && go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" \
+   && CGO_ENABLED=0 go build -o "$1" k8s.io/kubernetes/cmd/kube-apiserver)
+}
+
+build_kube() {
+  build_once kube-apiserver "$KUBE_VERSION" "$CACHE/src/kubernetes-$KUBE_VERSION" \
+    "; this takes many minutes" kube_step
+}
+
+etcd_step() {
+  local dir=$2
   # go.etcd.io/etcd/server/v3 is a library; the etcd binary is its `etcdmain` package's main in
   # go.etcd.io/etcd/v3 (module root). Build the server's main from a two-line wrapper.
   cat > "$dir/go.mod" <<MOD
@@ -77,20 +85,20 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-  (cd "$dir" && GOFLAGS=-mod=mod go mod tidy >/dev/null && CGO_ENABLED=0 go build -o "$out.tmp" .)
-  mv "$out.tmp" "$out"
-  log "built $out"
+  (cd "$dir" && GOFLAGS=-mod=mod go mod tidy >/dev/null && CGO_ENABLED=0 go build -o "$1" .)
+}
+
+build_etcd() {
+  build_once etcd "$ETCD_VERSION" "$CACHE/src/etcd-$ETCD_VERSION" "" etcd_step
+}
+
+helm_step() {
+  GOBIN="$2" CGO_ENABLED=0 go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  mv "$2/helm" "$1"
 }
 
 build_helm() {
-  local out="$BIN/helm-$HELM_VERSION"
-  [ -x "$out" ] && return 0
-  log "building helm $HELM_VERSION (first time only)"
-  local gobin="$CACHE/src/helm-$HELM_VERSION"
-  mkdir -p "$gobin"
-  GOBIN="$gobin" CGO_ENABLED=0 go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-  mv "$gobin/helm" "$out"
-  log "built $out"
+  build_once helm "$HELM_VERSION" "$CACHE/src/helm-$HELM_VERSION" "" helm_step
 }
 
 what=${1:-all}
