@@ -135,6 +135,13 @@ impl Env {
             .map(|(n, _)| n)
             .collect())
     }
+    /// Only the Pod `name` is left, and without any finalizer.
+    async fn only_unpinned(&self, name: &str) -> Result {
+        let left = self.pods().await?;
+        assert_eq!(left.keys().collect::<Vec<_>>(), [name]);
+        assert!(finalizers(&left[name]).is_empty());
+        Ok(())
+    }
     async fn add_pin(&self, name: &str) -> Result {
         let patch = Patch::Merge(json!({"metadata": {"finalizers": [PIN]}}));
         self.ns
@@ -234,10 +241,7 @@ async fn an_approved_plan_binds_each_pod_as_reviewed() -> Result {
         b["message"].as_str().unwrap().contains("resourceVersion"),
         "{b}"
     );
-    let left = env.pods().await?;
-    assert_eq!(left.keys().collect::<Vec<_>>(), ["b"]);
-    assert!(finalizers(&left["b"]).is_empty());
-    Ok(())
+    env.only_unpinned("b").await
 }
 
 /// Defect 2: a re-sealed plan cannot bring its own policy; the keyed seal admits only holders
@@ -378,10 +382,7 @@ async fn recovery_finds_every_pin_whatever_the_labels() -> Result {
     let got = outcomes(&ok(&out));
     assert_eq!(got["unlabelled"], "released", "{}", text(&out));
     assert_eq!(got["deleting"], "released", "{}", text(&out));
-    let left = env.pods().await?;
-    assert_eq!(left.keys().collect::<Vec<_>>(), ["unlabelled"]);
-    assert!(finalizers(&left["unlabelled"]).is_empty());
-    Ok(())
+    env.only_unpinned("unlabelled").await
 }
 
 /// Defect 9: a pin the run finds and cannot remove fails the run and is named.

@@ -11,3 +11,15 @@ pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
         }
     }
 }
+
+/// The session settings the engine tests share: StreamSpace's defaults with a guard floor of 1
+/// and a ratio of one half, so that small fixtures reach the guard.
+pub(crate) fn session_config() -> crate::sessions::SessionConfig {
+    crate::sessions::SessionInputs {
+        guard_floor: 1,
+        guard_ratio: 0.5,
+        ..Default::default()
+    }
+    .validate()
+    .unwrap()
+}

@@ -181,6 +181,27 @@ fn release_ops(pod: &Value) -> Value {
     Value::Array(ops)
 }
 
+/// One JSON patch of the Pod `name`, exactly `ops`, sent with `dry_run`; it answers `answer`
+/// after `stops()`.
+fn expect_patch(
+    api: &mut MockApi,
+    seq: &mut Sequence,
+    (name, ops, dry_run): (String, Value, bool),
+    answer: Result<Vec<u8>, ClusterError>,
+    stops: impl Fn() + Send + 'static,
+) {
+    api.expect_patch_pod()
+        .withf(move |ns, n, patch, dry| {
+            ns == NS && *n == name && patch_is(patch, &ops) && *dry == dry_run
+        })
+        .times(1)
+        .in_sequence(seq)
+        .returning(move |_, _, _, _| {
+            stops();
+            answer.clone()
+        });
+}
+
 fn patch_is(patch: &[u8], expected: &Value) -> bool {
     serde_json::from_slice::<Value>(patch).is_ok_and(|p| p == *expected)
 }
@@ -257,32 +278,14 @@ fn script(dry_run: bool, uid: &str, calls: Vec<Call>) -> Script {
                     });
             }
             Call::Pin(pod, answer) => {
+                let answer = answer.as_ref().map(bytes).map_err(Clone::clone);
                 let (name, ops) = (text(&pod, "name"), pin_ops(&pod));
-                s.api
-                    .expect_patch_pod()
-                    .withf(move |ns, n, patch, dry| {
-                        ns == NS && *n == name && patch_is(patch, &ops) && *dry == dry_run
-                    })
-                    .times(1)
-                    .in_sequence(&mut seq)
-                    .returning(move |_, _, _, _| {
-                        stops();
-                        answer.as_ref().map(bytes).map_err(Clone::clone)
-                    });
+                expect_patch(&mut s.api, &mut seq, (name, ops, dry_run), answer, stops);
             }
             Release(pod, answer) => {
+                let answer = answer.map(|()| b"{}".to_vec());
                 let (name, ops) = (text(&pod, "name"), release_ops(&pod));
-                s.api
-                    .expect_patch_pod()
-                    .withf(move |ns, n, patch, dry| {
-                        ns == NS && *n == name && patch_is(patch, &ops) && *dry == dry_run
-                    })
-                    .times(1)
-                    .in_sequence(&mut seq)
-                    .returning(move |_, _, _, _| {
-                        stops();
-                        answer.clone().map(|()| b"{}".to_vec())
-                    });
+                expect_patch(&mut s.api, &mut seq, (name, ops, dry_run), answer, stops);
             }
             Delete(pod, answer) => {
                 let name = text(&pod, "name");

@@ -15,7 +15,7 @@ use crate::ports::{
     ClusterError, MockSessionDirectory, ObjectCluster, Page, Preconditions, StoreError,
 };
 use crate::sessions::run::{DeleteResult, SessionRunError, run};
-use crate::sessions::{Kind, Row, SessionConfig, SessionInputs, SessionPlanError};
+use crate::sessions::{Kind, Row, SessionConfig, SessionPlanError};
 use crate::testing::block_on;
 
 const NOW: f64 = 1_795_953_600.0;
@@ -61,15 +61,7 @@ impl ObjectCluster for MockObjects {
     }
 }
 
-fn cfg() -> SessionConfig {
-    SessionInputs {
-        guard_floor: 1,
-        guard_ratio: 0.5,
-        ..Default::default()
-    }
-    .validate()
-    .unwrap()
-}
+use crate::testing::session_config as cfg;
 
 /// The Deployment and the `Session` of each session, each with its own uid and
 /// resourceVersion; no Services or claims.

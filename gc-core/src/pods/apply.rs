@@ -314,7 +314,9 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
                     first: first_observed(t, ledger),
                     ..t.clone()
                 };
-                collect(ports, cfg, &t, dry_run, Mode::Planned).await
+                collect(ports, cfg, &t, dry_run, Mode::Planned)
+                    .await
+                    .unwrap_or_else(|stopped| stopped)
             }
             Err(e) => failed(
                 Step::Reread,
@@ -386,20 +388,9 @@ fn check_lock<C, S, A, K>(p: &Ports<'_, C, S, A, K>, step: Step) -> Result<(), O
     }
 }
 
-/// The protocol for one target, one function per step.
+/// The protocol for one target, one function per step. `Err` is the outcome of a step that
+/// stopped it; either way the value is the target's outcome.
 async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
-    p: &Ports<'_, C, S, A, K>,
-    cfg: &PodConfig,
-    t: &Target,
-    dry_run: bool,
-    mode: Mode,
-) -> Outcome {
-    match steps(p, cfg, t, dry_run, mode).await {
-        Ok(outcome) | Err(outcome) => outcome,
-    }
-}
-
-async fn steps<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
     t: &Target,
@@ -883,7 +874,9 @@ async fn finish<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         resource_version: live.resource_version(),
         archive_bytes: 0,
     };
-    collect(p, cfg, &t, dry_run, Mode::Finish).await
+    collect(p, cfg, &t, dry_run, Mode::Finish)
+        .await
+        .unwrap_or_else(|stopped| stopped)
 }
 
 async fn verify_archive<A: ArchiveSink>(

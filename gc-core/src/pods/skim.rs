@@ -303,25 +303,53 @@ impl<'a> Skimmer<'a, '_> {
                 }
                 None => (None, None),
             };
-            let value_len = self.value(depth + 1, child)?;
-            if let Some(slot) = slot {
-                self.members[slot].value = &self.text[value_start..self.i];
-                self.members[slot].canonical_len = value_len;
+            len += self.recorded_value(depth, child, slot, value_start)?;
+            if self.next_or_close(b'}', "expected ',' or '}'", &mut len)? {
+                return Ok(len);
             }
-            len += value_len;
-            self.ws();
-            match self.b.get(self.i) {
-                Some(b',') => {
-                    self.i += 1;
-                    len += 1;
-                    self.ws();
-                }
-                Some(b'}') => {
-                    self.i += 1;
-                    return Ok(len);
-                }
-                _ => return Err(self.err("expected ',' or '}'")),
+        }
+    }
+
+    /// A member's or element's value from `start`, recorded in `slot` when there is one; its
+    /// canonical length.
+    #[inline]
+    fn recorded_value(
+        &mut self,
+        depth: usize,
+        child: Record<'_>,
+        slot: Option<usize>,
+        start: usize,
+    ) -> Result<usize, SkimError> {
+        let value_len = self.value(depth + 1, child)?;
+        if let Some(slot) = slot {
+            self.members[slot].value = &self.text[start..self.i];
+            self.members[slot].canonical_len = value_len;
+        }
+        Ok(value_len)
+    }
+
+    /// After a member or an element: a `,` (`false`: more follow; it counts in `len`) or the
+    /// `close` byte (`true`).
+    #[inline]
+    fn next_or_close(
+        &mut self,
+        close: u8,
+        expected: &'static str,
+        len: &mut usize,
+    ) -> Result<bool, SkimError> {
+        self.ws();
+        match self.b.get(self.i) {
+            Some(b',') => {
+                self.i += 1;
+                *len += 1;
+                self.ws();
+                Ok(false)
             }
+            Some(&c) if c == close => {
+                self.i += 1;
+                Ok(true)
+            }
+            _ => Err(self.err(expected)),
         }
     }
 
@@ -350,24 +378,9 @@ impl<'a> Skimmer<'a, '_> {
             let child = elements
                 .zip(slot)
                 .map(|((_, schema), slot)| (Some(slot), schema));
-            let value_len = self.value(depth + 1, child)?;
-            if let Some(slot) = slot {
-                self.members[slot].value = &self.text[start..self.i];
-                self.members[slot].canonical_len = value_len;
-            }
-            len += value_len;
-            self.ws();
-            match self.b.get(self.i) {
-                Some(b',') => {
-                    self.i += 1;
-                    len += 1;
-                    self.ws();
-                }
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(len);
-                }
-                _ => return Err(self.err("expected ',' or ']'")),
+            len += self.recorded_value(depth, child, slot, start)?;
+            if self.next_or_close(b']', "expected ',' or ']'", &mut len)? {
+                return Ok(len);
             }
         }
     }

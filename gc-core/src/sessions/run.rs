@@ -283,8 +283,8 @@ async fn delete<C: ObjectCluster>(
 mod tests {
     use super::*;
     use crate::ports::Page;
-    use crate::sessions::{Row, SessionInputs};
-    use crate::testing::block_on;
+    use crate::sessions::Row;
+    use crate::testing::{block_on, session_config as cfg};
     use async_trait::async_trait;
     use serde_json::{Value, json};
     use std::sync::Mutex;
@@ -377,14 +377,12 @@ mod tests {
         }
     }
 
-    fn cfg() -> SessionConfig {
-        SessionInputs {
-            guard_floor: 1,
-            guard_ratio: 0.5,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap()
+    /// The deletes of session e's Deployment and `Session`, with `dry_run`.
+    fn session_e(dry_run: bool) -> [(String, bool); 2] {
+        [
+            ("e-Deployment".to_owned(), dry_run),
+            ("e-Session".to_owned(), dry_run),
+        ]
     }
 
     /// One run over the fake cluster with a table holding sessions a to d.
@@ -399,13 +397,7 @@ mod tests {
     #[test]
     fn deletes_orphans_and_audits_every_decision() {
         let (f, report) = run_once(false, false);
-        assert_eq!(
-            *f.deleted.lock().unwrap(),
-            [
-                ("e-Deployment".to_owned(), false),
-                ("e-Session".to_owned(), false)
-            ]
-        );
+        assert_eq!(*f.deleted.lock().unwrap(), session_e(false));
         assert_eq!(report.records.len(), 10);
         assert_eq!(report.lookups, 1);
         let line =
@@ -436,13 +428,7 @@ mod tests {
     #[test]
     fn dry_run_sends_the_same_deletes_in_dry_run() {
         let (f, report) = run_once(true, false);
-        assert_eq!(
-            *f.deleted.lock().unwrap(),
-            [
-                ("e-Deployment".to_owned(), true),
-                ("e-Session".to_owned(), true)
-            ]
-        );
+        assert_eq!(*f.deleted.lock().unwrap(), session_e(true));
         assert!(
             report
                 .records
