@@ -4,7 +4,7 @@
 # the default test command (it rebuilds gc-core once per mutant); see docs/mutation-testing.md.
 #
 #   scripts/mutants.sh                      # all three files
-#   scripts/mutants.sh -f gc-core/src/apply.rs   # extra arguments go to cargo mutants
+#   scripts/mutants.sh -f gc-core/src/pods/apply.rs   # extra arguments go to cargo mutants
 #
 # Installs cargo-mutants (pinned) into ${GC_TOOLS:-~/.cache/gc-tools} when it is missing; the
 # report goes to ${MUTANTS_OUT:-target/mutants}/mutants.out (caught.txt, missed.txt, ...).
@@ -21,7 +21,8 @@ if ! "$BIN" mutants --version 2>/dev/null | grep -qx "cargo-mutants $VERSION"; t
 fi
 
 if [ "$#" -eq 0 ]; then
-  set -- -f gc-core/src/apply.rs -f gc-core/src/approval.rs -f gc-core/src/sessions.rs
+  set -- -f gc-core/src/pods/apply.rs -f gc-core/src/pods/approval.rs \
+    -f gc-core/src/sessions/config.rs -f gc-core/src/sessions/plan.rs -f gc-core/src/sessions/run.rs
 fi
 
 mkdir -p "$OUT"
