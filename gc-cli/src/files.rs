@@ -76,15 +76,25 @@ pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
+
+    /// A fresh folder holding `name` with `contents`, and that file's path.
+    #[cfg(unix)]
+    fn folder_with(name: &str, contents: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, contents).unwrap();
+        (dir, path)
+    }
 
     #[cfg(unix)]
     #[test]
     fn a_planted_symlink_is_not_followed_and_the_file_is_private() {
-        use std::os::unix::fs::{PermissionsExt, symlink};
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, "keep me").unwrap();
+        use std::os::unix::fs::symlink;
+        let (dir, victim) = folder_with("victim", "keep me");
         let out = dir.path().join("plan.json");
         // Both names an earlier version wrote through.
         for planted in ["plan.json.tmp", "plan.tmp"] {
@@ -113,10 +123,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn an_existing_file_is_replaced_and_made_private() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("gc.prom");
-        std::fs::write(&out, "old").unwrap();
+        let (_dir, out) = folder_with("gc.prom", "old");
         std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644)).unwrap();
         write_file(&out, "new").unwrap();
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");

@@ -60,27 +60,30 @@ impl Env {
     fn gc(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
+    /// `head`, then the archive folder, JSON output and `extra`.
+    fn json_args(&self, head: &[&str], extra: &[&str]) -> Vec<String> {
+        let archives = self.archives();
+        let tail = ["--archive-dir", archives.to_str().unwrap(), "-o", "json"];
+        [head, &tail, extra]
+            .concat()
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
     fn apply_args(&self, plan: &Path, extra: &[&str]) -> Vec<String> {
-        let mut args: Vec<String> = [
+        let head = [
             "apply",
             plan.to_str().unwrap(),
             "--retention-seconds",
             "3600",
-            "--archive-dir",
-            self.archives().to_str().unwrap(),
-            "-o",
-            "json",
-        ]
-        .map(str::to_owned)
-        .into();
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
-        args
+        ];
+        self.json_args(&head, extra)
     }
     fn apply(&self, plan: &Path, extra: &[&str]) -> Output {
         self.gc(&strs(&self.apply_args(plan, extra)))
     }
     fn run_args(&self, extra: &[&str]) -> Vec<String> {
-        let mut args: Vec<String> = [
+        let head = [
             "run",
             "pods",
             "--retention-seconds",
@@ -90,15 +93,8 @@ impl Env {
             "--dry-run",
             "false",
             "--auto-remediate",
-            "--archive-dir",
-            self.archives().to_str().unwrap(),
-            "-o",
-            "json",
-        ]
-        .map(str::to_owned)
-        .into();
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
-        args
+        ];
+        self.json_args(&head, extra)
     }
     fn run_pods(&self, extra: &[&str]) -> Output {
         self.gc(&strs(&self.run_args(extra)))

@@ -324,21 +324,11 @@ mod tests {
     #[test]
     fn keys_are_checked_part_by_part() {
         let sink = DirectorySink::new(PathBuf::from("/a"));
-        for (c, n, u) in [
-            ("", "ns", "u"),
-            ("Primary", "ns", "u"),
-            ("a/b", "ns", "u"),
-            ("..", "ns", "u"),
-            ("c", "..", "u"),
-            ("c", "-ns", "u"),
-            ("c", "n.s", "u"),
-            ("c", "ns", ""),
-            ("c", "ns", ".."),
-            ("c", "ns", "a/b"),
-            ("c", "ns", "a.json"),
-            ("c", "ns", "a b"),
-            ("c", "ns", &"u".repeat(129)),
-        ] {
+        let long = "u".repeat(129);
+        let clusters = ["", "Primary", "a/b", ".."].map(|c| (c, "ns", "u"));
+        let namespaces = ["..", "-ns", "n.s"].map(|n| ("c", n, "u"));
+        let uids = ["", "..", "a/b", "a.json", "a b", &long].map(|u| ("c", "ns", u));
+        for (c, n, u) in clusters.into_iter().chain(namespaces).chain(uids) {
             let err = sink.locate(&key(c, n, u)).map(|l| l.uri).unwrap_err();
             assert!(matches!(err, StoreError::Other(_)), "{c:?} {n:?} {u:?}");
         }

@@ -70,21 +70,18 @@ async fn files_are_0600_and_folders_0700_and_no_temporary_file_is_left() {
 async fn unsafe_keys_are_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let sink = sink_in(&dir);
-    for bad in [
-        key("..", "ns", "u"),
-        key("c/d", "ns", "u"),
-        key("C", "ns", "u"),
-        key("", "ns", "u"),
-        key("c", "..", "u"),
-        key("c", "ns/x", "u"),
-        key("c", "Ns", "u"),
-        key("c", "ns", ".."),
-        key("c", "ns", "../../etc/passwd"),
-        key("c", "ns", "/etc/passwd"),
-        key("c", "ns", "my-pod.log"),
-        key("c", "ns", "u\0"),
-        key("c", "ns", ""),
-    ] {
+    let clusters = ["..", "c/d", "C", ""].map(|c| key(c, "ns", "u"));
+    let namespaces = ["..", "ns/x", "Ns"].map(|n| key("c", n, "u"));
+    let uids = [
+        "..",
+        "../../etc/passwd",
+        "/etc/passwd",
+        "my-pod.log",
+        "u\0",
+        "",
+    ];
+    let uids = uids.map(|u| key("c", "ns", u));
+    for bad in clusters.into_iter().chain(namespaces).chain(uids) {
         let err = sink.write(&bad, b"x").await.unwrap_err();
         assert!(
             matches!(&err, StoreError::Other(m) if m.starts_with("refusing archive key")),
