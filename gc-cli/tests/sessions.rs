@@ -188,11 +188,11 @@ async fn create_session(
     Ok(())
 }
 
-/// Every object of the four kinds in `ns`: `kind/name` -> (uid, deleting).
-async fn snapshot(
-    ns: &TestNamespace,
-    session: &ApiResource,
-) -> Result<BTreeMap<String, (String, bool)>> {
+/// Objects by `kind/name`: (uid, deleting).
+type Snapshot = BTreeMap<String, (String, bool)>;
+
+/// Every object of the four kinds in `ns`.
+async fn snapshot(ns: &TestNamespace, session: &ApiResource) -> Result<Snapshot> {
     let mut out = BTreeMap::new();
     let lp = ListParams::default();
     let mut add = |kind: &str, meta: kube::api::ObjectMeta| {
@@ -218,10 +218,7 @@ async fn snapshot(
 }
 
 /// The objects of `before` (not yet deleting there) that are gone or deleting in `after`.
-fn removed(
-    before: &BTreeMap<String, (String, bool)>,
-    after: &BTreeMap<String, (String, bool)>,
-) -> BTreeSet<String> {
+fn removed(before: &Snapshot, after: &Snapshot) -> BTreeSet<String> {
     before
         .iter()
         .filter(|(_, (_, deleting))| !deleting)
@@ -266,8 +263,9 @@ async fn creation_span(ns: &TestNamespace) -> Result<(i64, i64)> {
 }
 
 impl Fixture {
-    /// The namespaces, the objects and the table; `None` when no PostgreSQL is configured.
-    async fn new(prefix: &str) -> Result<Option<Self>> {
+    /// The namespaces, the objects and the table, with a snapshot of the objects as they start;
+    /// `None` when no PostgreSQL is configured.
+    async fn new(prefix: &str) -> Result<Option<(Self, Snapshot)>> {
         let Some(db) = TestDatabase::fresh(prefix).await? else {
             return Ok(None);
         };
@@ -329,14 +327,16 @@ impl Fixture {
             .await?;
         }
         pool.close().await;
-        Ok(Some(Self {
+        let f = Self {
             ns,
             other,
             db,
             session,
             kubeconfig: bed.kubeconfig_path().to_str().unwrap().to_owned(),
             now,
-        }))
+        };
+        let before = f.snapshot().await?;
+        Ok(Some((f, before)))
     }
 
     /// `gc-cli <verb> sessions` on this namespace and database, with `extra` flags.
@@ -353,7 +353,7 @@ impl Fixture {
         gc_cli(&[&base[..], &at, args].concat(), env)
     }
 
-    async fn snapshot(&self) -> Result<BTreeMap<String, (String, bool)>> {
+    async fn snapshot(&self) -> Result<Snapshot> {
         snapshot(&self.ns, &self.session).await
     }
 }
@@ -365,10 +365,9 @@ fn hard_deleted() -> BTreeSet<String> {
 
 #[tokio::test]
 async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
-    let Some(f) = Fixture::new("sessions-run").await? else {
+    let Some((f, before)) = Fixture::new("sessions-run").await? else {
         return Ok(());
     };
-    let before = f.snapshot().await?;
     let other_before = snapshot(&f.other, &f.session).await?;
 
     // The plan: the hard-deleted sessions' objects, the young one held, the rest kept.
@@ -527,10 +526,9 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
 
 #[tokio::test]
 async fn every_doubt_deletes_nothing_and_says_why() -> Result {
-    let Some(f) = Fixture::new("sessions-refuse").await? else {
+    let Some((f, before)) = Fixture::new("sessions-refuse").await? else {
         return Ok(());
     };
-    let before = f.snapshot().await?;
     let refuse = |out: &Output, code: i32, says: &str| {
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{stderr}");
@@ -746,10 +744,9 @@ async fn a_table_holding_none_of_the_ids_deletes_nothing_whatever_the_floor() ->
 
 #[tokio::test]
 async fn a_kind_not_installed_is_reported_not_fatal() -> Result {
-    let Some(f) = Fixture::new("sessions-kinds").await? else {
+    let Some((f, before)) = Fixture::new("sessions-kinds").await? else {
         return Ok(());
     };
-    let before = f.snapshot().await?;
     let out = f.cli(
         "run",
         &[

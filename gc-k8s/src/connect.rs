@@ -360,6 +360,13 @@ mod tests {
         assert!(matches!(resolve(&explicit, true), Resolved::Explicit(_)));
     }
 
+    /// The error of an explicit connection with `ca_cert_data`, which must be refused.
+    async fn refused_ca_data(ca_cert_data: &str) -> ConnectError {
+        config(&explicit(Some(ca_cert_data)))
+            .await
+            .expect_err("refused")
+    }
+
     #[test]
     fn debug_never_shows_the_token() {
         let text = format!("{:?}", explicit(None));
@@ -368,9 +375,7 @@ mod tests {
 
     #[tokio::test]
     async fn ca_data_that_is_not_base64_names_the_input() {
-        let error = config(&explicit(Some("%%% not base64")))
-            .await
-            .expect_err("refused");
+        let error = refused_ca_data("%%% not base64").await;
         assert!(
             matches!(&error, ConnectError::Invalid { input: "ca_cert_data", problem } if problem.starts_with("not base64")),
             "{error:?}"
@@ -380,9 +385,7 @@ mod tests {
     #[tokio::test]
     async fn ca_data_without_a_certificate_names_the_input() {
         // base64 of "hello, not a certificate\n"
-        let error = config(&explicit(Some("aGVsbG8sIG5vdCBhIGNlcnRpZmljYXRlCg==")))
-            .await
-            .expect_err("refused");
+        let error = refused_ca_data("aGVsbG8sIG5vdCBhIGNlcnRpZmljYXRlCg==").await;
         assert_eq!(
             error,
             ConnectError::Invalid {
