@@ -15,7 +15,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{COLLECT, PIN, Result, gc_cli, namespace, ok, old, run_pods, sqlite};
+use common::{COLLECT, PIN, Result, gc_cli, namespace, ok, old, run_pods, sqlite, target};
 
 async fn populate(ns: &TestNamespace) -> Result {
     let pods = ns.api::<Pod>();
@@ -222,13 +222,8 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
 #[tokio::test]
 async fn run_is_a_dry_run_unless_asked_twice() -> Result {
     let (bed, ns) = namespace("run").await?;
-    let pods = ns.api::<Pod>();
     for i in 0..3 {
-        FailedPod::new(&format!("target-{i}"))
-            .label(COLLECT, "true")
-            .finished_at(old())
-            .create(&pods)
-            .await?;
+        target(&ns, &format!("target-{i}")).await?;
     }
     let dir = tempfile::tempdir()?;
     let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use gc_core::ports::{ObjectCluster, Preconditions};
 use gc_core::sessions::Kind;
-use gc_testbed::{FailedPod, TestBed, TestNamespace};
+use gc_testbed::{TestBed, TestNamespace};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
@@ -19,7 +19,7 @@ use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 
 mod common;
 
-use common::{COLLECT, Result, command, namespace, old, run_pods, sqlite};
+use common::{Result, command, namespace, run_pods, sqlite, target};
 
 const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chart");
 
@@ -352,11 +352,7 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
     }
 
     // The failed-Pod collector works with exactly that token.
-    FailedPod::new("target")
-        .label(COLLECT, "true")
-        .finished_at(old())
-        .create(&ns.api::<Pod>())
-        .await?;
+    target(&ns, "target").await?;
     let dir = tempfile::tempdir()?;
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, &token)?;

@@ -11,12 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use gc_testbed::FailedPod;
-use k8s_openapi::api::core::v1::Pod;
-
 mod common;
 
-use common::{COLLECT, Result, command, namespace, old, run_pods, sqlite};
+use common::{Result, command, namespace, run_pods, sqlite, target};
 
 /// Accepts one HTTP request on a loopback port and returns its body.
 fn one_request() -> (String, std::thread::JoinHandle<String>) {
@@ -251,11 +248,7 @@ async fn metrics_reach_a_real_pushgateway() -> Result {
     };
     let (bed, ns) = namespace("metrics").await?;
     for i in 0..3 {
-        FailedPod::new(&format!("p{i}"))
-            .label(COLLECT, "true")
-            .finished_at(old())
-            .create(&ns.api::<Pod>())
-            .await?;
+        target(&ns, &format!("p{i}")).await?;
     }
     let dir = tempfile::tempdir()?;
     let out = command()
@@ -302,11 +295,7 @@ async fn metrics_reach_a_real_pushgateway() -> Result {
 #[tokio::test]
 async fn serve_runs_on_a_schedule_and_serves_metrics() -> Result {
     let (bed, ns) = namespace("serve").await?;
-    FailedPod::new("p")
-        .label(COLLECT, "true")
-        .finished_at(old())
-        .create(&ns.api::<Pod>())
-        .await?;
+    target(&ns, "p").await?;
     let dir = tempfile::tempdir()?;
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut child = command()

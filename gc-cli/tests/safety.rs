@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 mod common;
 
-use common::{COLLECT, PIN, Result, command, old, sqlite};
+use common::{COLLECT, PIN, Result, command, old, sqlite, target};
 
 /// One namespace, a store, an archive folder and the flags every command shares.
 struct Env {
@@ -185,14 +185,6 @@ fn outcomes(report: &Value) -> BTreeMap<String, String> {
             )
         })
         .collect()
-}
-
-async fn target(ns: &TestNamespace, name: &str) -> Result<Pod> {
-    Ok(FailedPod::new(name)
-        .label(COLLECT, "true")
-        .finished_at(old())
-        .create(&ns.api::<Pod>())
-        .await?)
 }
 
 /// Re-seals a plan document as anyone can: the unkeyed digest recomputed.

@@ -7,7 +7,8 @@
 use std::ffi::OsStr;
 use std::process::{Command, Output};
 
-use gc_testbed::{TestBed, TestNamespace};
+use gc_testbed::{FailedPod, TestBed, TestNamespace};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 pub(crate) type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> =
@@ -42,6 +43,15 @@ pub(crate) fn ok(out: &Output) -> String {
 /// Two hours ago: past a retention of an hour.
 pub(crate) fn old() -> Timestamp {
     Timestamp::from_second(Timestamp::now().as_second() - 7200).unwrap()
+}
+
+/// Creates the failed Pod `name` in `ns`, labelled for the collector and finished long ago.
+pub(crate) async fn target(ns: &TestNamespace, name: &str) -> Result<Pod> {
+    Ok(FailedPod::new(name)
+        .label(COLLECT, "true")
+        .finished_at(old())
+        .create(&ns.api::<Pod>())
+        .await?)
 }
 
 /// `run pods` in `namespace` with a retention of an hour.
