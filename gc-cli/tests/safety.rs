@@ -357,14 +357,9 @@ async fn an_archive_over_the_ceiling_after_pinning_releases_the_pin() -> Result 
 async fn recovery_finds_every_pin_whatever_the_labels() -> Result {
     let env = Env::new("unlabelled-pin").await?;
     let pods = env.ns.api::<Pod>();
-    FailedPod::new("unlabelled")
-        .finalizer(PIN)
-        .create(&pods)
-        .await?;
-    FailedPod::new("deleting")
-        .finalizer(PIN)
-        .create(&pods)
-        .await?;
+    for name in ["unlabelled", "deleting"] {
+        FailedPod::new(name).finalizer(PIN).create(&pods).await?;
+    }
     pods.delete("deleting", &DeleteParams::default()).await?;
     let out = env.run_pods(&[]);
     let got = outcomes(&ok(&out));
