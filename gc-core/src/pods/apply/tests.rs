@@ -109,6 +109,10 @@ struct World {
     expire: usize,
     /// A Pod whose last finalizer goes stays a while (graceful termination).
     linger: bool,
+    /// Seconds the engine slept, in all.
+    slept: f64,
+    /// A lingering Pod is gone once the engine slept this long in all.
+    gone_after_sleeping: Option<f64>,
     calls: usize,
     /// Every call, as `"<op> <subject>"`, in order.
     log: Vec<String>,
@@ -569,11 +573,25 @@ impl Clock for Fake {
     }
     fn sleep<'a, 'b>(
         &'a self,
-        _: f64,
+        seconds: f64,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'b>>
     where
         'a: 'b,
     {
+        let mut w = self.w();
+        w.slept += seconds;
+        if w.gone_after_sleeping.is_some_and(|at| w.slept >= at) {
+            // The server finishes the graceful deletion of every released Pod.
+            let released: Vec<String> = w
+                .pods
+                .iter()
+                .filter(|(_, p)| is_deleting(p) && finalizers(p).is_empty())
+                .map(|(n, _)| n.clone())
+                .collect();
+            for name in released {
+                w.remove(&name);
+            }
+        }
         Box::pin(async {})
     }
 }
@@ -1404,6 +1422,38 @@ fn each_fence_stops_a_change_by_someone_else() {
     }
 }
 
+/// Gone is checked at once after the release, then after waits that double, for at most
+/// `SETTLE_SECONDS` in all: a Pod the server removes a little later is collected without waiting
+/// the whole bound; one that stays fails after exactly the bound.
+#[test]
+fn verify_gone_waits_with_backoff_up_to_the_bound() {
+    let cfg = config();
+    for (gone_after, outcome, slept) in [
+        (Some(0.0), "Collected", 0.0),
+        (Some(0.05), "Collected", 0.05),
+        (Some(0.3), "Collected", 0.35),
+        (Some(1.9), "Collected", SETTLE_SECONDS),
+        (None, "Failed VerifyGone", SETTLE_SECONDS),
+    ] {
+        let fake = one();
+        let targets = plan(&fake, &cfg);
+        fake.w().linger = gone_after != Some(0.0);
+        fake.w().gone_after_sleeping = gone_after;
+        let results = apply_only(&fake, &cfg, &targets);
+        let w = fake.w();
+        assert_eq!(
+            short(&results[0].outcome),
+            outcome,
+            "{gone_after:?}: {results:#?}"
+        );
+        assert!(
+            (w.slept - slept).abs() < 1e-9,
+            "{gone_after:?}: slept {}",
+            w.slept
+        );
+    }
+}
+
 /// Retention is checked again at apply, against apply's clock (a plan made by a clock that runs
 /// ahead): a target whose anchor is not yet `retention` old is left alone; one exactly that old
 /// is collected.
@@ -1448,22 +1498,24 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_the_store() {
         with_pods(vec![p])
     };
     let recent = NOW - 60.0;
-    for (stored, outcome) in [
-        (Some(recent), "Skipped Reread"),
-        (Some(NOW - 10.0 * DAY), "Collected"),
-        (None, "Collected"),
+    for (planned, stored, outcome) in [
+        (NOW - 10.0 * DAY, Some(recent), "Skipped Reread"),
+        (NOW - 10.0 * DAY, Some(NOW - 10.0 * DAY), "Collected"),
+        (NOW - 10.0 * DAY, None, "Collected"),
+        // A store that recorded it earlier than the plan does not shorten the hold either.
+        (recent, Some(NOW - 10.0 * DAY), "Skipped Reread"),
     ] {
         let fake = unfinished();
         let mut targets = plan(&fake, &cfg);
         assert_eq!(targets.len(), 0, "a first observation now is held");
-        // A forged plan: first observed ten days ago.
+        // A plan (forged, or older than the store) with its own first observation.
         fake.w().now = NOW;
         targets = vec![Target {
             name: json!("target-0"),
             uid: "uid-target-0".into(),
-            first: PyNum::Float(NOW - 10.0 * DAY),
+            first: PyNum::Float(planned),
             basis: Basis::ObservedFailed,
-            end: PyNum::Float(NOW - 10.0 * DAY),
+            end: PyNum::Float(planned),
             resource_version: fake.w().pods["target-0"]["metadata"]["resourceVersion"]
                 .as_str()
                 .unwrap()
