@@ -106,16 +106,54 @@ async fn open_sqlite(path: &std::path::Path, shown: &str) -> Result<Pool, StoreE
         .journal_mode(SqliteJournalMode::Wal)
         .busy_timeout(BUSY_TIMEOUT);
     let err = |e: sqlx::Error| error::map(shown, e);
+    // SQLite's migrator takes no lock, and switching to WAL or creating the first tables can
+    // answer "database is locked" at once, without waiting out the busy timeout. Openers of one
+    // file, in this process or another, take turns on an advisory lock beside it (as
+    // PostgreSQL's migrator does with an advisory lock), released when the pool exists.
+    let _turn = open_turn(path, shown).await?;
     let mut conn = connect(options.connect(), shown).await?;
-    let migrator = schema::migrator(Dialect::Sqlite).await.map_err(err)?;
-    // SQLite's migrator takes no lock: when another opener applies a migration between this
-    // run's check and its apply, this run fails (the table exists), and a second run finds the
-    // migration recorded (table and record commit together). Tested by concurrent opens.
-    if migrator.run(&mut conn).await.is_err() {
-        migrator.run(&mut conn).await.map_err(|e| err(e.into()))?;
-    }
+    schema::migrator(Dialect::Sqlite)
+        .await
+        .map_err(err)?
+        .run(&mut conn)
+        .await
+        .map_err(|e| err(e.into()))?;
     let pool = pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown).await?;
     Ok(Pool::Sqlite(pool))
+}
+
+/// Takes the exclusive advisory lock on `PATH.lock` (created if missing, never removed: removing
+/// a lock file races with its next holder), waiting for at most [`CONNECT_TIMEOUT`]. The lock
+/// is released when the returned file is dropped, or when the process ends.
+async fn open_turn(path: &std::path::Path, shown: &str) -> Result<std::fs::File, StoreError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let unavailable = |e: &dyn fmt::Display| {
+        StoreError::Unavailable(format!("{shown}: {}: {e}", lock_path.display()))
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| unavailable(&e))?;
+    let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(unavailable(&format_args!(
+                    "another process has been opening the store for {} seconds",
+                    CONNECT_TIMEOUT.as_secs()
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(unavailable(&e)),
+        }
+    }
 }
 
 async fn open_postgres(url: &str, shown: &str) -> Result<Pool, StoreError> {
