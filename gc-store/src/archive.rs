@@ -104,15 +104,16 @@ impl DirectorySink {
     }
 }
 
-/// A checked key: each part safe as one path component.
-struct Parts {
-    cluster: String,
-    namespace: String,
-    uid: String,
+/// A checked key: each part safe as one path component (and one object-key segment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parts {
+    pub(crate) cluster: String,
+    pub(crate) namespace: String,
+    pub(crate) uid: String,
 }
 
 impl Parts {
-    fn check(cluster: &str, namespace: &str, uid: &str) -> Result<Self, StoreError> {
+    pub(crate) fn check(cluster: &str, namespace: &str, uid: &str) -> Result<Self, StoreError> {
         let refuse = |part: &str, value: &str, rule: &str| {
             Err(StoreError::Other(format!(
                 "refusing archive key: {part} {value:?} must match {rule}"
@@ -135,7 +136,7 @@ impl Parts {
     }
 
     /// `<cluster>/<namespace>/<uid>.json`
-    fn relative(&self) -> String {
+    pub(crate) fn relative(&self) -> String {
         format!("{}/{}/{}.json", self.cluster, self.namespace, self.uid)
     }
 }
@@ -148,6 +149,27 @@ fn is_cluster(s: &str) -> bool {
 
 fn is_uid(s: &str) -> bool {
     (1..=128).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+}
+
+/// An archive a sink holds, as its listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveEntry {
+    /// The archive's URI, as receipts record it.
+    pub uri: String,
+    /// The cluster, namespace and uid its key names.
+    pub key: ArchiveKey,
+    /// Its size.
+    pub bytes: u64,
+}
+
+impl Parts {
+    pub(crate) fn key(&self) -> ArchiveKey {
+        ArchiveKey {
+            cluster_id: self.cluster.clone(),
+            namespace: self.namespace.clone(),
+            uid: self.uid.clone(),
+        }
+    }
 }
 
 /// Where a key's archive goes.

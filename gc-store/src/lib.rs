@@ -29,7 +29,7 @@ use sqlx::{ConnectOptions, Connection, Database, Postgres, Sqlite};
 use location::Location;
 use schema::Dialect;
 
-pub use archive::{DirectorySink, default_archive_dir};
+pub use archive::{ArchiveEntry, DirectorySink, default_archive_dir};
 pub use sessions::{SessionTable, TableSpec, connect_sessions, url_from_env};
 
 /// How long opening a store may wait for the first connection, and a call for a pooled one.
