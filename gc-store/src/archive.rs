@@ -104,6 +104,84 @@ impl DirectorySink {
     }
 }
 
+impl DirectorySink {
+    /// Every archive under the root for `cluster_id` (all clusters when `None`), in no
+    /// particular order. Files whose path is not `<cluster>/<namespace>/<uid>.json` with checked
+    /// parts (temporary files of an interrupted write, anything else) are not archives.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when a folder cannot be read; a root that does not exist yet
+    /// holds no archive.
+    pub async fn list(&self, cluster_id: Option<&str>) -> Result<Vec<ArchiveEntry>, StoreError> {
+        let prefix = self.uri_prefix()?;
+        let root = self.root.clone();
+        let only = cluster_id.map(str::to_owned);
+        blocking(move || {
+            let mut found = Vec::new();
+            for cluster in entries(&root)? {
+                if only.as_ref().is_some_and(|c| *c != cluster) {
+                    continue;
+                }
+                for namespace in entries(&root.join(&cluster))? {
+                    for file in entries(&root.join(&cluster).join(&namespace))? {
+                        let Some(uid) = file.strip_suffix(".json") else {
+                            continue;
+                        };
+                        let Ok(parts) = Parts::check(&cluster, &namespace, uid) else {
+                            continue;
+                        };
+                        let path = root.join(parts.relative());
+                        let meta = fs::symlink_metadata(&path).map_err(|e| {
+                            StoreError::Unavailable(format!("cannot read {}: {e}", path.display()))
+                        })?;
+                        if meta.is_file() {
+                            found.push(ArchiveEntry {
+                                uri: format!("{prefix}{}", parts.relative()),
+                                key: parts.key(),
+                                bytes: meta.len(),
+                            });
+                        }
+                    }
+                }
+            }
+            Ok(found)
+        })
+        .await
+    }
+}
+
+/// The names in `folder` that are valid UTF-8 (no archive has another name); none when the
+/// folder does not exist or is not a folder.
+fn entries(folder: &Path) -> Result<Vec<String>, StoreError> {
+    let read = match fs::read_dir(folder) {
+        Ok(read) => read,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Vec::new());
+        }
+        Err(e) => {
+            return Err(StoreError::Unavailable(format!(
+                "cannot list {}: {e}",
+                folder.display()
+            )));
+        }
+    };
+    let mut names = Vec::new();
+    for entry in read {
+        let entry = entry.map_err(|e| {
+            StoreError::Unavailable(format!("cannot list {}: {e}", folder.display()))
+        })?;
+        if let Ok(name) = entry.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
 /// A checked key: each part safe as one path component (and one object-key segment).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Parts {

@@ -235,11 +235,12 @@ macro_rules! with_pool {
 struct Statements {
     save_ledger: &'static str,
     put_receipt: &'static str,
+    list_receipts: &'static str,
 }
 
 /// The statements of a dialect, given its expression for the current time.
 macro_rules! statements {
-    ($now:literal) => {
+    ($now:literal, $created_at:literal, $text:literal) => {
         Statements {
             save_ledger: concat!(
                 "INSERT INTO gc_ledgers (cluster_id, namespace, ledger) VALUES ($1, $2, $3) ",
@@ -255,12 +256,40 @@ macro_rules! statements {
                 "sha256 = excluded.sha256, bytes = excluded.bytes, created_at = ",
                 $now
             ),
+            list_receipts: concat!(
+                "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes, ",
+                $created_at,
+                " FROM gc_receipts WHERE cluster_id = $1 ",
+                "AND ($2",
+                $text,
+                " IS NULL OR namespace = $2) AND ($3",
+                $text,
+                " IS NULL OR name = $3) ",
+                "ORDER BY created_at DESC, namespace, name, uid"
+            ),
         }
     };
 }
 
-const SQLITE_SQL: Statements = statements!("strftime('%Y-%m-%dT%H:%M:%fZ', 'now')");
-const POSTGRES_SQL: Statements = statements!("now()");
+const SQLITE_SQL: Statements =
+    statements!("strftime('%Y-%m-%dT%H:%M:%fZ', 'now')", "created_at", "");
+const POSTGRES_SQL: Statements = statements!(
+    "now()",
+    r#"to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"#,
+    "::text"
+);
+
+/// A receipt as the database returns it: cluster, namespace, uid, name, uri, sha256, size.
+type ReceiptRow = (String, String, String, String, String, String, i64);
+
+/// A receipt and when it was recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedReceipt {
+    /// The receipt.
+    pub receipt: Receipt,
+    /// When the receipt was recorded: RFC 3339 UTC with milliseconds, from the database's clock.
+    pub archived_at: String,
+}
 
 const LOAD_LEDGER: &str = "SELECT ledger FROM gc_ledgers WHERE cluster_id = $1 AND namespace = $2";
 const GET_RECEIPT: &str = "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes \
@@ -323,6 +352,56 @@ impl Store {
                 .map(drop)
         })
         .map_err(|e| self.err(e))
+    }
+
+    /// The receipts of a cluster, newest first, optionally of one namespace and one Pod name.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the database cannot be read; [`StoreError::Malformed`] for a row with
+    /// a negative size.
+    pub async fn list_receipts(
+        &self,
+        cluster_id: &str,
+        namespace: Option<&str>,
+        name: Option<&str>,
+    ) -> Result<Vec<ListedReceipt>, StoreError> {
+        type Listed = (String, String, String, String, String, String, i64, String);
+        let rows: Vec<Listed> = with_pool!(self, |pool, sql| {
+            sqlx::query_as(sql.list_receipts)
+                .bind(cluster_id)
+                .bind(namespace)
+                .bind(name)
+                .fetch_all(pool)
+                .await
+        })
+        .map_err(|e| self.err(e))?;
+        rows.into_iter()
+            .map(|(c, ns, uid, name, uri, sha256, bytes, archived_at)| {
+                Ok(ListedReceipt {
+                    receipt: self.receipt((c, ns, uid, name, uri, sha256, bytes))?,
+                    archived_at,
+                })
+            })
+            .collect()
+    }
+
+    fn receipt(&self, row: ReceiptRow) -> Result<Receipt, StoreError> {
+        let (cluster_id, namespace, uid, name, uri, sha256, bytes) = row;
+        let bytes = u64::try_from(bytes).map_err(|_| {
+            StoreError::Malformed(format!(
+                "{}: receipt of Pod {uid} has a negative size {bytes}",
+                self.shown
+            ))
+        })?;
+        Ok(Receipt {
+            cluster_id,
+            namespace,
+            uid,
+            name,
+            uri,
+            sha256,
+            bytes,
+        })
     }
 
     /// Closes the pool, waiting for its connections to finish (SQLite then checkpoints its
@@ -392,8 +471,7 @@ impl ports::Store for Store {
         cluster_id: &str,
         uid: &str,
     ) -> Result<Option<Receipt>, StoreError> {
-        type Row = (String, String, String, String, String, String, i64);
-        let row: Option<Row> = with_pool!(self, |pool, _sql| {
+        let row: Option<ReceiptRow> = with_pool!(self, |pool, _sql| {
             sqlx::query_as(GET_RECEIPT)
                 .bind(cluster_id)
                 .bind(uid)
@@ -401,23 +479,6 @@ impl ports::Store for Store {
                 .await
         })
         .map_err(|e| self.err(e))?;
-        row.map(|(cluster_id, namespace, uid, name, uri, sha256, bytes)| {
-            let bytes = u64::try_from(bytes).map_err(|_| {
-                StoreError::Malformed(format!(
-                    "{}: receipt of Pod {uid} has a negative size {bytes}",
-                    self.shown
-                ))
-            })?;
-            Ok(Receipt {
-                cluster_id,
-                namespace,
-                uid,
-                name,
-                uri,
-                sha256,
-                bytes,
-            })
-        })
-        .transpose()
+        row.map(|row| self.receipt(row)).transpose()
     }
 }

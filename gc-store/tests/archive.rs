@@ -228,3 +228,51 @@ fn the_default_folder_is_next_to_the_default_database() {
         db.parent().unwrap().join("archives")
     );
 }
+
+#[tokio::test]
+async fn a_listing_shows_every_archive_of_a_cluster_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    assert_eq!(
+        sink.list(None).await.unwrap(),
+        [],
+        "no root yet: no archive"
+    );
+    let a = sink
+        .write(&key("primary", "jobs", "a"), b"aa")
+        .await
+        .unwrap();
+    let b = sink
+        .write(&key("primary", "web", "b"), b"bbb")
+        .await
+        .unwrap();
+    let c = sink.write(&key("other", "jobs", "c"), b"c").await.unwrap();
+    // Not archives: an interrupted write's leftover, a non-JSON file, a folder named like one.
+    let jobs = dir.path().join("archives/primary/jobs");
+    std::fs::write(jobs.join(".a.json.1.0.tmp"), b"x").unwrap();
+    std::fs::write(jobs.join("notes.txt"), b"x").unwrap();
+    std::fs::create_dir(jobs.join("d.json")).unwrap();
+
+    let mut primary = sink.list(Some("primary")).await.unwrap();
+    primary.sort_by(|x, y| x.uri.cmp(&y.uri));
+    let shown: Vec<_> = primary
+        .iter()
+        .map(|e| (e.uri.as_str(), e.key.clone(), e.bytes))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (a.as_str(), key("primary", "jobs", "a"), 2),
+            (b.as_str(), key("primary", "web", "b"), 3),
+        ]
+    );
+    let all = sink.list(None).await.unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(all.iter().any(|e| e.uri == c));
+    for entry in &all {
+        assert_eq!(
+            sink.read(&entry.uri).await.unwrap().len() as u64,
+            entry.bytes
+        );
+    }
+}

@@ -276,6 +276,57 @@ async fn a_stored_receipt_with_a_negative_size_is_malformed() {
 }
 
 #[tokio::test]
+async fn receipts_are_listed_newest_first_by_namespace_and_name() {
+    on_each_backend("list_receipts", async |b| {
+        let s = &b.store;
+        assert_eq!(s.list_receipts("primary", None, None).await.unwrap(), []);
+        let mut other_ns = receipt("w", "file:///w", 1);
+        other_ns.namespace = "web".into();
+        let mut other_cluster = receipt("x", "file:///x", 1);
+        other_cluster.cluster_id = "other".into();
+        for r in [receipt("u", "file:///u", 1), other_ns, other_cluster] {
+            s.put_receipt(&r).await.unwrap();
+            // Receipt times have millisecond precision: keep them apart.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Replacing a receipt makes it the newest.
+        s.put_receipt(&receipt("u", "file:///u2", 2)).await.unwrap();
+
+        let all = s.list_receipts("primary", None, None).await.unwrap();
+        let uids: Vec<_> = all.iter().map(|l| l.receipt.uid.as_str()).collect();
+        assert_eq!(uids, ["u", "w"]);
+        assert_eq!(all[0].receipt, receipt("u", "file:///u2", 2));
+        assert!(all[0].archived_at > all[1].archived_at, "{all:?}");
+        let at = &all[0].archived_at;
+        assert!(
+            at.len() == 24 && at.ends_with('Z') && at.as_bytes()[10] == b'T',
+            "RFC 3339 UTC with milliseconds: {at}"
+        );
+
+        let jobs = s
+            .list_receipts("primary", Some("jobs"), None)
+            .await
+            .unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].receipt.uid, "u");
+        let named = s
+            .list_receipts("primary", None, Some("pod-w"))
+            .await
+            .unwrap();
+        assert_eq!(named.len(), 1);
+        assert_eq!(named[0].receipt.uid, "w");
+        assert_eq!(
+            s.list_receipts("primary", Some("web"), Some("pod-u"))
+                .await
+                .unwrap(),
+            []
+        );
+        assert_eq!(s.list_receipts("other", None, None).await.unwrap().len(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_store_is_opened_again_with_its_data() {
     on_each_backend("reopen", async |b| {
         let saved = ledger(&[("u", PyNum::Int(7), "p")]);
