@@ -131,6 +131,9 @@ pub enum StoreError {
     /// Stored data that cannot be read back.
     #[error("store data is malformed: {0}")]
     Malformed(String),
+    /// What was asked for does not exist (an archive URI with nothing behind it).
+    #[error("not found: {0}")]
+    NotFound(String),
     /// Any other database error.
     #[error("store error: {0}")]
     Other(String),

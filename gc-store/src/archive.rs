@@ -76,6 +76,11 @@ impl DirectorySink {
         })
     }
 
+    /// Whether `uri` names a place under this sink's root (whether or not an archive is there).
+    pub fn holds(&self, uri: &str) -> bool {
+        self.uri_prefix().is_ok_and(|prefix| uri.starts_with(&prefix))
+    }
+
     /// The path of an archive URI this sink wrote, or a refusal.
     fn path_of_uri(&self, uri: &str) -> Result<PathBuf, StoreError> {
         let refuse = |why: &str| {
@@ -276,7 +281,7 @@ impl ArchiveSink for DirectorySink {
         blocking(move || {
             fs::read(&path).map_err(|e| match e.kind() {
                 io::ErrorKind::NotFound => {
-                    StoreError::Other(format!("archive {uri} does not exist"))
+                    StoreError::NotFound(format!("archive {uri} does not exist"))
                 }
                 _ => StoreError::Unavailable(format!("cannot read archive {uri}: {e}")),
             })

@@ -13,6 +13,7 @@ mod error;
 mod location;
 mod schema;
 mod sessions;
+mod sinks;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ use location::Location;
 use schema::Dialect;
 
 pub use archive::{ArchiveEntry, DirectorySink, default_archive_dir};
+pub use sinks::Archives;
 pub use sessions::{SessionTable, TableSpec, connect_sessions, url_from_env};
 
 /// How long opening a store may wait for the first connection, and a call for a pooled one.

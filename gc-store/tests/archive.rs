@@ -132,7 +132,7 @@ async fn a_missing_archive_is_an_error_naming_it() {
     );
     let err = sink.read(&uri).await.unwrap_err();
     assert!(
-        matches!(&err, StoreError::Other(m) if m.contains("gone.json")),
+        matches!(&err, StoreError::NotFound(m) if m.contains("gone.json")),
         "{err}"
     );
 }

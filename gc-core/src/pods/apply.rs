@@ -31,7 +31,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::pods::archive;
 use crate::pods::config::PodConfig;
@@ -221,13 +220,6 @@ impl Live {
     }
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 fn test_ops(uid: &str, resource_version: &str) -> Vec<Value> {
     vec![
         json!({"op": "test", "path": "/metadata/uid", "value": uid}),
@@ -407,7 +399,7 @@ async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     if doc.len() > cfg.max_archive_bytes {
         return Ok(too_large(p, cfg, name, &pinned, doc.len(), dry_run).await);
     }
-    let sha256 = sha256_hex(doc.as_bytes());
+    let sha256 = archive::digest(doc.as_bytes());
     if dry_run {
         return Ok(dry_run_rest(p, cfg, name, &pinned, stored_rv, sha256, doc.len()).await);
     }
@@ -886,7 +878,7 @@ async fn verify_archive<A: ArchiveSink>(
     uid: &str,
 ) -> Result<(), String> {
     let back = sink.read(uri).await.map_err(|e| e.to_string())?;
-    if sha256_hex(&back) != sha256 {
+    if archive::digest(&back) != sha256 {
         return Err("archive readback mismatch".into());
     }
     let doc: Value =

@@ -6,6 +6,7 @@
 //! anyone can recompute it with `sha256sum` or three lines of Python.
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::pods::facts::Basis;
 use crate::pods::ledger::PyNum;
@@ -25,10 +26,30 @@ pub fn document(metadata: &Value, status: &Value, basis: Basis, anchor: PyNum) -
     out
 }
 
+/// The digest receipts record: lowercase hex sha256 of the archive's bytes (`sha256sum`'s).
+pub fn digest(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_digest_is_sha256sums() {
+        assert_eq!(
+            digest(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            digest(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 
     #[test]
     fn keys_are_sorted_and_compact() {

@@ -297,7 +297,7 @@ impl World {
         self.receipts.get(&uid).is_some_and(|r| {
             self.archives.get(&r.uri).is_some_and(|a| {
                 let doc: Value = serde_json::from_slice(a).unwrap_or_default();
-                sha256_hex(a) == r.sha256
+                archive::digest(a) == r.sha256
                     && doc["metadata"]["uid"] == uid.as_str()
                     && doc["status"] == pod["status"]
             })

@@ -1,0 +1,66 @@
+//! [`Archives`]: the archive sink a run was given, a folder or an object store, behind one type.
+
+use async_trait::async_trait;
+use gc_core::ports::{ArchiveKey, ArchiveSink, StoreError};
+
+use crate::{ArchiveEntry, DirectorySink};
+
+/// The archive sink of a run: a folder ([`DirectorySink`]) or an object store.
+#[derive(Debug, Clone)]
+pub enum Archives {
+    /// Files in a folder.
+    Directory(DirectorySink),
+}
+
+impl Archives {
+    /// Proves the sink usable before anything is pinned: for an object store, one listing
+    /// request (the endpoint answers, the credentials and the bucket are good). A folder is
+    /// created on the first write.
+    ///
+    /// # Errors
+    /// [`StoreError`] saying what is wrong with the sink.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        match self {
+            Self::Directory(_) => Ok(()),
+        }
+    }
+
+    /// Every archive the sink holds for `cluster_id` (all clusters when `None`).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the sink cannot be listed.
+    pub async fn list(&self, cluster_id: Option<&str>) -> Result<Vec<ArchiveEntry>, StoreError> {
+        match self {
+            Self::Directory(sink) => sink.list(cluster_id).await,
+        }
+    }
+
+    /// Whether `uri` names a place in this sink (archives of another sink cannot be read here).
+    pub fn holds(&self, uri: &str) -> bool {
+        match self {
+            Self::Directory(sink) => sink.holds(uri),
+        }
+    }
+
+    /// The sink as it may be shown: the folder, or the object store's URL.
+    pub fn shown(&self) -> String {
+        match self {
+            Self::Directory(sink) => sink.root().display().to_string(),
+        }
+    }
+}
+
+#[async_trait]
+impl ArchiveSink for Archives {
+    async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
+        match self {
+            Self::Directory(sink) => sink.write(key, bytes).await,
+        }
+    }
+
+    async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError> {
+        match self {
+            Self::Directory(sink) => sink.read(uri).await,
+        }
+    }
+}
