@@ -7,10 +7,12 @@
 //! Two more adapters live here: [`DirectorySink`], the [`gc_core::ports::ArchiveSink`] that
 //! writes archives as files, and [`SessionTable`], the read-only
 //! [`gc_core::ports::SessionDirectory`] over the application's session table.
+//! [`ObjectSink`] is the same archive port over an S3-compatible object store.
 
 mod archive;
 mod error;
 mod location;
+mod object;
 mod schema;
 mod sessions;
 mod sinks;
@@ -31,6 +33,7 @@ use location::Location;
 use schema::Dialect;
 
 pub use archive::{ArchiveEntry, DirectorySink, default_archive_dir};
+pub use object::{ObjectOptions, ObjectSink};
 pub use sinks::Archives;
 pub use sessions::{SessionTable, TableSpec, connect_sessions, url_from_env};
 

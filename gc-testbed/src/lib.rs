@@ -23,6 +23,7 @@ mod namespace;
 mod pods;
 mod postgres;
 mod process;
+mod s3;
 mod service_account;
 
 pub use apiserver::TestBed;
@@ -31,6 +32,7 @@ pub use crd::{SESSION_GROUP, SESSION_KIND, SESSION_PLURAL, SESSION_VERSION, sess
 pub use namespace::TestNamespace;
 pub use pods::FailedPod;
 pub use postgres::{DATABASE_URL_ENV, TestDatabase};
+pub use s3::{S3S_FS_ENV, S3Server};
 
 /// What can go wrong while setting up a test fixture.
 #[derive(Debug, thiserror::Error)]
