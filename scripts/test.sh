@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: builds (once, cached) the real kube-apiserver, etcd and helm, makes sure a
-# PostgreSQL server runs on loopback, then runs every test of the workspace against them.
+# The whole test suite: builds (once, cached) the real kube-apiserver, etcd, helm and the
+# S3-compatible server s3s-fs, makes sure PostgreSQL and a Pushgateway run on loopback, then runs
+# every test of the workspace against them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,10 @@ if [ -x scripts/postgres.sh ]; then
 fi
 GC_TEST_PUSHGATEWAY=$(scripts/pushgateway.sh | tail -n 1)
 export GC_TEST_PUSHGATEWAY
+# The S3-compatible server the object-store archive sink is tested against (each test starts its
+# own on a free loopback port).
+GC_TEST_S3S_FS=$(scripts/s3.sh | tail -n 1)
+export GC_TEST_S3S_FS
 # Arguments go to cargo test: `scripts/test.sh -p gc-core` runs one package, no argument all.
 case " $* " in
   *" -p "* | *" --package "*) cargo test --all-targets "$@" ;;

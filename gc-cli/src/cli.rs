@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::archives::ArchivesCommand;
 use crate::ledger::LedgerCommand;
 use crate::pods::apply::Apply;
 use crate::pods::plan::PlanPods;
@@ -34,6 +35,9 @@ enum Command {
     /// Move the observation ledger in and out of the store, unchanged.
     #[command(subcommand)]
     Ledger(LedgerCommand),
+    /// Read archived Pods back: list them, show one, verify them against their receipts.
+    #[command(subcommand)]
+    Archives(ArchivesCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +58,7 @@ impl Cli {
             Command::Serve(args) => crate::serve::serve(*args),
             Command::Plan(PlanCommand::Sessions(args)) => crate::sessions::plan::plan(&args),
             Command::Ledger(command) => crate::ledger::run(&command),
+            Command::Archives(command) => crate::archives::run(&command),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `gc-cli`: plan, apply and run the collectors. `main` only parses the command line, runs the
 //! command and maps its error to an exit code, in one place: [`exit::code`].
 
+mod archives;
 mod cli;
 mod clock;
 mod exit;

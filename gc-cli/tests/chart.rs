@@ -810,58 +810,12 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     let cron_jobs = ns.api::<CronJob>().list(&Default::default()).await?.items;
     assert_eq!(cron_jobs.len(), 1, "the default install runs one collector");
     let cron_job = &cron_jobs[0];
-    let pod = cron_job
-        .spec
-        .job_template
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.clone())
-        .expect("a Pod template");
-    let [container] = &pod.containers[..] else {
-        panic!("one container: {:?}", pod.containers);
-    };
-    // No `command`: the image's entrypoint, which is gc-cli.
-    assert!(container.command.is_none(), "{:?}", container.command);
-    let dockerfile =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile"))?;
-    assert!(dockerfile.lines().any(|l| l == r#"ENTRYPOINT ["/gc-cli"]"#));
-    let args = container.args.clone().expect("args");
+    let Rendered { args, env, account } = rendered(&ns, cron_job).await?;
     assert_eq!(args[..2], ["run", "sessions"], "{args:?}");
-    assert!(!args.iter().any(|a| a.contains("$(")), "{args:?}");
-
-    // The environment, resolved as the kubelet resolves it.
-    assert!(container.env_from.is_none());
-    let mut env = Vec::new();
-    for var in container.env.clone().unwrap_or_default() {
-        let value = match (var.value, var.value_from) {
-            (Some(value), None) => {
-                assert!(!value.contains("$("), "{}: {value}", var.name);
-                value
-            }
-            (None, Some(from)) => {
-                let key = from
-                    .secret_key_ref
-                    .unwrap_or_else(|| panic!("{}: only secretKeyRef is resolved here", var.name));
-                let secret = ns.api::<Secret>().get(&key.name).await?;
-                let bytes = secret
-                    .data
-                    .and_then(|d| d.get(&key.key).cloned())
-                    .unwrap_or_else(|| panic!("{}: no key {} in {}", var.name, key.key, key.name));
-                String::from_utf8(bytes.0)?
-            }
-            (None, None) => String::new(),
-            (Some(_), Some(_)) => panic!("{}: both value and valueFrom", var.name),
-        };
-        env.push((var.name, value));
-    }
     assert!(env.iter().any(|(k, _)| k == "DB_PASSWORD"), "{env:?}");
 
-    // The Pod's ServiceAccount token (`TokenRequest`, as the kubelet's projected token).
-    let account = pod.service_account_name.clone().expect("a ServiceAccount");
-    let token = ns.service_account_token(&account).await?;
     let dir = tempfile::tempdir()?;
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, &token)?;
+    let token_file = token_file(&ns, &account, &dir).await?;
 
     // One live and one orphaned session: its Session object and its Service.
     let sessions: Api<DynamicObject> =
@@ -886,24 +840,7 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     // The container's command. Only the connection differs from a Pod's: `--in-cluster` reads the
     // token from the Pod's mount, here the same token is given by file. The orphans are minutes
     // old, so the run is told it is the rendered grace period (plus an hour) later.
-    assert_eq!(args.iter().filter(|a| *a == "--in-cluster").count(), 1);
-    let mut argv: Vec<String> = Vec::new();
-    for arg in &args {
-        if arg == "--in-cluster" {
-            argv.extend(
-                [
-                    "--api-url",
-                    bed.server_url(),
-                    "--token-file",
-                    token_file.to_str().unwrap(),
-                    "--trust-certs",
-                ]
-                .map(str::to_owned),
-            );
-        } else {
-            argv.push(arg.clone());
-        }
-    }
+    let mut argv = out_of_cluster(&args, bed, &token_file);
     let grace: i64 = args
         .iter()
         .find_map(|a| a.strip_prefix("--grace-hours="))
@@ -952,5 +889,220 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
             "{verb} {group}/{resource}"
         );
     }
+    Ok(())
+}
+
+/// A CronJob's one container as the kubelet would run it.
+struct Rendered {
+    /// Its args (the image's entrypoint is gc-cli).
+    args: Vec<String>,
+    /// Its environment, resolved from values and Secrets.
+    env: Vec<(String, String)>,
+    /// The Pod's ServiceAccount.
+    account: String,
+}
+
+/// The one container of `cron_job`'s Pod template, its environment resolved as the kubelet
+/// resolves it (values and `secretKeyRef`s, nothing else).
+async fn rendered(
+    ns: &TestNamespace,
+    cron_job: &k8s_openapi::api::batch::v1::CronJob,
+) -> Result<Rendered> {
+    use k8s_openapi::api::core::v1::Secret;
+    let pod = cron_job
+        .spec
+        .job_template
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .expect("a Pod template");
+    let [container] = &pod.containers[..] else {
+        panic!("one container: {:?}", pod.containers);
+    };
+    // No `command`: the image's entrypoint, which is gc-cli.
+    assert!(container.command.is_none(), "{:?}", container.command);
+    let dockerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile"))?;
+    assert!(dockerfile.lines().any(|l| l == r#"ENTRYPOINT ["/gc-cli"]"#));
+    let args = container.args.clone().expect("args");
+    assert!(!args.iter().any(|a| a.contains("$(")), "{args:?}");
+    assert!(container.env_from.is_none());
+    let mut env = Vec::new();
+    for var in container.env.clone().unwrap_or_default() {
+        let value = match (var.value, var.value_from) {
+            (Some(value), None) => {
+                assert!(!value.contains("$("), "{}: {value}", var.name);
+                value
+            }
+            (None, Some(from)) => {
+                let key = from
+                    .secret_key_ref
+                    .unwrap_or_else(|| panic!("{}: only secretKeyRef is resolved here", var.name));
+                let secret = ns.api::<Secret>().get(&key.name).await?;
+                let bytes = secret
+                    .data
+                    .and_then(|d| d.get(&key.key).cloned())
+                    .unwrap_or_else(|| panic!("{}: no key {} in {}", var.name, key.key, key.name));
+                String::from_utf8(bytes.0)?
+            }
+            (None, None) => String::new(),
+            (Some(_), Some(_)) => panic!("{}: both value and valueFrom", var.name),
+        };
+        env.push((var.name, value));
+    }
+    let account = pod.service_account_name.clone().expect("a ServiceAccount");
+    Ok(Rendered { args, env, account })
+}
+
+/// A token of `account` (`TokenRequest`, as the kubelet's projected token) in a file in `dir`.
+async fn token_file(ns: &TestNamespace, account: &str, dir: &tempfile::TempDir) -> Result<PathBuf> {
+    let token = ns.service_account_token(account).await?;
+    let path = dir.path().join("token");
+    std::fs::write(&path, &token)?;
+    Ok(path)
+}
+
+/// `args` with `--in-cluster` replaced by the same token given by file: only the connection
+/// differs from a Pod's.
+fn out_of_cluster(args: &[String], bed: &TestBed, token_file: &std::path::Path) -> Vec<String> {
+    assert_eq!(args.iter().filter(|a| *a == "--in-cluster").count(), 1);
+    let mut argv = Vec::new();
+    for arg in args {
+        if arg == "--in-cluster" {
+            argv.extend(
+                [
+                    "--api-url",
+                    bed.server_url(),
+                    "--token-file",
+                    token_file.to_str().unwrap(),
+                    "--trust-certs",
+                ]
+                .map(str::to_owned),
+            );
+        } else {
+            argv.push(arg.clone());
+        }
+    }
+    argv
+}
+
+/// The failed-Pod collector installed with archives in an object store and receipts in
+/// PostgreSQL, both from Secrets: no volume is rendered, and its CronJob's container, run as the
+/// kubelet would run it, archives a due Pod to the bucket, receipts it and deletes it.
+#[tokio::test]
+async fn object_store_install_runs_the_rendered_failed_pod_collector() -> Result {
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
+
+    let bed = TestBed::shared().await?;
+    let db = gc_testbed::TestDatabase::fresh("chart_receipts")
+        .await?
+        .expect("scripts/test.sh sets GC_TEST_DATABASE_URL");
+    let s3 = gc_testbed::S3Server::start().await?;
+    s3.create_bucket("diagnostics")?;
+    let ns = bed.namespace("chart-s3").await?;
+    for (name, data) in [
+        (
+            "archive-credentials",
+            serde_json::json!({
+                "AWS_ACCESS_KEY_ID": s3.access_key(),
+                "AWS_SECRET_ACCESS_KEY": s3.secret_key(),
+            }),
+        ),
+        ("receipts", serde_json::json!({"url": db.url()})),
+    ] {
+        let secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "stringData": data,
+        }))?;
+        ns.api::<Secret>()
+            .create(&PostParams::default(), &secret)
+            .await?;
+    }
+    let endpoint = format!("failedPods.archive.endpoint={}", s3.endpoint());
+    let sets = [
+        ("--set", "gc.enabled=false"),
+        ("--set", "failedPods.enabled=true"),
+        ("--set", "failedPods.dryRun=false"),
+        ("--set", "failedPods.autoRemediate=true"),
+        ("--set", "failedPods.retentionSeconds=3600"),
+        (
+            "--set-string",
+            "failedPods.archive.url=s3://diagnostics/pods",
+        ),
+        ("--set-string", &endpoint),
+        (
+            "--set-string",
+            "failedPods.archive.credentialsSecret=archive-credentials",
+        ),
+        ("--set-string", "failedPods.store.existingSecret=receipts"),
+    ];
+    let mut args = Vec::new();
+    for (flag, set) in sets {
+        args.extend([flag, set]);
+    }
+    let out = install(&ns, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let claims = ns
+        .api::<PersistentVolumeClaim>()
+        .list(&Default::default())
+        .await?;
+    assert!(claims.items.is_empty(), "nothing lives on a volume");
+
+    let cron_jobs = ns.api::<CronJob>().list(&Default::default()).await?.items;
+    let [cron_job] = &cron_jobs[..] else {
+        panic!("one CronJob: {cron_jobs:?}");
+    };
+    let Rendered { args, env, account } = rendered(&ns, cron_job).await?;
+    assert_eq!(args[..2], ["run", "pods"], "{args:?}");
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(
+        !names.contains(&"GC_ARCHIVE_DIR") && !names.contains(&"GC_STATE_DIR"),
+        "{names:?}"
+    );
+    let due = target(&ns, "due").await?;
+    let uid = due.metadata.uid.unwrap();
+
+    let dir = tempfile::tempdir()?;
+    let token_file = token_file(&ns, &account, &dir).await?;
+    let argv = out_of_cluster(&args, bed, &token_file);
+    // A read-only root and no volume: the run may write nowhere on the machine.
+    let out = command()
+        .args(&argv)
+        .current_dir(dir.path())
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("HOME", "/nonexistent")
+        .env("HOSTNAME", "gc-failed-pods-manual")
+        .output()?;
+    let log = format!(
+        "{argv:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    assert!(ns.api::<Pod>().get_opt("due").await?.is_none(), "{log}");
+    let object = s3.object_path(
+        "diagnostics",
+        &format!("pods/primary/{}/{uid}.json", ns.name()),
+    );
+    let store = gc_store::open(db.url()).await?;
+    let receipt = gc_core::ports::Store::get_receipt(&store, "primary", &uid)
+        .await?
+        .expect("a receipt in PostgreSQL");
+    store.close().await;
+    assert_eq!(
+        gc_core::archive::digest(&std::fs::read(&object)?),
+        receipt.sha256,
+        "{log}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<_>>()?;
+    assert_eq!(left, ["token"], "nothing written beside it");
     Ok(())
 }

@@ -119,7 +119,8 @@ fn inputs(flow: &Value, overrides: &[(&str, Value)]) -> Map<String, Value> {
     m
 }
 
-/// Renders an env value of the form `{{ inputs.X }}` or `{{ vars.X }}`, as Kestra would.
+/// Renders an env value of the form `{{ inputs.X }}`, `{{ vars.X }}` or `{{ secret('X') }}`, as
+/// Kestra would; secrets come from `inputs` under `secret:X`.
 fn render(flow: &Value, value: &str, inputs: &Map<String, Value>) -> String {
     let expr = value
         .trim()
@@ -127,6 +128,18 @@ fn render(flow: &Value, value: &str, inputs: &Map<String, Value>) -> String {
         .and_then(|v| v.strip_suffix("}}"))
         .unwrap_or_else(|| panic!("not a single expression: {value}"))
         .trim();
+    if let Some(name) = expr
+        .strip_prefix("secret('")
+        .and_then(|e| e.strip_suffix("')"))
+    {
+        let key = format!("secret:{name}");
+        return inputs
+            .get(&key)
+            .unwrap_or_else(|| panic!("no secret {name} given"))
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
     let v = match expr.split_once('.') {
         Some(("inputs", id)) => inputs[id].clone(),
         Some(("vars", id)) => flow["variables"][id].clone(),
@@ -186,6 +199,8 @@ fn the_flow_keeps_the_reference_flows_interface() {
         ["max_archive_bytes", "INT", 262144],
         ["dry_run", "BOOL", true],
         ["auto_remediate", "BOOL", false],
+        ["archive_url", "STRING", "{{ secret('GC_ARCHIVE_URL') }}"],
+        ["archive_endpoint", "STRING", ""],
     ]);
     assert_eq!(Value::Array(got), want);
     assert_eq!(
@@ -282,6 +297,8 @@ fn every_input_reaches_its_gc_cli_flag() {
         ("ca_cert_data", "--ca-cert-data", &live),
         ("trust_certs", "--trust-certs", &live),
         ("dry_run", "--dry-run", &["collect"]),
+        ("archive_url", "--archive-url", &["collect"]),
+        ("archive_endpoint", "--archive-endpoint", &["collect"]),
     ];
     for &(input, flag, ids) in table {
         for id in ids {
@@ -290,10 +307,14 @@ fn every_input_reaches_its_gc_cli_flag() {
             let mapped = script(t)
                 .lines()
                 .any(|l| flags(l).contains(flag) && l.contains(&format!("\"${var}\"")));
-            // A boolean input adds its flag only when true.
-            let switched = script(t)
-                .lines()
-                .any(|l| l.contains(&format!("[ \"${var}\" = true ]")) && flags(l).contains(flag));
+            // A boolean input adds its flag only when true, an optional one only when given.
+            let text = script(t);
+            let lines: Vec<&str> = text.lines().collect();
+            let switched = lines.windows(2).any(|w| {
+                let condition = w[0].contains(&format!("[ \"${var}\" = true ]"))
+                    || w[0].contains(&format!("[ -n \"${var}\" ]"));
+                condition && (flags(w[0]).contains(flag) || flags(w[1]).contains(flag))
+            });
             assert!(mapped || switched, "{id}: {input} does not reach {flag}");
         }
     }
@@ -478,7 +499,13 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
         .create(&pods)
         .await?;
     let token = collector_token(&ns).await?;
-    let given = inputs(
+    // The durable places the secrets name: an object store and PostgreSQL.
+    let s3 = gc_testbed::S3Server::start().await?;
+    s3.create_bucket("diagnostics")?;
+    let db = gc_testbed::TestDatabase::fresh("kestra_receipts")
+        .await?
+        .expect("scripts/test.sh sets GC_TEST_DATABASE_URL: the flow keeps receipts in PostgreSQL");
+    let mut given = inputs(
         &f,
         &[
             ("namespace", json!(ns.name())),
@@ -489,8 +516,17 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
             ("retention_seconds", json!(3600)),
             ("dry_run", json!(false)),
             ("auto_remediate", json!(true)),
+            ("archive_url", json!("s3://diagnostics/pods")),
+            ("archive_endpoint", json!(s3.endpoint())),
         ],
     );
+    for (name, value) in [
+        ("AWS_ACCESS_KEY_ID", s3.access_key()),
+        ("AWS_SECRET_ACCESS_KEY", s3.secret_key()),
+        ("GC_STORE_URL", db.url()),
+    ] {
+        given.insert(format!("secret:{name}"), json!(value));
+    }
 
     // plan: the KV store holds no ledger yet, so the flow hands over `{}`.
     let kv = tempfile::tempdir()?;
@@ -535,12 +571,76 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"collected\""));
     assert!(pods.get_opt("due").await?.is_none());
     assert!(pods.get_opt("recent").await?.is_some());
-    let archive = collect_dir
-        .path()
-        .join("archives/primary")
-        .join(ns.name())
-        .read_dir()?
-        .count();
-    assert_eq!(archive, 1, "the archive is in the task's output files");
+    // Nothing was kept in the working directory: it holds the plan it was handed, and only it.
+    let left: Vec<_> = std::fs::read_dir(collect_dir.path())?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<_>>()?;
+    assert_eq!(
+        left,
+        ["plan.json"],
+        "the working directory holds no archive or receipt"
+    );
+    // The archive is in the object store and its receipt in PostgreSQL, and they agree.
+    let out = Command::new(GC_CLI)
+        .args([
+            "archives",
+            "verify",
+            "--archive-url",
+            "s3://diagnostics/pods",
+        ])
+        .args(["--archive-endpoint", &s3.endpoint(), "--store", db.url()])
+        .env("AWS_ACCESS_KEY_ID", s3.access_key())
+        .env("AWS_SECRET_ACCESS_KEY", s3.secret_key())
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("1 archive(s) match their receipts, 0 problem(s)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(())
+}
+
+/// Kestra uploads a task's output files only after its process ends, when the Pods are already
+/// deleted: no archive or receipt may live in the working directory, or among the output files.
+#[test]
+fn archives_and_receipts_never_live_in_the_working_directory() {
+    let f = flow();
+    let collect = task(&f, "collect");
+    assert!(
+        collect.get("outputFiles").is_none(),
+        "{}",
+        collect["outputFiles"]
+    );
+    let s = script(collect);
+    assert!(
+        !s.contains("--archive-dir") && !s.contains("--store"),
+        "{s}"
+    );
+    assert!(s.contains("--archive-url \"$ARCHIVE_URL\""), "{s}");
+    // The receipts' store and the object store's credentials are Kestra secrets, in the env.
+    let env = &collect["env"];
+    assert_eq!(env["GC_STORE"], "{{ secret('GC_STORE_URL') }}");
+    assert_eq!(
+        env["AWS_ACCESS_KEY_ID"],
+        "{{ secret('AWS_ACCESS_KEY_ID') }}"
+    );
+    assert_eq!(
+        env["AWS_SECRET_ACCESS_KEY"],
+        "{{ secret('AWS_SECRET_ACCESS_KEY') }}"
+    );
+    assert_eq!(
+        env_var_of(collect, "archive_url").as_deref(),
+        Some("ARCHIVE_URL")
+    );
+    // No task names a relative SQLite file or archive folder anywhere.
+    let text = std::fs::read_to_string(FLOW).unwrap();
+    for bad in ["sqlite:", "archives/", ".sqlite3", "GC_ARCHIVE_DIR"] {
+        assert!(!text.contains(bad), "the flow mentions {bad}");
+    }
 }

@@ -3,13 +3,15 @@
 use async_trait::async_trait;
 use gc_core::ports::{ArchiveKey, ArchiveSink, StoreError};
 
-use crate::{ArchiveEntry, DirectorySink};
+use crate::{ArchiveEntry, DirectorySink, ObjectSink};
 
 /// The archive sink of a run: a folder ([`DirectorySink`]) or an object store.
 #[derive(Debug, Clone)]
 pub enum Archives {
     /// Files in a folder.
     Directory(DirectorySink),
+    /// Objects in an S3-compatible store.
+    Object(ObjectSink),
 }
 
 impl Archives {
@@ -22,6 +24,7 @@ impl Archives {
     pub async fn check(&self) -> Result<(), StoreError> {
         match self {
             Self::Directory(_) => Ok(()),
+            Self::Object(sink) => sink.check().await,
         }
     }
 
@@ -32,6 +35,7 @@ impl Archives {
     pub async fn list(&self, cluster_id: Option<&str>) -> Result<Vec<ArchiveEntry>, StoreError> {
         match self {
             Self::Directory(sink) => sink.list(cluster_id).await,
+            Self::Object(sink) => sink.list(cluster_id).await,
         }
     }
 
@@ -39,6 +43,9 @@ impl Archives {
     pub fn holds(&self, uri: &str) -> bool {
         match self {
             Self::Directory(sink) => sink.holds(uri),
+            Self::Object(sink) => {
+                uri.starts_with(&format!("{}/", sink.url().trim_end_matches('/')))
+            }
         }
     }
 
@@ -46,6 +53,7 @@ impl Archives {
     pub fn shown(&self) -> String {
         match self {
             Self::Directory(sink) => sink.root().display().to_string(),
+            Self::Object(sink) => sink.url().to_owned(),
         }
     }
 }
@@ -55,12 +63,14 @@ impl ArchiveSink for Archives {
     async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
         match self {
             Self::Directory(sink) => sink.write(key, bytes).await,
+            Self::Object(sink) => sink.write(key, bytes).await,
         }
     }
 
     async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError> {
         match self {
             Self::Directory(sink) => sink.read(uri).await,
+            Self::Object(sink) => sink.read(uri).await,
         }
     }
 }

@@ -11,6 +11,7 @@ use gc_core::approval::PlanFile;
 use gc_core::plan::Target;
 use serde::Serialize;
 
+use crate::archives::ArchiveArgs;
 use crate::clock;
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs, LockArgs, RunLock};
@@ -27,9 +28,8 @@ pub(crate) struct ApplyArgs {
     /// The store for receipts (and the ledger): `sqlite:PATH`, a path, or `postgres://...`.
     #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
     store: Option<String>,
-    /// Folder for the archives. Default: `archives` beside the embedded store.
-    #[arg(long, env = "GC_ARCHIVE_DIR", value_name = "DIR")]
-    archive_dir: Option<PathBuf>,
+    #[command(flatten)]
+    archive: ArchiveArgs,
     #[command(flatten)]
     lock: LockArgs,
     #[command(flatten)]
@@ -67,9 +67,8 @@ pub(crate) struct RunPods {
     /// Act for real without a reviewed plan: needs `--dry-run false` too.
     #[arg(long)]
     auto_remediate: bool,
-    /// Folder for the archives. Default: `archives` beside the embedded store.
-    #[arg(long, env = "GC_ARCHIVE_DIR", value_name = "DIR")]
-    archive_dir: Option<PathBuf>,
+    #[command(flatten)]
+    archive: ArchiveArgs,
     #[command(flatten)]
     lock: LockArgs,
     #[command(flatten)]
@@ -84,7 +83,7 @@ pub(crate) const PODS_LOCK: &str = "gc-pods";
 struct Job<'a> {
     connect: &'a ConnectArgs,
     store: Option<&'a str>,
-    archive_dir: Option<PathBuf>,
+    archive: &'a ArchiveArgs,
     lock: &'a LockArgs,
     metrics: &'a MetricsArgs,
     format: Format,
@@ -120,7 +119,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     let job = Job {
         connect: &a.connect,
         store: a.store.as_deref(),
-        archive_dir: a.archive_dir.clone(),
+        archive: &a.archive,
         lock: &a.lock,
         metrics: &a.metrics,
         format: args.format,
@@ -146,7 +145,7 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
     let job = Job {
         connect: &p.connect,
         store: p.store.as_deref(),
-        archive_dir: args.archive_dir.clone(),
+        archive: &args.archive,
         lock: &args.lock,
         metrics: &args.metrics,
         format: p.format,
@@ -220,11 +219,12 @@ async fn act(
         .context("cannot connect to the cluster")
         .map_err(run)?;
     let store = live::open_store(job.store).await.map_err(run)?;
-    let sink = gc_store::DirectorySink::new(
-        job.archive_dir
-            .clone()
-            .unwrap_or_else(gc_store::default_archive_dir),
-    );
+    let sink = job.archive.sink().map_err(|e| run(e.into()))?;
+    // Before anything is pinned, dry run or not: a sink that cannot take archives stops here.
+    sink.check()
+        .await
+        .with_context(|| format!("cannot use the archive sink {}", sink.shown()))
+        .map_err(|e| ("archive", e))?;
     let lock = RunLock::take(&cluster, &cfg.namespace, PODS_LOCK, job.lock)
         .await
         .map_err(run)?;
@@ -242,13 +242,7 @@ async fn act(
 
 /// Under the lock: recovery, the plan when this run makes it, the apply, the pin check.
 async fn work(
-    ports: &Ports<
-        '_,
-        gc_k8s::KubeCluster,
-        gc_store::Store,
-        gc_store::DirectorySink,
-        clock::SystemClock,
-    >,
+    ports: &Ports<'_, gc_k8s::KubeCluster, gc_store::Store, gc_store::Archives, clock::SystemClock>,
     cfg: &PodConfig,
     targets: Targets<'_>,
     dry_run: bool,

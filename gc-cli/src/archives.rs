@@ -1,0 +1,532 @@
+//! Where archives go (`--archive-dir` or `--archive-url`), and `gc-cli archives list|show|verify`:
+//! reading them back, from either sink, through the receipts in the store.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use gc_core::ports::{ArchiveSink as _, Receipt, Store as _, StoreError};
+use gc_store::{Archives, ListedReceipt};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::exit::UsageError;
+use crate::live::block_on;
+use crate::output::{rfc3339, write_columns};
+
+/// Where the failed-Pod collector's archives are: a folder (the default) or an object store.
+#[derive(Debug, Args, Default)]
+pub(crate) struct ArchiveArgs {
+    /// Folder for the archives. Default: `archives` beside the embedded store.
+    #[arg(
+        long,
+        env = "GC_ARCHIVE_DIR",
+        value_name = "DIR",
+        conflicts_with = "archive_url"
+    )]
+    archive_dir: Option<PathBuf>,
+    /// An object store for the archives instead of a folder: `s3://BUCKET[/PREFIX]` (S3, MinIO,
+    /// Ceph, ...). Credentials come from `$AWS_ACCESS_KEY_ID` and `$AWS_SECRET_ACCESS_KEY` (or
+    /// the other standard AWS sources) or `--archive-credentials-file`, never from a flag.
+    #[arg(long, env = "GC_ARCHIVE_URL", value_name = "URL")]
+    archive_url: Option<String>,
+    /// The object store's endpoint (MinIO, Ceph, ...). Default: `$AWS_ENDPOINT_URL`, else AWS.
+    #[arg(
+        long,
+        env = "GC_ARCHIVE_ENDPOINT",
+        value_name = "URL",
+        requires = "archive_url"
+    )]
+    archive_endpoint: Option<String>,
+    /// The object store's region. Default: `$AWS_REGION`, else `us-east-1`.
+    #[arg(
+        long,
+        env = "GC_ARCHIVE_REGION",
+        value_name = "REGION",
+        requires = "archive_url"
+    )]
+    archive_region: Option<String>,
+    /// An AWS shared-credentials file for the object store (`[default]` or `$AWS_PROFILE`), for
+    /// example a mounted Secret.
+    #[arg(
+        long,
+        env = "GC_ARCHIVE_CREDENTIALS_FILE",
+        value_name = "FILE",
+        requires = "archive_url"
+    )]
+    archive_credentials_file: Option<PathBuf>,
+}
+
+impl ArchiveArgs {
+    /// The sink these flags name. Makes no request.
+    ///
+    /// # Errors
+    /// A [`UsageError`] naming `--archive-url` when it is not an object-store URL.
+    pub(crate) fn sink(&self) -> Result<Archives, UsageError> {
+        let Some(url) = &self.archive_url else {
+            let dir = self
+                .archive_dir
+                .clone()
+                .unwrap_or_else(gc_store::default_archive_dir);
+            return Ok(Archives::Directory(gc_store::DirectorySink::new(dir)));
+        };
+        let options = gc_store::ObjectOptions {
+            endpoint: self.archive_endpoint.clone(),
+            region: self.archive_region.clone(),
+            credentials_file: self.archive_credentials_file.clone(),
+        };
+        gc_store::ObjectSink::open(url, &options)
+            .map(Archives::Object)
+            .map_err(|e| UsageError::because(format!("invalid --archive-url {url:?}"), e))
+    }
+}
+
+/// `gc-cli archives ...`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ArchivesCommand {
+    /// The receipts of archived Pods, newest first.
+    List(List),
+    /// One archived Pod: its metadata, status and each container's exit code, reason and message.
+    Show(Show),
+    /// Every receipt against its archive's sha256 and size, and every archive without a receipt.
+    /// Exits 1 when anything does not match.
+    Verify(Verify),
+}
+
+/// Which receipts, in which store.
+#[derive(Debug, Args)]
+pub(crate) struct Scope {
+    /// The cluster the archives belong to.
+    #[arg(long, default_value = "primary", value_name = "ID")]
+    cluster_id: String,
+    /// The store holding the receipts: `sqlite:PATH`, a path, or `postgres://...`. Default: the
+    /// embedded SQLite file.
+    #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
+    store: Option<String>,
+}
+
+/// Table for people, or JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// Aligned columns.
+    Table,
+    /// JSON (`show`: the archive exactly as stored).
+    Json,
+}
+
+/// `gc-cli archives list`
+#[derive(Debug, Args)]
+pub(crate) struct List {
+    #[command(flatten)]
+    scope: Scope,
+    /// Only this namespace.
+    #[arg(long, short = 'n', value_name = "NS")]
+    namespace: Option<String>,
+    /// Only Pods of this name.
+    #[arg(long, value_name = "NAME")]
+    pod: Option<String>,
+    /// Only archives recorded at or after this instant (RFC 3339).
+    #[arg(long, value_name = "TIME")]
+    since: Option<String>,
+    /// Only archives recorded before this instant (RFC 3339).
+    #[arg(long, value_name = "TIME")]
+    until: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
+    output: Format,
+}
+
+/// `gc-cli archives show`
+#[derive(Debug, Args)]
+pub(crate) struct Show {
+    /// The archived Pod's uid.
+    uid: String,
+    #[command(flatten)]
+    scope: Scope,
+    #[command(flatten)]
+    archive: ArchiveArgs,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
+    output: Format,
+}
+
+/// `gc-cli archives verify`
+#[derive(Debug, Args)]
+pub(crate) struct Verify {
+    #[command(flatten)]
+    scope: Scope,
+    /// Only this namespace.
+    #[arg(long, short = 'n', value_name = "NS")]
+    namespace: Option<String>,
+    #[command(flatten)]
+    archive: ArchiveArgs,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
+    output: Format,
+}
+
+pub(crate) fn run(command: &ArchivesCommand) -> anyhow::Result<()> {
+    match command {
+        ArchivesCommand::List(args) => list(args),
+        ArchivesCommand::Show(args) => show(args),
+        ArchivesCommand::Verify(args) => verify(args),
+    }
+}
+
+/// An instant flag as seconds since the epoch.
+fn instant(flag: &str, text: Option<&str>) -> Result<Option<f64>, UsageError> {
+    text.map(|t| {
+        time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+            .map(|at| at.unix_timestamp_nanos() as f64 / 1e9)
+            .map_err(|e| {
+                UsageError::because(
+                    format!("invalid {flag} {t:?}: expected an RFC 3339 timestamp"),
+                    e,
+                )
+            })
+    })
+    .transpose()
+}
+
+/// A receipt as `list -o json` shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Listed<'a> {
+    archived_at: &'a str,
+    cluster_id: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    uid: &'a str,
+    uri: &'a str,
+    sha256: &'a str,
+    bytes: u64,
+}
+
+fn list(args: &List) -> anyhow::Result<()> {
+    let since = instant("--since", args.since.as_deref())?;
+    let until = instant("--until", args.until.as_deref())?;
+    let receipts = block_on(async {
+        let store = crate::live::open_store(args.scope.store.as_deref()).await?;
+        let listed = store
+            .list_receipts(
+                &args.scope.cluster_id,
+                args.namespace.as_deref(),
+                args.pod.as_deref(),
+            )
+            .await
+            .context("cannot list the receipts")?;
+        store.close().await;
+        Ok(listed)
+    })?;
+    let mut kept = Vec::new();
+    for listed in &receipts {
+        let at = instant("archivedAt", Some(&listed.archived_at))
+            .with_context(|| format!("receipt of Pod {}", listed.receipt.uid))?
+            .unwrap_or_default();
+        if since.is_none_or(|s| at >= s) && until.is_none_or(|u| at < u) {
+            kept.push(listed);
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Format::Json => {
+            let doc: Vec<Listed> = kept.iter().map(|l| listed(l)).collect();
+            serde_json::to_writer_pretty(&mut out, &doc)?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            let rows: Vec<[String; 6]> = kept
+                .iter()
+                .map(|l| {
+                    let r = &l.receipt;
+                    [
+                        l.archived_at.clone(),
+                        r.namespace.clone(),
+                        r.name.clone(),
+                        r.uid.clone(),
+                        r.bytes.to_string(),
+                        r.uri.clone(),
+                    ]
+                })
+                .collect();
+            write_columns(
+                &mut out,
+                ["ARCHIVED", "NAMESPACE", "POD", "UID", "BYTES", "URI"],
+                &rows,
+            )?;
+            if rows.is_empty() {
+                eprintln!("gc-cli: no archive matches");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn listed(l: &ListedReceipt) -> Listed<'_> {
+    let r = &l.receipt;
+    Listed {
+        archived_at: &l.archived_at,
+        cluster_id: &r.cluster_id,
+        namespace: &r.namespace,
+        name: &r.name,
+        uid: &r.uid,
+        uri: &r.uri,
+        sha256: &r.sha256,
+        bytes: r.bytes,
+    }
+}
+
+fn show(args: &Show) -> anyhow::Result<()> {
+    let sink = args.archive.sink()?;
+    let (receipt, bytes) = block_on(async {
+        let store = crate::live::open_store(args.scope.store.as_deref()).await?;
+        let receipt = store
+            .get_receipt(&args.scope.cluster_id, &args.uid)
+            .await
+            .context("cannot read the receipt")?;
+        store.close().await;
+        let Some(receipt) = receipt else {
+            anyhow::bail!(
+                "no archive of Pod uid {} in cluster {}: no receipt in {}",
+                args.uid,
+                args.scope.cluster_id,
+                store.location()
+            );
+        };
+        let bytes = sink
+            .read(&receipt.uri)
+            .await
+            .with_context(|| format!("cannot read archive {}", receipt.uri))?;
+        Ok((receipt, bytes))
+    })?;
+    if let Some(problem) = mismatch(&receipt, &bytes) {
+        anyhow::bail!("archive {} {problem}: not shown", receipt.uri);
+    }
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Format::Json => {
+            out.write_all(&bytes)?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            let doc: Value = serde_json::from_slice(&bytes)
+                .with_context(|| format!("archive {} is not JSON", receipt.uri))?;
+            write_archive(&mut out, &receipt, &doc)?;
+        }
+    }
+    Ok(())
+}
+
+/// What is wrong with `bytes` as the archive `receipt` records, if anything.
+fn mismatch(receipt: &Receipt, bytes: &[u8]) -> Option<String> {
+    let digest = gc_core::archive::digest(bytes);
+    if digest != receipt.sha256 || bytes.len() as u64 != receipt.bytes {
+        Some(format!(
+            "does not match its receipt: sha256 {digest} ({} bytes), receipt {} ({} bytes)",
+            bytes.len(),
+            receipt.sha256,
+            receipt.bytes
+        ))
+    } else {
+        None
+    }
+}
+
+/// Text at `pointer` in `doc`, or "".
+fn text(doc: &Value, pointer: &str) -> String {
+    match doc.pointer(pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// One line of at most 120 characters: a container's message can be a whole log tail.
+fn one_line(s: &str) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > 120 {
+        format!("{}...", line.chars().take(117).collect::<String>())
+    } else {
+        line
+    }
+}
+
+fn write_archive(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::io::Result<()> {
+    let fields = [
+        (
+            "Pod",
+            format!("{}/{} ({})", receipt.namespace, receipt.name, receipt.uid),
+        ),
+        ("Phase", text(doc, "/status/phase")),
+        ("Reason", text(doc, "/status/reason")),
+        ("Message", one_line(&text(doc, "/status/message"))),
+        ("Created", text(doc, "/metadata/creationTimestamp")),
+        ("Started", text(doc, "/status/startTime")),
+        (
+            "Finished",
+            match doc.get("anchor").and_then(Value::as_f64) {
+                Some(anchor) => format!("{} ({})", rfc3339(anchor), text(doc, "/retentionBasis")),
+                None => String::new(),
+            },
+        ),
+        (
+            "Archive",
+            format!(
+                "{} ({} bytes, sha256 {}, verified)",
+                receipt.uri, receipt.bytes, receipt.sha256
+            ),
+        ),
+    ];
+    for (name, value) in fields {
+        if !value.is_empty() {
+            writeln!(out, "{:<10}{value}", format!("{name}:"))?;
+        }
+    }
+    let mut rows = Vec::new();
+    for (list, kind) in [
+        ("initContainerStatuses", "init"),
+        ("containerStatuses", "container"),
+        ("ephemeralContainerStatuses", "ephemeral"),
+    ] {
+        let statuses = doc
+            .pointer(&format!("/status/{list}"))
+            .and_then(Value::as_array);
+        for status in statuses.into_iter().flatten() {
+            // The state it ended in; a restarted container's previous end otherwise.
+            let ended = ["/state/terminated", "/lastState/terminated"]
+                .iter()
+                .find_map(|p| status.pointer(p));
+            let field = |name: &str| ended.map(|t| text(t, name)).unwrap_or_default();
+            rows.push([
+                text(status, "/name"),
+                kind.to_owned(),
+                field("/exitCode"),
+                field("/reason"),
+                one_line(&field("/message")),
+            ]);
+        }
+    }
+    if !rows.is_empty() {
+        writeln!(out)?;
+    }
+    write_columns(
+        out,
+        ["CONTAINER", "KIND", "EXIT CODE", "REASON", "MESSAGE"],
+        &rows,
+    )
+}
+
+/// One finding of `verify`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Checked {
+    namespace: String,
+    name: String,
+    uid: String,
+    uri: String,
+    /// `ok`, `mismatch`, `missing`, `unreadable` or `noReceipt`.
+    result: &'static str,
+    detail: String,
+}
+
+fn verify(args: &Verify) -> anyhow::Result<()> {
+    let sink = args.archive.sink()?;
+    let namespace = args.namespace.as_deref();
+    let checked = block_on(async {
+        let store = crate::live::open_store(args.scope.store.as_deref()).await?;
+        let receipts = store
+            .list_receipts(&args.scope.cluster_id, namespace, None)
+            .await
+            .context("cannot list the receipts")?;
+        store.close().await;
+        let mut checked = Vec::with_capacity(receipts.len());
+        let mut receipted = HashSet::new();
+        for listed in receipts {
+            let r = listed.receipt;
+            receipted.insert(r.uri.clone());
+            let (result, detail) = if sink.holds(&r.uri) {
+                match sink.read(&r.uri).await {
+                    Ok(bytes) => match mismatch(&r, &bytes) {
+                        Some(problem) => ("mismatch", problem),
+                        None => ("ok", String::new()),
+                    },
+                    Err(StoreError::NotFound(_)) => {
+                        ("missing", "the receipt's archive does not exist".to_owned())
+                    }
+                    Err(e) => ("unreadable", e.to_string()),
+                }
+            } else {
+                (
+                    "unreadable",
+                    format!("not in {}: give the sink that wrote it", sink.shown()),
+                )
+            };
+            checked.push(Checked {
+                namespace: r.namespace,
+                name: r.name,
+                uid: r.uid,
+                uri: r.uri,
+                result,
+                detail,
+            });
+        }
+        let held = sink
+            .list(Some(&args.scope.cluster_id))
+            .await
+            .with_context(|| format!("cannot list the archives in {}", sink.shown()))?;
+        let mut orphans: Vec<_> = held
+            .into_iter()
+            .filter(|e| namespace.is_none_or(|ns| e.key.namespace == ns))
+            .filter(|e| !receipted.contains(&e.uri))
+            .collect();
+        orphans.sort_by(|a, b| a.uri.cmp(&b.uri));
+        for e in orphans {
+            checked.push(Checked {
+                namespace: e.key.namespace,
+                name: String::new(),
+                uid: e.key.uid,
+                uri: e.uri,
+                result: "noReceipt",
+                detail: "an archive no receipt records (a run stopped before its receipt?)"
+                    .to_owned(),
+            });
+        }
+        Ok(checked)
+    })?;
+    let problems = checked.iter().filter(|c| c.result != "ok").count();
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &checked)?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            let rows: Vec<[String; 5]> = checked
+                .iter()
+                .filter(|c| c.result != "ok")
+                .map(|c| {
+                    [
+                        c.result.to_owned(),
+                        c.namespace.clone(),
+                        c.uid.clone(),
+                        c.uri.clone(),
+                        c.detail.clone(),
+                    ]
+                })
+                .collect();
+            write_columns(
+                &mut out,
+                ["RESULT", "NAMESPACE", "UID", "URI", "DETAIL"],
+                &rows,
+            )?;
+        }
+    }
+    let ok = checked.len() - problems;
+    eprintln!("gc-cli: {ok} archive(s) match their receipts, {problems} problem(s)");
+    if problems > 0 {
+        anyhow::bail!("{problems} archive(s) or receipt(s) do not match");
+    }
+    Ok(())
+}
