@@ -78,7 +78,8 @@ impl DirectorySink {
 
     /// Whether `uri` names a place under this sink's root (whether or not an archive is there).
     pub fn holds(&self, uri: &str) -> bool {
-        self.uri_prefix().is_ok_and(|prefix| uri.starts_with(&prefix))
+        self.uri_prefix()
+            .is_ok_and(|prefix| uri.starts_with(&prefix))
     }
 
     /// The path of an archive URI this sink wrote, or a refusal.

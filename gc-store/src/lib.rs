@@ -34,8 +34,8 @@ use schema::Dialect;
 
 pub use archive::{ArchiveEntry, DirectorySink, default_archive_dir};
 pub use object::{ObjectOptions, ObjectSink};
-pub use sinks::Archives;
 pub use sessions::{SessionTable, TableSpec, connect_sessions, url_from_env};
+pub use sinks::Archives;
 
 /// How long opening a store may wait for the first connection, and a call for a pooled one.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
