@@ -27,6 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Decision::NotEligible { reason } => format!("not eligible: {reason}"),
             Decision::Held { until, .. } => format!("held until {until}"),
             Decision::Deferred { .. } => "deferred by the cap".to_owned(),
+            Decision::Protected { .. } => "protected by its label".to_owned(),
+            Decision::Excluded { .. } => "excluded by the selector".to_owned(),
             Decision::Targeted { basis, anchor } => {
                 format!("targeted ({} {anchor})", basis.as_str())
             }

@@ -150,6 +150,29 @@ fn lint_and_templates() {
     assert!(delivered.contains("name: GC_ALERT_WEBHOOK") && delivered.contains("name: hook"));
     let dry = template(&["gc.dryRun=true", "gc.terminalStates={deleted}"]);
     assert!(dry.contains("- --dry-run") && dry.contains("- --terminal-state=deleted"));
+    // The protect label reaches both collectors, the exclude selector when set; selectors in
+    // full syntax, quoted.
+    assert!(
+        defaults.contains("- \"--selector=app=streamspace-session\"")
+            && defaults.contains("- \"--protect-label=gc.example.com/protect=true\"")
+            && !defaults.contains("--exclude-selector")
+    );
+    let spared = template(&[
+        "failedPods.enabled=true",
+        "gc.selector=app in (streamspace-session)\\,!canary",
+        "gc.excludeSelector=team in (payments)",
+        "failedPods.protectLabel=keep=yes",
+        "failedPods.excludeSelector=!canary",
+    ]);
+    for flag in [
+        "- \"--selector=app in (streamspace-session),!canary\"",
+        "- \"--exclude-selector=team in (payments)\"",
+        "- \"--protect-label=gc.example.com/protect=true\"",
+        "- \"--protect-label=keep=yes\"",
+        "- \"--exclude-selector=!canary\"",
+    ] {
+        assert!(spared.contains(flag), "{flag}:\n{spared}");
+    }
     // As StreamSpace's subchart, its release's secret.
     let out = helm(&["template", "streamspace", CHART]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("name: streamspace-secrets"));
@@ -158,6 +181,11 @@ fn lint_and_templates() {
         ("gc.gracePeriod=-1", "gracePeriod"),
         ("namespace=kube-system", "namespace"),
         ("gc.schedule=often", "schedule"),
+        ("gc.protectLabel=keep", "protectLabel"),
+        ("failedPods.protectLabel=keep", "protectLabel"),
+        ("gc.excludeSelector=a;b", "excludeSelector"),
+        ("failedPods.excludeSelector=a;b", "excludeSelector"),
+        ("gc.selector=", "selector"),
     ] {
         let out = helm(&["template", "gc", CHART, "--set", set]);
         assert!(!out.status.success(), "{set}");

@@ -17,6 +17,7 @@ pub mod pods;
 pub mod ports;
 pub mod pyjson;
 pub mod raw;
+pub mod selector;
 pub mod sessions;
 #[cfg(test)]
 mod testing;

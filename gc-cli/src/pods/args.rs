@@ -6,6 +6,7 @@ use clap::Args;
 use gc_core::PodInputs;
 use gc_core::approval::SealKey;
 use gc_core::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
+use gc_core::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Selector};
 
 use crate::exit::UsageError;
 
@@ -56,6 +57,21 @@ pub(crate) struct PodInputArgs {
     /// Finalizer that pins a Pod while it is archived and removed.
     #[arg(long, default_value = DEFAULT_PIN_FINALIZER, value_name = "NAME")]
     pin_finalizer: String,
+    /// A Pod with this label is never archived or deleted: plans report it `protected` (not
+    /// held, not deferred). A sealed plan binds it: `apply` refuses a plan made with another.
+    #[arg(
+        long,
+        default_value = DEFAULT_PROTECT_LABEL,
+        value_name = "KEY=VALUE",
+        value_parser = LabelPair::parse
+    )]
+    protect_label: LabelPair,
+    /// A label selector (`key=value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`,
+    /// `!key`, comma separated): a Pod it matches is never archived or deleted; plans report it
+    /// `excluded`. A sealed plan binds it: `apply` refuses a plan made with another. Default:
+    /// none.
+    #[arg(long, value_name = "SELECTOR", value_parser = Selector::parse)]
+    exclude_selector: Option<Selector>,
 }
 
 impl PodInputArgs {
@@ -69,6 +85,8 @@ impl PodInputArgs {
             max_archive_bytes: self.max_archive_bytes,
             collect_label: self.collect_label.clone(),
             pin_finalizer: self.pin_finalizer.clone(),
+            protect_label: self.protect_label.to_string(),
+            exclude_selector: self.exclude_selector.as_ref().map(ToString::to_string),
         }
     }
 }

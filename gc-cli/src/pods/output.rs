@@ -7,6 +7,7 @@ use clap::ValueEnum;
 use gc_core::PodConfig;
 use gc_core::plan::{Decision, PodPlan};
 use gc_core::pyjson::{self, Layout};
+use gc_core::selector::Spared;
 use serde::Serialize;
 
 use crate::output::{rfc3339, write_columns};
@@ -14,7 +15,8 @@ use crate::output::{rfc3339, write_columns};
 /// Output formats of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Format {
-    /// For people: one row per targeted, held or deferred Pod, and the counts.
+    /// For people: one row per targeted, held, deferred, protected or excluded Pod, and the
+    /// counts.
     Table,
     /// The whole plan, every Pod's decision and reason.
     Json,
@@ -52,8 +54,21 @@ pub(crate) fn write_plan(
     }
 }
 
+/// The protected and the excluded Pods of `plan`.
+fn spared(plan: &PodPlan) -> (usize, usize) {
+    let count = |which| {
+        plan.decisions
+            .iter()
+            .filter(|d| d.decision.spared() == Some(which))
+            .count()
+    };
+    (count(Spared::Protected), count(Spared::Excluded))
+}
+
 /// `::{"outputs":{...}}::` with the keys and value shapes of the reference flow's plan task,
-/// written as its `json.dumps(..., separators=(',', ':'))` writes them.
+/// written as its `json.dumps(..., separators=(',', ':'))` writes them. When the plan spares a
+/// Pod, `"protected":N,"excluded":N` follow `deferred` (the flow reads neither; without them the
+/// line is the flow's byte for byte).
 pub(crate) fn kestra_line(plan: &PodPlan) -> String {
     let mut s = String::from("::{\"outputs\":{\"targets\":[");
     for (i, t) in plan.targets.iter().enumerate() {
@@ -73,11 +88,18 @@ pub(crate) fn kestra_line(plan: &PodPlan) -> String {
         s.push('}');
     }
     s.push_str(&format!(
-        "],\"target_count\":{},\"held\":{},\"deferred\":{},\"state\":",
+        "],\"target_count\":{},\"held\":{},\"deferred\":{},",
         plan.targets.len(),
         plan.held,
         plan.deferred
     ));
+    let (protected, excluded) = spared(plan);
+    if protected + excluded > 0 {
+        s.push_str(&format!(
+            "\"protected\":{protected},\"excluded\":{excluded},"
+        ));
+    }
+    s.push_str("\"state\":");
     pyjson::write_str(&mut s, &plan.ledger.to_json());
     s.push_str("}}::");
     s
@@ -114,6 +136,23 @@ fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io
                 anchor,
                 format!("deferred by the cap (max_pods {})", cfg.max_pods),
             ),
+            Decision::Protected { basis, anchor } => (
+                "protected",
+                basis,
+                anchor,
+                format!("label {}", cfg.protect_label),
+            ),
+            Decision::Excluded { basis, anchor } => (
+                "excluded",
+                basis,
+                anchor,
+                format!(
+                    "matches --exclude-selector {}",
+                    cfg.exclude_selector
+                        .as_ref()
+                        .map_or_else(String::new, ToString::to_string)
+                ),
+            ),
         };
         let name = d.name.clone().unwrap_or_default();
         let uid = d.uid.clone().unwrap_or_default();
@@ -131,9 +170,15 @@ fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io
         ["STATE", "NAME", "UID", "BASIS", "ANCHOR", "REASON"],
         &rows,
     )?;
+    let (protected, excluded) = spared(plan);
+    let spared = if protected + excluded > 0 {
+        format!("{protected} protected, {excluded} excluded, ")
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{} targeted, {} held, {} deferred, {} not eligible, of {} pods in namespace {} at {}",
+        "{} targeted, {} held, {} deferred, {spared}{} not eligible, of {} pods in namespace {} at {}",
         plan.targets.len(),
         plan.held,
         plan.deferred,

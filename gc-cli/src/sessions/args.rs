@@ -4,6 +4,7 @@
 use anyhow::Context;
 use clap::Args;
 use gc_core::collect_sessions::SessionRunError;
+use gc_core::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Selector};
 use gc_core::sessions::{Kind, SessionConfig, SessionInputs};
 use gc_k8s::KubeCluster;
 use gc_store::{SessionTable, TableSpec};
@@ -23,9 +24,16 @@ pub(crate) struct SessionArgs {
     /// The one namespace scanned.
     #[arg(long, short = 'n', default_value = "streamspace")]
     namespace: String,
-    /// Label selector choosing session resources (`key=value` terms, comma separated).
-    #[arg(long, short = 'l', default_value = "app=streamspace-session")]
-    selector: String,
+    /// Label selector choosing session resources, sent to the API server (in canonical form) as
+    /// the list's labelSelector, so that nothing else is even scanned: comma-separated
+    /// `key=value` (or `==`), `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`.
+    #[arg(
+        long,
+        short = 'l',
+        default_value = "app=streamspace-session",
+        value_parser = Selector::parse
+    )]
+    selector: Selector,
     /// Label holding the session id. Ids match the id column exactly: case-sensitive, byte for
     /// byte, as PostgreSQL compares them (no trimming, no case folding).
     #[arg(long, default_value = "session", value_name = "KEY")]
@@ -56,6 +64,8 @@ pub(crate) struct SessionArgs {
     )]
     max_deletes: i64,
     /// The guard refuses the run when orphans are more than this share of what was scanned...
+    /// (resources spared by --protect-label or --exclude-selector are left out of both: they
+    /// can never be deleted, so they do not dilute the share)
     #[arg(long, default_value_t = 0.5, value_name = "RATIO")]
     guard_ratio: f64,
     /// ...and more than this many. Whatever the floor, the guard also refuses a run where not one
@@ -72,6 +82,20 @@ pub(crate) struct SessionArgs {
     /// checking the database is the right one).
     #[arg(long)]
     override_guard: bool,
+    /// A resource with this label is never deleted, whatever its session: it is reported
+    /// `protected` (plan, audit line) and not counted by the guard.
+    #[arg(
+        long,
+        default_value = DEFAULT_PROTECT_LABEL,
+        value_name = "KEY=VALUE",
+        value_parser = LabelPair::parse
+    )]
+    protect_label: LabelPair,
+    /// A label selector (the syntax of --selector): a resource it matches is never deleted,
+    /// whatever its session: it is reported `excluded` (plan, audit line) and not counted by the
+    /// guard. Default: none.
+    #[arg(long, value_name = "SELECTOR", value_parser = Selector::parse)]
+    exclude_selector: Option<Selector>,
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(flatten)]
@@ -169,7 +193,7 @@ impl SessionArgs {
         let inputs = SessionInputs {
             cluster_id: self.cluster_id.clone(),
             namespace: self.namespace.clone(),
-            selector: self.selector.clone(),
+            selector: self.selector.to_string(),
             id_label: self.id_label.clone(),
             kinds,
             grace_hours: self.grace_hours,
@@ -178,6 +202,8 @@ impl SessionArgs {
             guard_ratio: self.guard_ratio,
             guard_floor: self.guard_floor,
             override_guard: self.override_guard,
+            protect_label: self.protect_label.to_string(),
+            exclude_selector: self.exclude_selector.as_ref().map(ToString::to_string),
         };
         Ok(inputs.validate()?)
     }

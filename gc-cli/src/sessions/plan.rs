@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use gc_core::collect_sessions::{self, Planned};
+use gc_core::selector::Spared;
 use gc_core::sessions::{SessionConfig, SessionDecision};
 use serde::Serialize;
 
@@ -77,7 +78,8 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Decisions in the order a table lists them; kept resources are only counted.
+/// Decisions in the order a table lists them; kept resources are only counted. Protected and
+/// excluded resources rank with the skipped ones (the table names them apart).
 pub(crate) fn rank(d: &SessionDecision) -> usize {
     match d {
         SessionDecision::Delete { .. } => 0,
@@ -88,8 +90,6 @@ pub(crate) fn rank(d: &SessionDecision) -> usize {
     }
 }
 
-const NAMES: [&str; 5] = ["delete", "deferred", "held", "skipped", "kept"];
-
 fn reason(d: &SessionDecision) -> String {
     match d {
         SessionDecision::Held { reason, until } if until.is_finite() => {
@@ -99,7 +99,7 @@ fn reason(d: &SessionDecision) -> String {
         | SessionDecision::Held { reason, .. }
         | SessionDecision::Delete { reason }
         | SessionDecision::Deferred { reason }
-        | SessionDecision::Skipped { reason } => reason.clone(),
+        | SessionDecision::Skipped { reason, .. } => reason.clone(),
     }
 }
 
@@ -119,7 +119,7 @@ fn write_table(
         if r < 4 {
             let res = &j.resource;
             rows.push([
-                NAMES[r].to_owned(),
+                j.decision.name().to_owned(),
                 res.kind.clone(),
                 res.name.clone(),
                 res.session.clone().unwrap_or_default(),
@@ -133,14 +133,30 @@ fn write_table(
         ["DECISION", "KIND", "NAME", "SESSION", "CREATED", "REASON"],
         &rows,
     )?;
+    // Spared resources are counted apart from the other skipped ones, when there are any.
+    let spared = planned.plan.spared;
+    let protected = planned
+        .plan
+        .judged
+        .iter()
+        .filter(|j| j.decision.spared() == Some(Spared::Protected))
+        .count();
+    let skipped = if spared > 0 {
+        format!(
+            "{} skipped, {protected} protected, {} excluded",
+            counts[3] - spared,
+            spared - protected
+        )
+    } else {
+        format!("{} skipped", counts[3])
+    };
     writeln!(
         out,
-        "{} to delete, {} deferred, {} held, {} skipped, {} kept, of {} resources in namespace {} \
+        "{} to delete, {} deferred, {} held, {skipped}, {} kept, of {} resources in namespace {} \
          at {} ({})",
         counts[0],
         counts[1],
         counts[2],
-        counts[3],
         counts[4],
         planned.plan.scanned,
         cfg.namespace,

@@ -200,7 +200,12 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
 
 /// The first input in which the plan's policy differs from apply's.
 fn policy_mismatch(planned: &PodConfig, given: &PodConfig) -> Option<PlanFileError> {
-    let fields: [(&'static str, String, String); 8] = [
+    let selector = |c: &PodConfig| {
+        c.exclude_selector
+            .as_ref()
+            .map_or_else(String::new, ToString::to_string)
+    };
+    let fields: [(&'static str, String, String); 10] = [
         (
             "cluster_id",
             planned.cluster_id.clone(),
@@ -241,6 +246,12 @@ fn policy_mismatch(planned: &PodConfig, given: &PodConfig) -> Option<PlanFileErr
             planned.pin_finalizer.clone(),
             given.pin_finalizer.clone(),
         ),
+        (
+            "protect_label",
+            planned.protect_label.to_string(),
+            given.protect_label.to_string(),
+        ),
+        ("exclude_selector", selector(planned), selector(given)),
     ];
     fields
         .into_iter()
@@ -477,6 +488,34 @@ mod tests {
         check("maxArchiveBytes", 1_048_576.into(), "max_archive_bytes");
         check("collectLabel", "example.com/any".into(), "collect_label");
         check("pinFinalizer", "example.com/keep".into(), "pin_finalizer");
+        check("protectLabel", "keep=yes".into(), "protect_label");
+        check(
+            "excludeSelector",
+            "team in (payments)".into(),
+            "exclude_selector",
+        );
+        // A plan made with one exclude selector, applied with another.
+        let mut with = doc.clone();
+        with["config"]["excludeSelector"] = "team".into();
+        let mut given = policy();
+        given.exclude_selector = Some("team notin (a)".parse().unwrap());
+        let result = open(&reseal(with, None), &given, None);
+        assert!(
+            matches!(&result, Err(PlanFileError::Mismatch { field: "exclude_selector", planned, given })
+                if planned == "team" && given == "team notin (a)"),
+            "{result:?}"
+        );
+        // A plan without the protect label (an older plan) is not a plan of this policy.
+        let mut old = doc.clone();
+        old["config"]
+            .as_object_mut()
+            .unwrap()
+            .remove("protectLabel");
+        let result = open(&reseal(old, None), &policy(), None);
+        assert!(
+            matches!(&result, Err(PlanFileError::Malformed(m)) if m.contains("protectLabel")),
+            "{result:?}"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::input::{InputError, check_scope, in_range, invalid, is_qualified_name};
+use crate::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Labels, SELECTOR_RULE, Selector, Spared};
 
 /// The default label that opts a Pod in to collection.
 pub const DEFAULT_COLLECT_LABEL: &str = "diagnostics.example.com/collect";
@@ -30,6 +31,10 @@ pub struct PodInputs {
     pub collect_label: String,
     /// The pin finalizer's name.
     pub pin_finalizer: String,
+    /// `KEY=VALUE`: a Pod with this label is never targeted (it is reported `protected`).
+    pub protect_label: String,
+    /// A label selector: a Pod it matches is never targeted (it is reported `excluded`).
+    pub exclude_selector: Option<String>,
 }
 
 impl Default for PodInputs {
@@ -43,6 +48,8 @@ impl Default for PodInputs {
             max_archive_bytes: 262_144,
             collect_label: DEFAULT_COLLECT_LABEL.into(),
             pin_finalizer: DEFAULT_PIN_FINALIZER.into(),
+            protect_label: DEFAULT_PROTECT_LABEL.into(),
+            exclude_selector: None,
         }
     }
 }
@@ -67,6 +74,10 @@ pub struct PodConfig {
     pub collect_label: String,
     /// See [`PodInputs::pin_finalizer`].
     pub pin_finalizer: String,
+    /// See [`PodInputs::protect_label`].
+    pub protect_label: LabelPair,
+    /// See [`PodInputs::exclude_selector`] (in canonical form).
+    pub exclude_selector: Option<Selector>,
 }
 
 impl PodConfig {
@@ -77,6 +88,12 @@ impl PodConfig {
             collect_label: &self.collect_label,
             pin: &self.pin_finalizer,
         }
+    }
+
+    /// Whether a Pod with `labels` is spared: it carries the protect label, or matches the
+    /// exclude selector (the protect label is checked first).
+    pub fn spared(&self, labels: &Labels) -> Option<Spared> {
+        Spared::of(labels, &self.protect_label, self.exclude_selector.as_ref())
     }
 
     /// The inputs this config was validated from.
@@ -91,6 +108,8 @@ impl PodConfig {
             max_archive_bytes: n(self.max_archive_bytes),
             collect_label: self.collect_label.clone(),
             pin_finalizer: self.pin_finalizer.clone(),
+            protect_label: self.protect_label.to_string(),
+            exclude_selector: self.exclude_selector.as_ref().map(ToString::to_string),
         }
     }
 }
@@ -102,7 +121,9 @@ impl PodInputs {
     /// The first input that breaks its rule, named: `cluster_id` (`[a-z0-9][a-z0-9-]{0,39}`),
     /// `namespace` (a DNS label, not a system namespace), `retention_seconds` (1..=31536000),
     /// `max_pods` (1..=50), `max_inventory` (`max_pods`..=10000), `max_archive_bytes`
-    /// (1024..=1048576), and the collect label and pin finalizer names (qualified names).
+    /// (1024..=1048576), the collect label and pin finalizer names (qualified names), the
+    /// protect label (`KEY=VALUE`) and the exclude selector (a label selector; see
+    /// [`Selector::parse`] for where one goes wrong).
     pub fn validate(&self) -> Result<PodConfig, InputError> {
         check_scope(&self.cluster_id, &self.namespace)?;
         in_range(
@@ -141,6 +162,15 @@ impl PodInputs {
                 "must be a domain-qualified finalizer name",
             ));
         }
+        let protect_label = LabelPair::parse(&self.protect_label)
+            .map_err(|rule| invalid("protect_label", &self.protect_label, rule))?;
+        let exclude_selector = self
+            .exclude_selector
+            .as_deref()
+            .map(|text| {
+                Selector::parse(text).map_err(|_| invalid("exclude_selector", text, SELECTOR_RULE))
+            })
+            .transpose()?;
         let n = |v: i64| usize::try_from(v).unwrap_or(0);
         Ok(PodConfig {
             cluster_id: self.cluster_id.clone(),
@@ -151,6 +181,8 @@ impl PodInputs {
             max_archive_bytes: n(self.max_archive_bytes),
             collect_label: self.collect_label.clone(),
             pin_finalizer: self.pin_finalizer.clone(),
+            protect_label,
+            exclude_selector,
         })
     }
 }
@@ -262,5 +294,42 @@ mod tests {
             Some(r#"invalid pin_finalizer "nodomain": must be a domain-qualified finalizer name"#),
         );
         check(|i| i.collect_label = "example.com/gc".into(), None);
+        check(
+            |i| i.protect_label = "keep".into(),
+            Some(r#"invalid protect_label "keep": must be KEY=VALUE"#),
+        );
+        check(
+            |i| i.protect_label = "bad key=yes".into(),
+            Some(r#"invalid protect_label "bad key=yes": must be KEY=VALUE with a label key"#),
+        );
+        check(|i| i.protect_label = "keep=yes".into(), None);
+        check(
+            |i| i.exclude_selector = Some("team in (payments".into()),
+            Some(&format!(
+                r#"invalid exclude_selector "team in (payments": {SELECTOR_RULE}"#
+            )),
+        );
+        check(
+            |i| i.exclude_selector = Some(String::new()),
+            Some(&format!(r#"invalid exclude_selector "": {SELECTOR_RULE}"#)),
+        );
+        check(
+            |i| i.exclude_selector = Some("team in (payments)".into()),
+            None,
+        );
+    }
+
+    #[test]
+    fn the_exclude_selector_is_kept_canonical() {
+        let cfg = PodInputs {
+            exclude_selector: Some("team in (b,a), !x".into()),
+            ..PodInputs::default()
+        }
+        .validate()
+        .unwrap();
+        let inputs = cfg.inputs();
+        assert_eq!(inputs.exclude_selector.as_deref(), Some("team in (a,b),!x"));
+        assert_eq!(inputs.protect_label, "gc.example.com/protect=true");
+        assert_eq!(inputs.validate(), Ok(cfg));
     }
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::isotime::{self, TimeError};
 use crate::pods::skim::{self, Member, Schema, member};
 use crate::raw::{self, JsonType, Raw};
+use crate::selector::Labels;
 
 /// The list fields of a Pod status that hold container statuses, in the order the rules read them.
 pub const CONTAINER_FIELDS: [&str; 3] = [
@@ -219,6 +220,9 @@ pub struct MetaFacts {
     mirror: Fact<bool>,
     finalizers: Finalizers,
     deleting: bool,
+    /// The labels of a Pod that carries the collect label (no other Pod is ever eligible, so
+    /// no other Pod's labels are kept); a value that is not a string is kept as its JSON text.
+    labels: Labels,
     /// Canonical length of `metadata`.
     canonical_len: usize,
 }
@@ -279,6 +283,23 @@ impl MetaFacts {
             }
             Some(_) => Finalizers::Foreign,
         };
+        // The protect label and the exclude selector read the labels: only a Pod that may be
+        // eligible keeps them, decoded from the members the skim recorded.
+        let mut labels = Labels::new();
+        if labelled == Ok(true)
+            && let Some((li, _)) = member(members, parent, "labels")
+        {
+            for (_, m) in skim::children(members, li) {
+                let key = if m.escaped {
+                    serde_json::from_str::<String>(m.key)
+                        .map_err(|_| Box::new(bad("metadata.labels", "unreadable key")))?
+                } else {
+                    m.key[1..m.key.len() - 1].to_owned()
+                };
+                let value = raw::as_str(m.value).map_or_else(|| m.value.to_owned(), Into::into);
+                labels.insert(key, value);
+            }
+        }
         let (uid, rv) = (field("uid"), field("resourceVersion"));
         Ok(Self {
             in_namespace: raw::is_str(field("namespace"), rules.namespace),
@@ -292,8 +313,14 @@ impl MetaFacts {
             mirror,
             finalizers,
             deleting: truthy(field("deletionTimestamp")),
+            labels,
             canonical_len,
         })
+    }
+
+    /// The labels of a Pod that carries the collect label (empty for any other Pod).
+    pub fn labels(&self) -> &Labels {
+        &self.labels
     }
 
     /// `metadata.name` for people (its JSON text when not a string).

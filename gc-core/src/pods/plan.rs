@@ -13,6 +13,7 @@ use crate::pods::config::PodConfig;
 use crate::pods::facts::{self as pod, BadField, Basis, Eligible, Ineligible};
 use crate::pods::inventory::{Inventory, InventoryError};
 use crate::pods::ledger::{Ledger, LedgerError, Observation, PreviousLedger, PyNum};
+use crate::selector::Spared;
 
 /// What the plan decided for one Pod.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -46,6 +47,31 @@ pub enum Decision {
         /// When it started.
         anchor: PyNum,
     },
+    /// Eligible, but it carries the protect label: never a target, whatever its retention.
+    Protected {
+        /// What retention runs from.
+        basis: Basis,
+        /// When it started.
+        anchor: PyNum,
+    },
+    /// Eligible, but the exclude selector matches it: never a target, whatever its retention.
+    Excluded {
+        /// What retention runs from.
+        basis: Basis,
+        /// When it started.
+        anchor: PyNum,
+    },
+}
+
+impl Decision {
+    /// Why an eligible Pod is spared, when it is.
+    pub fn spared(&self) -> Option<Spared> {
+        match self {
+            Self::Protected { .. } => Some(Spared::Protected),
+            Self::Excluded { .. } => Some(Spared::Excluded),
+            _ => None,
+        }
+    }
 }
 
 /// One Pod looked at, in inventory order.
@@ -94,7 +120,8 @@ pub struct PodPlan {
     pub held: usize,
     /// Due Pods beyond the cap.
     pub deferred: usize,
-    /// The ledger to keep: every currently eligible Pod.
+    /// The ledger to keep: every currently eligible Pod (protected and excluded ones too, so
+    /// that their first observation outlives the label).
     pub ledger: Ledger,
 }
 
@@ -173,8 +200,11 @@ struct Candidate {
 ///
 /// # Guarantees
 /// Targets are eligible, past retention, within the archive ceiling, ordered by `(anchor, uid)`
-/// and at most `max_pods`. The ledger holds exactly the eligible Pods, keeping the first
-/// observation of those already in `previous`.
+/// and at most `max_pods`. An eligible Pod with the protect label is `Protected`, one the exclude
+/// selector matches is `Excluded`: neither is ever a target, nor counted as held or deferred, nor
+/// held to the archive ceiling, so the other Pods' decisions are those of a plan without them.
+/// The ledger holds exactly the eligible Pods, keeping the first observation of those already in
+/// `previous`.
 ///
 /// # Errors
 /// [`PlanError`] for an inventory over its ceiling, any Pod with unreadable data (naming Pod and
@@ -218,8 +248,19 @@ pub fn plan_pods(
         };
         let decision = match pod::assess(facts).map_err(fail)? {
             Err(reason) => Decision::NotEligible { reason },
-            Ok(pod) => match consider(pod, previous, cfg, now, &mut plan.ledger).map_err(fail)? {
-                Due::Held { basis, anchor } => {
+            Ok(pod) => match (
+                cfg.spared(pod.meta.labels()),
+                consider(pod, previous, cfg, now, &mut plan.ledger).map_err(fail)?,
+            ) {
+                // Spared Pods stay in the ledger, but count nowhere else.
+                (Some(spared), due) => {
+                    let (basis, anchor) = due.anchor();
+                    match spared {
+                        Spared::Protected => Decision::Protected { basis, anchor },
+                        Spared::Excluded => Decision::Excluded { basis, anchor },
+                    }
+                }
+                (None, Due::Held { basis, anchor }) => {
                     plan.held += 1;
                     let until = anchor.seconds() + f64::from(cfg.retention_seconds);
                     Decision::Held {
@@ -228,7 +269,7 @@ pub fn plan_pods(
                         until,
                     }
                 }
-                Due::Now(target) => {
+                (None, Due::Now(target)) => {
                     if target.archive_bytes > cfg.max_archive_bytes {
                         return Err(PlanError::ArchiveCeiling {
                             pod: pod_name(),
@@ -276,6 +317,15 @@ pub fn plan_pods(
 enum Due {
     Held { basis: Basis, anchor: PyNum },
     Now(Target),
+}
+
+impl Due {
+    fn anchor(&self) -> (Basis, PyNum) {
+        match self {
+            Self::Held { basis, anchor } => (*basis, *anchor),
+            Self::Now(t) => (t.basis, t.end),
+        }
+    }
 }
 
 fn bad(field: &str, problem: impl Into<String>) -> BadField {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::input::InputError;
+use crate::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Labels, SELECTOR_RULE, Selector, Spared};
 
 /// A resource kind the collector scans, by API group, version, kind and plural.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,7 +48,8 @@ pub struct SessionConfig {
     pub cluster_id: String,
     /// The one namespace scanned.
     pub namespace: String,
-    /// Label selector choosing session resources (`app=streamspace-session`).
+    /// Label selector choosing session resources (`app=streamspace-session`), in canonical form:
+    /// the API server receives it as the list's `labelSelector`.
     pub selector: String,
     /// Label holding the session id (`session`).
     pub id_label: String,
@@ -65,6 +67,18 @@ pub struct SessionConfig {
     pub guard_floor: usize,
     /// Run even when the guard would refuse.
     pub override_guard: bool,
+    /// A resource with this label is never deleted (it is reported `protected`).
+    pub protect_label: LabelPair,
+    /// A resource this selector matches is never deleted (it is reported `excluded`).
+    pub exclude_selector: Option<Selector>,
+}
+
+impl SessionConfig {
+    /// Whether a resource with `labels` is spared: it carries the protect label, or matches the
+    /// exclude selector (the protect label is checked first).
+    pub fn spared(&self, labels: &Labels) -> Option<Spared> {
+        Spared::of(labels, &self.protect_label, self.exclude_selector.as_ref())
+    }
 }
 
 /// The settings as given, before validation.
@@ -93,6 +107,10 @@ pub struct SessionInputs {
     pub guard_floor: i64,
     /// See [`SessionConfig`].
     pub override_guard: bool,
+    /// `KEY=VALUE`; see [`SessionConfig`].
+    pub protect_label: String,
+    /// A label selector; see [`SessionConfig`].
+    pub exclude_selector: Option<String>,
 }
 
 impl Default for SessionInputs {
@@ -109,6 +127,8 @@ impl Default for SessionInputs {
             guard_ratio: 0.5,
             guard_floor: 10,
             override_guard: false,
+            protect_label: DEFAULT_PROTECT_LABEL.into(),
+            exclude_selector: None,
         }
     }
 }
@@ -117,21 +137,16 @@ impl SessionInputs {
     /// Checks every setting.
     ///
     /// # Errors
-    /// [`InputError`] naming the first bad setting.
+    /// [`InputError`] naming the first bad setting. The selector and the exclude selector must
+    /// be label selectors ([`Selector::parse`] says where one goes wrong); the protect label
+    /// `KEY=VALUE`.
     pub fn validate(&self) -> Result<SessionConfig, InputError> {
         let bad = |input, value: String, rule| Err(InputError::Invalid { input, value, rule });
         crate::input::check_scope(&self.cluster_id, &self.namespace)?;
+        let Ok(selector) = Selector::parse(&self.selector) else {
+            return bad("selector", self.selector.clone(), SELECTOR_RULE);
+        };
         let label = |s: &str| !s.is_empty() && !s.contains([',', '!', '(', ')', ' ']);
-        if !self.selector.split(',').all(|term| {
-            term.split_once('=')
-                .is_some_and(|(k, v)| label(k) && label(v))
-        }) {
-            return bad(
-                "selector",
-                self.selector.clone(),
-                "must be key=value terms separated by commas",
-            );
-        }
         if !label(&self.id_label) || self.id_label.contains('=') {
             return bad("id_label", self.id_label.clone(), "must be a label key");
         }
@@ -175,10 +190,19 @@ impl SessionInputs {
                 "must not be negative",
             );
         }
+        let protect_label = match LabelPair::parse(&self.protect_label) {
+            Ok(p) => p,
+            Err(rule) => return bad("protect_label", self.protect_label.clone(), rule),
+        };
+        let exclude_selector = match self.exclude_selector.as_deref().map(Selector::parse) {
+            None => None,
+            Some(Ok(s)) => Some(s),
+            Some(Err(e)) => return bad("exclude_selector", e.input, SELECTOR_RULE),
+        };
         Ok(SessionConfig {
             cluster_id: self.cluster_id.clone(),
             namespace: self.namespace.clone(),
-            selector: self.selector.clone(),
+            selector: selector.to_string(),
             id_label: self.id_label.clone(),
             kinds: self.kinds.clone(),
             grace_hours: u32::try_from(self.grace_hours).unwrap_or(0),
@@ -187,6 +211,8 @@ impl SessionInputs {
             guard_ratio: self.guard_ratio,
             guard_floor: usize::try_from(self.guard_floor).unwrap_or(0),
             override_guard: self.override_guard,
+            protect_label,
+            exclude_selector,
         })
     }
 }

@@ -9,16 +9,22 @@
 //! scanned id has a row (however few they are): an empty or wrong database makes everything look
 //! orphaned, and that is a misconfiguration until proven otherwise. Ids match exactly.
 //!
+//! A resource with the protect label, or one the exclude selector matches, is never deleted: it
+//! is judged `protected` or `excluded` before anything else, and the guard weighs only the other
+//! resources (a protected resource can never be deleted, so it must not dilute the share of
+//! orphans among those that can).
+//!
 //! Like the Pod planner, this is pure: resources and the database's answers come in, decisions
 //! with reasons go out.
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 use thiserror::Error;
 
 use super::config::SessionConfig;
 use crate::isotime;
+use crate::selector::{Labels, Spared};
 
 /// A scanned resource: the metadata the policy needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,9 +59,10 @@ pub enum Row {
     },
 }
 
-/// The decision for one resource.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "decision", rename_all = "camelCase")]
+/// The decision for one resource. In JSON and audit lines it is `"decision"` (`kept`, `held`,
+/// `delete`, `deferred`, `skipped`, and for spared resources `protected` or `excluded`) with its
+/// `"reason"` (and `"until"` when held).
+#[derive(Debug, Clone, PartialEq)]
 pub enum SessionDecision {
     /// Its session is live.
     Kept {
@@ -79,11 +86,77 @@ pub enum SessionDecision {
         /// Why.
         reason: String,
     },
-    /// Not judged: being deleted, or no usable session id.
+    /// Not judged: being deleted, no usable session id, or spared by the protect label or the
+    /// exclude selector (`spared` says which).
     Skipped {
         /// Why.
         reason: String,
+        /// The protect label or the exclude selector spares it: never deleted, whatever its
+        /// session.
+        spared: Option<Spared>,
     },
+}
+
+impl SessionDecision {
+    /// The decision's name, as JSON and audit lines write it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Kept { .. } => "kept",
+            Self::Held { .. } => "held",
+            Self::Delete { .. } => "delete",
+            Self::Deferred { .. } => "deferred",
+            Self::Skipped {
+                spared: Some(s), ..
+            } => s.as_str(),
+            Self::Skipped { .. } => "skipped",
+        }
+    }
+
+    /// Why the protect label or the exclude selector spares the resource, when they do.
+    pub fn spared(&self) -> Option<Spared> {
+        match self {
+            Self::Skipped { spared, .. } => *spared,
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for SessionDecision {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "decision", rename_all = "camelCase")]
+        enum Wire<'a> {
+            Kept { reason: &'a str },
+            Held { reason: &'a str, until: f64 },
+            Delete { reason: &'a str },
+            Deferred { reason: &'a str },
+            Skipped { reason: &'a str },
+            Protected { reason: &'a str },
+            Excluded { reason: &'a str },
+        }
+        match self {
+            Self::Kept { reason } => Wire::Kept { reason },
+            Self::Held { reason, until } => Wire::Held {
+                reason,
+                until: *until,
+            },
+            Self::Delete { reason } => Wire::Delete { reason },
+            Self::Deferred { reason } => Wire::Deferred { reason },
+            Self::Skipped {
+                reason,
+                spared: None,
+            } => Wire::Skipped { reason },
+            Self::Skipped {
+                reason,
+                spared: Some(Spared::Protected),
+            } => Wire::Protected { reason },
+            Self::Skipped {
+                reason,
+                spared: Some(Spared::Excluded),
+            } => Wire::Excluded { reason },
+        }
+        .serialize(s)
+    }
 }
 
 /// One resource and its decision: the audit record's substance.
@@ -108,6 +181,9 @@ pub struct SessionPlan {
     pub scanned: usize,
     /// Orphans (held, due and deferred).
     pub orphans: usize,
+    /// Resources spared by the protect label or the exclude selector (scanned, but weighed by
+    /// neither side of the guard).
+    pub spared: usize,
 }
 
 impl SessionPlan {
@@ -135,7 +211,8 @@ pub enum SessionPlanError {
     MassDeletion {
         /// Orphans found.
         orphans: usize,
-        /// Resources scanned.
+        /// Resources scanned, not counting those the protect label or the exclude selector
+        /// spares.
         scanned: usize,
         /// The configured share.
         ratio: f64,
@@ -157,6 +234,22 @@ pub enum SessionPlanError {
     },
 }
 
+/// The labels of an object's `metadata` (a value that is not a string kept as its JSON text).
+pub fn labels_of(metadata: &serde_json::Value) -> Labels {
+    metadata["labels"]
+        .as_object()
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| {
+                    let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                    (k.clone(), v)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The distinct session ids of `resources`, for one batched lookup.
 pub fn session_ids(resources: &[Resource]) -> Vec<String> {
     let ids: BTreeSet<&str> = resources
@@ -167,37 +260,71 @@ pub fn session_ids(resources: &[Resource]) -> Vec<String> {
     ids.into_iter().map(str::to_owned).collect()
 }
 
-/// Judges every resource against the database's `rows`, as of `now` (seconds since the epoch).
-///
-/// # Guarantees
-/// Only orphans past the grace period are marked `Delete`, at most `max_deletes`, and none at all
-/// when the mass-deletion guard trips (unless overridden): when orphans are both more than the
-/// ratio and more than the floor, or, whatever the floor, when not one scanned id has a row.
+/// Judges every resource against the database's `rows`, as of `now` (seconds since the epoch),
+/// for resources read without their labels: nothing is protected or excluded. A run reads the
+/// labels and calls [`plan_labelled`].
 ///
 /// # Errors
-/// [`SessionPlanError::NoAnswer`] when `rows` lacks an id (never read a missing answer as a
-/// missing row); [`SessionPlanError::MassDeletion`] or [`SessionPlanError::NoRowFound`] when the
-/// guard trips.
+/// As [`plan_labelled`].
 pub fn plan_sessions(
     resources: &[Resource],
     rows: &HashMap<String, Row>,
     cfg: &SessionConfig,
     now: f64,
 ) -> Result<SessionPlan, SessionPlanError> {
+    plan_labelled(resources, &[], rows, cfg, now)
+}
+
+/// Judges every resource, whose labels are `labels` (the same order; a resource past the end
+/// of `labels` has none known), against the database's `rows`, as of `now` (seconds since the
+/// epoch).
+///
+/// # Guarantees
+/// Only orphans past the grace period are marked `Delete`, at most `max_deletes`, and none at all
+/// when the mass-deletion guard trips (unless overridden): when orphans are both more than the
+/// ratio and more than the floor, or, whatever the floor, when not one scanned id has a row. A
+/// resource with the protect label or matched by the exclude selector is never marked `Delete`:
+/// it is `Skipped` as `protected` or `excluded`, and the guard's share counts it neither as an
+/// orphan nor as scanned.
+///
+/// # Errors
+/// [`SessionPlanError::NoAnswer`] when `rows` lacks an id (never read a missing answer as a
+/// missing row); [`SessionPlanError::MassDeletion`] or [`SessionPlanError::NoRowFound`] when the
+/// guard trips.
+pub fn plan_labelled(
+    resources: &[Resource],
+    labels: &[Labels],
+    rows: &HashMap<String, Row>,
+    cfg: &SessionConfig,
+    now: f64,
+) -> Result<SessionPlan, SessionPlanError> {
     let grace = f64::from(cfg.grace_hours) * 3600.0;
     let mut judged = Vec::with_capacity(resources.len());
-    let (mut orphans, mut due) = (0, 0);
-    for r in resources {
+    let (mut orphans, mut due, mut spared) = (0, 0, 0);
+    let skipped = |reason: String| SessionDecision::Skipped {
+        reason,
+        spared: None,
+    };
+    for (i, r) in resources.iter().enumerate() {
+        let spares = labels.get(i).and_then(|l| cfg.spared(l));
+        spared += usize::from(spares.is_some());
         let decision = match r.session.as_deref() {
-            _ if r.deleting => SessionDecision::Skipped {
-                reason: "already being deleted".into(),
+            _ if spares == Some(Spared::Protected) => SessionDecision::Skipped {
+                reason: format!("carries the protect label {}", cfg.protect_label),
+                spared: spares,
             },
-            None => SessionDecision::Skipped {
-                reason: format!("no {} label", cfg.id_label),
+            _ if spares == Some(Spared::Excluded) => SessionDecision::Skipped {
+                reason: format!(
+                    "matches the exclude selector {}",
+                    cfg.exclude_selector
+                        .as_ref()
+                        .map_or_else(String::new, ToString::to_string)
+                ),
+                spared: spares,
             },
-            Some("") => SessionDecision::Skipped {
-                reason: format!("empty {} label", cfg.id_label),
-            },
+            _ if r.deleting => skipped("already being deleted".into()),
+            None => skipped(format!("no {} label", cfg.id_label)),
+            Some("") => skipped(format!("empty {} label", cfg.id_label)),
             Some(id) => match rows.get(id) {
                 None => return Err(SessionPlanError::NoAnswer(id.into())),
                 Some(Row::Present { state: Some(s) }) if cfg.terminal_states.contains(s) => {
@@ -236,16 +363,18 @@ pub fn plan_sessions(
         });
     }
     let scanned = resources.len();
+    // Spared resources can never be deleted: the share is of those that can.
+    let weighed = scanned - spared;
     #[allow(clippy::cast_precision_loss)]
-    let share = if scanned == 0 {
+    let share = if weighed == 0 {
         0.0
     } else {
-        orphans as f64 / scanned as f64
+        orphans as f64 / weighed as f64
     };
     if !cfg.override_guard && orphans > cfg.guard_floor && share > cfg.guard_ratio {
         return Err(SessionPlanError::MassDeletion {
             orphans,
-            scanned,
+            scanned: weighed,
             ratio: cfg.guard_ratio,
             floor: cfg.guard_floor,
         });
@@ -266,6 +395,7 @@ pub fn plan_sessions(
         judged,
         scanned,
         orphans,
+        spared,
     })
 }
 
@@ -342,16 +472,7 @@ mod tests {
     fn decisions(plan: &SessionPlan) -> Vec<(String, &'static str)> {
         plan.judged
             .iter()
-            .map(|j| {
-                let d = match j.decision {
-                    SessionDecision::Kept { .. } => "kept",
-                    SessionDecision::Held { .. } => "held",
-                    SessionDecision::Delete { .. } => "delete",
-                    SessionDecision::Deferred { .. } => "deferred",
-                    SessionDecision::Skipped { .. } => "skipped",
-                };
-                (j.resource.name.clone(), d)
-            })
+            .map(|j| (j.resource.name.clone(), j.decision.name()))
             .collect()
     }
 
@@ -424,6 +545,105 @@ mod tests {
             ("soft-PersistentVolumeClaim".into(), "delete")
         );
         assert_eq!(plan.deletes().count(), 2);
+    }
+
+    #[test]
+    fn the_selector_reaches_the_server_canonical() {
+        let c = cfg(|i| i.selector = " !canary , app in (streamspace-session)".into());
+        assert_eq!(c.selector, "app in (streamspace-session),!canary");
+        assert_eq!(cfg(|_| {}).selector, "app=streamspace-session");
+        assert_eq!(
+            labels_of(&serde_json::json!({"labels": {"a": "1", "b": 2}})),
+            Labels::from([("a".into(), "1".into()), ("b".into(), "2".into())])
+        );
+        assert_eq!(labels_of(&serde_json::json!({})), Labels::new());
+    }
+
+    /// Protected and excluded resources are never deleted, whatever their session; the guard
+    /// weighs only the others; the cap is not spent on them.
+    #[test]
+    fn protected_and_excluded_resources_are_spared() {
+        let old = "2026-11-20T00:00:00Z";
+        let label = |pairs: &[(&str, &str)]| -> Labels {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let resources: Vec<_> = ["a", "b", "c", "d", "e", "live"]
+            .iter()
+            .map(|s| res("Deployment", Some(s), old))
+            .collect();
+        let labels = vec![
+            label(&[("gc.example.com/protect", "true"), ("team", "payments")]),
+            label(&[("team", "payments")]),
+            label(&[("gc.example.com/protect", "yes")]),
+            label(&[]),
+            label(&[("team", "search")]),
+            label(&[("gc.example.com/protect", "true")]),
+        ];
+        let mut db: HashMap<String, Row> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|s| ((*s).to_owned(), Row::Missing))
+            .collect();
+        db.insert("live".into(), Row::Present { state: None });
+        let c = cfg(|i| {
+            i.guard_floor = 0;
+            i.guard_ratio = 1.0;
+            i.max_deletes = 2;
+            i.exclude_selector = Some("team in (payments)".into());
+        });
+        let plan = plan_labelled(&resources, &labels, &db, &c, NOW).unwrap();
+        assert_eq!(
+            decisions(&plan),
+            [
+                ("a-Deployment".into(), "protected"),
+                ("b-Deployment".into(), "excluded"),
+                ("c-Deployment".into(), "delete"),
+                ("d-Deployment".into(), "delete"),
+                ("e-Deployment".into(), "deferred"),
+                ("live-Deployment".into(), "protected"),
+            ]
+        );
+        assert_eq!((plan.scanned, plan.orphans, plan.spared), (6, 3, 3));
+        let json = serde_json::to_value(&plan.judged[..2]).unwrap();
+        assert_eq!(json[0]["decision"], "protected");
+        assert_eq!(
+            json[0]["reason"],
+            "carries the protect label gc.example.com/protect=true"
+        );
+        assert_eq!(json[1]["decision"], "excluded");
+        assert_eq!(
+            json[1]["reason"],
+            "matches the exclude selector team in (payments)"
+        );
+        assert_eq!(plan.judged[1].decision.spared(), Some(Spared::Excluded));
+        // Without labels known, nothing is spared.
+        let plan = plan_sessions(&resources, &db, &c, NOW).unwrap();
+        assert_eq!(plan.spared, 0);
+        assert_eq!(plan.deletes().count(), 2);
+        // The guard weighs the three orphans among the three resources that can be deleted
+        // (all of them), not among the six scanned: a share of 1, over 0.9.
+        let guarded = cfg(|i| {
+            i.guard_floor = 2;
+            i.guard_ratio = 0.9;
+            i.exclude_selector = Some("team in (payments)".into());
+        });
+        let err = plan_labelled(&resources, &labels, &db, &guarded, NOW).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SessionPlanError::MassDeletion {
+                    orphans: 3,
+                    scanned: 3,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // Unspared, the same resources are five orphans of six: under the ratio of 0.9.
+        let plan = plan_labelled(&resources, &[], &db, &guarded, NOW).unwrap();
+        assert_eq!(plan.orphans, 5);
     }
 
     #[test]
@@ -625,9 +845,34 @@ mod tests {
                 None,
             ),
             (
-                "no value",
+                "an empty value",
                 Box::new(|i| i.selector = "app=".into()),
+                None,
+            ),
+            (
+                "set-based",
+                Box::new(|i| i.selector = "app in (a,b),!canary,tier notin (x)".into()),
+                None,
+            ),
+            (
+                "an unclosed list",
+                Box::new(|i| i.selector = "app in (a".into()),
                 Some("selector"),
+            ),
+            (
+                "empty",
+                Box::new(|i| i.selector = String::new()),
+                Some("selector"),
+            ),
+            (
+                "a bad protect label",
+                Box::new(|i| i.protect_label = "keep".into()),
+                Some("protect_label"),
+            ),
+            (
+                "a bad exclude selector",
+                Box::new(|i| i.exclude_selector = Some("team in ()".into())),
+                Some("exclude_selector"),
             ),
             (
                 "no key",
@@ -807,7 +1052,12 @@ mod tests {
             assert_eq!(i.validate().unwrap_err().input(), input);
         };
         check(|i| i.namespace = "kube-system".into(), "namespace");
-        check(|i| i.selector = "app".into(), "selector");
+        check(|i| i.selector = "app in a".into(), "selector");
+        check(
+            |i| i.exclude_selector = Some(",".into()),
+            "exclude_selector",
+        );
+        check(|i| i.protect_label = "=x".into(), "protect_label");
         check(|i| i.id_label = String::new(), "id_label");
         check(|i| i.grace_hours = -1, "grace_hours");
         check(|i| i.max_deletes = 0, "max_deletes");

@@ -114,7 +114,7 @@ async fn scan<C: ObjectCluster>(
     cluster: &C,
     kind: &Kind,
     cfg: &SessionConfig,
-) -> Result<Vec<Resource>, ClusterError> {
+) -> Result<Vec<(Resource, crate::selector::Labels)>, ClusterError> {
     crate::pages::collect(
         async |token| {
             cluster
@@ -132,7 +132,7 @@ async fn scan<C: ObjectCluster>(
                     kind.kind
                 )));
             };
-            Ok(Some(Resource {
+            let resource = Resource {
                 kind: kind.kind.clone(),
                 name,
                 uid,
@@ -142,7 +142,8 @@ async fn scan<C: ObjectCluster>(
                     .map(str::to_owned),
                 created: text("creationTimestamp"),
                 deleting: !m["deletionTimestamp"].is_null(),
-            }))
+            };
+            Ok(Some((resource, sessions::labels_of(m))))
         },
     )
     .await
@@ -171,11 +172,14 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
     cfg: &SessionConfig,
     now: f64,
 ) -> Result<Planned, SessionRunError> {
-    let mut resources = Vec::new();
+    let (mut resources, mut labels) = (Vec::new(), Vec::new());
     let mut missing_kinds = Vec::new();
     for kind in &cfg.kinds {
         match scan(cluster, kind, cfg).await {
-            Ok(found) => resources.extend(found),
+            Ok(found) => found.into_iter().for_each(|(r, l)| {
+                resources.push(r);
+                labels.push(l);
+            }),
             Err(ClusterError::NotFound(_)) => {
                 missing_kinds.push(format!("{}/{} {}", kind.group, kind.version, kind.kind))
             }
@@ -194,7 +198,7 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
         rows.extend(directory.lookup(batch).await?);
         lookups += 1;
     }
-    let plan = sessions::plan_sessions(&resources, &rows, cfg, now)?;
+    let plan = sessions::plan_labelled(&resources, &labels, &rows, cfg, now)?;
     Ok(Planned {
         plan,
         missing_kinds,

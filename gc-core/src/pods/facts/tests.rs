@@ -570,3 +570,33 @@ fn anchor_bases() {
     let eligible = assess(&facts).expect("readable").expect("eligible");
     assert_eq!(eligible.finished_at(), Ok(Some(DAY)));
 }
+
+/// The labels the protect label and the exclude selector read: decoded (escapes too) for a Pod
+/// that carries the collect label, not kept for any other.
+#[test]
+fn labels_are_kept_only_for_pods_that_opt_in() {
+    let labels = |text: &str| {
+        MetaFacts::read(text, RULES)
+            .map(|m| m.labels().clone())
+            .unwrap()
+    };
+    let kept = labels(
+        r#"{"namespace": "work", "labels": {"diagnostics.example.com/collect": "true",
+            "gc.example.com\/protect": "tr\u0075e", "n": 1, "team": "a", "team": "b"}}"#,
+    );
+    let want: Labels = [
+        ("diagnostics.example.com/collect", "true"),
+        ("gc.example.com/protect", "true"),
+        ("n", "1"),
+        ("team", "b"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    assert_eq!(kept, want);
+    assert!(labels(r#"{"labels": {"gc.example.com/protect": "true"}}"#).is_empty());
+    assert!(
+        labels(r#"{"labels": {"diagnostics.example.com/collect": "false", "a": "b"}}"#).is_empty()
+    );
+    assert!(labels(r#"{"namespace": "work"}"#).is_empty());
+}

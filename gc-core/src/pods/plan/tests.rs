@@ -89,6 +89,12 @@ fn render(plan: &PodPlan) -> Vec<String> {
                 Decision::Targeted { basis, anchor } => {
                     format!("targeted {} {anchor}", basis.as_str())
                 }
+                Decision::Protected { basis, anchor } => {
+                    format!("protected {} {anchor}", basis.as_str())
+                }
+                Decision::Excluded { basis, anchor } => {
+                    format!("excluded {} {anchor}", basis.as_str())
+                }
             };
             let name = d.name.as_deref().unwrap_or("-");
             format!("{name} {}: {decision}", d.uid.as_deref().unwrap_or("-"))
@@ -327,6 +333,119 @@ fn sorted(v: &Value) -> Value {
         Value::Array(xs) => Value::Array(xs.iter().map(sorted).collect()),
         other => other.clone(),
     }
+}
+
+/// `p` with the labels `labels` added to the collect label.
+fn labelled(p: Value, labels: Value) -> Value {
+    let mut all = p["metadata"]["labels"].clone();
+    for (k, v) in labels.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    meta(p, "labels", all)
+}
+
+#[test]
+fn protected_and_excluded_pods_are_never_targets_and_count_nowhere() {
+    let protect = json!({"gc.example.com/protect": "true"});
+    let payments = json!({"team": "payments"});
+    // Four due Pods, a cap of two: the oldest two would be targets; one is protected, one
+    // excluded, so the next two are targeted and nothing is deferred. A held protected Pod is
+    // protected, not held; an over-ceiling excluded Pod does not fail the plan. All stay in the
+    // ledger.
+    check(
+        &[
+            labelled(done("oldest", "2026-11-20T10:00:00Z"), protect.clone()),
+            labelled(done("older", "2026-11-21T10:00:00Z"), payments.clone()),
+            done("a", "2026-11-22T10:00:00Z"),
+            done("b", "2026-11-23T10:00:00Z"),
+            labelled(done("young", RECENT), protect.clone()),
+            labelled(
+                meta(
+                    labelled(done("huge", DAY), payments.clone()),
+                    "annotations",
+                    json!({"note": "x".repeat(3000)}),
+                ),
+                json!({}),
+            ),
+            // Other values of the labels spare nothing.
+            labelled(
+                done("c", DAY),
+                json!({"gc.example.com/protect": "false", "team": "search"}),
+            ),
+        ],
+        "{}",
+        |i| {
+            i.max_pods = 2;
+            i.max_archive_bytes = 1024;
+            i.exclude_selector = Some("team in (payments)".into());
+        },
+        &[
+            "oldest uid-oldest: protected finishedAt 1795168800.0",
+            "older uid-older: excluded finishedAt 1795255200.0",
+            "a uid-a: targeted finishedAt 1795341600.0",
+            "b uid-b: targeted finishedAt 1795428000.0",
+            "young uid-young: protected finishedAt 1795950000.0",
+            "huge uid-huge: excluded finishedAt 1795773600.0",
+            "c uid-c: deferred finishedAt 1795773600.0",
+            "held 0 deferred 1",
+            r#"target uid-a "a" first 1795953600.0 finishedAt 1795341600.0 rv 100"#,
+            r#"target uid-b "b" first 1795953600.0 finishedAt 1795428000.0 rv 100"#,
+            r#"ledger {"uid-oldest": {"first": 1795953600.0, "name": "oldest"}, "uid-older": {"first": 1795953600.0, "name": "older"}, "uid-a": {"first": 1795953600.0, "name": "a"}, "uid-b": {"first": 1795953600.0, "name": "b"}, "uid-young": {"first": 1795953600.0, "name": "young"}, "uid-huge": {"first": 1795953600.0, "name": "huge"}, "uid-c": {"first": 1795953600.0, "name": "c"}}"#,
+        ],
+    );
+    // Without the exclude selector, the excluded Pods are ordinary; a custom protect label
+    // replaces the default one; protection comes before exclusion.
+    check(
+        &[
+            labelled(done("oldest", "2026-11-20T10:00:00Z"), protect.clone()),
+            labelled(done("older", "2026-11-21T10:00:00Z"), payments.clone()),
+            labelled(
+                done("kept", DAY),
+                json!({"keep": "yes", "team": "payments"}),
+            ),
+        ],
+        "{}",
+        |i| i.protect_label = "keep=yes".into(),
+        &[
+            "oldest uid-oldest: targeted finishedAt 1795168800.0",
+            "older uid-older: targeted finishedAt 1795255200.0",
+            "kept uid-kept: protected finishedAt 1795773600.0",
+            "held 0 deferred 0",
+            r#"target uid-oldest "oldest" first 1795953600.0 finishedAt 1795168800.0 rv 100"#,
+            r#"target uid-older "older" first 1795953600.0 finishedAt 1795255200.0 rv 100"#,
+            r#"ledger {"uid-oldest": {"first": 1795953600.0, "name": "oldest"}, "uid-older": {"first": 1795953600.0, "name": "older"}, "uid-kept": {"first": 1795953600.0, "name": "kept"}}"#,
+        ],
+    );
+    // A Pod that is not eligible stays not eligible, whatever its labels; `!key` selectors
+    // match Pods without the label; bad data in a spared Pod still fails the plan.
+    check(
+        &[
+            labelled(
+                meta(done("owned", DAY), "ownerReferences", json!([{}])),
+                protect,
+            ),
+            done("plain", DAY),
+            labelled(done("canary", DAY), json!({"canary": ""})),
+        ],
+        "{}",
+        |i| i.exclude_selector = Some("!canary".into()),
+        &[
+            "owned uid-owned: not eligible: has ownerReferences",
+            "plain uid-plain: excluded finishedAt 1795773600.0",
+            "canary uid-canary: targeted finishedAt 1795773600.0",
+            "held 0 deferred 0",
+            r#"target uid-canary "canary" first 1795953600.0 finishedAt 1795773600.0 rv 100"#,
+            r#"ledger {"uid-plain": {"first": 1795953600.0, "name": "plain"}, "uid-canary": {"first": 1795953600.0, "name": "canary"}}"#,
+        ],
+    );
+    check(
+        &[labelled(done("bad", "2026-11-27T10:00:00"), payments)],
+        "{}",
+        |i| i.exclude_selector = Some("team".into()),
+        &[
+            "error: pod #0 \"bad\" (uid uid-bad): status.containerStatuses[0].state.terminated.finishedAt: timestamp has no time zone: \"2026-11-27T10:00:00\"",
+        ],
+    );
 }
 
 #[test]
