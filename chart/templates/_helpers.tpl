@@ -82,6 +82,22 @@ startingDeadlineSeconds: {{ .Values.startingDeadlineSeconds }}
 {{- end }}
 {{- end -}}
 
+{{/* The namespaces a run covers: the collectors' namespace, or in cluster-wide mode every one
+the selector matches, less the excluded (and always less the system namespaces). */}}
+{{- define "gc.namespaceArgs" -}}
+{{- if .Values.clusterWide.enabled }}
+- --all-namespaces
+{{- with .Values.clusterWide.namespaceSelector }}
+- --namespace-selector={{ . }}
+{{- end }}
+{{- range .Values.clusterWide.excludeNamespaces }}
+- --exclude-namespace={{ . }}
+{{- end }}
+{{- else }}
+- --namespace={{ include "gc.namespace" . }}
+{{- end }}
+{{- end -}}
+
 {{- define "gc.alertEnv" -}}
 {{- with .Values.alerts.webhookSecret }}
 - name: GC_ALERT_WEBHOOK

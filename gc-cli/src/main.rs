@@ -9,6 +9,7 @@ mod files;
 mod ledger;
 mod live;
 mod metrics;
+mod namespaces;
 mod output;
 mod pods;
 mod run;

@@ -57,6 +57,22 @@ impl MetricsArgs {
         self.metrics_prefix.clone()
     }
 
+    /// These flags without `--metrics-file`: a run over several namespaces delivers each
+    /// namespace's metrics with them, then writes the file once with [`Self::write_merged`].
+    pub(crate) fn without_file(&self) -> Self {
+        Self {
+            metrics_file: None,
+            ..self.clone()
+        }
+    }
+
+    /// Writes the expositions of several namespaces' runs as one to `--metrics-file`, if given.
+    pub(crate) fn write_merged(&self, texts: &[String]) {
+        if let Err(e) = write_metrics_file(self, &merge(texts)) {
+            eprintln!("gc-cli: warning: {e:#}");
+        }
+    }
+
     /// Writes the metrics to `path` (as `--metrics-file` does).
     pub(crate) fn set_file(&mut self, path: PathBuf) {
         self.metrics_file = Some(path);
@@ -353,6 +369,52 @@ impl RunMetrics {
     }
 }
 
+/// One exposition of several, each family's samples together (the text format wants every
+/// family in one group): the families in the order of the first text, then the others' new ones.
+pub(crate) fn merge(texts: &[String]) -> String {
+    let mut families: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
+    for text in texts {
+        let mut current: Option<usize> = None;
+        for line in text.lines() {
+            if line == "# EOF" {
+                continue;
+            }
+            if let Some(rest) = line
+                .strip_prefix("# HELP ")
+                .or(line.strip_prefix("# TYPE "))
+            {
+                let name = rest.split(' ').next().unwrap_or_default();
+                let at = match families.iter().position(|(n, _, _)| n == name) {
+                    Some(at) => at,
+                    None => {
+                        families.push((name.to_owned(), Vec::new(), Vec::new()));
+                        families.len() - 1
+                    }
+                };
+                if !families[at].1.contains(&line) {
+                    families[at].1.push(line);
+                }
+                current = Some(at);
+            } else if line.starts_with('#') {
+                if let Some(at) = current.filter(|at| !families[*at].1.contains(&line)) {
+                    families[at].1.push(line);
+                }
+            } else if let Some(at) = current {
+                families[at].2.push(line);
+            }
+        }
+    }
+    let mut out = String::new();
+    for (_, header, samples) in families {
+        for line in header.into_iter().chain(samples) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
 fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
     match &args.metrics_file {
         Some(path) => crate::files::write_file(path, text),
@@ -443,6 +505,36 @@ mod tests {
         assert_eq!(redact("https://user:pw@host/x"), "https://***@host/x");
         assert_eq!(redact("user:pw@host:9091/m"), "***@host:9091/m");
         assert_eq!(redact("http://host/a@b"), "http://host/a@b");
+    }
+
+    #[test]
+    fn several_namespaces_merge_into_one_exposition_with_each_family_once() {
+        let texts: Vec<String> = ["a", "b"]
+            .iter()
+            .map(|ns| {
+                let m = RunMetrics::new("gc", "pods", ns);
+                m.objects("Pod", 2, 1, 0, 0, 1);
+                m.finish(0.5, Some(1.0));
+                m.text()
+            })
+            .collect();
+        let merged = merge(&texts);
+        for family in ["gc_objects_deleted", "gc_run_duration_seconds"] {
+            let types = format!("# TYPE {family} ");
+            assert_eq!(merged.matches(&types).count(), 1, "{merged}");
+        }
+        let lines: Vec<&str> = merged.lines().collect();
+        let deleted: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with("gc_objects_deleted_total{"))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(deleted.len(), 2, "{merged}");
+        assert_eq!(deleted[1], deleted[0] + 1, "one group: {merged}");
+        assert!(merged.contains(r#"namespace="a""#) && merged.contains(r#"namespace="b""#));
+        assert_eq!(merged.matches("# EOF").count(), 1);
+        assert!(merged.ends_with("# EOF\n"));
     }
 
     #[test]

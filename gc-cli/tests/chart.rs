@@ -1134,3 +1134,112 @@ async fn object_store_install_runs_the_rendered_failed_pod_collector() -> Result
     assert_eq!(left, ["token"], "nothing written beside it");
     Ok(())
 }
+
+/// Cluster-wide mode: a ClusterRole with exactly the collectors' verbs in every namespace and
+/// `list` on Namespaces, bound to the chart's ServiceAccount; its rendered failed-Pod CronJob,
+/// run as the kubelet would, collects in every namespace the selector picks, less the excluded,
+/// and nowhere else. Proven with access reviews on the real API server.
+#[tokio::test]
+async fn cluster_wide_install_collects_in_the_selected_namespaces_only() -> Result {
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{Patch, PatchParams};
+
+    let bed = TestBed::shared().await?;
+    let home = bed.namespace("chart-wide").await?;
+    let mut targets = Vec::new();
+    for name in ["wide-a", "wide-b", "wide-excluded", "wide-unlabelled"] {
+        targets.push(bed.namespace(name).await?);
+    }
+    let team = format!("team-{}", home.name());
+    let namespaces: Api<Namespace> = Api::all(bed.client());
+    for ns in &targets[..3] {
+        let patch =
+            Patch::Merge(serde_json::json!({"metadata": {"labels": {"gc-chart-team": team}}}));
+        namespaces
+            .patch(ns.name(), &PatchParams::default(), &patch)
+            .await?;
+    }
+    for ns in &targets {
+        target(ns, "due").await?;
+    }
+    let selector = format!("clusterWide.namespaceSelector=gc-chart-team={team}");
+    let excluded = format!("clusterWide.excludeNamespaces={{{}}}", targets[2].name());
+    let out = install(
+        &home,
+        &[
+            "--set",
+            "gc.enabled=false",
+            "--set",
+            "failedPods.enabled=true",
+            "--set",
+            "failedPods.dryRun=false",
+            "--set",
+            "failedPods.autoRemediate=true",
+            "--set",
+            "failedPods.retentionSeconds=3600",
+            "--set",
+            "clusterWide.enabled=true",
+            "--set-string",
+            &selector,
+            "--set",
+            &excluded,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cron_jobs = home.api::<CronJob>().list(&Default::default()).await?.items;
+    let [cron_job] = &cron_jobs[..] else {
+        panic!("one CronJob: {cron_jobs:?}");
+    };
+    let Rendered { args, env, account } = rendered(&home, cron_job).await?;
+    assert!(args.iter().any(|a| a == "--all-namespaces"), "{args:?}");
+
+    // Exactly the collectors' verbs, in any namespace; Namespaces only listed.
+    let client = home.service_account_client(&account).await?;
+    let elsewhere = Some(targets[3].name());
+    for (verb, group, resource, namespace, want) in [
+        ("list", "", "namespaces", None, true),
+        ("delete", "", "namespaces", None, false),
+        ("list", "", "pods", elsewhere, true),
+        ("delete", "", "pods", elsewhere, true),
+        ("create", "", "pods", elsewhere, false),
+        ("update", "coordination.k8s.io", "leases", elsewhere, true),
+        ("delete", "coordination.k8s.io", "leases", elsewhere, false),
+        ("get", "", "secrets", elsewhere, false),
+        ("list", "", "secrets", None, false),
+    ] {
+        assert_eq!(
+            allowed(&client, verb, group, resource, namespace).await?,
+            want,
+            "{verb} {group}/{resource} in {namespace:?}"
+        );
+    }
+
+    let dir = tempfile::tempdir()?;
+    let token_file = token_file(&home, &account, &dir).await?;
+    let argv = out_of_cluster(&args, bed, &token_file);
+    let out = command()
+        .args(&argv)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("GC_STATE_DIR", dir.path())
+        .env("GC_STORE", sqlite(dir.path(), "gc.sqlite3"))
+        .env("GC_ARCHIVE_DIR", dir.path().join("archives"))
+        .env("HOSTNAME", "gc-failed-pods-manual")
+        .output()?;
+    let log = format!(
+        "{argv:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    for (ns, collected) in targets.iter().zip([true, true, false, false]) {
+        let left = ns.api::<Pod>().get_opt("due").await?;
+        assert_eq!(left.is_none(), collected, "{}: {log}", ns.name());
+    }
+    Ok(())
+}

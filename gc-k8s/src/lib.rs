@@ -12,7 +12,9 @@
 //!   is not installed answering `NotFound`, and deletes fenced on `uid` and `resourceVersion`.
 //! - [`KubeCluster`] implements [`gc_core::ports::Lock`] with a `coordination.k8s.io/v1` Lease,
 //!   every write fenced on its resourceVersion, so that two runs never both hold it.
-//! - [`rbac::required_rules`] is the namespaced Role the collectors need, and no more.
+//! - [`rbac::required_rules`] is the namespaced Role the collectors need, and no more;
+//!   [`rbac::cluster_rules`] the ClusterRole of a cluster-wide install.
+//! - [`list_namespaces`] names the Namespaces a run over many of them covers.
 //! - [`list_inventory`] pages through a [`PodQuery`](gc_core::ports::PodQuery) (built by
 //!   [`failed_pod_query`]: `<collect-label>=true`, `status.phase=Failed`) into the same
 //!   [`Inventory`](gc_core::inventory::Inventory) an inventory file gives, restarting on an
@@ -40,10 +42,12 @@ mod connect;
 mod errors;
 mod lease;
 mod list;
+mod namespaces;
 mod objects;
 pub mod rbac;
 
 pub use cluster::{FIELD_MANAGER, KubeCluster};
 pub use connect::{ConnectError, Connection, Explicit, SERVICE_HOST_ENV, Source, config, connect};
 pub use list::{FAILED_PHASE, MAX_RESTARTS, failed_pod_query, list_inventory};
+pub use namespaces::list_namespaces;
 pub use secrecy::SecretString;

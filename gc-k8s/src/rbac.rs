@@ -46,6 +46,18 @@ pub fn required_rules() -> Vec<PolicyRule> {
     ]
 }
 
+/// The rules of a cluster-wide install's ClusterRole: [`required_rules`] in every namespace,
+/// and `list` on Namespaces, to find them (`--all-namespaces`, `--namespace-selector`).
+///
+/// | API group | resources | verbs | for |
+/// | --- | --- | --- | --- |
+/// | `""` | `namespaces` | list | choosing the namespaces of a run |
+pub fn cluster_rules() -> Vec<PolicyRule> {
+    let mut rules = required_rules();
+    rules.push(rule("", &["namespaces"], &["list"]));
+    rules
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

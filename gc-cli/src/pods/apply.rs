@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use gc_core::PodConfig;
 use gc_core::apply::{self, Outcome, Ports, TargetResult};
-use gc_core::approval::PlanFile;
+use gc_core::approval::open_plans;
 use gc_core::plan::Target;
 use serde::Serialize;
 
@@ -16,7 +16,7 @@ use crate::clock;
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs, LockArgs, RunLock};
 use crate::metrics::{MetricsArgs, RunMetrics};
-use crate::pods::args::{PodInputArgs, SealArgs};
+use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use crate::pods::output::Format;
 use crate::pods::plan::{self, PlanPods};
 
@@ -108,13 +108,26 @@ struct Report {
     pins_left: Vec<String>,
 }
 
+/// One namespace's run: its report when it got that far, its error when it failed, and its
+/// metrics exposition.
+struct NamespaceRun {
+    namespace: String,
+    report: Option<Report>,
+    error: Option<anyhow::Error>,
+    metrics: String,
+}
+
 pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
-    let cfg = args.pod.inputs().validate()?;
     let key = args.seal.key()?;
+    let scope = &args.pod.namespaces;
+    // Named namespaces are checked before anything is read or connected.
+    if let Some(named) = scope.named(PODS_NAMESPACE) {
+        for ns in &named {
+            args.pod.inputs(ns).validate()?;
+        }
+    }
     let bytes =
         std::fs::read(&args.plan).map_err(|e| UsageError::unreadable("plan", &args.plan, e))?;
-    let file = PlanFile::open(&bytes, &cfg, key.as_ref(), clock::now())
-        .with_context(|| format!("plan {}", args.plan.display()))?;
     let a = &args.apply;
     let job = Job {
         connect: &a.connect,
@@ -124,12 +137,32 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         metrics: &a.metrics,
         format: args.format,
     };
-    live::block_on(execute(
-        &job,
-        &cfg,
-        Targets::Reviewed(&file.targets),
-        args.dry_run,
-    ))
+    live::block_on(async {
+        let namespaces = match scope.named(PODS_NAMESPACE) {
+            Some(named) => named,
+            None => {
+                scope
+                    .resolve(&connect(&a.connect).await?, PODS_NAMESPACE)
+                    .await?
+            }
+        };
+        let policy_for = |ns: &str| {
+            namespaces
+                .iter()
+                .any(|n| n == ns)
+                .then(|| args.pod.inputs(ns).validate().ok())
+                .flatten()
+        };
+        let files = open_plans(&bytes, policy_for, key.as_ref(), clock::now())
+            .with_context(|| format!("plan {}", args.plan.display()))?;
+        let several = files.len() > 1;
+        let mut runs = Vec::with_capacity(files.len());
+        for file in &files {
+            let targets = Targets::Reviewed(&file.targets);
+            runs.push(execute(&job, &file.config, targets, args.dry_run, several).await);
+        }
+        finish(&job, runs)
+    })
 }
 
 pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
@@ -141,7 +174,25 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         .into());
     }
     let p = &args.plan;
-    let cfg = p.pod.inputs().validate()?;
+    for (given, flag) in [
+        (p.inventory.is_some(), "--inventory"),
+        (p.ledger.is_some(), "--ledger"),
+        (p.ledger_out.is_some(), "--ledger-out"),
+        (p.out.is_some(), "--out"),
+    ] {
+        if given {
+            return Err(UsageError::new(format!(
+                "run pods plans from the cluster with the store's ledger: {flag} is for plan pods"
+            ))
+            .into());
+        }
+    }
+    let scope = &p.pod.namespaces;
+    if let Some(named) = scope.named(PODS_NAMESPACE) {
+        for ns in &named {
+            p.pod.inputs(ns).validate()?;
+        }
+    }
     let job = Job {
         connect: &p.connect,
         store: p.store.as_deref(),
@@ -150,26 +201,124 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         metrics: &args.metrics,
         format: p.format,
     };
-    live::block_on(execute(&job, &cfg, Targets::Planned(p), !live_run))
+    live::block_on(async {
+        let namespaces = match scope.named(PODS_NAMESPACE) {
+            Some(named) => named,
+            None => {
+                scope
+                    .resolve(&connect(&p.connect).await?, PODS_NAMESPACE)
+                    .await?
+            }
+        };
+        let several = namespaces.len() > 1;
+        let mut runs = Vec::with_capacity(namespaces.len());
+        for ns in &namespaces {
+            let cfg = p.pod.inputs(ns).validate()?;
+            runs.push(execute(&job, &cfg, Targets::Planned(p), !live_run, several).await);
+        }
+        finish(&job, runs)
+    })
 }
 
+async fn connect(args: &ConnectArgs) -> anyhow::Result<gc_k8s::KubeCluster> {
+    gc_k8s::connect(&args.connection()?)
+        .await
+        .context("cannot connect to the cluster")
+}
+
+/// Prints what each namespace's run did and writes their metrics; the error names the
+/// namespaces that failed. One namespace prints as it always has.
+fn finish(job: &Job<'_>, runs: Vec<NamespaceRun>) -> anyhow::Result<()> {
+    if let [run] = &runs[..] {
+        if let Some(report) = &run.report {
+            print_report(report, job.format)?;
+        }
+    } else {
+        job.metrics
+            .write_merged(&runs.iter().map(|r| r.metrics.clone()).collect::<Vec<_>>());
+        if job.format == Format::Table {
+            for run in &runs {
+                println!("namespace {}:", run.namespace);
+                match (&run.report, &run.error) {
+                    (Some(report), _) => print_report(report, job.format)?,
+                    (None, Some(error)) => println!("FAILED: {error:#}"),
+                    (None, None) => {}
+                }
+            }
+        } else {
+            #[derive(Serialize)]
+            struct Doc<'a> {
+                namespace: &'a str,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                report: Option<&'a Report>,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                error: Option<String>,
+            }
+            let docs: Vec<Doc> = runs
+                .iter()
+                .map(|r| Doc {
+                    namespace: &r.namespace,
+                    report: r.report.as_ref(),
+                    error: r.error.as_ref().map(|e| format!("{e:#}")),
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&docs)?);
+        }
+    }
+    let total = runs.len();
+    let mut failed: Vec<(String, anyhow::Error)> = runs
+        .into_iter()
+        .filter_map(|r| r.error.map(|e| (r.namespace, e)))
+        .collect();
+    match failed.len() {
+        0 => Ok(()),
+        1 if total == 1 => Err(failed.remove(0).1),
+        n => {
+            for (namespace, error) in &failed {
+                eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
+            }
+            let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
+            Err(anyhow::anyhow!(
+                "{n} of {total} namespaces failed: {}",
+                names.join(", ")
+            ))
+        }
+    }
+}
+
+/// One namespace's run, its metrics delivered (with the metrics file only when it is the only
+/// namespace: `finish` writes several namespaces' at once).
 async fn execute(
     job: &Job<'_>,
     cfg: &PodConfig,
     targets: Targets<'_>,
     dry_run: bool,
-) -> anyhow::Result<()> {
+    several: bool,
+) -> NamespaceRun {
     let started = std::time::Instant::now();
     let metrics = RunMetrics::new(&job.metrics.metrics_prefix(), "pods", &cfg.namespace);
+    let delivery = if several {
+        job.metrics.without_file()
+    } else {
+        job.metrics.clone()
+    };
     let outcome = act(job, cfg, targets, dry_run, &metrics).await;
     let elapsed = started.elapsed().as_secs_f64();
+    let mut run = NamespaceRun {
+        namespace: cfg.namespace.clone(),
+        report: None,
+        error: None,
+        metrics: String::new(),
+    };
     let report = match outcome {
         Ok(report) => report,
         Err((stage, error)) => {
             metrics.error(stage);
             metrics.finish(elapsed, None);
-            metrics.deliver(job.metrics, Some(&format!("{error:#}")), "");
-            return Err(error);
+            metrics.deliver(&delivery, Some(&format!("{error:#}")), "");
+            run.metrics = metrics.text();
+            run.error = Some(error);
+            return run;
         }
     };
     metrics.results(&report.recovered);
@@ -184,24 +333,26 @@ async fn execute(
         .filter(|r| r.outcome.is_failure())
         .count();
     let summary = summary(&report);
-    print_report(&report, job.format)?;
     if failed > 0 || !report.pins_left.is_empty() {
         let mut why = format!("{failed} target(s) failed; the next run resumes them");
         if !report.pins_left.is_empty() {
             why = format!("{why}; the pin is still on {}", report.pins_left.join(", "));
         }
         metrics.finish(elapsed, None);
-        metrics.deliver(job.metrics, Some(&why), &summary);
-        return Err(anyhow::anyhow!(why));
+        metrics.deliver(&delivery, Some(&why), &summary);
+        run.error = Some(anyhow::anyhow!(why));
+    } else {
+        metrics.finish(elapsed, Some(clock::now()));
+        let deleted = report
+            .results
+            .iter()
+            .chain(&report.recovered)
+            .any(|r| matches!(r.outcome, Outcome::Collected { .. }));
+        metrics.deliver(&delivery, None, if deleted { &summary } else { "" });
     }
-    metrics.finish(elapsed, Some(clock::now()));
-    let deleted = report
-        .results
-        .iter()
-        .chain(&report.recovered)
-        .any(|r| matches!(r.outcome, Outcome::Collected { .. }));
-    metrics.deliver(job.metrics, None, if deleted { &summary } else { "" });
-    Ok(())
+    run.metrics = metrics.text();
+    run.report = Some(report);
+    run
 }
 
 /// Connects, takes the run lock, recovers every pin first, plans (when this run plans),
@@ -256,9 +407,12 @@ async fn work(
     let targets = match targets {
         Targets::Reviewed(targets) => targets,
         Targets::Planned(args) => {
-            planned = plan::plan_async(args).await.map_err(|e| ("plan", e))?;
-            metrics.plan(&planned.1);
-            &planned.1.targets
+            let now = clock::at(args.now.as_deref()).map_err(|e| ("plan", e))?;
+            planned = plan::plan_in(args, cfg, now)
+                .await
+                .map_err(|e| ("plan", e))?;
+            metrics.plan(&planned);
+            &planned.targets
         }
     };
     let results = apply::apply(ports, cfg, targets, dry_run).await;

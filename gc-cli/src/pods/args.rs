@@ -9,6 +9,10 @@ use gc_core::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
 use gc_core::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Selector};
 
 use crate::exit::UsageError;
+use crate::namespaces::NamespaceArgs;
+
+/// The failed-Pod collector's namespace when none is named (the reference flow's).
+pub(crate) const PODS_NAMESPACE: &str = "default";
 
 /// Inputs of the failed-Pod collector, with the reference flow's defaults.
 #[derive(Debug, Args)]
@@ -16,9 +20,8 @@ pub(crate) struct PodInputArgs {
     /// Identifies the cluster in ledger keys, receipts and archive names.
     #[arg(long, default_value = "primary", value_name = "ID")]
     cluster_id: String,
-    /// The one namespace to collect in.
-    #[arg(long, short = 'n', default_value = "default")]
-    namespace: String,
+    #[command(flatten)]
+    pub(crate) namespaces: NamespaceArgs,
     /// Minimum hold after complete container termination or first observed Failed status.
     #[arg(
         long,
@@ -75,10 +78,11 @@ pub(crate) struct PodInputArgs {
 }
 
 impl PodInputArgs {
-    pub(crate) fn inputs(&self) -> PodInputs {
+    /// The inputs of a run in `namespace` (each namespace of a run has its own).
+    pub(crate) fn inputs(&self, namespace: &str) -> PodInputs {
         PodInputs {
             cluster_id: self.cluster_id.clone(),
-            namespace: self.namespace.clone(),
+            namespace: namespace.to_owned(),
             retention_seconds: self.retention_seconds,
             max_pods: self.max_pods,
             max_inventory: self.max_inventory,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::approval::{PlanFile, check_ttl};
+use gc_core::approval::{PlanFile, PlanSet, check_ttl};
 use gc_core::inventory::{Inventory, Reader};
 use gc_core::ports::Store as _;
 use gc_core::{PodConfig, PodPlan, PreviousLedger, plan_pods};
@@ -13,7 +13,7 @@ use gc_core::{PodConfig, PodPlan, PreviousLedger, plan_pods};
 use crate::exit::UsageError;
 use crate::files::{read_input, write_file};
 use crate::live::{self, ConnectArgs};
-use crate::pods::args::{PodInputArgs, SealArgs};
+use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use crate::pods::output::{self, Format};
 
 /// `gc-cli plan pods`
@@ -87,18 +87,119 @@ fn read_inventory(path: &Path, cfg: &PodConfig) -> anyhow::Result<Inventory> {
 }
 
 pub(crate) fn run(args: &PlanPods) -> anyhow::Result<()> {
-    let (cfg, plan) = live::block_on(plan_async(args))?;
+    let (plans, failed) = live::block_on(plan_all(args))?;
     let mut out = std::io::stdout().lock();
-    output::write_plan(&mut out, &plan, &cfg, args.format).context("cannot write the plan")?;
+    match &plans[..] {
+        [(cfg, plan)] if failed.is_empty() => {
+            output::write_plan(&mut out, plan, cfg, args.format)
+                .context("cannot write the plan")?;
+        }
+        _ => write_plans(&mut out, &plans, args.format).context("cannot write the plans")?,
+    }
+    if !failed.is_empty() {
+        for (namespace, error) in &failed {
+            eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
+        }
+        let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
+        return Err(anyhow::anyhow!(
+            "the plan of {} namespace(s) failed: {}",
+            failed.len(),
+            names.join(", ")
+        ));
+    }
     Ok(())
 }
 
-/// Makes the plan `args` describe, and writes the files they ask for.
-pub(crate) async fn plan_async(args: &PlanPods) -> anyhow::Result<(PodConfig, PodPlan)> {
-    let cfg = args.pod.inputs().validate()?;
+/// Several namespaces' plans: each under a `namespace NS:` line in a table, a JSON array of
+/// the one-namespace documents otherwise.
+fn write_plans(
+    out: &mut impl std::io::Write,
+    plans: &[(PodConfig, PodPlan)],
+    format: Format,
+) -> std::io::Result<()> {
+    if format == Format::Table {
+        for (cfg, plan) in plans {
+            writeln!(out, "namespace {}:", cfg.namespace)?;
+            output::write_plan(out, plan, cfg, format)?;
+        }
+        return Ok(());
+    }
+    let mut docs = Vec::with_capacity(plans.len());
+    for (cfg, plan) in plans {
+        let mut doc = Vec::new();
+        output::write_plan(&mut doc, plan, cfg, format)?;
+        docs.push(String::from_utf8_lossy(&doc).trim_end().to_owned());
+    }
+    writeln!(out, "[{}]", docs.join(",\n"))
+}
+
+/// The plans of every namespace `args` name, and the namespaces whose plan failed (with why);
+/// writes the files they ask for. A plan file is written only when every namespace planned.
+///
+/// # Errors
+/// Bad flags, and everything that fails before a namespace is planned.
+async fn plan_all(
+    args: &PlanPods,
+) -> anyhow::Result<(Vec<(PodConfig, PodPlan)>, Vec<(String, anyhow::Error)>)> {
     let ttl = check_ttl(args.ttl_seconds)?;
     let key = args.seal.key()?;
     let now = crate::clock::at(args.now.as_deref())?;
+    let scope = &args.pod.namespaces;
+    let several = scope.named(PODS_NAMESPACE).is_none_or(|n| n.len() > 1);
+    if several {
+        for (given, flag) in [
+            (args.inventory.is_some(), "--inventory"),
+            (args.ledger.is_some(), "--ledger"),
+            (args.ledger_out.is_some(), "--ledger-out"),
+            (args.format == Format::Kestra, "--format kestra"),
+        ] {
+            if given {
+                scope.one(PODS_NAMESPACE, flag)?;
+            }
+        }
+    }
+    let namespaces = match (&args.inventory, scope.named(PODS_NAMESPACE)) {
+        (None, None) => {
+            let cluster = gc_k8s::connect(&args.connect.connection()?)
+                .await
+                .context("cannot connect to the cluster")?;
+            scope.resolve(&cluster, PODS_NAMESPACE).await?
+        }
+        (_, named) => named.unwrap_or_default(),
+    };
+    // Every namespace's inputs are checked before any is planned.
+    let configs = namespaces
+        .iter()
+        .map(|ns| args.pod.inputs(ns).validate())
+        .collect::<Result<Vec<_>, _>>()?;
+    let (mut plans, mut failed) = (Vec::new(), Vec::new());
+    for cfg in configs {
+        match plan_in(args, &cfg, now).await {
+            Ok(plan) => plans.push((cfg, plan)),
+            Err(e) if several => failed.push((cfg.namespace.clone(), e)),
+            Err(e) => return Err(e),
+        }
+    }
+    if let (Some(path), [(_, plan)]) = (&args.ledger_out, &plans[..]) {
+        write_file(path, &plan.ledger.to_json())?;
+    }
+    if let Some(path) = &args.out {
+        if !failed.is_empty() {
+            eprintln!("gc-cli: no plan file written: a namespace failed to plan");
+        } else if let [(cfg, plan)] = &plans[..] {
+            let file = PlanFile::seal(plan, cfg, now, ttl, key.as_ref());
+            write_file(path, &file.to_json())?;
+        } else {
+            let file = PlanSet::seal(&plans, now, ttl, key.as_ref());
+            write_file(path, &file.to_json())?;
+        }
+    }
+    Ok((plans, failed))
+}
+
+/// The plan of one namespace (`cfg`), from `--inventory` or the cluster, with `--ledger` or the
+/// store's ledger; the new ledger goes back to the store unless `--ledger-out` takes it.
+pub(crate) async fn plan_in(args: &PlanPods, cfg: &PodConfig, now: f64) -> anyhow::Result<PodPlan> {
     let file_ledger = match &args.ledger {
         Some(path) => {
             let bytes = read_input(path, "ledger")?;
@@ -109,22 +210,16 @@ pub(crate) async fn plan_async(args: &PlanPods) -> anyhow::Result<(PodConfig, Po
         }
         None => None,
     };
-    let plan = match &args.inventory {
+    match &args.inventory {
         Some(path) => {
-            let inventory = read_inventory(path, &cfg)?;
-            plan_pods(&inventory, &file_ledger.unwrap_or_default(), &cfg, now)
-                .with_context(|| format!("inventory {}", path.display()))?
+            let inventory = read_inventory(path, cfg)?;
+            Ok(
+                plan_pods(&inventory, &file_ledger.unwrap_or_default(), cfg, now)
+                    .with_context(|| format!("inventory {}", path.display()))?,
+            )
         }
-        None => plan_live(args, &cfg, file_ledger, now).await?,
-    };
-    if let Some(path) = &args.ledger_out {
-        write_file(path, &plan.ledger.to_json())?;
+        None => plan_live(args, cfg, file_ledger, now).await,
     }
-    if let Some(path) = &args.out {
-        let file = PlanFile::seal(&plan, &cfg, now, ttl, key.as_ref());
-        write_file(path, &file.to_json())?;
-    }
-    Ok((cfg, plan))
 }
 
 /// Plans from the cluster; the ledger comes from the store (or `--ledger`) and goes back to the

@@ -11,6 +11,10 @@ use gc_store::{SessionTable, TableSpec};
 
 use crate::exit::UsageError;
 use crate::live::ConnectArgs;
+use crate::namespaces::NamespaceArgs;
+
+/// The session collector's namespace when none is named (StreamSpace's).
+pub(crate) const SESSIONS_NAMESPACE: &str = "streamspace";
 
 /// The environment variable that may hold the session database's URL.
 const DATABASE_URL_ENV: &str = "GC_SESSION_DATABASE_URL";
@@ -21,9 +25,8 @@ pub(crate) struct SessionArgs {
     /// Identifies the cluster in audit records and the run lock's name.
     #[arg(long, default_value = "primary", value_name = "ID")]
     cluster_id: String,
-    /// The one namespace scanned.
-    #[arg(long, short = 'n', default_value = "streamspace")]
-    namespace: String,
+    #[command(flatten)]
+    pub(crate) namespaces: NamespaceArgs,
     /// Label selector choosing session resources, sent to the API server (in canonical form) as
     /// the list's labelSelector, so that nothing else is even scanned: comma-separated
     /// `key=value` (or `==`), `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`.
@@ -164,8 +167,8 @@ fn parse_kind(text: &str) -> Result<Kind, String> {
 }
 
 impl SessionArgs {
-    /// The validated settings.
-    pub(crate) fn config(&self) -> anyhow::Result<SessionConfig> {
+    /// The validated settings of a run in `namespace`.
+    pub(crate) fn config(&self, namespace: &str) -> anyhow::Result<SessionConfig> {
         let kinds = if self.kinds.is_empty() {
             Kind::streamspace()
         } else {
@@ -192,7 +195,7 @@ impl SessionArgs {
         }
         let inputs = SessionInputs {
             cluster_id: self.cluster_id.clone(),
-            namespace: self.namespace.clone(),
+            namespace: namespace.to_owned(),
             selector: self.selector.to_string(),
             id_label: self.id_label.clone(),
             kinds,
@@ -228,6 +231,20 @@ impl DatabaseArgs {
             state_column: Some(self.state_column.clone()).filter(|c| !c.is_empty()),
         }
     }
+}
+
+/// The validated settings of each namespace `namespaces` name (those named are checked before
+/// anything connects; `-A` lists the cluster's).
+pub(crate) async fn configs(
+    args: &SessionArgs,
+    cluster: &KubeCluster,
+) -> anyhow::Result<Vec<SessionConfig>> {
+    args.namespaces
+        .resolve(cluster, SESSIONS_NAMESPACE)
+        .await?
+        .iter()
+        .map(|ns| args.config(ns))
+        .collect()
 }
 
 /// The cluster and the session table, connected and checked.

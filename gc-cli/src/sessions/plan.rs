@@ -14,7 +14,9 @@ use serde::Serialize;
 use crate::files::write_file;
 use crate::live;
 use crate::output::{rfc3339, write_columns};
-use crate::sessions::args::{SessionArgs, connect, refused, warn_missing};
+use crate::sessions::args::{
+    SESSIONS_NAMESPACE, SessionArgs, configs, connect, refused, warn_missing,
+};
 
 /// Output formats of a session plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,32 +52,76 @@ struct PlanDoc<'a> {
 }
 
 pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
-    let cfg = args.args.config()?;
+    let scope = &args.args.namespaces;
+    for ns in scope.named(SESSIONS_NAMESPACE).unwrap_or_default() {
+        args.args.config(&ns)?;
+    }
     let now = crate::clock::at(args.args.now.as_deref())?;
-    let planned = live::block_on(async {
+    let (plans, mut failed) = live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;
-        let planned = collect_sessions::plan(&cluster, &table, &cfg, now).await;
+        let configs = configs(&args.args, &cluster).await;
+        let (mut plans, mut failed) = (Vec::new(), Vec::new());
+        for cfg in configs.iter().flatten() {
+            match collect_sessions::plan(&cluster, &table, cfg, now).await {
+                Ok(planned) => plans.push((cfg.clone(), planned)),
+                Err(e) => failed.push((cfg.namespace.clone(), refused(e, cfg))),
+            }
+        }
         table.close().await;
-        planned.map_err(|e| refused(e, &cfg))
+        configs.map(|_| (plans, failed))
     })?;
-    warn_missing(&planned.missing_kinds, &cfg.namespace);
-    let doc = PlanDoc {
-        config: &cfg,
-        now: rfc3339(now),
-        planned: &planned,
-        delete_count: planned.plan.deletes().count(),
-    };
-    let json = serde_json::to_string_pretty(&doc).context("cannot write the plan")?;
-    if let Some(path) = &args.out {
-        write_file(path, &format!("{json}\n"))?;
+    let several = plans.len() + failed.len() > 1;
+    if !several && let Some((_, error)) = failed.pop() {
+        return Err(error);
     }
+    let mut docs = Vec::with_capacity(plans.len());
     let mut out = std::io::stdout().lock();
-    match args.format {
-        SessionFormat::Json => writeln!(out, "{json}"),
-        SessionFormat::Table => write_table(&mut out, &planned, &cfg, now),
+    for (cfg, planned) in &plans {
+        warn_missing(&planned.missing_kinds, &cfg.namespace);
+        let doc = PlanDoc {
+            config: cfg,
+            now: rfc3339(now),
+            planned,
+            delete_count: planned.plan.deletes().count(),
+        };
+        docs.push(serde_json::to_string_pretty(&doc).context("cannot write the plan")?);
+        if args.format == SessionFormat::Table {
+            if several {
+                writeln!(out, "namespace {}:", cfg.namespace)?;
+            }
+            write_table(&mut out, planned, cfg, now).context("cannot write the plan")?;
+        }
     }
-    .context("cannot write the plan")?;
-    Ok(())
+    // One namespace: its document, as ever; several: an array of them.
+    let json = match &docs[..] {
+        [one] if !several => one.clone(),
+        _ => format!("[{}]", docs.join(",\n")),
+    };
+    if args.format == SessionFormat::Json {
+        writeln!(out, "{json}").context("cannot write the plan")?;
+    }
+    match failed.len() {
+        0 => {
+            if let Some(path) = &args.out {
+                write_file(path, &format!("{json}\n"))?;
+            }
+            Ok(())
+        }
+        n => {
+            for (namespace, error) in &failed {
+                eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
+            }
+            if args.out.is_some() {
+                eprintln!("gc-cli: no plan file written: a namespace failed to plan");
+            }
+            let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
+            Err(anyhow::anyhow!(
+                "{n} of {} namespaces failed: {}",
+                plans.len() + n,
+                names.join(", ")
+            ))
+        }
+    }
 }
 
 /// Decisions in the order a table lists them; kept resources are only counted. Protected and

@@ -16,7 +16,9 @@ use crate::exit::UsageError;
 use crate::live;
 use crate::metrics::{MetricsArgs, RunMetrics};
 use crate::output::rfc3339;
-use crate::sessions::args::{SessionArgs, connect, refused, warn_missing};
+use crate::sessions::args::{
+    SESSIONS_NAMESPACE, SessionArgs, configs, connect, refused, warn_missing,
+};
 use crate::sessions::plan::{rank, round_trips};
 
 /// `gc-cli run sessions`
@@ -132,53 +134,104 @@ fn now_of_clock() -> anyhow::Result<f64> {
 }
 
 pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
-    let cfg = args.args.config()?;
-    let started = std::time::Instant::now();
-    let metrics = RunMetrics::new(&args.metrics.metrics_prefix(), "sessions", &cfg.namespace);
-    let result = run_once(args, &cfg, &metrics);
-    let elapsed = started.elapsed().as_secs_f64();
-    match &result {
-        Ok(summary) => {
-            metrics.finish(elapsed, now_of_clock().ok());
-            metrics.deliver(&args.metrics, None, summary);
-        }
-        Err(error) => {
-            metrics.error("run");
-            metrics.finish(elapsed, None);
-            metrics.deliver(&args.metrics, Some(&format!("{error:#}")), "");
-        }
+    let scope = &args.args.namespaces;
+    // Named namespaces are checked before anything connects.
+    for ns in scope.named(SESSIONS_NAMESPACE).unwrap_or_default() {
+        args.args.config(&ns)?;
     }
-    result.map(drop)
-}
-
-/// One run; the summary line on success.
-fn run_once(
-    args: &RunSessions,
-    cfg: &SessionConfig,
-    metrics: &RunMetrics,
-) -> anyhow::Result<String> {
-    let cfg = cfg.clone();
     let now = crate::clock::at(args.args.now.as_deref())?;
     // A future `--now` would treat young resources as past their grace period: a live run
     // accepts one only when the environment says this is a test.
-    let clock = now_of_clock()?;
-    if !args.dry_run && now > clock + 60.0 && std::env::var_os("GC_ALLOW_FUTURE_NOW").is_none() {
+    if !args.dry_run
+        && now > now_of_clock()? + 60.0
+        && std::env::var_os("GC_ALLOW_FUTURE_NOW").is_none()
+    {
         return Err(UsageError::new(
             "--now is in the future: a live run would shorten the grace period (set GC_ALLOW_FUTURE_NOW=1 in tests)",
         )
         .into());
     }
-    let time = rfc3339(now);
     let mut sink = audit_sink(args.audit_log.as_ref())?;
-    let outcome = live::block_on(async {
+    live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;
-        let lock = live::RunLock::take(&cluster, &cfg.namespace, SESSIONS_LOCK, &args.lock).await?;
-        let report =
-            collect_sessions::run(&cluster, &table, &cfg, now, args.dry_run, lock.stop()).await;
+        let configs = configs(&args.args, &cluster).await;
+        let configs = match configs {
+            Ok(configs) => configs,
+            Err(e) => {
+                table.close().await;
+                return Err(e);
+            }
+        };
+        let several = configs.len() > 1;
+        let delivery = if several {
+            args.metrics.without_file()
+        } else {
+            args.metrics.clone()
+        };
+        let (mut texts, mut failed) = (Vec::new(), Vec::new());
+        for cfg in &configs {
+            let started = std::time::Instant::now();
+            let metrics =
+                RunMetrics::new(&args.metrics.metrics_prefix(), "sessions", &cfg.namespace);
+            let result = run_once(args, &cluster, &table, cfg, now, &metrics, &mut *sink).await;
+            let elapsed = started.elapsed().as_secs_f64();
+            match &result {
+                Ok(summary) => {
+                    metrics.finish(elapsed, now_of_clock().ok());
+                    metrics.deliver(&delivery, None, summary);
+                }
+                Err(error) => {
+                    metrics.error("run");
+                    metrics.finish(elapsed, None);
+                    metrics.deliver(&delivery, Some(&format!("{error:#}")), "");
+                }
+            }
+            texts.push(metrics.text());
+            if let Err(error) = result {
+                failed.push((cfg.namespace.clone(), error));
+            }
+        }
         table.close().await;
+        if several {
+            args.metrics.write_merged(&texts);
+        }
+        match failed.len() {
+            0 => Ok(()),
+            1 if !several => Err(failed.remove(0).1),
+            n => {
+                for (namespace, error) in &failed {
+                    eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
+                }
+                let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
+                Err(anyhow::anyhow!(
+                    "{n} of {} namespaces failed: {}",
+                    configs.len(),
+                    names.join(", ")
+                ))
+            }
+        }
+    })
+}
+
+/// One namespace's run under its own lock; the summary line on success.
+async fn run_once(
+    args: &RunSessions,
+    cluster: &gc_k8s::KubeCluster,
+    table: &gc_store::SessionTable,
+    cfg: &SessionConfig,
+    now: f64,
+    metrics: &RunMetrics,
+    sink: &mut dyn Write,
+) -> anyhow::Result<String> {
+    let time = rfc3339(now);
+    let outcome = async {
+        let lock = live::RunLock::take(cluster, &cfg.namespace, SESSIONS_LOCK, &args.lock).await?;
+        let report =
+            collect_sessions::run(cluster, table, cfg, now, args.dry_run, lock.stop()).await;
         lock.release().await;
-        report.map_err(|e| refused(e, &cfg))
-    });
+        report.map_err(|e| refused(e, cfg))
+    }
+    .await;
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
@@ -191,7 +244,7 @@ fn run_once(
                 reason: format!("{error:#}"),
                 dry_run: args.dry_run,
             };
-            write_lines(&mut *sink, &[line])?;
+            write_lines(sink, &[line])?;
             return Err(error);
         }
     };
@@ -205,8 +258,8 @@ fn run_once(
             record,
         })
         .collect();
-    write_lines(&mut *sink, &lines)?;
-    let line = summary(&report, &cfg, args.dry_run);
+    write_lines(sink, &lines)?;
+    let line = summary(&report, cfg, args.dry_run);
     eprintln!("gc-cli: {line}");
     if report.failures > 0 {
         anyhow::bail!(

@@ -463,6 +463,20 @@ async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     if let Some(why) = pod.ineligible() {
         return Err(skipped(Step::Reread, why));
     }
+    // A plan never targets a protected or excluded Pod; a forged one naming one at its current
+    // resourceVersion is refused here, before anything is written.
+    if let Some(spared) = pod
+        .facts
+        .meta
+        .as_ref()
+        .ok()
+        .and_then(|m| cfg.spared(m.labels()))
+    {
+        return Err(skipped(
+            Step::Reread,
+            format!("{}: never collected", spared.as_str()),
+        ));
+    }
     let (end, basis) = anchor(&pod, t.first).map_err(|e| failed(Step::Reread, e))?;
     if mode == Mode::Planned && end.seconds() > p.clock.now() - f64::from(cfg.retention_seconds) {
         return Err(skipped(

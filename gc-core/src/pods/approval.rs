@@ -21,6 +21,10 @@
 //! policy and the fences above hold, so a forged plan can only name Pods that apply's own
 //! policy would collect anyway.
 
+mod set;
+
+pub use set::{PlanSet, SET_KIND, Section, open_plans};
+
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -829,6 +829,61 @@ fn a_clean_run_collects_every_target_and_nothing_else() {
 }
 
 #[test]
+fn a_target_protected_or_excluded_now_is_never_touched_whatever_the_plan_says() {
+    let fake = world();
+    // Targets planned before the labels came (as a forged plan would name them, at the Pods'
+    // current resourceVersions).
+    let cfg = crate::pods::config::PodInputs {
+        namespace: "work".into(),
+        max_pods: 10,
+        exclude_selector: Some("team in (payments)".into()),
+        ..Default::default()
+    }
+    .validate()
+    .unwrap();
+    let mut targets = plan(&fake, &cfg);
+    {
+        let mut w = fake.w();
+        w.pods.get_mut("target-0").unwrap()["metadata"]["labels"]["gc.example.com/protect"] =
+            json!("true");
+        w.pods.get_mut("target-1").unwrap()["metadata"]["labels"]["team"] = json!("payments");
+    }
+    for t in &mut targets {
+        let name = t.name.as_str().unwrap().to_owned();
+        t.resource_version = fake.w().pods[&name]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    let before: Vec<Value> = ["target-0", "target-1"]
+        .map(|n| fake.w().pods[n].clone())
+        .into();
+    let results = apply_only(&fake, &cfg, &targets);
+    let reason = |name: &str| {
+        results
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| match &r.outcome {
+                Outcome::Skipped { step, reason } => format!("{step:?}: {reason}"),
+                other => short(other),
+            })
+    };
+    assert_eq!(
+        reason("target-0").as_deref(),
+        Some("Reread: protected: never collected")
+    );
+    assert_eq!(
+        reason("target-1").as_deref(),
+        Some("Reread: excluded: never collected")
+    );
+    assert_eq!(outcome_of(&results, "target-2"), "Collected");
+    let w = fake.w();
+    let after: Vec<Value> = ["target-0", "target-1"].map(|n| w.pods[n].clone()).into();
+    assert_eq!(after, before, "not pinned, not archived, not deleted");
+    assert!(!w.receipts.contains_key("uid-target-0") && !w.receipts.contains_key("uid-target-1"));
+}
+
+#[test]
 fn dry_run_writes_nothing_and_reports_what_would_happen() {
     for make in [world, leftovers] {
         let (fake, cfg) = (make(), config());

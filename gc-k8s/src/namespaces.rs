@@ -1,0 +1,44 @@
+//! [`list_namespaces`]: the names of a cluster's Namespaces, for runs over many of them.
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::api::ListParams;
+
+use crate::KubeCluster;
+
+/// Namespaces per page.
+const PAGE: u32 = 500;
+
+/// The names of the cluster's Namespaces that `selector` (a label selector, passed to the server)
+/// matches, every one when `None`, sorted. Namespaces being deleted are left out: nothing new
+/// should start in them.
+///
+/// # Errors
+/// The kube error of a failed list (a 403 when the identity may not list Namespaces: a
+/// namespaced install can only name its namespaces).
+pub async fn list_namespaces(
+    cluster: &KubeCluster,
+    selector: Option<&str>,
+) -> Result<Vec<String>, kube::Error> {
+    let api: Api<Namespace> = Api::all(cluster.client().clone());
+    let mut params = ListParams::default().limit(PAGE);
+    if let Some(selector) = selector {
+        params = params.labels(selector);
+    }
+    let mut names = Vec::new();
+    loop {
+        let page = api.list_metadata(&params).await?;
+        names.extend(
+            page.items
+                .into_iter()
+                .filter(|n| n.metadata.deletion_timestamp.is_none())
+                .filter_map(|n| n.metadata.name),
+        );
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    names.sort();
+    Ok(names)
+}
