@@ -413,6 +413,11 @@ async fn sessions_spare_protected_and_excluded_and_the_selector_reaches_the_serv
             "matches the exclude selector team in (payments)".into()
         ))
     );
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        summary.contains("0 skipped, 1 protected, 1 excluded"),
+        "{summary}"
+    );
     assert_eq!(decision("gone-a").map(|d| d.0).as_deref(), Some("delete"));
     assert_eq!(decision("live-1").map(|d| d.0).as_deref(), Some("kept"));
     // The selector went to the server: the canary was never listed, so never judged.

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use gc_core::collect_sessions::{self, AuditRecord, DeleteResult, SessionReport};
+use gc_core::selector::Spared;
 use gc_core::sessions::SessionConfig;
 use serde::Serialize;
 
@@ -273,9 +274,14 @@ async fn run_once(
 /// The run in one line: counts by decision and by result.
 fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String {
     let mut counts = [0usize; 5];
-    let (mut done, mut changed) = (0, 0);
+    let (mut done, mut changed, mut protected, mut excluded) = (0, 0, 0, 0);
     for r in &report.records {
         counts[rank(&r.judged.decision)] += 1;
+        match r.judged.decision.spared() {
+            Some(Spared::Protected) => protected += 1,
+            Some(Spared::Excluded) => excluded += 1,
+            None => {}
+        }
         match &r.result {
             Some(DeleteResult::Deleted | DeleteResult::WouldDelete) => done += 1,
             Some(DeleteResult::Changed) => changed += 1,
@@ -287,16 +293,24 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
     } else {
         "deleted"
     };
+    // Spared resources are counted apart from the other skipped ones, when there are any.
+    let skipped = if protected + excluded > 0 {
+        format!(
+            "{} skipped, {protected} protected, {excluded} excluded",
+            counts[3] - protected - excluded
+        )
+    } else {
+        format!("{} skipped", counts[3])
+    };
     format!(
         "sessions in namespace {} of cluster {}: {} scanned, {done} {verb}, {changed} changed \
-         since listed, {} failed, {} deferred, {} held, {} skipped, {} kept; {}",
+         since listed, {} failed, {} deferred, {} held, {skipped}, {} kept; {}",
         cfg.namespace,
         cfg.cluster_id,
         report.records.len(),
         report.failures,
         counts[1],
         counts[2],
-        counts[3],
         counts[4],
         round_trips(report.lookups)
     )
