@@ -82,7 +82,18 @@ fn chunked(
     rules: Rules<'_>,
     keep: usize,
 ) -> Result<Inventory, InventoryError> {
-    let mut reader = Reader::new(rules, keep);
+    chunked_from(text, size, rules, keep, PARALLEL_FROM)
+}
+
+/// As [`chunked`], with a second thread from `parallel_from` bytes of text at once.
+fn chunked_from(
+    text: &[u8],
+    size: usize,
+    rules: Rules<'_>,
+    keep: usize,
+    parallel_from: usize,
+) -> Result<Inventory, InventoryError> {
+    let mut reader = Reader::new(rules, keep).parallel_from(parallel_from);
     for chunk in text.chunks(size) {
         reader.feed(chunk)?;
     }
@@ -112,6 +123,15 @@ fn check(
             "chunks of {size} bytes of {:?}",
             String::from_utf8_lossy(text)
         );
+        // Two threads from any length of text read the same (a thread per chunk: not on bytes).
+        if size > 16 {
+            assert_eq!(
+                &chunked_from(text, size, rules, keep, 0),
+                expect,
+                "two threads, chunks of {size} bytes of {:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
         tried += 1;
     }
     tried
@@ -263,4 +283,72 @@ fn invalid_utf8_offset_does_not_depend_on_the_chunking() {
         "error: malformed inventory: invalid utf-8 sequence of 1 bytes from index 34"
     );
     check(BAD_UTF8, rules("work"), 10, &whole);
+}
+
+/// A bad element anywhere in a long list, under or past the keep limit: two threads give the
+/// result one does, the first error in order and its offsets, whatever the chunks.
+#[test]
+fn two_threads_read_as_one_whatever_the_bad_element_and_the_limit() {
+    let meta = |i: usize| {
+        format!(
+            r#"{{"name": "p-{i}", "namespace": "work", "uid": "u{i}", "resourceVersion": "{i}", "ownerReferences": [{{"name": "x"}}, {{"name": "y"}}]}}"#
+        )
+    };
+    let status = r#"{"status": {"phase": "Failed", "conditions": [{"type": "A"}, {"type": "B"}]}}"#;
+    let pod = |i: usize| {
+        format!(
+            r#"{{"metadata": {}, "status": {}}}"#,
+            meta(i),
+            &status[11..status.len() - 1]
+        )
+    };
+    let bads = [
+        "1",
+        "{\"metadata\": tru}",
+        "{\"name\": 5}",
+        "[]",
+        "{\"status\": 3}",
+    ];
+    let n = 24;
+    let mut texts = Vec::new();
+    for bad_at in (0..n).step_by(5).map(Some).chain([None]) {
+        for bad in bads {
+            let element = |i: usize, good: &dyn Fn(usize) -> String| {
+                if Some(i) == bad_at {
+                    bad.to_owned()
+                } else {
+                    good(i)
+                }
+            };
+            let metas: Vec<_> = (0..n).map(|i| element(i, &meta)).collect();
+            let statuses: Vec<_> = (0..n).map(|i| element(i, &|_| status.to_owned())).collect();
+            let items: Vec<_> = (0..n).map(|i| element(i, &pod)).collect();
+            texts.push(format!(
+                "{{\"size\": {n}, \"metadataItems\": [{}], \"statusItems\": [{}]}}",
+                metas.join(", "),
+                statuses.join(",\n ")
+            ));
+            texts.push(format!("{{\"items\": [{}]}}", items.join(",")));
+        }
+    }
+    let taken = TAKEN.load(std::sync::atomic::Ordering::Relaxed);
+    for text in &texts {
+        for keep in [0, 3, 12, n - 1, n, n + 1] {
+            let one = read(text.as_bytes(), rules("work"), keep);
+            for size in [text.len(), 997, 128] {
+                for from in [0, 256] {
+                    assert_eq!(
+                        chunked_from(text.as_bytes(), size, rules("work"), keep, from),
+                        one,
+                        "keep {keep}, chunks of {size}, two threads from {from}: {text}"
+                    );
+                }
+            }
+        }
+    }
+    let taken = TAKEN.load(std::sync::atomic::Ordering::Relaxed) - taken;
+    assert!(
+        taken > 1000,
+        "the second thread's work was taken {taken} times"
+    );
 }
