@@ -183,6 +183,8 @@ mod tests {
         namespace: "ns",
         collect_label: "c",
         pin: "p",
+        protect: None,
+        exclude: None,
     };
 
     fn query() -> PodQuery {

@@ -158,8 +158,10 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         let several = files.len() > 1;
         let mut runs = Vec::with_capacity(files.len());
         for file in &files {
+            // The plan's policy equals apply's (checked); apply acts under its own.
+            let cfg = args.pod.inputs(&file.config.namespace).validate()?;
             let targets = Targets::Reviewed(&file.targets);
-            runs.push(execute(&job, &file.config, targets, args.dry_run, several).await);
+            runs.push(execute(&job, &cfg, targets, args.dry_run, several).await);
         }
         finish(&job, runs)
     })

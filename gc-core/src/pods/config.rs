@@ -87,6 +87,8 @@ impl PodConfig {
             namespace: &self.namespace,
             collect_label: &self.collect_label,
             pin: &self.pin_finalizer,
+            protect: Some(&self.protect_label),
+            exclude: self.exclude_selector.as_ref(),
         }
     }
 

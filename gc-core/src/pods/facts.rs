@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::isotime::{self, TimeError};
 use crate::pods::skim::{self, Member, Schema, member};
 use crate::raw::{self, JsonType, Raw};
-use crate::selector::Labels;
+use crate::selector::{LabelPair, Labels, Selector};
 
 /// The list fields of a Pod status that hold container statuses, in the order the rules read them.
 pub const CONTAINER_FIELDS: [&str; 3] = [
@@ -89,6 +89,21 @@ pub struct Rules<'c> {
     pub collect_label: &'c str,
     /// The pin finalizer.
     pub pin: &'c str,
+    /// The protect label, if the labels are to be read for it.
+    pub protect: Option<&'c LabelPair>,
+    /// The exclude selector, if any.
+    pub exclude: Option<&'c Selector>,
+}
+
+impl Rules<'_> {
+    /// Whether the label `key` is one the protect label or the exclude selector reads: only
+    /// those labels of a Pod are kept, so sparing costs nothing for the others.
+    fn reads_label(&self, key: &str) -> bool {
+        self.protect.is_some_and(|p| p.key == key)
+            || self
+                .exclude
+                .is_some_and(|s| s.requirements().iter().any(|r| r.key == key))
+    }
 }
 
 /// Why a Pod is not eligible. Each variant is one clause of the eligibility rule.
@@ -220,8 +235,9 @@ pub struct MetaFacts {
     mirror: Fact<bool>,
     finalizers: Finalizers,
     deleting: bool,
-    /// The labels of a Pod that carries the collect label (no other Pod is ever eligible, so
-    /// no other Pod's labels are kept); a value that is not a string is kept as its JSON text.
+    /// The labels the protect label and the exclude selector read, of a Pod that carries the
+    /// collect label (no other Pod is ever eligible, so no other Pod's labels are kept); a value
+    /// that is not a string is kept as its JSON text.
     labels: Labels,
     /// Canonical length of `metadata`.
     canonical_len: usize,
@@ -294,10 +310,16 @@ impl MetaFacts {
                     serde_json::from_str::<String>(m.key)
                         .map_err(|_| Box::new(bad("metadata.labels", "unreadable key")))?
                 } else {
-                    m.key[1..m.key.len() - 1].to_owned()
+                    let key = &m.key[1..m.key.len() - 1];
+                    if !rules.reads_label(key) {
+                        continue;
+                    }
+                    key.to_owned()
                 };
-                let value = raw::as_str(m.value).map_or_else(|| m.value.to_owned(), Into::into);
-                labels.insert(key, value);
+                if rules.reads_label(&key) {
+                    let value = raw::as_str(m.value).map_or_else(|| m.value.to_owned(), Into::into);
+                    labels.insert(key, value);
+                }
             }
         }
         let (uid, rv) = (field("uid"), field("resourceVersion"));
@@ -318,7 +340,8 @@ impl MetaFacts {
         })
     }
 
-    /// The labels of a Pod that carries the collect label (empty for any other Pod).
+    /// The labels of a Pod that carries the collect label that the protect label and the
+    /// exclude selector read (empty for any other Pod).
     pub fn labels(&self) -> &Labels {
         &self.labels
     }

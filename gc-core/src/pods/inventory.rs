@@ -236,6 +236,9 @@ impl Helper {
                     namespace: &owned.0,
                     collect_label: &owned.1,
                     pin: &owned.2,
+                    // The helper only skims: the facts, labels included, are the reader's.
+                    protect: None,
+                    exclude: None,
                 };
                 for job in inbox {
                     let done = Self::read(&job, rules);

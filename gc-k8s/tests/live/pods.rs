@@ -102,6 +102,8 @@ async fn pages_return_every_matching_pod_once_and_no_other() -> Result {
         namespace: ns.name(),
         collect_label: COLLECT,
         pin: PIN,
+        protect: None,
+        exclude: None,
     };
     let mut progress = Vec::new();
     let inventory = list_inventory(&cluster, &query, rules, 1000, &mut |p, n| {

@@ -13,6 +13,8 @@ const RULES: Rules<'static> = Rules {
     namespace: "work",
     collect_label: "diagnostics.example.com/collect",
     pin: PIN,
+    protect: None,
+    exclude: None,
 };
 /// 2026-11-27T10:00:00Z
 const DAY: f64 = 1_795_773_600.0;
@@ -575,8 +577,15 @@ fn anchor_bases() {
 /// that carries the collect label, not kept for any other.
 #[test]
 fn labels_are_kept_only_for_pods_that_opt_in() {
+    let protect = crate::selector::LabelPair::parse("gc.example.com/protect=true").unwrap();
+    let exclude = crate::selector::Selector::parse("team in (b),!n").unwrap();
+    let rules = Rules {
+        protect: Some(&protect),
+        exclude: Some(&exclude),
+        ..RULES
+    };
     let labels = |text: &str| {
-        MetaFacts::read(text, RULES)
+        MetaFacts::read(text, rules)
             .map(|m| m.labels().clone())
             .unwrap()
     };
@@ -584,8 +593,8 @@ fn labels_are_kept_only_for_pods_that_opt_in() {
         r#"{"namespace": "work", "labels": {"diagnostics.example.com/collect": "true",
             "gc.example.com\/protect": "tr\u0075e", "n": 1, "team": "a", "team": "b"}}"#,
     );
+    // Only the labels the protect label and the selector read: not the collect label.
     let want: Labels = [
-        ("diagnostics.example.com/collect", "true"),
         ("gc.example.com/protect", "true"),
         ("n", "1"),
         ("team", "b"),
@@ -599,4 +608,11 @@ fn labels_are_kept_only_for_pods_that_opt_in() {
         labels(r#"{"labels": {"diagnostics.example.com/collect": "false", "a": "b"}}"#).is_empty()
     );
     assert!(labels(r#"{"namespace": "work"}"#).is_empty());
+    // Without a protect label or a selector, no label is kept at all.
+    let none = MetaFacts::read(
+        r#"{"labels": {"diagnostics.example.com/collect": "true", "gc.example.com/protect": "true"}}"#,
+        RULES,
+    )
+    .unwrap();
+    assert!(none.labels().is_empty());
 }

@@ -63,6 +63,8 @@ fn rules(namespace: &str) -> Rules<'_> {
         namespace,
         collect_label: "diagnostics.example.com/collect",
         pin: "diagnostics.example.com/collector",
+        protect: None,
+        exclude: None,
     }
 }
 
