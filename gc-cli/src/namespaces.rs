@@ -95,6 +95,48 @@ impl NamespaceArgs {
     }
 }
 
+impl NamespaceArgs {
+    /// [`Self::resolve`], connecting with `connect` only when the cluster must be asked (`-A`).
+    ///
+    /// # Errors
+    /// When the connection fails or the Namespaces cannot be listed.
+    pub(crate) async fn resolve_with(
+        &self,
+        connect: &crate::live::ConnectArgs,
+        default: &str,
+    ) -> anyhow::Result<Vec<String>> {
+        if let Some(named) = self.named(default) {
+            return Ok(named);
+        }
+        let cluster = gc_k8s::connect(&connect.connection()?)
+            .await
+            .context("cannot connect to the cluster")?;
+        self.resolve(&cluster, default).await
+    }
+}
+
+/// The outcome of a run over `total` namespaces of which `failed` failed: one namespace's error
+/// as it is; with several, each named on stderr and an error that names them all.
+pub(crate) fn outcome(
+    total: usize,
+    mut failed: Vec<(String, anyhow::Error)>,
+) -> anyhow::Result<()> {
+    match failed.len() {
+        0 => Ok(()),
+        1 if total == 1 => Err(failed.remove(0).1),
+        n => {
+            for (namespace, error) in &failed {
+                eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
+            }
+            let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
+            Err(anyhow::anyhow!(
+                "{n} of {total} namespaces failed: {}",
+                names.join(", ")
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +164,16 @@ mod tests {
         let all = parse(&["-A", "--exclude-namespace", "x"]).unwrap();
         assert_eq!(all.named("d"), None);
         assert!(all.one("d", "x").is_err());
+    }
+
+    #[test]
+    fn one_namespace_fails_as_itself_several_are_named_together() {
+        let err = |m: &str| anyhow::anyhow!("{m}");
+        assert!(outcome(3, Vec::new()).is_ok());
+        let one = outcome(1, vec![("a".into(), err("lock held"))]).unwrap_err();
+        assert_eq!(one.to_string(), "lock held");
+        let some = outcome(3, vec![("a".into(), err("x")), ("c".into(), err("y"))]).unwrap_err();
+        assert_eq!(some.to_string(), "2 of 3 namespaces failed: a, c");
     }
 
     #[test]

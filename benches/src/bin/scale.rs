@@ -99,8 +99,7 @@ async fn fill(
             Ok(())
         }));
     }
-    let objects: Api<DynamicObject> =
-        Api::namespaced_with(ns.client().clone(), ns.name(), session);
+    let objects: Api<DynamicObject> = Api::namespaced_with(ns.client().clone(), ns.name(), session);
     for i in 0..sessions {
         let objects = objects.clone();
         let id = format!("s-{}-{i}", ns.name());
@@ -158,7 +157,8 @@ async fn main() -> Result {
             .and_then(|a| a.parse().ok())
             .unwrap_or(default)
     };
-    let (namespaces, pods, sessions, rounds) = (arg(1, 20), arg(2, 50_000), arg(3, 20_000), arg(4, 3));
+    let (namespaces, pods, sessions, rounds) =
+        (arg(1, 20), arg(2, 50_000), arg(3, 20_000), arg(4, 3));
     let gc_cli = std::env::var_os("GC_CLI")
         .map_or_else(|| PathBuf::from("target/release/gc-cli"), PathBuf::from);
     let bed = TestBed::shared().await?;
@@ -177,7 +177,8 @@ async fn main() -> Result {
     for i in 0..namespaces {
         let ns = bed.namespace(&format!("scale-{i}")).await?;
         let patch = Patch::Merge(json!({"metadata": {"labels": {key: value}}}));
-        all.patch(ns.name(), &PatchParams::default(), &patch).await?;
+        all.patch(ns.name(), &PatchParams::default(), &patch)
+            .await?;
         names.push(ns.name().to_owned());
         keep.push(ns);
     }
@@ -195,7 +196,11 @@ async fn main() -> Result {
         .await?;
     let live: Vec<String> = names
         .iter()
-        .flat_map(|ns| (0..sessions / namespaces).step_by(2).map(move |i| format!("s-{ns}-{i}")))
+        .flat_map(|ns| {
+            (0..sessions / namespaces)
+                .step_by(2)
+                .map(move |i| format!("s-{ns}-{i}"))
+        })
         .collect();
     sqlx::query("INSERT INTO sessions SELECT id, 'running' FROM UNNEST($1::text[]) AS id")
         .bind(&live)
@@ -227,15 +232,24 @@ async fn main() -> Result {
             a.extend(["--store", &store, "--max-inventory", "10000"].map(String::from));
         } else {
             a.extend(
-                ["--database-url", db.url(), "--kinds", "Session", "--max-deletes", "10000"]
-                    .map(String::from),
+                [
+                    "--database-url",
+                    db.url(),
+                    "--kinds",
+                    "Session",
+                    "--max-deletes",
+                    "10000",
+                ]
+                .map(String::from),
             );
             a.extend(["--override-guard".to_owned()]);
         }
         a
     };
 
-    println!("| collector | runs | wall (median of {rounds}) | peak RSS | bytes to and from the API server |");
+    println!(
+        "| collector | runs | wall (median of {rounds}) | peak RSS | bytes to and from the API server |"
+    );
     println!("| --- | --- | --- | --- | --- |");
     for collector in ["pods", "sessions"] {
         let mut one_run = (Vec::new(), 0u64, 0u64);
@@ -267,7 +281,11 @@ async fn main() -> Result {
             ("one run, `-A --namespace-selector`", one_run),
             ("one run per namespace", per_ns),
         ] {
-            let runs = if label.starts_with("one run,") { 1 } else { namespaces };
+            let runs = if label.starts_with("one run,") {
+                1
+            } else {
+                namespaces
+            };
             println!(
                 "| {collector}: {label} | {runs} | {:.2} s | {:.1} MB | {:.2} MB |",
                 median(&mut walls),

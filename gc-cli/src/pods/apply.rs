@@ -138,14 +138,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         format: args.format,
     };
     live::block_on(async {
-        let namespaces = match scope.named(PODS_NAMESPACE) {
-            Some(named) => named,
-            None => {
-                scope
-                    .resolve(&connect(&a.connect).await?, PODS_NAMESPACE)
-                    .await?
-            }
-        };
+        let namespaces = scope.resolve_with(&a.connect, PODS_NAMESPACE).await?;
         let policy_for = |ns: &str| {
             namespaces
                 .iter()
@@ -204,14 +197,7 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         format: p.format,
     };
     live::block_on(async {
-        let namespaces = match scope.named(PODS_NAMESPACE) {
-            Some(named) => named,
-            None => {
-                scope
-                    .resolve(&connect(&p.connect).await?, PODS_NAMESPACE)
-                    .await?
-            }
-        };
+        let namespaces = scope.resolve_with(&p.connect, PODS_NAMESPACE).await?;
         let several = namespaces.len() > 1;
         let mut runs = Vec::with_capacity(namespaces.len());
         for ns in &namespaces {
@@ -220,12 +206,6 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         }
         finish(&job, runs)
     })
-}
-
-async fn connect(args: &ConnectArgs) -> anyhow::Result<gc_k8s::KubeCluster> {
-    gc_k8s::connect(&args.connection()?)
-        .await
-        .context("cannot connect to the cluster")
 }
 
 /// Prints what each namespace's run did and writes their metrics; the error names the
@@ -268,24 +248,11 @@ fn finish(job: &Job<'_>, runs: Vec<NamespaceRun>) -> anyhow::Result<()> {
         }
     }
     let total = runs.len();
-    let mut failed: Vec<(String, anyhow::Error)> = runs
+    let failed = runs
         .into_iter()
         .filter_map(|r| r.error.map(|e| (r.namespace, e)))
         .collect();
-    match failed.len() {
-        0 => Ok(()),
-        1 if total == 1 => Err(failed.remove(0).1),
-        n => {
-            for (namespace, error) in &failed {
-                eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
-            }
-            let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
-            Err(anyhow::anyhow!(
-                "{n} of {total} namespaces failed: {}",
-                names.join(", ")
-            ))
-        }
-    }
+    crate::namespaces::outcome(total, failed)
 }
 
 /// One namespace's run, its metrics delivered (with the metrics file only when it is the only

@@ -96,18 +96,7 @@ pub(crate) fn run(args: &PlanPods) -> anyhow::Result<()> {
         }
         _ => write_plans(&mut out, &plans, args.format).context("cannot write the plans")?,
     }
-    if !failed.is_empty() {
-        for (namespace, error) in &failed {
-            eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
-        }
-        let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
-        return Err(anyhow::anyhow!(
-            "the plan of {} namespace(s) failed: {}",
-            failed.len(),
-            names.join(", ")
-        ));
-    }
-    Ok(())
+    crate::namespaces::outcome(plans.len() + failed.len(), failed)
 }
 
 /// Several namespaces' plans: each under a `namespace NS:` line in a table, a JSON array of
@@ -158,14 +147,10 @@ async fn plan_all(
             }
         }
     }
-    let namespaces = match (&args.inventory, scope.named(PODS_NAMESPACE)) {
-        (None, None) => {
-            let cluster = gc_k8s::connect(&args.connect.connection()?)
-                .await
-                .context("cannot connect to the cluster")?;
-            scope.resolve(&cluster, PODS_NAMESPACE).await?
-        }
-        (_, named) => named.unwrap_or_default(),
+    // An inventory names its one namespace (checked above): no cluster is asked.
+    let namespaces = match &args.inventory {
+        None => scope.resolve_with(&args.connect, PODS_NAMESPACE).await?,
+        Some(_) => scope.named(PODS_NAMESPACE).unwrap_or_default(),
     };
     // Every namespace's inputs are checked before any is planned.
     let configs = namespaces

@@ -100,28 +100,14 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     if args.format == SessionFormat::Json {
         writeln!(out, "{json}").context("cannot write the plan")?;
     }
-    match failed.len() {
-        0 => {
-            if let Some(path) = &args.out {
-                write_file(path, &format!("{json}\n"))?;
-            }
-            Ok(())
-        }
-        n => {
-            for (namespace, error) in &failed {
-                eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
-            }
-            if args.out.is_some() {
-                eprintln!("gc-cli: no plan file written: a namespace failed to plan");
-            }
-            let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
-            Err(anyhow::anyhow!(
-                "{n} of {} namespaces failed: {}",
-                plans.len() + n,
-                names.join(", ")
-            ))
+    if let Some(path) = &args.out {
+        if failed.is_empty() {
+            write_file(path, &format!("{json}\n"))?;
+        } else {
+            eprintln!("gc-cli: no plan file written: a namespace failed to plan");
         }
     }
+    crate::namespaces::outcome(plans.len() + failed.len(), failed)
 }
 
 /// Decisions in the order a table lists them; kept resources are only counted. Protected and

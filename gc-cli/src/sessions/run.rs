@@ -196,21 +196,7 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
         if several {
             args.metrics.write_merged(&texts);
         }
-        match failed.len() {
-            0 => Ok(()),
-            1 if !several => Err(failed.remove(0).1),
-            n => {
-                for (namespace, error) in &failed {
-                    eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
-                }
-                let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
-                Err(anyhow::anyhow!(
-                    "{n} of {} namespaces failed: {}",
-                    configs.len(),
-                    names.join(", ")
-                ))
-            }
-        }
+        crate::namespaces::outcome(configs.len(), failed)
     })
 }
 
