@@ -59,6 +59,13 @@ pub fn as_str<'a>(raw: Raw<'a>) -> Option<Cow<'a, str>> {
     if kind(raw) != JsonType::String {
         return None;
     }
+    // Quotes around text without a backslash, a quote or a control character are a valid JSON
+    // string whose content is that text: no decoding needed (most strings of a Pod are so).
+    if let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"'))
+        && !inner.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20)
+    {
+        return Some(Cow::Borrowed(inner));
+    }
     serde_json::from_str::<Cow<'a, str>>(raw).ok()
 }
 
@@ -138,6 +145,29 @@ mod tests {
 
     fn raw(s: &str) -> &str {
         s
+    }
+
+    #[test]
+    fn strings_read_without_decoding_are_what_decoding_gives() {
+        for text in [
+            r#""plain""#,
+            r#""""#,
+            r#""p\u00f6d""#,
+            r#""a\"b""#,
+            "\"tab\there\"",
+            r#""a"b""#,
+            r#""é""#,
+            " \"spaced\" ",
+            "1",
+            "null",
+        ] {
+            let decoded = match kind(text) {
+                JsonType::String => serde_json::from_str::<String>(text).ok(),
+                _ => None,
+            };
+            assert_eq!(as_str(text).map(Cow::into_owned), decoded, "{text}");
+        }
+        assert!(matches!(as_str(r#""plain""#), Some(Cow::Borrowed("plain"))));
     }
 
     #[test]

@@ -325,7 +325,10 @@ impl MetaFacts {
         let (uid, rv) = (field("uid"), field("resourceVersion"));
         Ok(Self {
             in_namespace: raw::is_str(field("namespace"), rules.namespace),
-            name: field("name").and_then(|n| serde_json::from_str(n).ok()),
+            name: field("name").and_then(|n| match raw::as_str(n) {
+                Some(text) => Some(Value::String(text.into_owned())),
+                None => serde_json::from_str(n).ok(),
+            }),
             uid: uid.and_then(raw::as_str).map(Into::into),
             uid_truthy: truthy(uid),
             resource_version: rv.map(|v| raw::as_str(v).map_or_else(|| v.to_owned(), Into::into)),
