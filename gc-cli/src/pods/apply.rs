@@ -377,7 +377,9 @@ async fn work(
         Targets::Reviewed(targets) => targets,
         Targets::Planned(args) => {
             let now = clock::at(args.now.as_deref()).map_err(|e| ("plan", e))?;
-            planned = plan::plan_in(args, cfg, now)
+            // The run's own connections: the cluster, and the store the ledger lives in.
+            let live = Some((ports.cluster, Some(ports.store)));
+            planned = plan::plan_in(args, cfg, now, None, live)
                 .await
                 .map_err(|e| ("plan", e))?;
             metrics.plan(&planned);

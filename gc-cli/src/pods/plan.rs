@@ -149,19 +149,38 @@ async fn plan_all(
             }
         }
     }
-    // An inventory names its one namespace (checked above): no cluster is asked.
-    let namespaces = match &args.inventory {
-        None => scope.resolve_with(&args.connect, PODS_NAMESPACE).await?,
-        Some(_) => scope.named(PODS_NAMESPACE).unwrap_or_default(),
+    // Named namespaces and the ledger file are checked before anything is connected.
+    for ns in scope.named(PODS_NAMESPACE).unwrap_or_default() {
+        args.pod.inputs(&ns).validate()?;
+    }
+    let file_ledger = read_ledger(args)?;
+    // One connection to the cluster and one to the store, for every namespace; none for an
+    // inventory, which names its one namespace (checked above).
+    let (cluster, store) = match &args.inventory {
+        Some(_) => (None, None),
+        None => {
+            let cluster = gc_k8s::connect(&args.connect.connection()?)
+                .await
+                .context("cannot connect to the cluster")?;
+            let store = match (&file_ledger, &args.ledger_out) {
+                (Some(_), Some(_)) => None,
+                _ => Some(live::open_store(args.store.as_deref()).await?),
+            };
+            (Some(cluster), store)
+        }
     };
-    // Every namespace's inputs are checked before any is planned.
+    let namespaces = match &cluster {
+        Some(cluster) => scope.resolve(cluster, PODS_NAMESPACE).await?,
+        None => scope.named(PODS_NAMESPACE).unwrap_or_default(),
+    };
     let configs = namespaces
         .iter()
         .map(|ns| args.pod.inputs(ns).validate())
         .collect::<Result<Vec<_>, _>>()?;
+    let live = cluster.as_ref().map(|c| (c, store.as_ref()));
     let (mut plans, mut failed) = (Vec::new(), Vec::new());
     for cfg in configs {
-        match plan_in(args, &cfg, now).await {
+        match plan_in(args, &cfg, now, file_ledger.as_ref(), live).await {
             Ok(plan) => plans.push((cfg, plan)),
             Err(e) if several => failed.push((cfg.namespace.clone(), e)),
             Err(e) => return Err(e),
@@ -186,29 +205,42 @@ async fn plan_all(
     Ok((plans, failed))
 }
 
-/// The plan of one namespace (`cfg`), from `--inventory` or the cluster, with `--ledger` or the
-/// store's ledger; the new ledger goes back to the store unless `--ledger-out` takes it.
-pub(crate) async fn plan_in(args: &PlanPods, cfg: &PodConfig, now: f64) -> anyhow::Result<PodPlan> {
-    let file_ledger = match &args.ledger {
-        Some(path) => {
-            let bytes = read_input(path, "ledger")?;
-            Some(
-                PreviousLedger::parse(&bytes)
-                    .with_context(|| format!("ledger {}", path.display()))?,
-            )
-        }
-        None => None,
+/// `--ledger`, read and checked, if given.
+fn read_ledger(args: &PlanPods) -> anyhow::Result<Option<PreviousLedger>> {
+    let Some(path) = &args.ledger else {
+        return Ok(None);
     };
-    match &args.inventory {
-        Some(path) => {
+    let bytes = read_input(path, "ledger")?;
+    Ok(Some(
+        PreviousLedger::parse(&bytes).with_context(|| format!("ledger {}", path.display()))?,
+    ))
+}
+
+/// The cluster, and the store when the ledger lives there, of a live plan.
+pub(crate) type LivePorts<'a> = (&'a gc_k8s::KubeCluster, Option<&'a gc_store::Store>);
+
+/// The plan of one namespace (`cfg`): from `--inventory`, or from the cluster of `live`, with
+/// `file_ledger` or the store's ledger; the new ledger goes back to the store unless
+/// `--ledger-out` takes it.
+pub(crate) async fn plan_in(
+    args: &PlanPods,
+    cfg: &PodConfig,
+    now: f64,
+    file_ledger: Option<&PreviousLedger>,
+    live: Option<LivePorts<'_>>,
+) -> anyhow::Result<PodPlan> {
+    match (&args.inventory, live) {
+        (Some(path), _) => {
             let inventory = read_inventory(path, cfg)?;
-            let plan = plan_pods(&inventory, &file_ledger.unwrap_or_default(), cfg, now)
+            let empty = PreviousLedger::default();
+            let plan = plan_pods(&inventory, file_ledger.unwrap_or(&empty), cfg, now)
                 .with_context(|| format!("inventory {}", path.display()))?;
             // Freeing every Pod's facts one by one costs more than the process's exit does.
             std::mem::forget(inventory);
             Ok(plan)
         }
-        None => plan_live(args, cfg, file_ledger, now).await,
+        (None, Some(live)) => plan_live(args, cfg, file_ledger, now, live).await,
+        (None, None) => Err(anyhow::anyhow!("a live plan needs the cluster")),
     }
 }
 
@@ -217,29 +249,27 @@ pub(crate) async fn plan_in(args: &PlanPods, cfg: &PodConfig, now: f64) -> anyho
 async fn plan_live(
     args: &PlanPods,
     cfg: &PodConfig,
-    file_ledger: Option<PreviousLedger>,
+    file_ledger: Option<&PreviousLedger>,
     now: f64,
+    (cluster, store): LivePorts<'_>,
 ) -> anyhow::Result<PodPlan> {
-    let cluster = gc_k8s::connect(&args.connect.connection()?)
-        .await
-        .context("cannot connect to the cluster")?;
-    let store = match (&file_ledger, &args.ledger_out) {
-        (Some(_), Some(_)) => None,
-        _ => Some(live::open_store(args.store.as_deref()).await?),
-    };
-    let previous = match (file_ledger, &store) {
+    let loaded;
+    let previous = match (file_ledger, store) {
         (Some(ledger), _) => ledger,
-        (None, Some(store)) => store
-            .load_ledger(&cfg.cluster_id, &cfg.namespace)
-            .await
-            .context("cannot load the ledger")?,
-        (None, None) => PreviousLedger::default(),
+        (None, Some(store)) => {
+            loaded = store
+                .load_ledger(&cfg.cluster_id, &cfg.namespace)
+                .await
+                .context("cannot load the ledger")?;
+            &loaded
+        }
+        (None, None) => &PreviousLedger::default(),
     };
     let rules = cfg.rules();
     let query = gc_k8s::failed_pod_query(cfg, 500);
     let mut progress = live::Progress::new();
     let inventory = gc_k8s::list_inventory(
-        &cluster,
+        cluster,
         &query,
         rules,
         cfg.max_inventory + 1,
@@ -250,9 +280,9 @@ async fn plan_live(
     .await
     .with_context(|| format!("cannot list the Pods of namespace {}", cfg.namespace))?;
     progress.done();
-    let plan = plan_pods(&inventory, &previous, cfg, now)
+    let plan = plan_pods(&inventory, previous, cfg, now)
         .with_context(|| format!("namespace {}", cfg.namespace))?;
-    if let (Some(store), None) = (&store, &args.ledger_out) {
+    if let (Some(store), None) = (store, &args.ledger_out) {
         store
             .save_ledger(&cfg.cluster_id, &cfg.namespace, &plan.ledger)
             .await
