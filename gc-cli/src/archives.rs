@@ -12,6 +12,7 @@ use gc_store::{Archives, ListedReceipt};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::clock;
 use crate::exit::UsageError;
 use crate::live::block_on;
 use crate::output::{rfc3339, write_columns};
@@ -175,21 +176,6 @@ pub(crate) fn run(command: &ArchivesCommand) -> anyhow::Result<()> {
     }
 }
 
-/// An instant flag as seconds since the epoch.
-fn instant(flag: &str, text: Option<&str>) -> Result<Option<f64>, UsageError> {
-    text.map(|t| {
-        time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
-            .map(|at| at.unix_timestamp_nanos() as f64 / 1e9)
-            .map_err(|e| {
-                UsageError::because(
-                    format!("invalid {flag} {t:?}: expected an RFC 3339 timestamp"),
-                    e,
-                )
-            })
-    })
-    .transpose()
-}
-
 /// A receipt as `list -o json` shows it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -205,8 +191,10 @@ struct Listed<'a> {
 }
 
 fn list(args: &List) -> anyhow::Result<()> {
-    let since = instant("--since", args.since.as_deref())?;
-    let until = instant("--until", args.until.as_deref())?;
+    let instant =
+        |flag, text: &Option<String>| text.as_deref().map(|t| clock::parse(flag, t)).transpose();
+    let since = instant("--since", &args.since)?;
+    let until = instant("--until", &args.until)?;
     let receipts = block_on(async {
         let store = crate::live::open_store(args.scope.store.as_deref()).await?;
         let listed = store
@@ -222,9 +210,8 @@ fn list(args: &List) -> anyhow::Result<()> {
     })?;
     let mut kept = Vec::new();
     for listed in &receipts {
-        let at = instant("archivedAt", Some(&listed.archived_at))
-            .with_context(|| format!("receipt of Pod {}", listed.receipt.uid))?
-            .unwrap_or_default();
+        let at = clock::parse("archivedAt", &listed.archived_at)
+            .with_context(|| format!("receipt of Pod {}", listed.receipt.uid))?;
         if since.is_none_or(|s| at >= s) && until.is_none_or(|u| at < u) {
             kept.push(listed);
         }

@@ -21,21 +21,33 @@ pub(crate) fn now() -> f64 {
 /// # Errors
 /// A [`UsageError`] naming `--now` when it is not an RFC 3339 timestamp.
 pub(crate) fn at(now_flag: Option<&str>) -> anyhow::Result<f64> {
-    let at = match now_flag {
-        Some(text) => {
-            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-                .map_err(|e| {
-                    UsageError::because(
-                        format!("invalid --now {text:?}: expected an RFC 3339 timestamp"),
-                        e,
-                    )
-                })?
-        }
-        None => time::OffsetDateTime::now_utc(),
-    };
+    Ok(match now_flag {
+        Some(text) => parse("--now", text)?,
+        None => seconds(time::OffsetDateTime::now_utc()),
+    })
+}
+
+/// The RFC 3339 timestamp `text` given as `flag`, in seconds since the epoch.
+///
+/// # Errors
+/// A [`UsageError`] naming `flag` when `text` is not an RFC 3339 timestamp.
+pub(crate) fn parse(flag: &str, text: &str) -> Result<f64, UsageError> {
+    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .map(seconds)
+        .map_err(|e| {
+            UsageError::because(
+                format!("invalid {flag} {text:?}: expected an RFC 3339 timestamp"),
+                e,
+            )
+        })
+}
+
+/// `at` as float seconds, to the microsecond (as Python's `time.time()`).
+fn seconds(at: time::OffsetDateTime) -> f64 {
     let micros = at.unix_timestamp_nanos() / 1_000;
     #[allow(clippy::cast_precision_loss)]
-    Ok(micros as f64 / 1e6)
+    let seconds = micros as f64 / 1e6;
+    seconds
 }
 
 /// The clock of a real run.
