@@ -40,6 +40,7 @@
 mod cluster;
 mod connect;
 mod errors;
+mod events;
 mod lease;
 mod list;
 mod namespaces;
@@ -48,6 +49,7 @@ pub mod rbac;
 
 pub use cluster::{FIELD_MANAGER, KubeCluster};
 pub use connect::{ConnectError, Connection, Explicit, SERVICE_HOST_ENV, Source, config, connect};
+pub use events::{EventRecord, EventType, INSTANCE_LIMIT, NOTE_LIMIT, Regarding, Reporter, event};
 pub use list::{FAILED_PHASE, MAX_RESTARTS, failed_pod_query, list_inventory};
 pub use namespaces::list_namespaces;
 pub use secrecy::SecretString;

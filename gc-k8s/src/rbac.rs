@@ -1,8 +1,9 @@
 //! The RBAC rules the collectors need in their namespace, and nothing more.
 //!
 //! The Helm chart's Role mirrors [`required_rules`]: the Pod rule only with `failedPods.enabled`,
-//! the session kinds only with `gc.enabled`, and the Lease rule whenever either collector is
-//! rendered (both take the run lock; no `resourceNames`, as the lock's name is the collector's).
+//! the session kinds only with `gc.enabled`, the Lease rule whenever either collector is
+//! rendered (both take the run lock; no `resourceNames`, as the lock's name is the collector's),
+//! and the Event rule with `events.enabled` (without it, the runs pass `--no-events`).
 //! The live tests prove that a ServiceAccount granted exactly these rules can run every call of
 //! [`crate::KubeCluster`] and is refused anything else.
 
@@ -26,8 +27,10 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
 /// | `apps` | `deployments` | list, delete | the session collector |
 /// | `""` | `services`, `persistentvolumeclaims` | list, delete | the session collector |
 /// | `stream.space` | `sessions` | list, delete | the session collector |
+/// | `events.k8s.io` | `events` | create | an Event per deletion, refusal and failure of both |
 ///
-/// No `watch`, no `deletecollection`, no Secrets, no cluster-wide rule.
+/// No `watch`, no `deletecollection`, no Secrets, no cluster-wide rule. Events are only created:
+/// never read, updated or deleted (each is posted once; the API server expires them).
 pub fn required_rules() -> Vec<PolicyRule> {
     vec![
         rule("", &["pods"], &["get", "list", "patch", "delete"]),
@@ -43,6 +46,7 @@ pub fn required_rules() -> Vec<PolicyRule> {
             &["list", "delete"],
         ),
         rule("stream.space", &["sessions"], &["list", "delete"]),
+        rule("events.k8s.io", &["events"], &["create"]),
     ]
 }
 
@@ -77,6 +81,20 @@ mod tests {
                     .iter()
                     .any(|v| v == "deletecollection" || v == "watch")
             );
+        }
+    }
+
+    #[test]
+    fn events_are_only_created() {
+        for rules in [required_rules(), cluster_rules()] {
+            let events: Vec<_> = rules
+                .iter()
+                .filter(|r| r.resources.as_deref() == Some(&["events".to_owned()][..]))
+                .collect();
+            assert_eq!(events.len(), 1);
+            let groups = events[0].api_groups.as_deref();
+            assert_eq!(groups, Some(&["events.k8s.io".to_owned()][..]));
+            assert_eq!(events[0].verbs, ["create"]);
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The cluster adapter against a real kube-apiserver (one per test binary, a namespace per test):
 //! lists, reads, fenced writes, RBAC, connection sources and failures, a live plan that agrees
 //! with the offline one, metadata-only lists and fenced deletes of StreamSpace's kinds, and the
-//! run lock on a Lease.
+//! run lock on a Lease, and Events posted as exactly the required rules allow.
 
 mod connect;
+mod events;
 mod lease;
 mod objects;
 mod plan;
