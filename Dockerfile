@@ -14,6 +14,13 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p gc-cli \
     && install -D -m 0755 target/release/gc-cli /out/gc-cli
+# Shell completions and man pages, generated from the command line's own definitions.
+RUN mkdir -p /out/share/bash-completion/completions /out/share/zsh/vendor-completions \
+        /out/share/fish/vendor_completions.d /out/share/man/man1 \
+    && /out/gc-cli completions bash > /out/share/bash-completion/completions/gc-cli \
+    && /out/gc-cli completions zsh > /out/share/zsh/vendor-completions/_gc-cli \
+    && /out/gc-cli completions fish > /out/share/fish/vendor_completions.d/gc-cli.fish \
+    && /out/gc-cli man --out-dir /out/share/man/man1
 
 FROM debian:bookworm-slim
 # Root certificates for `--store postgres://...` over TLS and for API servers whose CA is public.
@@ -25,6 +32,7 @@ RUN apt-get update \
         --shell /usr/sbin/nologin nonroot \
     && install -d -o 65532 -g 65532 -m 0700 /var/lib/gc
 COPY --from=build /out/gc-cli /gc-cli
+COPY --from=build /out/share/ /usr/share/
 RUN ln -s /gc-cli /usr/local/bin/gc-cli
 # The embedded SQLite store and the archives, unless `--store` and `--archive-dir` say otherwise.
 ENV GC_STATE_DIR=/var/lib/gc

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use gc_core::ports::{ArchiveSink as _, Receipt, Store as _, StoreError};
 use gc_store::{Archives, ListedReceipt};
 use serde::Serialize;
@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::clock;
 use crate::exit::UsageError;
 use crate::live::block_on;
-use crate::output::{rfc3339, write_columns};
+use crate::output::{FORMS, Output, forms, rfc3339, write_columns, write_doc};
 
 /// Where the failed-Pod collector's archives are: a folder (the default) or an object store.
 #[derive(Debug, Args, Default)]
@@ -108,15 +108,6 @@ pub(crate) struct Scope {
     store: Option<String>,
 }
 
-/// Table for people, or JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// Aligned columns.
-    Table,
-    /// JSON (`show`: the archive exactly as stored).
-    Json,
-}
-
 /// `gc-cli archives list`
 #[derive(Debug, Args)]
 pub(crate) struct List {
@@ -134,9 +125,16 @@ pub(crate) struct List {
     /// Only archives recorded before this instant (RFC 3339).
     #[arg(long, value_name = "TIME")]
     until: Option<String>,
-    /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
-    output: Format,
+    /// Output format (`--format` is the older spelling).
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "format",
+        value_name = "FORMAT",
+        default_value = "table",
+        value_parser = forms(FORMS)
+    )]
+    output: Output,
 }
 
 /// `gc-cli archives show`
@@ -148,9 +146,17 @@ pub(crate) struct Show {
     scope: Scope,
     #[command(flatten)]
     archive: ArchiveArgs,
-    /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
-    output: Format,
+    /// Output format (`--format` is the older spelling): `json` the archive exactly as stored,
+    /// `yaml` the same document as YAML.
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "format",
+        value_name = "FORMAT",
+        default_value = "table",
+        value_parser = forms(FORMS)
+    )]
+    output: Output,
 }
 
 /// `gc-cli archives verify`
@@ -163,9 +169,17 @@ pub(crate) struct Verify {
     namespace: Option<String>,
     #[command(flatten)]
     archive: ArchiveArgs,
-    /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
-    output: Format,
+    /// Output format (`--format` is the older spelling): `table` the problems only, `wide` every
+    /// archive, `name` the Pods with a problem.
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "format",
+        value_name = "FORMAT",
+        default_value = "table",
+        value_parser = forms(FORMS)
+    )]
+    output: Output,
 }
 
 pub(crate) fn run(command: &ArchivesCommand) -> anyhow::Result<()> {
@@ -218,13 +232,17 @@ fn list(args: &List) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     match args.output {
-        Format::Json => {
+        Output::Json | Output::Yaml => {
             let doc: Vec<Listed> = kept.iter().map(|l| listed(l)).collect();
-            serde_json::to_writer_pretty(&mut out, &doc)?;
-            writeln!(out)?;
+            write_doc(&mut out, &doc, args.output)?;
         }
-        Format::Table => {
-            let rows: Vec<[String; 6]> = kept
+        Output::Name => {
+            for l in &kept {
+                writeln!(out, "pod/{}", l.receipt.name)?;
+            }
+        }
+        Output::Table | Output::Wide | Output::Kestra => {
+            let rows: Vec<[String; 7]> = kept
                 .iter()
                 .map(|l| {
                     let r = &l.receipt;
@@ -234,16 +252,31 @@ fn list(args: &List) -> anyhow::Result<()> {
                         r.name.clone(),
                         r.uid.clone(),
                         r.bytes.to_string(),
+                        r.sha256.clone(),
                         r.uri.clone(),
                     ]
                 })
                 .collect();
-            write_columns(
-                &mut out,
-                ["ARCHIVED", "NAMESPACE", "POD", "UID", "BYTES", "URI"],
-                &rows,
-            )?;
-            if rows.is_empty() {
+            if args.output == Output::Wide {
+                let header = [
+                    "ARCHIVED",
+                    "NAMESPACE",
+                    "POD",
+                    "UID",
+                    "BYTES",
+                    "SHA256",
+                    "URI",
+                ];
+                write_columns(&mut out, header, &rows)?;
+            } else {
+                let rows: Vec<[String; 6]> = rows
+                    .into_iter()
+                    .map(|[a, n, p, u, b, _, uri]| [a, n, p, u, b, uri])
+                    .collect();
+                let header = ["ARCHIVED", "NAMESPACE", "POD", "UID", "BYTES", "URI"];
+                write_columns(&mut out, header, &rows)?;
+            }
+            if kept.is_empty() {
                 eprintln!("gc-cli: no archive matches");
             }
         }
@@ -293,14 +326,19 @@ fn show(args: &Show) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     match args.output {
-        Format::Json => {
+        Output::Json => {
             out.write_all(&bytes)?;
             writeln!(out)?;
         }
-        Format::Table => {
+        Output::Name => writeln!(out, "pod/{}", receipt.name)?,
+        Output::Yaml | Output::Table | Output::Wide | Output::Kestra => {
             let doc: Value = serde_json::from_slice(&bytes)
                 .with_context(|| format!("archive {} is not JSON", receipt.uri))?;
-            write_archive(&mut out, &receipt, &doc)?;
+            if args.output == Output::Yaml {
+                write_doc(&mut out, &doc, Output::Yaml)?;
+            } else {
+                write_archive(&mut out, &receipt, &doc)?;
+            }
         }
     }
     Ok(())
@@ -485,14 +523,18 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
     let problems = checked.iter().filter(|c| c.result != "ok").count();
     let mut out = std::io::stdout().lock();
     match args.output {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &checked)?;
-            writeln!(out)?;
+        Output::Json | Output::Yaml => write_doc(&mut out, &checked, args.output)?,
+        Output::Name => {
+            for c in checked.iter().filter(|c| c.result != "ok") {
+                let name = if c.name.is_empty() { &c.uid } else { &c.name };
+                writeln!(out, "pod/{name}")?;
+            }
         }
-        Format::Table => {
+        Output::Table | Output::Wide | Output::Kestra => {
+            let wide = args.output == Output::Wide;
             let rows: Vec<[String; 5]> = checked
                 .iter()
-                .filter(|c| c.result != "ok")
+                .filter(|c| wide || c.result != "ok")
                 .map(|c| {
                     [
                         c.result.to_owned(),

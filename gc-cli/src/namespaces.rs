@@ -11,8 +11,10 @@ use crate::exit::UsageError;
 /// The namespaces of a run.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct NamespaceArgs {
-    /// A namespace to work in; repeat for several (default: the collector's, `default` for
-    /// failed Pods, `streamspace` for sessions).
+    /// A namespace to work in; repeat for several. Default for failed Pods: the namespace of
+    /// the kubeconfig context (`--context`, else the current one) or, in a Pod, of its
+    /// ServiceAccount, as kubectl reads it, else `default`; for sessions: `streamspace`. The run
+    /// logs where the namespace came from (`-v`).
     #[arg(
         long = "namespace",
         short = 'n',
@@ -30,6 +32,9 @@ pub(crate) struct NamespaceArgs {
     /// With `-A`: leave this namespace out; repeat for several.
     #[arg(long, value_name = "NS", requires = "all_namespaces")]
     exclude_namespace: Vec<String>,
+    /// The namespace the connection's context names, when one does ([`Self::in_context`]).
+    #[arg(skip)]
+    context: Option<String>,
 }
 
 impl NamespaceArgs {
@@ -40,7 +45,7 @@ impl NamespaceArgs {
             return None;
         }
         if self.namespaces.is_empty() {
-            return Some(vec![default.to_owned()]);
+            return Some(vec![self.context.as_deref().unwrap_or(default).to_owned()]);
         }
         let mut named: Vec<String> = Vec::new();
         for ns in &self.namespaces {
@@ -96,6 +101,23 @@ impl NamespaceArgs {
 }
 
 impl NamespaceArgs {
+    /// These flags with the namespace `connect`'s context names as the default, as kubectl
+    /// takes it (for a collector whose default is not its own).
+    pub(crate) fn in_context(&self, connect: &crate::live::ConnectArgs) -> Self {
+        let mut scoped = self.clone();
+        if self.namespaces.is_empty() && !self.all_namespaces {
+            let found = connect
+                .connection()
+                .ok()
+                .and_then(|c| gc_k8s::context_namespace(&c));
+            if let Some((namespace, origin)) = found {
+                tracing::info!(namespace, "namespace from {origin}");
+                scoped.context = Some(namespace);
+            }
+        }
+        scoped
+    }
+
     /// [`Self::resolve`], connecting with `connect` only when the cluster must be asked (`-A`).
     ///
     /// # Errors

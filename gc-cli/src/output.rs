@@ -41,3 +41,109 @@ pub(crate) fn write_columns<const N: usize>(
     }
     Ok(())
 }
+
+/// How a command prints what it found: `-o/--output`, as kubectl's (`--format` is the older
+/// spelling). Each command accepts the forms that apply to it ([`forms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Output {
+    /// Aligned columns for people (the default).
+    Table,
+    /// The table with more columns and rows (the reasons of everything looked at).
+    Wide,
+    /// The whole document, as JSON.
+    Json,
+    /// The whole document, as YAML.
+    Yaml,
+    /// One `kind/name` line per object acted on (or that would be), as `kubectl -o name`.
+    Name,
+    /// One line `::{"outputs":{...}}::` as a Kestra script task emits it.
+    Kestra,
+}
+
+/// Every form but `kestra`.
+pub(crate) const FORMS: &[Output] = &[
+    Output::Table,
+    Output::Wide,
+    Output::Json,
+    Output::Yaml,
+    Output::Name,
+];
+
+/// Every form, `kestra` included (`plan pods`).
+pub(crate) const ALL_FORMS: &[Output] = &[
+    Output::Table,
+    Output::Wide,
+    Output::Json,
+    Output::Yaml,
+    Output::Name,
+    Output::Kestra,
+];
+
+/// The value parser of a command's `-o`: only `allowed`, each listed with its help.
+pub(crate) fn forms(
+    allowed: &'static [Output],
+) -> impl clap::builder::TypedValueParser<Value = Output> {
+    use clap::ValueEnum;
+    use clap::builder::TypedValueParser;
+    let values = allowed.iter().filter_map(ValueEnum::to_possible_value);
+    clap::builder::PossibleValuesParser::new(values)
+        .map(|text: String| Output::from_str(&text, false).unwrap_or(Output::Table))
+}
+
+/// Writes `doc` as `output` says: YAML for `yaml`, pretty JSON otherwise; a final newline.
+pub(crate) fn write_doc(
+    out: &mut impl Write,
+    doc: &impl serde::Serialize,
+    output: Output,
+) -> anyhow::Result<()> {
+    if output == Output::Yaml {
+        serde_norway::to_writer(&mut *out, doc)?;
+    } else {
+        serde_json::to_writer_pretty(&mut *out, doc)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// `kind/name` as `kubectl -o name` prints it: the lowercase kind, then `.group` when the
+/// object's API group is not the core one.
+pub(crate) fn object_name(api_version: &str, kind: &str, name: &str) -> String {
+    let kind = kind.to_ascii_lowercase();
+    match api_version.split_once('/') {
+        Some((group, _)) => format!("{kind}.{group}/{name}"),
+        None => format!("{kind}/{name}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_kubectls() {
+        assert_eq!(object_name("v1", "Pod", "a"), "pod/a");
+        assert_eq!(
+            object_name("apps/v1", "Deployment", "d"),
+            "deployment.apps/d"
+        );
+        assert_eq!(
+            object_name("stream.space/v1alpha1", "Session", "s"),
+            "session.stream.space/s"
+        );
+    }
+
+    #[test]
+    fn yaml_and_json_carry_the_same_document() {
+        let doc = serde_json::json!({"a": [1, 2], "b": {"c": "d"}});
+        let mut json = Vec::new();
+        write_doc(&mut json, &doc, Output::Json).unwrap();
+        let mut yaml = Vec::new();
+        write_doc(&mut yaml, &doc, Output::Yaml).unwrap();
+        let back: serde_json::Value = serde_norway::from_slice(&yaml).unwrap();
+        assert_eq!(back, doc);
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&json).unwrap(),
+            doc
+        );
+    }
+}

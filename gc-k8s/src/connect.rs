@@ -153,6 +153,35 @@ pub async fn connect(connection: &Connection) -> Result<KubeCluster, ConnectErro
     }
 }
 
+/// The namespace file of an in-cluster ServiceAccount.
+const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// The namespace `connection`'s context names, as kubectl reads it, with where it came from: the
+/// kubeconfig context's `namespace`, or, in a Pod, its ServiceAccount's namespace. `None` when
+/// none is named (an explicit API URL, a context without a namespace, nothing readable).
+pub fn context_namespace(connection: &Connection) -> Option<(String, String)> {
+    let in_cluster = std::env::var_os(SERVICE_HOST_ENV).is_some_and(|v| !v.is_empty());
+    match resolve(&connection.source, in_cluster) {
+        Resolved::Explicit(_) => None,
+        Resolved::InCluster => std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
+            .ok()
+            .map(|ns| ns.trim().to_owned())
+            .filter(|ns| !ns.is_empty())
+            .map(|ns| (ns, "the Pod's ServiceAccount".to_owned())),
+        Resolved::Kubeconfig { path, context } => {
+            let file = match path {
+                Some(path) => Kubeconfig::read_from(path),
+                None => Kubeconfig::read(),
+            }
+            .ok()?;
+            let name = context.or(file.current_context.as_ref())?;
+            let named = file.contexts.iter().find(|c| &c.name == name)?;
+            let ns = named.context.as_ref()?.namespace.clone()?;
+            Some((ns, format!("kubeconfig context {name}")))
+        }
+    }
+}
+
 /// The client configuration for `connection`, without any request to the server.
 ///
 /// # Errors

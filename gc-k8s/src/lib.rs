@@ -48,7 +48,10 @@ mod objects;
 pub mod rbac;
 
 pub use cluster::{FIELD_MANAGER, KubeCluster};
-pub use connect::{ConnectError, Connection, Explicit, SERVICE_HOST_ENV, Source, config, connect};
+pub use connect::{
+    ConnectError, Connection, Explicit, SERVICE_HOST_ENV, Source, config, connect,
+    context_namespace,
+};
 pub use events::{EventRecord, EventType, INSTANCE_LIMIT, NOTE_LIMIT, Regarding, Reporter, event};
 pub use list::{FAILED_PHASE, MAX_RESTARTS, failed_pod_query, list_inventory};
 pub use namespaces::list_namespaces;

@@ -16,8 +16,8 @@ use crate::clock;
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs, LockArgs, RunLock};
 use crate::metrics::{MetricsArgs, RunMetrics};
+use crate::output::{FORMS, Output, forms, write_doc};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
-use crate::pods::output::Format;
 use crate::pods::plan::{self, PlanPods};
 
 /// Where archives and receipts go, and how the run lock is taken.
@@ -46,14 +46,30 @@ pub(crate) struct Apply {
     pod: PodInputArgs,
     #[command(flatten)]
     seal: SealArgs,
-    /// Send every write as a server-side dry run and write no archive: report what apply would do.
-    #[arg(long)]
+    /// `server`: send every write as a server-side dry run and write no archive, to report what
+    /// apply would do; `none` (the default) acts. A bare `--dry-run` is `server`.
+    #[arg(
+        long,
+        value_name = "none|server",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value = "none",
+        default_missing_value = "server",
+        value_parser = crate::dry_run::parse
+    )]
     dry_run: bool,
     #[command(flatten)]
     apply: ApplyArgs,
-    /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
-    format: Format,
+    /// Output format (`--format` is the older spelling).
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "format",
+        value_name = "FORMAT",
+        default_value = "table",
+        value_parser = forms(FORMS)
+    )]
+    output: Output,
 }
 
 /// `gc-cli run pods`: recover, plan and apply in one go, under the run lock.
@@ -61,10 +77,18 @@ pub(crate) struct Apply {
 pub(crate) struct RunPods {
     #[command(flatten)]
     plan: Box<PlanPods>,
-    /// Dry run (the default, as in the reference flow): every write a server-side dry run.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    /// `server` (the default, as in the reference flow): every write a server-side dry run;
+    /// `none` acts, with `--auto-remediate`. Older forms: `--dry-run true|false`.
+    #[arg(
+        long,
+        value_name = "none|server",
+        num_args = 0..=1,
+        default_value = "server",
+        default_missing_value = "server",
+        value_parser = crate::dry_run::parse
+    )]
     dry_run: bool,
-    /// Act for real without a reviewed plan: needs `--dry-run false` too.
+    /// Act for real without a reviewed plan: needs `--dry-run=none` too.
     #[arg(long)]
     auto_remediate: bool,
     #[command(flatten)]
@@ -86,7 +110,7 @@ struct Job<'a> {
     archive: &'a ArchiveArgs,
     lock: &'a LockArgs,
     metrics: &'a MetricsArgs,
-    format: Format,
+    output: Output,
 }
 
 /// Where the targets come from.
@@ -119,7 +143,7 @@ struct NamespaceRun {
 
 pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     let key = args.seal.key()?;
-    let scope = &args.pod.namespaces;
+    let scope = &args.pod.namespaces.in_context(&args.apply.connect);
     // Named namespaces are checked before anything is read or connected.
     if let Some(named) = scope.named(PODS_NAMESPACE) {
         for ns in &named {
@@ -135,7 +159,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         archive: &a.archive,
         lock: &a.lock,
         metrics: &a.metrics,
-        format: args.format,
+        output: args.output,
     };
     live::block_on(async {
         let namespaces = scope.resolve_with(&a.connect, PODS_NAMESPACE).await?;
@@ -164,7 +188,7 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
     let live_run = args.auto_remediate && !args.dry_run;
     if !args.dry_run && !args.auto_remediate {
         return Err(UsageError::new(
-            "--dry-run false needs --auto-remediate: acting without a reviewed plan must be asked for explicitly",
+            "--dry-run=none needs --auto-remediate: acting without a reviewed plan must be asked for explicitly",
         )
         .into());
     }
@@ -182,7 +206,7 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
             .into());
         }
     }
-    let scope = &p.pod.namespaces;
+    let scope = &p.pod.namespaces.in_context(&p.connect);
     if let Some(named) = scope.named(PODS_NAMESPACE) {
         for ns in &named {
             p.pod.inputs(ns).validate()?;
@@ -194,8 +218,13 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         archive: &args.archive,
         lock: &args.lock,
         metrics: &args.metrics,
-        format: p.format,
+        output: p.output,
     };
+    if p.output == Output::Kestra {
+        return Err(
+            UsageError::new("-o kestra is plan pods' output: run pods prints a report").into(),
+        );
+    }
     live::block_on(async {
         let namespaces = scope.resolve_with(&p.connect, PODS_NAMESPACE).await?;
         let several = namespaces.len() > 1;
@@ -213,18 +242,22 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
 fn finish(job: &Job<'_>, runs: Vec<NamespaceRun>) -> anyhow::Result<()> {
     if let [run] = &runs[..] {
         if let Some(report) = &run.report {
-            print_report(report, job.format)?;
+            print_report(report, job.output)?;
         }
     } else {
         job.metrics
             .write_merged(&runs.iter().map(|r| r.metrics.clone()).collect::<Vec<_>>());
-        if job.format == Format::Table {
+        if matches!(job.output, Output::Table | Output::Wide | Output::Name) {
             for run in &runs {
-                println!("namespace {}:", run.namespace);
+                if job.output != Output::Name {
+                    println!("namespace {}:", run.namespace);
+                }
                 match (&run.report, &run.error) {
-                    (Some(report), _) => print_report(report, job.format)?,
-                    (None, Some(error)) => println!("FAILED: {error:#}"),
-                    (None, None) => {}
+                    (Some(report), _) => print_report(report, job.output)?,
+                    (None, Some(error)) if job.output != Output::Name => {
+                        println!("FAILED: {error:#}");
+                    }
+                    _ => {}
                 }
             }
         } else {
@@ -244,7 +277,7 @@ fn finish(job: &Job<'_>, runs: Vec<NamespaceRun>) -> anyhow::Result<()> {
                     error: r.error.as_ref().map(|e| format!("{e:#}")),
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&docs)?);
+            write_doc(&mut std::io::stdout().lock(), &docs, job.output)?;
         }
     }
     let total = runs.len();
@@ -429,13 +462,26 @@ fn summary(r: &Report) -> String {
     line
 }
 
-fn print_report(r: &Report, format: Format) -> anyhow::Result<()> {
-    if format != Format::Table {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(r).context("cannot write the report")?
-        );
-        return Ok(());
+/// Prints a report: a line per target (table and wide alike), the document (JSON, YAML), or
+/// `pod/NAME` of each Pod collected or that would be (name).
+fn print_report(r: &Report, output: Output) -> anyhow::Result<()> {
+    match output {
+        Output::Table | Output::Wide => {}
+        Output::Name => {
+            for t in r.recovered.iter().chain(&r.results) {
+                if matches!(
+                    t.outcome,
+                    Outcome::Collected { .. } | Outcome::WouldCollect { .. }
+                ) {
+                    println!("pod/{}", t.name);
+                }
+            }
+            return Ok(());
+        }
+        _ => {
+            return write_doc(&mut std::io::stdout().lock(), r, output)
+                .context("cannot write the report");
+        }
     }
     for t in r.recovered.iter().chain(&r.results) {
         let line = match &t.outcome {

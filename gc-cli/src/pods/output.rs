@@ -3,55 +3,61 @@
 
 use std::io::Write;
 
-use clap::ValueEnum;
 use gc_core::PodConfig;
 use gc_core::plan::{Decision, PodPlan};
 use gc_core::pyjson::{self, Layout};
 use gc_core::selector::Spared;
 use serde::Serialize;
 
-use crate::output::{rfc3339, write_columns};
+use crate::output::{Output, rfc3339, write_columns, write_doc};
 
-/// Output formats of a plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// For people: one row per targeted, held, deferred, protected or excluded Pod, and the
-    /// counts.
-    Table,
-    /// The whole plan, every Pod's decision and reason.
-    Json,
-    /// One line `::{"outputs":{...}}::` as a Kestra script task emits it.
-    Kestra,
+/// A plan as JSON and YAML show it: the settings, the plan, the count of targets.
+#[derive(Serialize)]
+pub(crate) struct PlanDoc<'a> {
+    config: &'a PodConfig,
+    #[serde(flatten)]
+    plan: &'a PodPlan,
+    #[serde(rename = "targetCount")]
+    target_count: usize,
 }
 
-/// Writes `plan` in `format`.
+impl<'a> PlanDoc<'a> {
+    pub(crate) fn new(plan: &'a PodPlan, cfg: &'a PodConfig) -> Self {
+        Self {
+            config: cfg,
+            plan,
+            target_count: plan.targets.len(),
+        }
+    }
+}
+
+/// Writes `plan` as `output` says.
 pub(crate) fn write_plan(
     out: &mut impl Write,
     plan: &PodPlan,
     cfg: &PodConfig,
-    format: Format,
-) -> std::io::Result<()> {
-    match format {
-        Format::Table => write_table(out, plan, cfg),
-        Format::Json => {
-            #[derive(Serialize)]
-            struct Doc<'a> {
-                config: &'a PodConfig,
-                #[serde(flatten)]
-                plan: &'a PodPlan,
-                #[serde(rename = "targetCount")]
-                target_count: usize,
-            }
-            let doc = Doc {
-                config: cfg,
-                plan,
-                target_count: plan.targets.len(),
-            };
-            serde_json::to_writer_pretty(&mut *out, &doc)?;
-            writeln!(out)
-        }
-        Format::Kestra => writeln!(out, "{}", kestra_line(plan)),
+    output: Output,
+) -> anyhow::Result<()> {
+    match output {
+        Output::Table => write_table(out, plan, cfg, false)?,
+        Output::Wide => write_table(out, plan, cfg, true)?,
+        Output::Json | Output::Yaml => write_doc(out, &PlanDoc::new(plan, cfg), output)?,
+        Output::Name => write_names(out, plan)?,
+        Output::Kestra => writeln!(out, "{}", kestra_line(plan))?,
     }
+    Ok(())
+}
+
+/// `pod/NAME` of each target.
+pub(crate) fn write_names(out: &mut impl Write, plan: &PodPlan) -> std::io::Result<()> {
+    for t in &plan.targets {
+        let name = t
+            .name
+            .as_str()
+            .map_or_else(|| t.name.to_string(), str::to_owned);
+        writeln!(out, "pod/{name}")?;
+    }
+    Ok(())
 }
 
 /// The protected and the excluded Pods of `plan`.
@@ -105,13 +111,26 @@ pub(crate) fn kestra_line(plan: &PodPlan) -> String {
     s
 }
 
-fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io::Result<()> {
+/// The table: one row per targeted, held, deferred, protected or excluded Pod; `wide` adds
+/// the not-eligible Pods with their reasons, and each target's resourceVersion and archive size.
+fn write_table(
+    out: &mut impl Write,
+    plan: &PodPlan,
+    cfg: &PodConfig,
+    wide: bool,
+) -> std::io::Result<()> {
     let mut rows = Vec::new();
     let mut not_eligible = 0;
     for d in &plan.decisions {
         let (state, basis, anchor, reason) = match &d.decision {
-            Decision::NotEligible { .. } => {
+            Decision::NotEligible { reason } => {
                 not_eligible += 1;
+                if wide {
+                    let name = d.name.clone().unwrap_or_default();
+                    let uid = d.uid.clone().unwrap_or_default();
+                    let (state, reason) = ("not eligible".to_owned(), reason.to_string());
+                    rows.push([state, name, uid, String::new(), String::new(), reason]);
+                }
                 continue;
             }
             Decision::Targeted { basis, anchor } => (
@@ -165,11 +184,41 @@ fn write_table(out: &mut impl Write, plan: &PodPlan, cfg: &PodConfig) -> std::io
             reason,
         ]);
     }
-    write_columns(
-        out,
-        ["STATE", "NAME", "UID", "BASIS", "ANCHOR", "REASON"],
-        &rows,
-    )?;
+    if wide {
+        let widened: Vec<[String; 8]> = rows
+            .into_iter()
+            .map(|[state, name, uid, basis, anchor, reason]| {
+                let target = plan
+                    .targets
+                    .iter()
+                    .find(|t| t.uid == uid && state == "targeted");
+                let (version, bytes) = target.map_or_else(Default::default, |t| {
+                    (t.resource_version.clone(), t.archive_bytes.to_string())
+                });
+                [state, name, uid, basis, anchor, version, bytes, reason]
+            })
+            .collect();
+        write_columns(
+            out,
+            [
+                "STATE",
+                "NAME",
+                "UID",
+                "BASIS",
+                "ANCHOR",
+                "RESOURCEVERSION",
+                "ARCHIVE-BYTES",
+                "REASON",
+            ],
+            &widened,
+        )?;
+    } else {
+        write_columns(
+            out,
+            ["STATE", "NAME", "UID", "BASIS", "ANCHOR", "REASON"],
+            &rows,
+        )?;
+    }
     let (protected, excluded) = spared(plan);
     let spared = if protected + excluded > 0 {
         format!("{protected} protected, {excluded} excluded, ")

@@ -13,8 +13,9 @@ use gc_core::{PodConfig, PodPlan, PreviousLedger, plan_pods};
 use crate::exit::UsageError;
 use crate::files::{read_input, write_file};
 use crate::live::{self, ConnectArgs};
+use crate::output::{ALL_FORMS, Output, forms, write_doc};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
-use crate::pods::output::{self, Format};
+use crate::pods::output::{self, PlanDoc};
 
 /// `gc-cli plan pods`
 #[derive(Debug, Args)]
@@ -55,9 +56,16 @@ pub(crate) struct PlanPods {
     /// The instant to plan for (RFC 3339); default now.
     #[arg(long, value_name = "RFC3339")]
     pub(crate) now: Option<String>,
-    /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
-    pub(crate) format: Format,
+    /// Output format (`--format` is the older spelling; `run pods` prints its report in it).
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "format",
+        value_name = "FORMAT",
+        default_value = "table",
+        value_parser = forms(ALL_FORMS)
+    )]
+    pub(crate) output: Output,
 }
 
 /// Streams an inventory file through the reader, a chunk at a time: only one Pod's text is held.
@@ -93,35 +101,39 @@ pub(crate) fn run(args: &PlanPods) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match &plans[..] {
         [(cfg, plan)] if failed.is_empty() => {
-            output::write_plan(&mut out, plan, cfg, args.format)
+            output::write_plan(&mut out, plan, cfg, args.output)
                 .context("cannot write the plan")?;
         }
-        _ => write_plans(&mut out, &plans, args.format).context("cannot write the plans")?,
+        _ => write_plans(&mut out, &plans, args.output).context("cannot write the plans")?,
     }
     crate::namespaces::outcome(plans.len() + failed.len(), failed)
 }
 
-/// Several namespaces' plans: each under a `namespace NS:` line in a table, a JSON array of
-/// the one-namespace documents otherwise.
+/// Several namespaces' plans: each under a `namespace NS:` line in a table, one list of the
+/// one-namespace documents in JSON or YAML, every target's name with `name`.
 fn write_plans(
     out: &mut impl std::io::Write,
     plans: &[(PodConfig, PodPlan)],
-    format: Format,
-) -> std::io::Result<()> {
-    if format == Format::Table {
-        for (cfg, plan) in plans {
-            writeln!(out, "namespace {}:", cfg.namespace)?;
-            output::write_plan(out, plan, cfg, format)?;
+    format: Output,
+) -> anyhow::Result<()> {
+    match format {
+        Output::Table | Output::Wide | Output::Kestra => {
+            for (cfg, plan) in plans {
+                writeln!(out, "namespace {}:", cfg.namespace)?;
+                output::write_plan(out, plan, cfg, format)?;
+            }
         }
-        return Ok(());
+        Output::Name => {
+            for (_, plan) in plans {
+                output::write_names(out, plan)?;
+            }
+        }
+        Output::Json | Output::Yaml => {
+            let docs: Vec<PlanDoc> = plans.iter().map(|(c, p)| PlanDoc::new(p, c)).collect();
+            write_doc(out, &docs, format)?;
+        }
     }
-    let mut docs = Vec::with_capacity(plans.len());
-    for (cfg, plan) in plans {
-        let mut doc = Vec::new();
-        output::write_plan(&mut doc, plan, cfg, format)?;
-        docs.push(String::from_utf8_lossy(&doc).trim_end().to_owned());
-    }
-    writeln!(out, "[{}]", docs.join(",\n"))
+    Ok(())
 }
 
 /// The plans of every namespace `args` name, and the namespaces whose plan failed (with why);
@@ -135,14 +147,14 @@ async fn plan_all(
     let ttl = check_ttl(args.ttl_seconds)?;
     let key = args.seal.key()?;
     let now = crate::clock::at(args.now.as_deref())?;
-    let scope = &args.pod.namespaces;
+    let scope = &args.pod.namespaces.in_context(&args.connect);
     let several = scope.named(PODS_NAMESPACE).is_none_or(|n| n.len() > 1);
     if several {
         for (given, flag) in [
             (args.inventory.is_some(), "--inventory"),
             (args.ledger.is_some(), "--ledger"),
             (args.ledger_out.is_some(), "--ledger-out"),
-            (args.format == Format::Kestra, "--format kestra"),
+            (args.output == Output::Kestra, "-o/--format kestra"),
         ] {
             if given {
                 scope.one(PODS_NAMESPACE, flag)?;

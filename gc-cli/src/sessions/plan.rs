@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use gc_core::collect_sessions::{self, Planned};
 use gc_core::selector::Spared;
 use gc_core::sessions::{SessionConfig, SessionDecision};
@@ -13,28 +13,28 @@ use serde::Serialize;
 
 use crate::files::write_file;
 use crate::live;
-use crate::output::{rfc3339, write_columns};
+use crate::output::{FORMS, Output, forms, object_name, rfc3339, write_columns, write_doc};
 use crate::sessions::args::{
     SESSIONS_NAMESPACE, SessionArgs, configs, connect, refused, warn_missing,
 };
-
-/// Output formats of a session plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum SessionFormat {
-    /// For people: one row per resource to delete, deferred, held or skipped, and the counts.
-    Table,
-    /// The whole plan: every resource's decision and reason.
-    Json,
-}
 
 /// `gc-cli plan sessions`
 #[derive(Debug, Args)]
 pub(crate) struct PlanSessions {
     #[command(flatten)]
     args: SessionArgs,
-    /// Output format.
-    #[arg(long, short = 'o', value_enum, default_value_t = SessionFormat::Table)]
-    format: SessionFormat,
+    /// Output format (`--format` is the older spelling). `table`: one row per resource to
+    /// delete, deferred, held or skipped; `wide` adds the kept ones and uids; `name`: the
+    /// resources to delete.
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "format",
+        value_name = "FORMAT",
+        default_value = "table",
+        value_parser = forms(FORMS)
+    )]
+    output: Output,
     /// Also write the plan as JSON to this file.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -78,28 +78,38 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     for (cfg, planned) in &plans {
         warn_missing(&planned.missing_kinds, &cfg.namespace);
-        let doc = PlanDoc {
+        docs.push(PlanDoc {
             config: cfg,
             now: rfc3339(now),
             planned,
             delete_count: planned.plan.deletes().count(),
-        };
-        docs.push(serde_json::to_string_pretty(&doc).context("cannot write the plan")?);
-        if args.format == SessionFormat::Table {
-            if several {
-                writeln!(out, "namespace {}:", cfg.namespace)?;
+        });
+        match args.output {
+            Output::Table | Output::Wide => {
+                if several {
+                    writeln!(out, "namespace {}:", cfg.namespace)?;
+                }
+                write_table(&mut out, planned, cfg, now, args.output == Output::Wide)
+                    .context("cannot write the plan")?;
             }
-            write_table(&mut out, planned, cfg, now).context("cannot write the plan")?;
+            Output::Name => write_names(&mut out, planned, cfg)?,
+            _ => {}
         }
     }
-    // One namespace: its document, as ever; several: an array of them.
-    let json = match &docs[..] {
-        [one] if !several => one.clone(),
-        _ => format!("[{}]", docs.join(",\n")),
-    };
-    if args.format == SessionFormat::Json {
-        writeln!(out, "{json}").context("cannot write the plan")?;
+    // One namespace: its document, as ever; several: a list of them.
+    let single = !several && docs.len() == 1;
+    if matches!(args.output, Output::Json | Output::Yaml) {
+        match &docs[..] {
+            [one] if single => write_doc(&mut out, one, args.output),
+            _ => write_doc(&mut out, &docs, args.output),
+        }
+        .context("cannot write the plan")?;
     }
+    let json = match &docs[..] {
+        [one] if single => serde_json::to_string_pretty(one),
+        _ => serde_json::to_string_pretty(&docs),
+    }
+    .context("cannot write the plan")?;
     if let Some(path) = &args.out {
         if failed.is_empty() {
             write_file(path, &format!("{json}\n"))?;
@@ -122,7 +132,7 @@ pub(crate) fn rank(d: &SessionDecision) -> usize {
     }
 }
 
-fn reason(d: &SessionDecision) -> String {
+pub(crate) fn reason(d: &SessionDecision) -> String {
     match d {
         SessionDecision::Held { reason, until } if until.is_finite() => {
             format!("{reason}; held until {}", rfc3339(*until))
@@ -135,11 +145,41 @@ fn reason(d: &SessionDecision) -> String {
     }
 }
 
+/// `kind.group/NAME` of each resource the plan deletes, as `kubectl -o name` prints them.
+fn write_names(
+    out: &mut impl Write,
+    planned: &Planned,
+    cfg: &SessionConfig,
+) -> std::io::Result<()> {
+    for j in &planned.plan.judged {
+        if matches!(j.decision, SessionDecision::Delete { .. }) {
+            writeln!(
+                out,
+                "{}",
+                kube_name(cfg, &j.resource.kind, &j.resource.name)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A resource's `kind.group/NAME`, its group from the configured kinds.
+pub(crate) fn kube_name(cfg: &SessionConfig, kind: &str, name: &str) -> String {
+    let api_version = match cfg.kinds.iter().find(|k| k.kind == kind) {
+        Some(k) if !k.group.is_empty() => format!("{}/{}", k.group, k.version),
+        _ => "v1".to_owned(),
+    };
+    object_name(&api_version, kind, name)
+}
+
+/// The table: one row per resource to delete, deferred, held or skipped; `wide` adds the kept
+/// ones, and each resource's uid.
 fn write_table(
     out: &mut impl Write,
     planned: &Planned,
     cfg: &SessionConfig,
     now: f64,
+    wide: bool,
 ) -> std::io::Result<()> {
     let mut judged: Vec<_> = planned.plan.judged.iter().collect();
     judged.sort_by_key(|j| rank(&j.decision));
@@ -148,23 +188,38 @@ fn write_table(
     for j in judged {
         let r = rank(&j.decision);
         counts[r] += 1;
-        if r < 4 {
+        if r < 4 || wide {
             let res = &j.resource;
             rows.push([
                 j.decision.name().to_owned(),
                 res.kind.clone(),
                 res.name.clone(),
+                res.uid.clone(),
                 res.session.clone().unwrap_or_default(),
                 res.created.clone().unwrap_or_default(),
                 reason(&j.decision),
             ]);
         }
     }
-    write_columns(
-        out,
-        ["DECISION", "KIND", "NAME", "SESSION", "CREATED", "REASON"],
-        &rows,
-    )?;
+    if wide {
+        write_columns(
+            out,
+            [
+                "DECISION", "KIND", "NAME", "UID", "SESSION", "CREATED", "REASON",
+            ],
+            &rows,
+        )?;
+    } else {
+        let rows: Vec<[String; 6]> = rows
+            .into_iter()
+            .map(|[d, k, n, _, s, c, r]| [d, k, n, s, c, r])
+            .collect();
+        write_columns(
+            out,
+            ["DECISION", "KIND", "NAME", "SESSION", "CREATED", "REASON"],
+            &rows,
+        )?;
+    }
     // Spared resources are counted apart from the other skipped ones, when there are any.
     let spared = planned.plan.spared;
     let protected = planned

@@ -16,23 +16,43 @@ use serde::Serialize;
 use crate::exit::UsageError;
 use crate::live;
 use crate::metrics::{MetricsArgs, RunMetrics};
-use crate::output::rfc3339;
+use crate::output::{FORMS, Output, forms, rfc3339, write_columns, write_doc};
 use crate::sessions::args::{
     SESSIONS_NAMESPACE, SessionArgs, configs, connect, refused, warn_missing,
 };
-use crate::sessions::plan::{rank, round_trips};
+use crate::sessions::plan::{kube_name, rank, reason, round_trips};
 
 /// `gc-cli run sessions`
 #[derive(Debug, Args)]
 pub(crate) struct RunSessions {
     #[command(flatten)]
     args: SessionArgs,
-    /// Send every delete as a server-side dry run: report what a run would delete.
-    #[arg(long)]
+    /// `server`: send every delete as a server-side dry run, to report what a run would
+    /// delete; `none` (the default) deletes. A bare `--dry-run` is `server`.
+    #[arg(
+        long,
+        value_name = "none|server",
+        num_args = 0..=1,
+        default_value = "none",
+        default_missing_value = "server",
+        value_parser = crate::dry_run::parse
+    )]
     dry_run: bool,
-    /// Append the audit lines to this file instead of writing them to stdout.
+    /// Append the audit lines to this file instead of writing them to stdout (to stderr when
+    /// `-o` is given).
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
+    /// Print the run as `FORMAT` on stdout (`--format` is the older spelling): `table`/`wide` a
+    /// row per resource judged with its result, `json`/`yaml` the audit records, `name` the
+    /// resources deleted (or that would be). Without it, stdout carries the audit lines.
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "format",
+        value_name = "FORMAT",
+        value_parser = forms(FORMS)
+    )]
+    output: Option<Output>,
     #[command(flatten)]
     lock: live::LockArgs,
     #[command(flatten)]
@@ -103,8 +123,11 @@ struct RefusedLine<'a> {
     dry_run: bool,
 }
 
-/// Where audit lines go: stdout, or a file opened for appending.
-fn audit_sink(path: Option<&PathBuf>) -> Result<Box<dyn Write>, UsageError> {
+/// Where audit lines go: a file opened for appending, stdout, or stderr when stdout carries `-o`.
+fn audit_sink(
+    path: Option<&PathBuf>,
+    output: Option<Output>,
+) -> Result<Box<dyn Write>, UsageError> {
     Ok(match path {
         Some(path) => Box::new(
             OpenOptions::new()
@@ -115,6 +138,7 @@ fn audit_sink(path: Option<&PathBuf>) -> Result<Box<dyn Write>, UsageError> {
                     UsageError::because(format!("cannot open --audit-log {}", path.display()), e)
                 })?,
         ),
+        None if output.is_some() => Box::new(std::io::stderr()),
         None => Box::new(std::io::stdout()),
     })
 }
@@ -152,7 +176,7 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
         )
         .into());
     }
-    let mut sink = audit_sink(args.audit_log.as_ref())?;
+    let mut sink = audit_sink(args.audit_log.as_ref(), args.output)?;
     live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;
         let configs = configs(&args.args, &cluster).await;
@@ -170,11 +194,19 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
             args.metrics.clone()
         };
         let (mut texts, mut failed) = (Vec::new(), Vec::new());
+        let mut shown = Shown {
+            output: args.output,
+            several,
+            records: Vec::new(),
+        };
         for cfg in &configs {
             let started = std::time::Instant::now();
             let metrics =
                 RunMetrics::new(&args.metrics.metrics_prefix(), "sessions", &cfg.namespace);
-            let result = run_once(args, &cluster, &table, cfg, now, &metrics, &mut *sink).await;
+            let result = run_once(
+                args, &cluster, &table, cfg, now, &metrics, &mut *sink, &mut shown,
+            )
+            .await;
             let elapsed = started.elapsed().as_secs_f64();
             match &result {
                 Ok(summary) => {
@@ -196,8 +228,102 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
         if several {
             args.metrics.write_merged(&texts);
         }
+        shown.finish()?;
         crate::namespaces::outcome(configs.len(), failed)
     })
+}
+
+/// What `-o` prints of a run: each namespace's rows or names at once, the records of them all
+/// as one document at the end.
+struct Shown {
+    output: Option<Output>,
+    several: bool,
+    records: Vec<serde_json::Value>,
+}
+
+impl Shown {
+    fn add(
+        &mut self,
+        cfg: &SessionConfig,
+        report: &SessionReport,
+        time: &str,
+    ) -> anyhow::Result<()> {
+        let mut out = std::io::stdout().lock();
+        match self.output {
+            None | Some(Output::Kestra) => {}
+            Some(Output::Json | Output::Yaml) => {
+                for record in &report.records {
+                    self.records
+                        .push(serde_json::to_value(AuditLine { time, record })?);
+                }
+            }
+            Some(Output::Name) => {
+                for r in &report.records {
+                    if matches!(
+                        r.result,
+                        Some(DeleteResult::Deleted | DeleteResult::WouldDelete)
+                    ) {
+                        let res = &r.judged.resource;
+                        writeln!(out, "{}", kube_name(cfg, &res.kind, &res.name))?;
+                    }
+                }
+            }
+            Some(table) => {
+                if self.several {
+                    writeln!(out, "namespace {}:", cfg.namespace)?;
+                }
+                let wide = table == Output::Wide;
+                let mut records: Vec<_> = report
+                    .records
+                    .iter()
+                    .filter(|r| wide || rank(&r.judged.decision) < 4)
+                    .collect();
+                records.sort_by_key(|r| rank(&r.judged.decision));
+                let rows: Vec<[String; 7]> = records
+                    .iter()
+                    .map(|r| {
+                        let res = &r.judged.resource;
+                        [
+                            r.judged.decision.name().to_owned(),
+                            r.result
+                                .as_ref()
+                                .map(ToString::to_string)
+                                .unwrap_or_default(),
+                            res.kind.clone(),
+                            res.name.clone(),
+                            res.uid.clone(),
+                            res.session.clone().unwrap_or_default(),
+                            reason(&r.judged.decision),
+                        ]
+                    })
+                    .collect();
+                if wide {
+                    let header = [
+                        "DECISION", "RESULT", "KIND", "NAME", "UID", "SESSION", "REASON",
+                    ];
+                    write_columns(&mut out, header, &rows)?;
+                } else {
+                    let rows: Vec<[String; 5]> = rows
+                        .into_iter()
+                        .map(|[d, r, k, n, _, s, _]| [d, r, k, n, s])
+                        .collect();
+                    write_columns(
+                        &mut out,
+                        ["DECISION", "RESULT", "KIND", "NAME", "SESSION"],
+                        &rows,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> anyhow::Result<()> {
+        if let Some(output @ (Output::Json | Output::Yaml)) = self.output {
+            write_doc(&mut std::io::stdout().lock(), &self.records, output)?;
+        }
+        Ok(())
+    }
 }
 
 /// One namespace's run under its own lock; the summary line on success.
@@ -209,6 +335,7 @@ async fn run_once(
     now: f64,
     metrics: &RunMetrics,
     sink: &mut dyn Write,
+    shown: &mut Shown,
 ) -> anyhow::Result<String> {
     let time = rfc3339(now);
     let outcome = async {
@@ -246,6 +373,7 @@ async fn run_once(
         })
         .collect();
     write_lines(sink, &lines)?;
+    shown.add(cfg, &report, &time)?;
     let line = summary(&report, cfg, args.dry_run);
     eprintln!("gc-cli: {line}");
     if report.failures > 0 {
