@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 use crate::archives::ArchivesCommand;
 use crate::ledger::LedgerCommand;
+use crate::logging::LogArgs;
 use crate::pods::apply::Apply;
 use crate::pods::plan::PlanPods;
 use crate::run::RunCommand;
@@ -17,6 +18,9 @@ use crate::sessions::plan::PlanSessions;
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// `--log-format`, `-v`, `-q`: global, installed by `main` before the command runs.
+    #[command(flatten)]
+    pub(crate) log: LogArgs,
 }
 
 #[derive(Debug, Subcommand)]

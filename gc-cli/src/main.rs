@@ -4,10 +4,13 @@
 mod archives;
 mod cli;
 mod clock;
+mod dry_run;
+mod events;
 mod exit;
 mod files;
 mod ledger;
 mod live;
+mod logging;
 mod metrics;
 mod namespaces;
 mod output;
@@ -22,7 +25,10 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let result = match cli::Cli::try_parse() {
-        Ok(cli) => cli.run(),
+        Ok(cli) => {
+            logging::init(&cli.log);
+            cli.run()
+        }
         // `--help` and `--version` are not errors: clap prints them and exits 0.
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::archives::ArchiveArgs;
 use crate::clock;
+use crate::events::{EventArgs, Events};
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs, LockArgs, RunLock};
 use crate::metrics::{MetricsArgs, RunMetrics};
@@ -34,6 +35,8 @@ pub(crate) struct ApplyArgs {
     lock: LockArgs,
     #[command(flatten)]
     metrics: MetricsArgs,
+    #[command(flatten)]
+    events: EventArgs,
 }
 
 /// `gc-cli apply`: the policy is apply's own flags (the same defaults as `plan pods`); a plan
@@ -97,6 +100,8 @@ pub(crate) struct RunPods {
     lock: LockArgs,
     #[command(flatten)]
     pub(crate) metrics: MetricsArgs,
+    #[command(flatten)]
+    events: EventArgs,
 }
 
 /// The run lock of the failed-Pod collector in its namespace (one per namespace, whatever the
@@ -111,6 +116,8 @@ struct Job<'a> {
     lock: &'a LockArgs,
     metrics: &'a MetricsArgs,
     output: Output,
+    /// The run's Kubernetes Events (off for a dry run).
+    events: &'a Events,
 }
 
 /// Where the targets come from.
@@ -153,6 +160,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     let bytes =
         std::fs::read(&args.plan).map_err(|e| UsageError::unreadable("plan", &args.plan, e))?;
     let a = &args.apply;
+    let events = Events::new(&a.events, args.dry_run);
     let job = Job {
         connect: &a.connect,
         store: a.store.as_deref(),
@@ -160,6 +168,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         lock: &a.lock,
         metrics: &a.metrics,
         output: args.output,
+        events: &events,
     };
     live::block_on(async {
         let namespaces = scope.resolve_with(&a.connect, PODS_NAMESPACE).await?;
@@ -212,6 +221,7 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
             p.pod.inputs(ns).validate()?;
         }
     }
+    let events = Events::new(&args.events, !live_run);
     let job = Job {
         connect: &p.connect,
         store: p.store.as_deref(),
@@ -219,6 +229,7 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         lock: &args.lock,
         metrics: &args.metrics,
         output: p.output,
+        events: &events,
     };
     if p.output == Output::Kestra {
         return Err(
@@ -357,8 +368,8 @@ async fn execute(
     run
 }
 
-/// Connects, takes the run lock, recovers every pin first, plans (when this run plans),
-/// applies, checks that no pin is left, releases the lock. An error names the metrics stage.
+/// Connects, does the run, then posts its Events: one on each Pod collected, refused or
+/// failed, or one on the Namespace when the run failed. An error names the metrics stage.
 async fn act(
     job: &Job<'_>,
     cfg: &PodConfig,
@@ -371,6 +382,28 @@ async fn act(
         .await
         .context("cannot connect to the cluster")
         .map_err(run)?;
+    let outcome = connected(job, &cluster, cfg, targets, dry_run, metrics).await;
+    match &outcome {
+        Ok(report) => {
+            let results = report.recovered.iter().chain(&report.results);
+            job.events.pods(&cluster, &cfg.namespace, results).await;
+        }
+        Err((_, error)) => job.events.run_failed(&cluster, &cfg.namespace, error).await,
+    }
+    outcome
+}
+
+/// Takes the run lock, recovers every pin first, plans (when this run plans), applies, checks
+/// that no pin is left, releases the lock. An error names the metrics stage.
+async fn connected(
+    job: &Job<'_>,
+    cluster: &gc_k8s::KubeCluster,
+    cfg: &PodConfig,
+    targets: Targets<'_>,
+    dry_run: bool,
+    metrics: &RunMetrics,
+) -> Result<Report, (&'static str, anyhow::Error)> {
+    let run = |e: anyhow::Error| ("run", e);
     let store = live::open_store(job.store).await.map_err(run)?;
     let sink = job.archive.sink().map_err(|e| run(e.into()))?;
     // Before anything is pinned, dry run or not: a sink that cannot take archives stops here.
@@ -378,11 +411,11 @@ async fn act(
         .await
         .with_context(|| format!("cannot use the archive sink {}", sink.shown()))
         .map_err(|e| ("archive", e))?;
-    let lock = RunLock::take(&cluster, &cfg.namespace, PODS_LOCK, job.lock)
+    let lock = RunLock::take(cluster, &cfg.namespace, PODS_LOCK, job.lock)
         .await
         .map_err(run)?;
     let ports = Ports {
-        cluster: &cluster,
+        cluster,
         store: &store,
         sink: &sink,
         clock: &clock::SystemClock,

@@ -13,6 +13,7 @@ use gc_core::selector::Spared;
 use gc_core::sessions::SessionConfig;
 use serde::Serialize;
 
+use crate::events::{EventArgs, Events};
 use crate::exit::UsageError;
 use crate::live;
 use crate::metrics::{MetricsArgs, RunMetrics};
@@ -57,6 +58,8 @@ pub(crate) struct RunSessions {
     lock: live::LockArgs,
     #[command(flatten)]
     pub(crate) metrics: MetricsArgs,
+    #[command(flatten)]
+    events: EventArgs,
 }
 
 /// The run lock of the session collector in its namespace (one per namespace, whatever the
@@ -177,6 +180,7 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
         .into());
     }
     let mut sink = audit_sink(args.audit_log.as_ref(), args.output)?;
+    let events = Events::new(&args.events, args.dry_run);
     live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;
         let configs = configs(&args.args, &cluster).await;
@@ -203,10 +207,14 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
             let started = std::time::Instant::now();
             let metrics =
                 RunMetrics::new(&args.metrics.metrics_prefix(), "sessions", &cfg.namespace);
-            let result = run_once(
-                args, &cluster, &table, cfg, now, &metrics, &mut *sink, &mut shown,
-            )
-            .await;
+            let run = Run {
+                args,
+                cluster: &cluster,
+                table: &table,
+                now,
+                events: &events,
+            };
+            let result = run_once(&run, cfg, &metrics, &mut *sink, &mut shown).await;
             let elapsed = started.elapsed().as_secs_f64();
             match &result {
                 Ok(summary) => {
@@ -326,17 +334,31 @@ impl Shown {
     }
 }
 
-/// One namespace's run under its own lock; the summary line on success.
-async fn run_once(
-    args: &RunSessions,
-    cluster: &gc_k8s::KubeCluster,
-    table: &gc_store::SessionTable,
-    cfg: &SessionConfig,
+/// What the run in each namespace shares: the flags, the connections, the instant planned for
+/// and the Kubernetes Events (off for a dry run).
+struct Run<'a> {
+    args: &'a RunSessions,
+    cluster: &'a gc_k8s::KubeCluster,
+    table: &'a gc_store::SessionTable,
     now: f64,
+    events: &'a Events,
+}
+
+/// One namespace's run under its own lock, then its Events; the summary line on success.
+async fn run_once(
+    run: &Run<'_>,
+    cfg: &SessionConfig,
     metrics: &RunMetrics,
     sink: &mut dyn Write,
     shown: &mut Shown,
 ) -> anyhow::Result<String> {
+    let Run {
+        args,
+        cluster,
+        table,
+        now,
+        events,
+    } = *run;
     let time = rfc3339(now);
     let outcome = async {
         let lock = live::RunLock::take(cluster, &cfg.namespace, SESSIONS_LOCK, &args.lock).await?;
@@ -349,6 +371,7 @@ async fn run_once(
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
+            events.run_failed(cluster, &cfg.namespace, &error).await;
             // The audit log says why this run deleted nothing.
             let line = RefusedLine {
                 time: &time,
@@ -362,6 +385,7 @@ async fn run_once(
             return Err(error);
         }
     };
+    events.sessions(cluster, cfg, &report).await;
     warn_missing(&report.missing_kinds, &cfg.namespace);
     record(metrics, &report);
     let lines: Vec<_> = report
