@@ -271,9 +271,9 @@ pub(crate) fn refused(error: SessionRunError, cfg: &SessionConfig) -> anyhow::Er
 /// Warns of each kind the API server does not serve.
 pub(crate) fn warn_missing(missing: &[String], namespace: &str) {
     for kind in missing {
-        eprintln!(
-            "gc-cli: warning: {kind} is not served by the API server (definition not installed); \
-             not scanned in namespace {namespace}"
+        tracing::warn!(
+            "{kind} is not served by the API server (definition not installed); not scanned in \
+             namespace {namespace}"
         );
     }
 }
