@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: builds (once, cached) the real kube-apiserver, etcd, helm and the
-# S3-compatible server s3s-fs, makes sure PostgreSQL and a Pushgateway run on loopback, then runs
-# every test of the workspace against them.
+# S3-compatible server s3s-fs, makes sure PostgreSQL and a Pushgateway run on loopback and
+# Prometheus is installed, then runs every test of the workspace against them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,10 @@ if [ -x scripts/postgres.sh ]; then
 fi
 GC_TEST_PUSHGATEWAY=$(scripts/pushgateway.sh | tail -n 1)
 export GC_TEST_PUSHGATEWAY
+# The folder holding prometheus and promtool: the alert rules' unit tests, and the end-to-end
+# alert tests (each starts its own Prometheus on a free loopback port).
+GC_TEST_PROMETHEUS=$(scripts/prometheus.sh | tail -n 1)
+export GC_TEST_PROMETHEUS
 # The S3-compatible server the object-store archive sink is tested against (each test starts its
 # own on a free loopback port).
 GC_TEST_S3S_FS=$(scripts/s3.sh | tail -n 1)

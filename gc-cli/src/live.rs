@@ -125,8 +125,9 @@ pub(crate) struct LockArgs {
 }
 
 /// The run lock of a namespace, held and renewed in the background until released. When a
-/// renewal fails for longer than the lease allows, or another holder took the lease, [`stop`]
-/// is set and the run writes nothing more.
+/// renewal fails for longer than the lease allows, or another holder took the lease, or a
+/// termination signal asks the process to stop ([`crate::signals`]), [`stop`] is set and the
+/// run writes nothing more.
 ///
 /// [`stop`]: RunLock::stop
 pub(crate) struct RunLock {
@@ -140,21 +141,36 @@ pub(crate) struct RunLock {
 
 impl RunLock {
     /// Waits for the lease `name` in `namespace` up to `--lock-wait-seconds`, polling every
-    /// second, then renews it every third of its duration.
+    /// second, then renews it every third of its duration. Hooks the termination signals first:
+    /// once one arrives, no lock is taken and the held ones stop their runs.
     pub(crate) async fn take(
         cluster: &gc_k8s::KubeCluster,
         namespace: &str,
         name: &str,
         args: &LockArgs,
     ) -> anyhow::Result<Self> {
+        crate::signals::install()?;
         let holder = holder();
         let lease = args.lock_lease_seconds;
         let deadline = Instant::now() + Duration::from_secs(args.lock_wait_seconds);
+        let stopped = |when: &str| {
+            crate::signals::received().map(|signal| {
+                anyhow::anyhow!(
+                    "stopped by {signal} {when} the run lock {name} in namespace {namespace}; nothing was changed"
+                )
+            })
+        };
+        if let Some(stopped) = stopped("before taking") {
+            return Err(stopped);
+        }
         while !cluster
             .try_acquire(namespace, name, &holder, lease)
             .await
             .context("cannot take the run lock")?
         {
+            if let Some(stopped) = stopped("while waiting for") {
+                return Err(stopped);
+            }
             if Instant::now() >= deadline {
                 anyhow::bail!(
                     "another run holds lease {name} in namespace {namespace}; waited {}s; nothing was changed",
@@ -164,6 +180,7 @@ impl RunLock {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         let stop = Arc::new(AtomicBool::new(false));
+        crate::signals::register(&stop);
         let renewer = tokio::spawn(renew(
             cluster.clone(),
             namespace.to_owned(),
@@ -182,7 +199,7 @@ impl RunLock {
         })
     }
 
-    /// Set when the lock is lost.
+    /// Set when the lock is lost, or when a termination signal asks the process to stop.
     pub(crate) fn stop(&self) -> &AtomicBool {
         &self.stop
     }
@@ -191,6 +208,12 @@ impl RunLock {
     /// itself within its duration.
     pub(crate) async fn release(self) {
         self.renewer.abort();
+        if let Some(signal) = crate::signals::received() {
+            eprintln!(
+                "gc-cli: {signal} received: releasing the run lock {} in namespace {}; the next run resumes",
+                self.name, self.namespace
+            );
+        }
         if let Err(e) = self
             .cluster
             .release(&self.namespace, &self.name, &self.holder)

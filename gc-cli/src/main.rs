@@ -18,6 +18,7 @@ mod pods;
 mod run;
 mod serve;
 mod sessions;
+mod signals;
 
 use std::process::ExitCode;
 

@@ -1,16 +1,27 @@
 //! Prometheus metrics of a run, and where they go: a Pushgateway (a CronJob does not live long
-//! enough to be scraped), a text file for node-exporter's textfile collector; and an alert to a
-//! webhook in Slack's incoming-webhook format when a run fails (optionally after every live run).
+//! enough to be scraped), a text file for node-exporter's textfile collector, `serve`'s
+//! `/metrics`; and an alert to a webhook in Slack's incoming-webhook format when a run fails
+//! (optionally after every live run).
+//!
+//! A run's metrics are gauges describing that run (`<prefix>_last_run_*`), the time of the
+//! attempt and, on success only, the time of the success. The push is a `POST`, which replaces
+//! only the families it carries in the group: every per-run family carries a sample for every
+//! stage and kind the collector knows (zero when nothing happened), so a push replaces all of the
+//! previous run's series, while `_last_success_timestamp_seconds`, which a failed run does not
+//! carry, keeps the last success. The metrics file keeps it the same way. `serve` adds counters
+//! (`_total`) that add up every run of the process.
 //!
 //! Every HTTP call gives up after [`HTTP_TIMEOUT`], so a stalled endpoint never hangs a Job or
 //! the `serve` loop. A webhook URL's path is its secret: no message ever shows it.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use clap::Args;
-use gc_core::apply::{Outcome, TargetResult};
+use gc_core::apply::{Outcome, Step, TargetResult};
 use gc_core::plan::{Decision, PodPlan};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -50,6 +61,9 @@ pub(crate) struct MetricsArgs {
     /// Also post a summary of every live run that deleted something.
     #[arg(long)]
     alert_on_success: bool,
+    /// `serve`'s metrics in memory, which every run adds itself to.
+    #[arg(skip)]
+    served: Option<Arc<Served>>,
 }
 
 impl MetricsArgs {
@@ -73,9 +87,9 @@ impl MetricsArgs {
         }
     }
 
-    /// Writes the metrics to `path` (as `--metrics-file` does).
-    pub(crate) fn set_file(&mut self, path: PathBuf) {
-        self.metrics_file = Some(path);
+    /// Every run delivered with these flags also adds itself to `served`.
+    pub(crate) fn serve_into(&mut self, served: Arc<Served>) {
+        self.served = Some(served);
     }
 }
 
@@ -99,94 +113,138 @@ struct Run {
     namespace: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunResult {
+    collector: String,
+    namespace: String,
+    result: &'static str,
+}
+
 /// How long one Pushgateway or webhook call may take in all, connecting included.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the webhook is named in messages: by its flag and variable, never by its URL.
 const WEBHOOK: &str = "the webhook (--alert-webhook or $GC_ALERT_WEBHOOK)";
 
-/// The metrics of one run.
-#[derive(Default)]
-pub(crate) struct RunMetrics {
-    registry: Registry,
-    collector: String,
-    namespace: String,
-    scanned: Family<Object, Counter>,
-    eligible: Family<Object, Counter>,
-    held: Family<Object, Counter>,
-    deferred: Family<Object, Counter>,
-    deleted: Family<Object, Counter>,
-    fences_lost: Family<Stage, Counter>,
-    errors: Family<Stage, Counter>,
-    archive_bytes: Family<Run, Counter>,
-    duration: Family<Run, Gauge<f64, AtomicU64>>,
-    last_success: Family<Run, Gauge<f64, AtomicU64>>,
+/// The content type of OpenMetrics text, which prometheus-client writes.
+pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The content type of Prometheus' text format 0.0.4 (see [`text_format`]).
+pub(crate) const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The name (after the prefix) and help of each count of objects, in the order of [`Counts`].
+const OBJECTS: [(&str, &str); 5] = [
+    ("objects_scanned", "Objects looked at"),
+    ("objects_eligible", "Objects eligible or orphaned"),
+    (
+        "objects_held",
+        "Eligible objects held by retention or grace",
+    ),
+    (
+        "objects_deferred",
+        "Due objects deferred by the per-run cap",
+    ),
+    (
+        "objects_deleted",
+        "Objects deleted (archived first where required)",
+    ),
+];
+
+/// The help of `_last_success_timestamp_seconds`, as every earlier version pushed it (the
+/// Pushgateway wants one help per name across its groups).
+const LAST_SUCCESS_HELP: &str = "When a run last succeeded";
+
+/// Objects of one kind: scanned, eligible, held, deferred, deleted (as [`OBJECTS`]).
+type Counts = [u64; 5];
+
+/// The steps of the fenced apply, each a `stage` label of the failed-Pod collector.
+const STEPS: [Step; 9] = [
+    Step::Reread,
+    Step::Pin,
+    Step::Archive,
+    Step::VerifyArchive,
+    Step::Receipt,
+    Step::Fence,
+    Step::Delete,
+    Step::Release,
+    Step::VerifyGone,
+];
+
+/// The `stage` label of a step (a new step fails to compile here: add it to [`STEPS`] too).
+fn step_name(step: Step) -> &'static str {
+    match step {
+        Step::Reread => "Reread",
+        Step::Pin => "Pin",
+        Step::Archive => "Archive",
+        Step::VerifyArchive => "VerifyArchive",
+        Step::Receipt => "Receipt",
+        Step::Fence => "Fence",
+        Step::Delete => "Delete",
+        Step::Release => "Release",
+        Step::VerifyGone => "VerifyGone",
+    }
 }
 
-impl RunMetrics {
-    pub(crate) fn new(prefix: &str, collector: &str, namespace: &str) -> Self {
-        let mut registry = Registry::with_prefix(prefix);
-        let m = Self {
+/// The stages of the failed-Pod collector that are not a step: the run as a whole, the archive
+/// sink's check, recovery, the plan, a pin left at the end, an archive over the ceiling.
+const POD_STAGES: [&str; 6] = ["run", "archive", "recover", "plan", "PinLeft", "TooLarge"];
+
+/// What one run of a collector in a namespace did: the values behind every metric.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    collector: String,
+    namespace: String,
+    objects: BTreeMap<String, Counts>,
+    fences_lost: BTreeMap<String, u64>,
+    errors: BTreeMap<String, u64>,
+    archive_bytes: u64,
+    duration: f64,
+    attempt_at: f64,
+    success_at: Option<f64>,
+}
+
+impl Record {
+    /// A run that did nothing yet, with a zero for every kind and stage its collector reports
+    /// on: each family then has a sample in every push, and the push replaces all of the
+    /// previous run's series of that family.
+    fn new(collector: &str, namespace: &str) -> Self {
+        let (kinds, errors, fences): (Vec<String>, Vec<&str>, Vec<&str>) = match collector {
+            "pods" => {
+                let steps = STEPS.map(step_name);
+                let mut errors = POD_STAGES.to_vec();
+                errors.extend(steps);
+                (vec!["Pod".into()], errors, steps.to_vec())
+            }
+            "sessions" => (
+                gc_core::sessions::Kind::streamspace()
+                    .into_iter()
+                    .map(|k| k.kind)
+                    .collect(),
+                vec!["run", "delete"],
+                vec!["delete"],
+            ),
+            _ => (Vec::new(), vec!["run"], vec!["run"]),
+        };
+        let zero = |stages: Vec<&str>| stages.into_iter().map(|s| (s.to_owned(), 0)).collect();
+        Self {
             collector: collector.into(),
             namespace: namespace.into(),
+            objects: kinds.into_iter().map(|k| (k, Counts::default())).collect(),
+            fences_lost: zero(fences),
+            errors: zero(errors),
             ..Self::default()
-        };
-        // Registered in this order, so exposed in this order.
-        for (name, help, family) in [
-            ("objects_scanned", "Objects looked at", &m.scanned),
-            (
-                "objects_eligible",
-                "Objects eligible or orphaned",
-                &m.eligible,
-            ),
-            (
-                "objects_held",
-                "Eligible objects held by retention or grace",
-                &m.held,
-            ),
-            (
-                "objects_deferred",
-                "Due objects deferred by the per-run cap",
-                &m.deferred,
-            ),
-            (
-                "objects_deleted",
-                "Objects deleted (archived first where required)",
-                &m.deleted,
-            ),
-        ] {
-            registry.register(name, help, family.clone());
         }
-        for (name, help, family) in [
-            (
-                "fences_lost",
-                "Writes refused because the object changed (409/422)",
-                &m.fences_lost,
-            ),
-            ("errors", "Errors by stage", &m.errors),
-        ] {
-            registry.register(name, help, family.clone());
+    }
+
+    fn key(&self) -> (String, String) {
+        (self.collector.clone(), self.namespace.clone())
+    }
+
+    fn run(&self) -> Run {
+        Run {
+            collector: self.collector.clone(),
+            namespace: self.namespace.clone(),
         }
-        registry.register(
-            "archive_bytes",
-            "Bytes of diagnostic archives written",
-            m.archive_bytes.clone(),
-        );
-        for (name, help, family) in [
-            (
-                "run_duration_seconds",
-                "Duration of the last run",
-                &m.duration,
-            ),
-            (
-                "last_success_timestamp_seconds",
-                "When a run last succeeded",
-                &m.last_success,
-            ),
-        ] {
-            registry.register(name, help, family.clone());
-        }
-        Self { registry, ..m }
     }
 
     fn object(&self, kind: &str) -> Object {
@@ -197,11 +255,50 @@ impl RunMetrics {
         }
     }
 
-    fn run(&self) -> Run {
-        Run {
+    fn stage(&self, stage: &str) -> Stage {
+        Stage {
             collector: self.collector.clone(),
             namespace: self.namespace.clone(),
+            stage: stage.into(),
         }
+    }
+
+    /// Adds `other`'s counts to these (the totals of `serve`).
+    fn add(&mut self, other: &Self) {
+        for (kind, counts) in &other.objects {
+            let mine = self.objects.entry(kind.clone()).or_default();
+            for (total, n) in mine.iter_mut().zip(counts) {
+                *total += n;
+            }
+        }
+        for (mine, theirs) in [
+            (&mut self.fences_lost, &other.fences_lost),
+            (&mut self.errors, &other.errors),
+        ] {
+            for (stage, n) in theirs {
+                *mine.entry(stage.clone()).or_default() += n;
+            }
+        }
+        self.archive_bytes += other.archive_bytes;
+    }
+}
+
+/// The metrics of one run.
+pub(crate) struct RunMetrics {
+    prefix: String,
+    record: Mutex<Record>,
+}
+
+impl RunMetrics {
+    pub(crate) fn new(prefix: &str, collector: &str, namespace: &str) -> Self {
+        Self {
+            prefix: prefix.into(),
+            record: Mutex::new(Record::new(collector, namespace)),
+        }
+    }
+
+    fn record(&self) -> MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Counts a failed-Pod plan.
@@ -224,20 +321,25 @@ impl RunMetrics {
 
     /// Counts the results of an apply.
     pub(crate) fn results(&self, results: &[TargetResult]) {
-        let pod = self.object("Pod");
+        let mut record = self.record();
         for r in results {
             match &r.outcome {
                 Outcome::Collected { bytes, .. } => {
-                    self.deleted.get_or_create(&pod).inc();
-                    self.archive_bytes
-                        .get_or_create(&self.run())
-                        .inc_by(*bytes as u64);
+                    record.objects.entry("Pod".into()).or_default()[4] += 1;
+                    record.archive_bytes += *bytes as u64;
                 }
                 Outcome::Changed { step, .. } => {
-                    self.stage(&self.fences_lost, &format!("{step:?}"))
+                    *record
+                        .fences_lost
+                        .entry(step_name(*step).into())
+                        .or_default() += 1;
                 }
-                Outcome::Failed { step, .. } => self.error(&format!("{step:?}")),
-                Outcome::TooLarge { .. } => self.error("TooLarge"),
+                Outcome::Failed { step, .. } => {
+                    *record.errors.entry(step_name(*step).into()).or_default() += 1;
+                }
+                Outcome::TooLarge { .. } => {
+                    *record.errors.entry("TooLarge".into()).or_default() += 1;
+                }
                 Outcome::WouldCollect { .. }
                 | Outcome::Skipped { .. }
                 | Outcome::Released { .. } => {}
@@ -255,47 +357,44 @@ impl RunMetrics {
         deferred: u64,
         deleted: u64,
     ) {
-        let o = self.object(kind);
-        self.scanned.get_or_create(&o).inc_by(scanned);
-        self.eligible.get_or_create(&o).inc_by(eligible);
-        self.held.get_or_create(&o).inc_by(held);
-        self.deferred.get_or_create(&o).inc_by(deferred);
-        self.deleted.get_or_create(&o).inc_by(deleted);
-    }
-
-    fn stage(&self, family: &Family<Stage, Counter>, stage: &str) {
-        let label = Stage {
-            collector: self.collector.clone(),
-            namespace: self.namespace.clone(),
-            stage: stage.into(),
-        };
-        family.get_or_create(&label).inc();
+        let mut record = self.record();
+        let counts = record.objects.entry(kind.into()).or_default();
+        for (total, n) in counts
+            .iter_mut()
+            .zip([scanned, eligible, held, deferred, deleted])
+        {
+            *total += n;
+        }
     }
 
     /// Counts an error at `stage`.
     pub(crate) fn error(&self, stage: &str) {
-        self.stage(&self.errors, stage);
+        *self.record().errors.entry(stage.into()).or_default() += 1;
     }
 
-    /// Records the run's end.
+    /// Records the run's end: it took `seconds`, and succeeded at `success_at` or failed.
     pub(crate) fn finish(&self, seconds: f64, success_at: Option<f64>) {
-        self.duration.get_or_create(&self.run()).set(seconds);
-        if let Some(at) = success_at {
-            self.last_success.get_or_create(&self.run()).set(at);
-        }
+        let mut record = self.record();
+        record.duration = seconds;
+        record.attempt_at = success_at.unwrap_or_else(crate::clock::now);
+        record.success_at = success_at;
     }
 
-    /// The text exposition of the metrics.
+    /// The run's metrics, OpenMetrics text: the last-run view the push and the file carry.
     pub(crate) fn text(&self) -> String {
-        let mut out = String::new();
-        let _ = encode(&mut out, &self.registry);
-        out
+        let record = self.record().clone();
+        let mut x = Exposition::new(&self.prefix);
+        x.last_runs(&[(&record, record.success_at)]);
+        x.text()
     }
 
     /// Sends the metrics and, when asked, an alert. Delivery problems are reported, never fatal
     /// to the run's own outcome; each way is tried whatever the others did (a stalled
     /// Pushgateway does not swallow the alert).
     pub(crate) fn deliver(&self, args: &MetricsArgs, failure: Option<&str>, summary: &str) {
+        if let Some(served) = &args.served {
+            served.add(&self.record());
+        }
         let text = self.text();
         let results = [
             write_metrics_file(args, &text),
@@ -307,22 +406,23 @@ impl RunMetrics {
         }
     }
 
+    /// A `POST` to the group `job/gc/collector/C/namespace/N`: it replaces the families it
+    /// carries and keeps the others (the last success, when this run failed).
     fn push(&self, args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
         let Some(gateway) = args.pushgateway.as_deref().filter(|u| !u.is_empty()) else {
             return Ok(());
         };
+        let (collector, namespace) = self.record().key();
         let url = format!(
-            "{}/metrics/job/gc/collector/{}/namespace/{}",
+            "{}/metrics/job/gc/collector/{collector}/namespace/{namespace}",
             gateway.trim_end_matches('/'),
-            self.collector,
-            self.namespace
         );
         let fail = |why: String| anyhow::anyhow!("cannot push metrics to {}: {why}", redact(&url));
         endpoint(&url).map_err(|why| fail(format!("the URL {why}")))?;
         agent()
-            .put(&url)
-            .header("Content-Type", "text/plain; version=0.0.4")
-            .send(text.as_bytes())
+            .post(&url)
+            .header("Content-Type", TEXT_FORMAT)
+            .send(text_format(text).as_bytes())
             .map_err(|e| fail(describe(&e)))?;
         Ok(())
     }
@@ -343,14 +443,13 @@ impl RunMetrics {
                  path is the webhook's secret)"
             )
         })?;
+        let (collector, namespace) = self.record().key();
         let text = match failure {
             Some(why) => Some(format!(
-                ":rotating_light: gc {} collector failed in namespace {}: {why}. Inspect collector-pinned objects before retrying.",
-                self.collector, self.namespace
+                ":rotating_light: gc {collector} collector failed in namespace {namespace}: {why}. Inspect collector-pinned objects before retrying.",
             )),
             None if args.alert_on_success => Some(format!(
-                "gc {} collector in namespace {}: {summary}",
-                self.collector, self.namespace
+                "gc {collector} collector in namespace {namespace}: {summary}"
             )),
             None => None,
         };
@@ -369,8 +468,263 @@ impl RunMetrics {
     }
 }
 
+/// What `serve` shows on `/metrics`: each collector and namespace's last run and last success,
+/// and counters adding up every run since the process started (in memory, never reset).
+#[derive(Debug)]
+pub(crate) struct Served {
+    prefix: String,
+    runs: Mutex<BTreeMap<(String, String), History>>,
+}
+
+/// The runs of one collector in one namespace, as `serve` keeps them.
+#[derive(Debug)]
+struct History {
+    last: Record,
+    last_success: Option<f64>,
+    totals: Record,
+    succeeded: u64,
+    failed: u64,
+}
+
+impl Served {
+    pub(crate) fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.into(),
+            runs: Mutex::default(),
+        }
+    }
+
+    fn add(&self, run: &Record) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let history = runs.entry(run.key()).or_insert_with(|| History {
+            last: run.clone(),
+            last_success: None,
+            totals: Record::new(&run.collector, &run.namespace),
+            succeeded: 0,
+            failed: 0,
+        });
+        history.last = run.clone();
+        history.totals.add(run);
+        match run.success_at {
+            Some(at) => {
+                history.last_success = Some(at);
+                history.succeeded += 1;
+            }
+            None => history.failed += 1,
+        }
+    }
+
+    /// Every run so far, OpenMetrics text.
+    pub(crate) fn text(&self) -> String {
+        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let histories: Vec<&History> = runs.values().collect();
+        let mut x = Exposition::new(&self.prefix);
+        let last: Vec<(&Record, Option<f64>)> = histories
+            .iter()
+            .map(|h| (&h.last, h.last_success))
+            .collect();
+        x.last_runs(&last);
+        x.totals(&histories);
+        x.text()
+    }
+}
+
+/// An exposition being built: a registry holding each family that has samples.
+struct Exposition {
+    registry: Registry,
+}
+
+/// What a label set must be to key a family.
+trait Labels:
+    EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl<T> Labels for T where
+    T: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl Exposition {
+    fn new(prefix: &str) -> Self {
+        Self {
+            registry: Registry::with_prefix(prefix),
+        }
+    }
+
+    /// Registers the gauges `name`, one per sample; nothing when there is no sample.
+    fn gauges<L: Labels>(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl Iterator<Item = (L, u64)>,
+    ) {
+        let family = Family::<L, Gauge>::default();
+        let mut any = false;
+        for (labels, value) in samples {
+            family
+                .get_or_create(&labels)
+                .set(i64::try_from(value).unwrap_or(i64::MAX));
+            any = true;
+        }
+        if any {
+            self.registry.register(name, help, family);
+        }
+    }
+
+    /// Registers the float gauges `name`, one per sample; nothing when there is no sample.
+    fn seconds<L: Labels>(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl Iterator<Item = (L, f64)>,
+    ) {
+        let family = Family::<L, Gauge<f64, AtomicU64>>::default();
+        let mut any = false;
+        for (labels, value) in samples {
+            family.get_or_create(&labels).set(value);
+            any = true;
+        }
+        if any {
+            self.registry.register(name, help, family);
+        }
+    }
+
+    /// Registers the counters `name` (exposed as `name_total`); nothing when there is no sample.
+    fn counters<L: Labels>(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl Iterator<Item = (L, u64)>,
+    ) {
+        let family = Family::<L, Counter>::default();
+        let mut any = false;
+        for (labels, value) in samples {
+            family.get_or_create(&labels).inc_by(value);
+            any = true;
+        }
+        if any {
+            self.registry.register(name, help, family);
+        }
+    }
+
+    /// The gauges of each run, with the last success to show beside it.
+    fn last_runs(&mut self, runs: &[(&Record, Option<f64>)]) {
+        for (i, (name, help)) in OBJECTS.iter().enumerate() {
+            let samples = runs.iter().flat_map(|(r, _)| {
+                r.objects
+                    .iter()
+                    .map(move |(kind, counts)| (r.object(kind), counts[i]))
+            });
+            self.gauges(
+                &format!("last_run_{name}"),
+                &format!("{help} by the last run"),
+                samples,
+            );
+        }
+        let stages = |pick: fn(&Record) -> &BTreeMap<String, u64>| {
+            runs.iter()
+                .flat_map(move |(r, _)| pick(r).iter().map(move |(stage, n)| (r.stage(stage), *n)))
+        };
+        self.gauges(
+            "last_run_fences_lost",
+            "Writes refused in the last run because the object changed (409/422), by stage",
+            stages(|r| &r.fences_lost),
+        );
+        self.gauges(
+            "last_run_errors",
+            "Errors in the last run, by stage",
+            stages(|r| &r.errors),
+        );
+        let each = |value: fn(&Record) -> u64| runs.iter().map(move |(r, _)| (r.run(), value(r)));
+        self.gauges(
+            "last_run_archive_bytes",
+            "Bytes of diagnostic archives written by the last run",
+            each(|r| r.archive_bytes),
+        );
+        self.gauges(
+            "last_run_success",
+            "1 when the last run succeeded, 0 when it failed",
+            each(|r| u64::from(r.success_at.is_some())),
+        );
+        let at = |value: fn(&Record) -> f64| runs.iter().map(move |(r, _)| (r.run(), value(r)));
+        self.seconds(
+            "last_run_duration_seconds",
+            "Duration of the last run",
+            at(|r| r.duration),
+        );
+        self.seconds(
+            "last_attempt_timestamp_seconds",
+            "When a run last ended, succeeded or failed",
+            at(|r| r.attempt_at),
+        );
+        let successes = runs.iter().filter_map(|(r, at)| at.map(|at| (r.run(), at)));
+        self.seconds(
+            "last_success_timestamp_seconds",
+            LAST_SUCCESS_HELP,
+            successes,
+        );
+    }
+
+    /// The counters of `serve`: every run since the process started.
+    fn totals(&mut self, histories: &[&History]) {
+        let results = histories.iter().flat_map(|h| {
+            [("success", h.succeeded), ("failure", h.failed)].map(|(result, n)| {
+                let run = h.last.run();
+                let labels = RunResult {
+                    collector: run.collector,
+                    namespace: run.namespace,
+                    result,
+                };
+                (labels, n)
+            })
+        });
+        self.counters("runs", "Runs since the process started, by result", results);
+        for (i, (name, help)) in OBJECTS.iter().enumerate() {
+            let samples = histories.iter().flat_map(|h| {
+                let r = &h.totals;
+                r.objects
+                    .iter()
+                    .map(move |(kind, counts)| (r.object(kind), counts[i]))
+            });
+            self.counters(name, &format!("{help} since the process started"), samples);
+        }
+        let stages = |pick: fn(&Record) -> &BTreeMap<String, u64>| {
+            histories.iter().flat_map(move |h| {
+                let r = &h.totals;
+                pick(r).iter().map(move |(stage, n)| (r.stage(stage), *n))
+            })
+        };
+        self.counters(
+            "fences_lost",
+            "Writes refused because the object changed (409/422) since the process started, by stage",
+            stages(|r| &r.fences_lost),
+        );
+        self.counters(
+            "errors",
+            "Errors since the process started, by stage",
+            stages(|r| &r.errors),
+        );
+        self.counters(
+            "archive_bytes",
+            "Bytes of diagnostic archives written since the process started",
+            histories
+                .iter()
+                .map(|h| (h.totals.run(), h.totals.archive_bytes)),
+        );
+    }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
 /// One exposition of several, each family's samples together (the text format wants every
 /// family in one group): the families in the order of the first text, then the others' new ones.
+/// A family's first `# HELP` and first `# TYPE` stand.
 pub(crate) fn merge(texts: &[String]) -> String {
     let mut families: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
     for text in texts {
@@ -379,11 +733,14 @@ pub(crate) fn merge(texts: &[String]) -> String {
             if line == "# EOF" {
                 continue;
             }
-            if let Some(rest) = line
-                .strip_prefix("# HELP ")
-                .or(line.strip_prefix("# TYPE "))
-            {
-                let name = rest.split(' ').next().unwrap_or_default();
+            let directive = ["# HELP ", "# TYPE "]
+                .into_iter()
+                .find(|d| line.starts_with(d));
+            if let Some(directive) = directive {
+                let name = line[directive.len()..]
+                    .split(' ')
+                    .next()
+                    .unwrap_or_default();
                 let at = match families.iter().position(|(n, _, _)| n == name) {
                     Some(at) => at,
                     None => {
@@ -391,7 +748,7 @@ pub(crate) fn merge(texts: &[String]) -> String {
                         families.len() - 1
                     }
                 };
-                if !families[at].1.contains(&line) {
+                if !families[at].1.iter().any(|h| h.starts_with(directive)) {
                     families[at].1.push(line);
                 }
                 current = Some(at);
@@ -415,11 +772,70 @@ pub(crate) fn merge(texts: &[String]) -> String {
     out
 }
 
-fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
-    match &args.metrics_file {
-        Some(path) => crate::files::write_file(path, text),
-        None => Ok(()),
+/// The OpenMetrics text `text` in Prometheus' text format 0.0.4, which the Pushgateway and
+/// node-exporter's textfile collector read: a counter's family is named with its `_total`, and
+/// there is no `# EOF` or `# UNIT` line. Samples are the same in both.
+pub(crate) fn text_format(text: &str) -> String {
+    let counters: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].into_iter().find_map(|directive| {
+            let (name, rest) = line.strip_prefix(directive)?.split_once(' ')?;
+            counters
+                .contains(&name)
+                .then(|| format!("{directive}{name}_total {rest}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
     }
+    out
+}
+
+/// `text` with the `_last_success_timestamp_seconds` samples of `previous` (an earlier file)
+/// whose collector and namespace `text` has none of: a failed run does not erase the last
+/// success from the file, as it does not from the Pushgateway.
+fn keep_last_successes(previous: &str, text: &str, prefix: &str) -> String {
+    let family = format!("{prefix}_last_success_timestamp_seconds");
+    let labels = |line: &str| {
+        let rest = line.strip_prefix(family.as_str())?.strip_prefix('{')?;
+        rest.split_once('}').map(|(labels, _)| labels.to_owned())
+    };
+    let current: Vec<String> = text.lines().filter_map(labels).collect();
+    let kept: Vec<&str> = previous
+        .lines()
+        .filter(|line| labels(line).is_some_and(|l| !current.contains(&l)))
+        .collect();
+    if kept.is_empty() {
+        return text.to_owned();
+    }
+    let mut block = format!("# HELP {family} {LAST_SUCCESS_HELP}.\n# TYPE {family} gauge\n");
+    for line in kept {
+        block.push_str(line);
+        block.push('\n');
+    }
+    merge(&[text.to_owned(), block])
+}
+
+/// Writes `text` to `--metrics-file`, if given, in the text format node-exporter reads, with the
+/// last successes the file held before.
+fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
+    let Some(path) = &args.metrics_file else {
+        return Ok(());
+    };
+    // Only a plain file is read back: a planted symlink is never followed.
+    let previous = std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file())
+        .then(|| std::fs::read_to_string(path).ok())
+        .flatten()
+        .unwrap_or_default();
+    let text = keep_last_successes(&previous, text, &args.metrics_prefix);
+    crate::files::write_file(path, &text_format(&text))
 }
 
 /// An HTTP agent whose every call gives up after [`HTTP_TIMEOUT`].
@@ -484,27 +900,119 @@ fn redact(url: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The value of the sample `name{labels}` in `text` (`labels` as written, without braces).
+    fn sample<'t>(text: &'t str, name: &str, labels: &str) -> Option<&'t str> {
+        let start = format!("{name}{{{labels}}} ");
+        text.lines().find_map(|l| l.strip_prefix(start.as_str()))
+    }
+
+    /// The names of the families `text` has samples of.
+    fn families(text: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect();
+        names.dedup();
+        names
+    }
+
+    const PER_RUN: [&str; 12] = [
+        "gc_last_run_objects_scanned",
+        "gc_last_run_objects_eligible",
+        "gc_last_run_objects_held",
+        "gc_last_run_objects_deferred",
+        "gc_last_run_objects_deleted",
+        "gc_last_run_fences_lost",
+        "gc_last_run_errors",
+        "gc_last_run_archive_bytes",
+        "gc_last_run_success",
+        "gc_last_run_duration_seconds",
+        "gc_last_attempt_timestamp_seconds",
+        "gc_last_success_timestamp_seconds",
+    ];
+
     #[test]
-    fn metrics_are_prefixed_and_labelled() {
+    fn metrics_are_prefixed_labelled_gauges_of_the_last_run() {
         let m = RunMetrics::new("streamspace", "sessions", "ns1");
         m.objects("Deployment", 10, 3, 1, 0, 2);
-        m.error("Delete");
+        m.error("delete");
         m.finish(1.5, Some(1_795_953_600.0));
         let text = m.text();
-        assert!(text.contains(r#"streamspace_objects_deleted_total{collector="sessions",kind="Deployment",namespace="ns1"} 2"#), "{text}");
-        assert!(
-            text.contains(
-                r#"streamspace_errors_total{collector="sessions",namespace="ns1",stage="Delete"} 1"#
+        let run = r#"collector="sessions",namespace="ns1""#;
+        let deleted = r#"collector="sessions",kind="Deployment",namespace="ns1""#;
+        for (name, labels, value) in [
+            ("streamspace_last_run_objects_deleted", deleted, "2"),
+            ("streamspace_last_run_objects_scanned", deleted, "10"),
+            (
+                "streamspace_last_run_errors",
+                &format!(r#"{run},stage="delete""#),
+                "1",
             ),
-            "{text}"
-        );
-        assert!(
-            text.contains("streamspace_last_success_timestamp_seconds"),
-            "{text}"
-        );
+            (
+                "streamspace_last_run_errors",
+                &format!(r#"{run},stage="run""#),
+                "0",
+            ),
+            ("streamspace_last_run_success", run, "1"),
+            ("streamspace_last_run_duration_seconds", run, "1.5"),
+            (
+                "streamspace_last_attempt_timestamp_seconds",
+                run,
+                "1795953600.0",
+            ),
+            (
+                "streamspace_last_success_timestamp_seconds",
+                run,
+                "1795953600.0",
+            ),
+        ] {
+            assert_eq!(sample(&text, name, labels), Some(value), "{name}: {text}");
+        }
+        assert!(!text.contains("_total"), "{text}");
+        assert!(!text.contains(" counter"), "gauges only: {text}");
         assert_eq!(redact("https://user:pw@host/x"), "https://***@host/x");
         assert_eq!(redact("user:pw@host:9091/m"), "***@host:9091/m");
         assert_eq!(redact("http://host/a@b"), "http://host/a@b");
+    }
+
+    #[test]
+    fn a_run_that_failed_at_once_has_every_family_but_the_last_success() {
+        for collector in ["pods", "sessions"] {
+            let m = RunMetrics::new("gc", collector, "ns");
+            m.error("run");
+            m.finish(0.1, None);
+            let text = m.text();
+            assert_eq!(families(&text), PER_RUN[..11], "{collector}: {text}");
+            let run = format!(r#"collector="{collector}",namespace="ns""#);
+            assert_eq!(sample(&text, "gc_last_run_success", &run), Some("0"));
+            let attempt = sample(&text, "gc_last_attempt_timestamp_seconds", &run).unwrap();
+            assert!(attempt.parse::<f64>().unwrap() > 1.7e9, "{attempt}");
+        }
+        let pods = RunMetrics::new("gc", "pods", "ns").text();
+        for stage in ["run", "plan", "PinLeft", "TooLarge", "Pin", "VerifyGone"] {
+            let labels = format!(r#"collector="pods",namespace="ns",stage="{stage}""#);
+            assert_eq!(
+                sample(&pods, "gc_last_run_errors", &labels),
+                Some("0"),
+                "{pods}"
+            );
+        }
+        let sessions = RunMetrics::new("gc", "sessions", "ns").text();
+        for kind in ["Deployment", "Service", "PersistentVolumeClaim", "Session"] {
+            let labels = format!(r#"collector="sessions",kind="{kind}",namespace="ns""#);
+            assert_eq!(
+                sample(&sessions, "gc_last_run_objects_deleted", &labels),
+                Some("0")
+            );
+        }
+    }
+
+    #[test]
+    fn step_names_are_the_debug_names_the_results_used() {
+        for step in STEPS {
+            assert_eq!(step_name(step), format!("{step:?}"));
+        }
     }
 
     #[test]
@@ -519,15 +1027,20 @@ mod tests {
             })
             .collect();
         let merged = merge(&texts);
-        for family in ["gc_objects_deleted", "gc_run_duration_seconds"] {
-            let types = format!("# TYPE {family} ");
-            assert_eq!(merged.matches(&types).count(), 1, "{merged}");
+        for family in [
+            "gc_last_run_objects_deleted",
+            "gc_last_run_duration_seconds",
+        ] {
+            for directive in ["# TYPE", "# HELP"] {
+                let header = format!("{directive} {family} ");
+                assert_eq!(merged.matches(&header).count(), 1, "{merged}");
+            }
         }
         let lines: Vec<&str> = merged.lines().collect();
         let deleted: Vec<usize> = lines
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.starts_with("gc_objects_deleted_total{"))
+            .filter(|(_, l)| l.starts_with("gc_last_run_objects_deleted{"))
             .map(|(i, _)| i)
             .collect();
         assert_eq!(deleted.len(), 2, "{merged}");
@@ -535,6 +1048,112 @@ mod tests {
         assert!(merged.contains(r#"namespace="a""#) && merged.contains(r#"namespace="b""#));
         assert_eq!(merged.matches("# EOF").count(), 1);
         assert!(merged.ends_with("# EOF\n"));
+    }
+
+    /// A failed-Pod run in `ns` that deleted `deleted` Pods and succeeded at `success_at` (or
+    /// failed).
+    fn run(ns: &str, deleted: u64, success_at: Option<f64>) -> Record {
+        let m = RunMetrics::new("gc", "pods", ns);
+        m.objects("Pod", deleted, deleted, 0, 0, deleted);
+        if success_at.is_none() {
+            m.error("run");
+        }
+        m.finish(1.0, success_at);
+        m.record().clone()
+    }
+
+    #[test]
+    fn serve_counts_every_run_and_shows_the_last_and_the_last_success() {
+        let served = Served::new("gc");
+        let ns = r#"collector="pods",namespace="ns""#;
+        let pods = r#"collector="pods",kind="Pod",namespace="ns""#;
+        let run_stage = r#"collector="pods",namespace="ns",stage="run""#;
+        let expect = |text: &str, rows: &[(&str, &str, Option<&str>)]| {
+            for (name, labels, value) in rows {
+                assert_eq!(
+                    sample(text, name, labels),
+                    *value,
+                    "{name}{{{labels}}}: {text}"
+                );
+            }
+        };
+        served.add(&run("ns", 0, None));
+        let failed = format!(r#"{ns},result="failure""#);
+        let succeeded = format!(r#"{ns},result="success""#);
+        expect(
+            &served.text(),
+            &[
+                ("gc_runs_total", &failed, Some("1")),
+                ("gc_runs_total", &succeeded, Some("0")),
+                ("gc_errors_total", run_stage, Some("1")),
+                ("gc_last_run_errors", run_stage, Some("1")),
+                ("gc_last_run_success", ns, Some("0")),
+                ("gc_last_success_timestamp_seconds", ns, None),
+            ],
+        );
+        served.add(&run("ns", 3, Some(100.0)));
+        served.add(&run("ns", 2, Some(200.0)));
+        served.add(&run("ns", 0, None));
+        let text = served.text();
+        expect(
+            &text,
+            &[
+                ("gc_runs_total", &failed, Some("2")),
+                ("gc_runs_total", &succeeded, Some("2")),
+                ("gc_errors_total", run_stage, Some("2")),
+                ("gc_objects_deleted_total", pods, Some("5")),
+                ("gc_last_run_objects_deleted", pods, Some("0")),
+                ("gc_last_run_errors", run_stage, Some("1")),
+                ("gc_last_run_success", ns, Some("0")),
+                ("gc_last_success_timestamp_seconds", ns, Some("200.0")),
+            ],
+        );
+        assert!(text.ends_with("# EOF\n"), "OpenMetrics: {text}");
+        assert!(text.contains("# TYPE gc_errors counter\n"), "{text}");
+    }
+
+    #[test]
+    fn the_text_format_names_counters_with_total_and_has_no_eof() {
+        let served = Served::new("gc");
+        served.add(&run("ns", 1, Some(1.0)));
+        let text = text_format(&served.text());
+        assert!(text.contains("# TYPE gc_errors_total counter\n"), "{text}");
+        assert!(
+            text.contains("# HELP gc_errors_total Errors since"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE gc_last_run_errors gauge\n"), "{text}");
+        assert!(!text.contains("# EOF"), "{text}");
+        let samples = |t: &str| t.lines().filter(|l| !l.starts_with('#')).count();
+        assert_eq!(samples(&text), samples(&served.text()));
+    }
+
+    #[test]
+    fn the_file_keeps_the_last_success_a_failed_run_does_not_carry() {
+        let success = |ns: &str, at: f64| {
+            let m = RunMetrics::new("gc", "pods", ns);
+            m.finish(1.0, Some(at));
+            m.text()
+        };
+        let failure = |ns: &str| {
+            let m = RunMetrics::new("gc", "pods", ns);
+            m.finish(1.0, None);
+            m.text()
+        };
+        let a = r#"collector="pods",namespace="a""#;
+        let b = r#"collector="pods",namespace="b""#;
+        let last = "gc_last_success_timestamp_seconds";
+        let before = text_format(&merge(&[success("a", 10.0), success("b", 20.0)]));
+        // `a` failed, `b` succeeded again.
+        let now = keep_last_successes(&before, &merge(&[failure("a"), success("b", 30.0)]), "gc");
+        assert_eq!(sample(&now, last, a), Some("10.0"), "{now}");
+        assert_eq!(sample(&now, last, b), Some("30.0"), "{now}");
+        assert_eq!(now.matches(&format!("# HELP {last} ")).count(), 1, "{now}");
+        let again = keep_last_successes(&text_format(&now), &failure("a"), "gc");
+        assert_eq!(sample(&again, last, a), Some("10.0"), "{again}");
+        assert_eq!(sample(&again, last, b), Some("30.0"), "{again}");
+        let first = failure("a");
+        assert_eq!(keep_last_successes("", &first, "gc"), first);
     }
 
     #[test]

@@ -46,8 +46,13 @@ fn one_request() -> (String, std::thread::JoinHandle<String>) {
 
 /// `gc-cli run pods` in `batch` against an API server that is not there, its store in `dir`.
 fn unreachable_run(dir: &Path) -> Command {
+    unreachable_run_in(dir, "batch")
+}
+
+/// `gc-cli run pods` in `ns` against an API server that is not there, its store in `dir`.
+fn unreachable_run_in(dir: &Path, ns: &str) -> Command {
     let mut c = command();
-    c.args(["run", "pods", "-n", "batch"])
+    c.args(["run", "pods", "-n", ns])
         .args(["--api-url", "https://127.0.0.1:1", "--trust-certs"])
         .args(["--store", &sqlite(dir, "s.db")]);
     c
@@ -78,9 +83,16 @@ fn a_failed_run_alerts_the_webhook_and_counts_the_error() {
     // `run pods` connects and takes the lock before it recovers and plans: an unreachable
     // cluster is a failure of the run, not of the plan.
     let exposition = std::fs::read_to_string(&metrics).unwrap();
+    for line in [
+        r#"gc_last_run_errors{collector="pods",namespace="batch",stage="run"} 1"#,
+        r#"gc_last_run_success{collector="pods",namespace="batch"} 0"#,
+        "# TYPE gc_last_run_errors gauge",
+    ] {
+        assert!(exposition.contains(line), "{line}: {exposition}");
+    }
     assert!(
-        exposition.contains(r#"gc_errors_total{collector="pods",namespace="batch",stage="run"} 1"#),
-        "{exposition}"
+        !exposition.contains("_total") && !exposition.contains("# EOF"),
+        "gauges in the text format: {exposition}"
     );
 }
 
@@ -232,18 +244,51 @@ fn the_metrics_file_is_private_and_planted_symlinks_are_not_followed() {
     assert!(
         std::fs::read_to_string(&metrics)
             .unwrap()
-            .contains(r#"gc_errors_total{collector="pods",namespace="batch",stage="#)
+            .contains(r#"gc_last_run_errors{collector="pods",namespace="batch",stage="#)
     );
 }
 
-#[tokio::test]
-async fn metrics_reach_a_real_pushgateway() -> Result {
-    let Some(gateway) = std::env::var("GC_TEST_PUSHGATEWAY").ok() else {
+/// The value of the sample of `name` in the Pushgateway's group of namespace `ns`, and (when
+/// given) with the label `extra`.
+fn pushed(text: &str, name: &str, ns: &str, extra: Option<&str>) -> Option<f64> {
+    text.lines()
+        .find(|l| {
+            l.starts_with(&format!("{name}{{"))
+                && l.contains(&format!("namespace=\"{ns}\""))
+                && l.contains("job=\"gc\"")
+                && extra.is_none_or(|e| l.contains(e))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// The Pushgateway's exposition.
+fn scrape(gateway: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-fsS", &format!("{gateway}/metrics")])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The Pushgateway at `GC_TEST_PUSHGATEWAY`; `None` (the test skips) outside CI.
+fn pushgateway() -> Option<String> {
+    let gateway = std::env::var("GC_TEST_PUSHGATEWAY").ok();
+    if gateway.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI must run the Pushgateway (scripts/test.sh starts it)"
         );
         eprintln!("SKIPPING: GC_TEST_PUSHGATEWAY is unset (run scripts/test.sh)");
+    }
+    gateway
+}
+
+/// A successful run's metrics reach the Pushgateway; a failed run's replace every per-run series
+/// of the group (a stage or kind it did not touch reads 0) and keep the last success, in the
+/// Pushgateway and in the metrics file.
+#[tokio::test]
+async fn metrics_reach_a_real_pushgateway() -> Result {
+    let Some(gateway) = pushgateway() else {
         return Ok(());
     };
     let (bed, ns) = namespace("metrics").await?;
@@ -251,45 +296,217 @@ async fn metrics_reach_a_real_pushgateway() -> Result {
         target(&ns, &format!("p{i}")).await?;
     }
     let dir = tempfile::tempdir()?;
+    let file = dir.path().join("gc.prom");
+    let delivery = [
+        "--pushgateway",
+        &gateway,
+        "--metrics-prefix",
+        "streamspace",
+        "--metrics-file",
+        file.to_str().unwrap(),
+    ];
     let out = command()
         .args(run_pods(ns.name()))
         .args(["--max-pods", "2"])
         .args(["--kubeconfig", bed.kubeconfig_path().to_str().unwrap()])
         .args(["--store", &sqlite(dir.path(), "s.db")])
         .args(["--archive-dir", dir.path().join("a").to_str().unwrap()])
-        .args(["--pushgateway", &gateway, "--metrics-prefix", "streamspace"])
+        .args(delivery)
         .output()?;
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let scraped = Command::new("curl")
-        .args(["-fsS", &format!("{gateway}/metrics")])
-        .output()?;
-    let text = String::from_utf8(scraped.stdout)?;
-    let line = |name: &str| {
-        text.lines()
-            .find(|l| {
-                l.starts_with(name)
-                    && l.contains(&format!("namespace=\"{}\"", ns.name()))
-                    && l.contains("job=\"gc\"")
-            })
-            .map(str::to_owned)
+    let text = scrape(&gateway);
+    let value = |text: &str, name: &str, extra: Option<&str>| {
+        pushed(text, &format!("streamspace_{name}"), ns.name(), extra)
     };
-    assert!(
-        line("streamspace_objects_scanned_total").is_some_and(|l| l.ends_with(" 3")),
+    assert_eq!(
+        value(&text, "last_run_objects_scanned", None),
+        Some(3.0),
         "{text}"
     );
-    assert!(
-        line("streamspace_objects_deferred_total").is_some_and(|l| l.ends_with(" 1")),
+    assert_eq!(
+        value(&text, "last_run_objects_deferred", None),
+        Some(1.0),
         "{text}"
     );
-    assert!(
-        line("streamspace_last_success_timestamp_seconds").is_some(),
+    assert_eq!(value(&text, "last_run_success", None), Some(1.0), "{text}");
+    let success = value(&text, "last_success_timestamp_seconds", None);
+    assert!(success.is_some_and(|at| at > 1.7e9), "{text}");
+    assert_eq!(
+        value(&text, "last_attempt_timestamp_seconds", None),
+        success
+    );
+
+    // The same group, from a run that cannot reach the cluster.
+    let out = unreachable_run_in(dir.path(), ns.name())
+        .args(delivery)
+        .output()?;
+    assert_eq!(out.status.code(), Some(1));
+    let text = scrape(&gateway);
+    let stage = |s: &str| format!("stage=\"{s}\"");
+    assert_eq!(value(&text, "last_run_success", None), Some(0.0), "{text}");
+    assert_eq!(
+        value(&text, "last_run_errors", Some(&stage("run"))),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(&text, "last_run_errors", Some(&stage("Pin"))),
+        Some(0.0)
+    );
+    assert_eq!(
+        value(&text, "last_run_objects_scanned", None),
+        Some(0.0),
         "{text}"
+    );
+    assert_eq!(
+        value(&text, "last_success_timestamp_seconds", None),
+        success,
+        "a failure keeps the last success: {text}"
+    );
+    let attempt = value(&text, "last_attempt_timestamp_seconds", None);
+    assert!(attempt > success, "{text}");
+    let file = std::fs::read_to_string(&file)?;
+    assert!(
+        file.contains(&format!(
+            "streamspace_last_success_timestamp_seconds{{collector=\"pods\",namespace=\"{}\"}} ",
+            ns.name()
+        )) && file.contains("streamspace_last_run_success{collector=\"pods\""),
+        "{file}"
     );
     Ok(())
+}
+
+/// One `GET` on `addr`: the status, the content type and the body.
+fn get(addr: &str, path: &str, accept: &str) -> std::io::Result<(u16, String, String)> {
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: {addr}\r\naccept: {accept}\r\nconnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let content_type = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-type")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_default();
+    Ok((status, content_type, body.to_owned()))
+}
+
+/// Prometheus' Accept header (2.42).
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// A `gc-cli serve` on a free loopback port.
+struct Served {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Served {
+    /// Starts `gc-cli serve --interval-seconds interval` with the collector's `run` arguments.
+    fn start(interval: u64, run: &[&str]) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = command()
+            .args(["serve", "--listen", &addr])
+            .args(["--interval-seconds", &interval.to_string()])
+            .args(run)
+            .env_remove("GC_PUSHGATEWAY")
+            .env_remove("GC_ALERT_WEBHOOK")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Self { child, addr }
+    }
+
+    /// `/metrics` as Prometheus gets it, once it has a sample `name{labels}` for which `until`
+    /// holds; its value. Panics after 60 seconds.
+    fn metrics_until(
+        &self,
+        name: &str,
+        labels: &str,
+        until: impl Fn(f64) -> bool,
+    ) -> (String, f64) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let prefix = format!("{name}{{{labels}}} ");
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            if let Ok((200, _, text)) = get(&self.addr, "/metrics", PROMETHEUS_ACCEPT) {
+                let value = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix(prefix.as_str())?.parse::<f64>().ok());
+                if let Some(value) = value.filter(|v| until(*v)) {
+                    return (text, value);
+                }
+                last = text;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("no {name}{{{labels}}} as expected within 60s; last /metrics:\n{last}");
+    }
+
+    /// Sends `signal` (`-TERM`, `-INT`) to the process.
+    fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// Waits for the exit (killing the process after `bound`): the status, its stderr and how
+    /// long it took.
+    fn exit_within(mut self, bound: Duration) -> (std::process::ExitStatus, String, Duration) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > bound {
+                self.child.kill().unwrap();
+                panic!(
+                    "gc-cli serve still running {bound:?} after the signal\n{}",
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        (status, self.stderr(), started.elapsed())
+    }
+
+    /// What the process wrote to stderr (once it exited).
+    fn stderr(&mut self) -> String {
+        let mut text = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = stderr.read_to_string(&mut text);
+        }
+        text
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 #[tokio::test]
@@ -331,13 +548,86 @@ async fn serve_runs_on_a_schedule_and_serves_metrics() -> Result {
             break;
         }
     }
-    assert!(
-        text.contains(&format!(
-            "gc_objects_scanned_total{{collector=\"pods\",kind=\"Pod\",namespace=\"{}\"}} 1",
-            ns.name()
-        )),
-        "{text}"
+    let pod = format!(
+        r#"{{collector="pods",kind="Pod",namespace="{}"}}"#,
+        ns.name()
     );
+    for line in [
+        format!("gc_objects_scanned_total{pod} 1"),
+        format!("gc_last_run_objects_scanned{pod} 1"),
+        "# TYPE gc_objects_scanned_total counter".into(),
+    ] {
+        assert!(text.contains(&line), "{line}: {text}");
+    }
+    assert!(!text.contains("# EOF"), "the text format for curl: {text}");
+    let addr = format!("127.0.0.1:{port}");
+    let (status, content_type, body) = get(&addr, "/metrics", PROMETHEUS_ACCEPT)?;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (
+            200,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        )
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let (status, content_type, _) = get(&addr, "/metrics", "*/*")?;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert_eq!(get(&addr, "/healthz", "*/*")?.0, 200);
+    assert_eq!(get(&addr, "/nothing", "*/*")?.0, 404);
     assert!(child.wait()?.success());
     Ok(())
+}
+
+/// `serve`'s counters add up its runs (they never go down between scrapes) while its gauges
+/// describe the last run; a SIGTERM while it sleeps between runs ends it at once, with status 0.
+#[test]
+fn serve_counts_every_run_and_a_sigterm_ends_its_sleep_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sqlite(dir.path(), "s.db");
+    let unreachable = [
+        "pods",
+        "-n",
+        "batch",
+        "--api-url",
+        "https://127.0.0.1:1",
+        "--trust-certs",
+        "--store",
+        &store,
+    ];
+    let ns = r#"collector="pods",namespace="batch""#;
+    let failures = format!(r#"{ns},result="failure""#);
+    let run_stage = format!(r#"{ns},stage="run""#);
+    let served = Served::start(1, &unreachable);
+    let mut seen = Vec::new();
+    for runs in 1..=3 {
+        let (text, _) = served.metrics_until("gc_runs_total", &failures, |n| n >= f64::from(runs));
+        let value = |name: &str, labels: &str| {
+            let prefix = format!("{name}{{{labels}}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str())?.parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("no {prefix}in {text}"))
+        };
+        let errors = value("gc_errors_total", &run_stage);
+        assert_eq!(errors, value("gc_runs_total", &failures), "{text}");
+        assert_eq!(value("gc_last_run_errors", &run_stage), 1.0, "{text}");
+        assert_eq!(value("gc_last_run_success", ns), 0.0, "{text}");
+        seen.push(errors);
+    }
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+    drop(served);
+
+    let served = Served::start(3600, &unreachable);
+    served.metrics_until("gc_runs_total", &failures, |n| n >= 1.0);
+    served.signal("-TERM");
+    let (status, stderr, took) = served.exit_within(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(took < Duration::from_secs(2), "{took:?}: {stderr}");
+    assert!(
+        stderr.contains("SIGTERM received: exiting after 1 run(s)")
+            && !stderr.contains("run 2 starting"),
+        "{stderr}"
+    );
 }

@@ -1,0 +1,165 @@
+//! Termination signals. The first SIGTERM or SIGINT asks the process to stop: the stop flag of
+//! every run lock is set (the engines write nothing more and the run releases its lock), no lock
+//! is taken any more, and `serve` starts no other run and leaves its sleep at once. A second one
+//! stops the process at once (exit status 128 + the signal's number).
+//!
+//! The signals are hooked once, on a thread of their own with its own runtime, by the first
+//! [`install`]: commands that never take a run lock keep the default (the signal ends them).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
+use std::time::Duration;
+
+use anyhow::Context;
+
+/// The signal that asked the process to stop, once one did.
+static RECEIVED: OnceLock<&'static str> = OnceLock::new();
+/// The stop flags of the run locks taken so far (set when the signal arrives).
+static FLAGS: Mutex<Vec<Weak<AtomicBool>>> = Mutex::new(Vec::new());
+/// Wakes whoever waits in [`sleep`] when the signal arrives.
+static WAKE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+/// The outcome of the first [`install`].
+static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Hooks SIGTERM and SIGINT, once for the process; later calls return the first one's outcome.
+///
+/// # Errors
+/// When the signal thread, its runtime or the hooks cannot be set up.
+pub(crate) fn install() -> anyhow::Result<()> {
+    INSTALLED
+        .get_or_init(|| hook().map_err(|e| format!("{e:#}")))
+        .clone()
+        .map_err(anyhow::Error::msg)
+        .context("cannot handle termination signals")
+}
+
+/// The signal that asked the process to stop (`SIGTERM`, `SIGINT`), if one did.
+pub(crate) fn received() -> Option<&'static str> {
+    RECEIVED.get().copied()
+}
+
+/// Sets `flag` when a signal asks the process to stop (at once if one did already).
+pub(crate) fn register(flag: &Arc<AtomicBool>) {
+    let mut flags = FLAGS.lock().unwrap_or_else(PoisonError::into_inner);
+    flags.retain(|f| f.strong_count() > 0);
+    flags.push(Arc::downgrade(flag));
+    drop(flags);
+    if received().is_some() {
+        flag.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Sleeps for `duration`, or until a signal asks the process to stop; `false` when one did
+/// (before or during the sleep).
+pub(crate) fn sleep(duration: Duration) -> bool {
+    let (lock, wake) = &WAKE;
+    let guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    let waited = wake.wait_timeout_while(guard, duration, |()| received().is_none());
+    drop(waited.unwrap_or_else(PoisonError::into_inner));
+    received().is_none()
+}
+
+/// Starts the signal thread and waits until its hooks are in place.
+fn hook() -> anyhow::Result<()> {
+    let (ready, hooked) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("gc-signals".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => return drop(ready.send(Err(e))),
+            };
+            runtime.block_on(async move {
+                match Signals::new() {
+                    Ok(signals) => {
+                        let _ = ready.send(Ok(()));
+                        watch(signals).await;
+                    }
+                    Err(e) => drop(ready.send(Err(e))),
+                }
+            });
+        })
+        .context("cannot start the signal thread")?;
+    hooked
+        .recv()
+        .context("the signal thread stopped")?
+        .context("cannot hook SIGTERM and SIGINT")
+}
+
+/// The first signal asks the process to stop; the second stops it.
+async fn watch(mut signals: Signals) {
+    let (name, _) = signals.next().await;
+    stop(name);
+    let (name, number) = signals.next().await;
+    eprintln!("gc-cli: {name} received again: stopping at once");
+    std::process::exit(128 + number);
+}
+
+/// Asks the process to stop: records `name`, sets every lock's stop flag, wakes the sleepers.
+fn stop(name: &'static str) {
+    let _ = RECEIVED.set(name);
+    eprintln!(
+        "gc-cli: {name} received: stopping before the next write (no new target, no new run), \
+         then releasing the run lock; send it again to stop at once"
+    );
+    let flags = FLAGS.lock().unwrap_or_else(PoisonError::into_inner);
+    for flag in flags.iter().filter_map(Weak::upgrade) {
+        flag.store(true, Ordering::SeqCst);
+    }
+    drop(flags);
+    let (lock, wake) = &WAKE;
+    let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+    wake.notify_all();
+}
+
+/// The hooked signals.
+#[cfg(unix)]
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// The next signal's name and number.
+    async fn next(&mut self) -> (&'static str, i32) {
+        use std::task::Poll;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(Some(())) = self.term.poll_recv(cx) {
+                return Poll::Ready(("SIGTERM", 15));
+            }
+            if let Poll::Ready(Some(())) = self.int.poll_recv(cx) {
+                return Poll::Ready(("SIGINT", 2));
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// The hooked signal: Ctrl-C.
+#[cfg(not(unix))]
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        Ok(Self)
+    }
+
+    async fn next(&mut self) -> (&'static str, i32) {
+        let _ = tokio::signal::ctrl_c().await;
+        ("Ctrl-C", 2)
+    }
+}
