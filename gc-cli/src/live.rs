@@ -219,8 +219,8 @@ impl RunLock {
             .release(&self.namespace, &self.name, &self.holder)
             .await
         {
-            eprintln!(
-                "gc-cli: warning: cannot release the run lock {} (it expires by itself): {e}",
+            tracing::warn!(
+                "cannot release the run lock {} (it expires by itself): {e}",
                 self.name
             );
         }
@@ -244,13 +244,11 @@ async fn renew(
         match cluster.try_acquire(&namespace, &name, &holder, lease).await {
             Ok(true) => renewed = Instant::now(),
             Ok(false) => {
-                eprintln!(
-                    "gc-cli: error: lost the run lock {name}: another run holds it; stopping"
-                );
+                tracing::error!("lost the run lock {name}: another run holds it; stopping");
                 break;
             }
             Err(e) if renewed.elapsed() >= period * 2 => {
-                eprintln!("gc-cli: error: cannot renew the run lock {name}: {e}; stopping");
+                tracing::error!("cannot renew the run lock {name}: {e}; stopping");
                 break;
             }
             Err(_) => {}

@@ -83,7 +83,7 @@ impl MetricsArgs {
     /// Writes the expositions of several namespaces' runs as one to `--metrics-file`, if given.
     pub(crate) fn write_merged(&self, texts: &[String]) {
         if let Err(e) = write_metrics_file(self, &merge(texts)) {
-            eprintln!("gc-cli: warning: {e:#}");
+            tracing::warn!("{e:#}");
         }
     }
 
@@ -402,7 +402,7 @@ impl RunMetrics {
             self.alert(args, failure, summary),
         ];
         for e in results.into_iter().filter_map(Result::err) {
-            eprintln!("gc-cli: warning: {e:#}");
+            tracing::warn!("{e:#}");
         }
     }
 

@@ -123,9 +123,9 @@ impl Server {
         let _ = self.shutdown.send(());
         match self.finished.recv_timeout(SHUTDOWN_WAIT) {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("gc-cli: warning: {e:#}"),
-            Err(_) => eprintln!(
-                "gc-cli: warning: the HTTP server did not stop within {}s; exiting anyway",
+            Ok(Err(e)) => tracing::warn!("{e:#}"),
+            Err(_) => tracing::warn!(
+                "the HTTP server did not stop within {}s; exiting anyway",
                 SHUTDOWN_WAIT.as_secs()
             ),
         }
