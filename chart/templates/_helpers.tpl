@@ -1,9 +1,20 @@
-{{/* The release's full name, as Helm charts usually derive it. */}}
+{{/* The chart's name, or `nameOverride`. */}}
+{{- define "gc.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's full name, as Helm charts usually derive it: `fullnameOverride`, or the release
+name, followed by the chart's name unless the release name holds it. */}}
 {{- define "gc.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -13,11 +24,33 @@
 
 {{- define "gc.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "gc.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/component: garbage-collector
+{{- end -}}
+
+{{/* The labels that pick one collector's Pods (the Deployment's selector, its Service's, its
+ServiceMonitor's). Called with (dict "root" $ "collector" "sessions"|"failed-pods"). */}}
+{{- define "gc.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gc.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{ include "gc.collectorLabel" . }}
+{{- end -}}
+
+{{/* The one label `gc.labels` lacks for `gc.selectorLabels`. */}}
+{{- define "gc.collectorLabel" -}}
+gc.example.com/collector: {{ .collector }}
+{{- end -}}
+
+{{/* The ServiceAccount the collectors run as: the chart's own, or an existing one. */}}
+{{- define "gc.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "gc.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name: the existing ServiceAccount to run as, when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "gc.image" -}}
@@ -39,29 +72,12 @@ app.kubernetes.io/component: garbage-collector
 {{- default (printf "%s-postgresql" .Release.Name) .Values.database.host -}}
 {{- end -}}
 
-{{/* The Pod template shared by both collectors: the container is added by the caller. */}}
-{{- define "gc.podSpec" -}}
-serviceAccountName: {{ include "gc.fullname" . }}
-automountServiceAccountToken: true
-restartPolicy: Never
-securityContext:
-  {{- toYaml .Values.podSecurityContext | nindent 2 }}
-{{- with .Values.imagePullSecrets }}
-imagePullSecrets:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .Values.nodeSelector }}
-nodeSelector:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .Values.tolerations }}
-tolerations:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- with .Values.affinity }}
-affinity:
-  {{- toYaml . | nindent 2 }}
-{{- end }}
+{{/* The failed-Pod collector's volume holds what neither the object store nor PostgreSQL holds:
+"true" or "". */}}
+{{- define "gc.pods.volume" -}}
+{{- if not (and .Values.failedPods.archive.url .Values.failedPods.store.existingSecret) -}}
+true
+{{- end -}}
 {{- end -}}
 
 {{- define "gc.cronJobSpec" -}}
@@ -69,41 +85,7 @@ concurrencyPolicy: {{ .Values.concurrencyPolicy }}
 successfulJobsHistoryLimit: {{ .Values.successfulJobsHistoryLimit }}
 failedJobsHistoryLimit: {{ .Values.failedJobsHistoryLimit }}
 startingDeadlineSeconds: {{ .Values.startingDeadlineSeconds }}
-{{- end -}}
-
-{{/* Metrics and alert flags and environment, shared by both collectors. */}}
-{{- define "gc.metricsArgs" -}}
-- --metrics-prefix={{ .Values.metrics.prefix }}
-{{- with .Values.metrics.pushgateway }}
-- --pushgateway={{ . }}
-{{- end }}
-{{- if .Values.alerts.onSuccess }}
-- --alert-on-success
-{{- end }}
-{{- end -}}
-
-{{/* The namespaces a run covers: the collectors' namespace, or in cluster-wide mode every one
-the selector matches, less the excluded (and always less the system namespaces). */}}
-{{- define "gc.namespaceArgs" -}}
-{{- if .Values.clusterWide.enabled }}
-- --all-namespaces
-{{- with .Values.clusterWide.namespaceSelector }}
-- --namespace-selector={{ . }}
-{{- end }}
-{{- range .Values.clusterWide.excludeNamespaces }}
-- --exclude-namespace={{ . }}
-{{- end }}
-{{- else }}
-- --namespace={{ include "gc.namespace" . }}
-{{- end }}
-{{- end -}}
-
-{{- define "gc.alertEnv" -}}
-{{- with .Values.alerts.webhookSecret }}
-- name: GC_ALERT_WEBHOOK
-  valueFrom:
-    secretKeyRef:
-      name: {{ . }}
-      key: {{ $.Values.alerts.webhookKey }}
+{{- with .Values.timeZone }}
+timeZone: {{ . | quote }}
 {{- end }}
 {{- end -}}

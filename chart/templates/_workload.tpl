@@ -1,0 +1,284 @@
+{{/*
+The Pod template of one collector, shared by its CronJob and its Deployment (`serve.enabled`) so
+that the two never drift: the same container, flags, environment and volumes; the Deployment's
+only adds `serve` and its flags before the collector's, the metrics port, the probes, a restart
+policy of Always and a grace period (the metrics are kept in memory: the root stays read-only).
+
+Called with (dict "root" $ "collector" "sessions"|"failed-pods" "serve" true|false).
+*/}}
+{{- define "gc.podTemplate" -}}
+{{- $v := .root.Values -}}
+{{- $volume := and (eq .collector "failed-pods") (include "gc.pods.volume" .root) -}}
+metadata:
+  labels:
+    {{- include "gc.labels" .root | nindent 4 }}
+    {{- include "gc.collectorLabel" . | nindent 4 }}
+    {{- with $v.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with $v.podAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  serviceAccountName: {{ include "gc.serviceAccountName" .root }}
+  automountServiceAccountToken: true
+  {{- if .serve }}
+  restartPolicy: Always
+  # SIGTERM lets the run finish its current target, then the process exits.
+  terminationGracePeriodSeconds: {{ $v.serve.terminationGracePeriodSeconds }}
+  {{- else }}
+  restartPolicy: Never
+  {{- end }}
+  securityContext:
+    {{- toYaml $v.podSecurityContext | nindent 4 }}
+  {{- with $v.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  containers:
+    - name: gc
+      image: {{ include "gc.image" .root }}
+      imagePullPolicy: {{ $v.image.pullPolicy }}
+      args:
+        {{- with include "gc.logArgs" .root | trim }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- if .serve }}
+        - serve
+        - --listen=0.0.0.0:{{ $v.serve.port }}
+        - --interval-seconds={{ $v.serve.intervalSeconds }}
+        {{- else }}
+        - run
+        {{- end }}
+        {{- if eq .collector "sessions" }}
+        - sessions
+        {{- include "gc.sessions.args" .root | nindent 8 }}
+        {{- else }}
+        - pods
+        {{- include "gc.pods.args" .root | nindent 8 }}
+        {{- end }}
+      env:
+        {{- with include "gc.alertEnv" .root | trim }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- if eq .collector "sessions" }}
+        {{- include "gc.sessions.env" .root | trim | nindent 8 }}
+        {{- else }}
+        {{- include "gc.pods.env" .root | trim | nindent 8 }}
+        {{- end }}
+      {{- if .serve }}
+      ports:
+        - name: metrics
+          containerPort: {{ $v.serve.port }}
+          protocol: TCP
+      livenessProbe:
+        httpGet:
+          path: /healthz
+          port: metrics
+        periodSeconds: 20
+        timeoutSeconds: 5
+        failureThreshold: 3
+      readinessProbe:
+        httpGet:
+          path: /healthz
+          port: metrics
+        periodSeconds: 10
+        timeoutSeconds: 5
+      {{- end }}
+      {{- if $volume }}
+      volumeMounts:
+        - name: state
+          mountPath: /var/lib/gc
+      {{- end }}
+      resources:
+        {{- toYaml $v.resources | nindent 8 }}
+      securityContext:
+        {{- toYaml $v.securityContext | nindent 8 }}
+  {{- if $volume }}
+  volumes:
+    - name: state
+      persistentVolumeClaim:
+        claimName: {{ include "gc.fullname" .root }}-state
+  {{- end }}
+{{- end -}}
+
+{{/* The global flags, before the command: the log's format and level. Nothing at the defaults
+(text, warn). */}}
+{{- define "gc.logArgs" -}}
+{{- if eq .Values.log.format "json" }}
+- --log-format=json
+{{- end }}
+{{- $level := get (dict "error" "-q" "info" "-v" "debug" "-vv" "trace" "-vvv") .Values.log.level }}
+{{- with $level }}
+- {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* The session collector's flags, after `run sessions` or `serve ... sessions`. */}}
+{{- define "gc.sessions.args" -}}
+- --in-cluster
+{{- include "gc.namespaceArgs" . }}
+- {{ printf "--selector=%s" .Values.gc.selector | quote }}
+- {{ printf "--protect-label=%s" .Values.gc.protectLabel | quote }}
+{{- with .Values.gc.excludeSelector }}
+- {{ printf "--exclude-selector=%s" . | quote }}
+{{- end }}
+- --id-label={{ .Values.gc.idLabel }}
+- --grace-hours={{ .Values.gc.gracePeriod }}
+- --max-deletes={{ .Values.gc.maxDeletes }}
+- --guard-ratio={{ .Values.gc.guard.ratio }}
+- --guard-floor={{ .Values.gc.guard.floor }}
+{{- if .Values.gc.guard.override }}
+- --override-guard
+{{- end }}
+{{- range .Values.gc.kinds }}
+- --kinds={{ . }}
+{{- end }}
+{{- range .Values.gc.terminalStates }}
+- --terminal-state={{ . }}
+{{- end }}
+- --table={{ .Values.database.table }}
+- --id-column={{ .Values.database.idColumn }}
+- --state-column={{ .Values.database.stateColumn }}
+{{- include "gc.sharedArgs" . | nindent 0 }}
+{{- if .Values.gc.dryRun }}
+- --dry-run
+{{- end }}
+{{- end -}}
+
+{{- define "gc.sessions.env" -}}
+- name: DB_HOST
+  value: {{ include "gc.databaseHost" . | quote }}
+- name: DB_PORT
+  value: {{ .Values.database.port | quote }}
+- name: DB_NAME
+  value: {{ .Values.database.name | quote }}
+- name: DB_USER
+  value: {{ .Values.database.user | quote }}
+- name: DB_SSL_MODE
+  value: {{ .Values.database.sslMode | quote }}
+- name: DB_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "gc.databaseSecret" . }}
+      key: {{ .Values.database.secretKey }}
+{{- end -}}
+
+{{/* The failed-Pod collector's flags, after `run pods` or `serve ... pods`. */}}
+{{- define "gc.pods.args" -}}
+{{- $p := .Values.failedPods -}}
+- --in-cluster
+{{- include "gc.namespaceArgs" . }}
+- --cluster-id={{ $p.clusterId }}
+- --retention-seconds={{ $p.retentionSeconds }}
+- --max-pods={{ $p.maxPods }}
+- --max-inventory={{ $p.maxInventory }}
+- --max-archive-bytes={{ $p.maxArchiveBytes }}
+- {{ printf "--protect-label=%s" $p.protectLabel | quote }}
+{{- with $p.excludeSelector }}
+- {{ printf "--exclude-selector=%s" . | quote }}
+{{- end }}
+- --dry-run={{ $p.dryRun }}
+{{- if $p.autoRemediate }}
+- --auto-remediate
+{{- end }}
+{{- include "gc.sharedArgs" . | nindent 0 }}
+{{- end -}}
+
+{{- define "gc.pods.env" -}}
+{{- $archive := .Values.failedPods.archive -}}
+{{- $store := .Values.failedPods.store -}}
+{{- if $store.existingSecret }}
+- name: GC_STORE
+  valueFrom:
+    secretKeyRef:
+      name: {{ $store.existingSecret }}
+      key: {{ $store.secretKey }}
+{{- else }}
+- name: GC_STATE_DIR
+  value: /var/lib/gc
+- name: GC_STORE
+  value: sqlite:/var/lib/gc/gc.sqlite3
+{{- end }}
+{{- if $archive.url }}
+- name: GC_ARCHIVE_URL
+  value: {{ $archive.url | quote }}
+{{- with $archive.endpoint }}
+- name: GC_ARCHIVE_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- with $archive.region }}
+- name: GC_ARCHIVE_REGION
+  value: {{ . | quote }}
+{{- end }}
+{{- with $archive.credentialsSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $archive.accessKeyIdKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $archive.secretAccessKeyKey }}
+{{- end }}
+{{- else }}
+- name: GC_ARCHIVE_DIR
+  value: /var/lib/gc/archives
+{{- end }}
+{{- end -}}
+
+{{/* Metrics, alert and event flags, shared by both collectors. The Pushgateway only when set:
+with `serve`, Prometheus scrapes the Service instead. */}}
+{{- define "gc.sharedArgs" -}}
+- --metrics-prefix={{ .Values.metrics.prefix }}
+{{- with .Values.metrics.pushgateway }}
+- --pushgateway={{ . }}
+{{- end }}
+{{- if .Values.alerts.onSuccess }}
+- --alert-on-success
+{{- end }}
+{{- if not .Values.events.enabled }}
+- --no-events
+{{- end }}
+{{- end -}}
+
+{{/* The namespaces a run covers: the collectors' namespace, or in cluster-wide mode every one
+the selector matches, less the excluded (and always less the system namespaces). */}}
+{{- define "gc.namespaceArgs" -}}
+{{- if .Values.clusterWide.enabled }}
+- --all-namespaces
+{{- with .Values.clusterWide.namespaceSelector }}
+- --namespace-selector={{ . }}
+{{- end }}
+{{- range .Values.clusterWide.excludeNamespaces }}
+- --exclude-namespace={{ . }}
+{{- end }}
+{{- else }}
+- --namespace={{ include "gc.namespace" . }}
+{{- end }}
+{{- end -}}
+
+{{- define "gc.alertEnv" -}}
+{{- with .Values.alerts.webhookSecret }}
+- name: GC_ALERT_WEBHOOK
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.alerts.webhookKey }}
+{{- end }}
+{{- end -}}
