@@ -1587,6 +1587,75 @@ fn database_parts(url: &str) -> [String; 5] {
     [host, port, name, user, password].map(str::to_owned)
 }
 
+/// The password of `db` in a Secret of the user's in `ns`, and the chart's `database.*` values
+/// that connect to it, as `(flag, value)` pairs.
+async fn session_database(
+    ns: &TestNamespace,
+    db: &gc_testbed::TestDatabase,
+) -> Result<Vec<(&'static str, String)>> {
+    use k8s_openapi::api::core::v1::Secret;
+    let [host, port, name, user, password] = database_parts(db.url());
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "session-db"},
+        "stringData": {"postgres-password": password},
+    }))?;
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    Ok(vec![
+        ("--set-string", format!("database.host={host}")),
+        ("--set", format!("database.port={port}")),
+        ("--set-string", format!("database.name={name}")),
+        ("--set-string", format!("database.user={user}")),
+        (
+            "--set-string",
+            "database.existingSecret=session-db".to_owned(),
+        ),
+    ])
+}
+
+/// `helm install` into `ns` with `(flag, value)` pairs, which must succeed.
+fn install_with(ns: &TestNamespace, sets: &[(&str, String)]) {
+    let args: Vec<&str> = sets
+        .iter()
+        .flat_map(|(flag, set)| [*flag, set.as_str()])
+        .collect();
+    let out = install(ns, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// One live session (`live-1`, which [`one_live_session`] puts in the table) and one orphaned one
+/// (`gone-1`) in `ns`: each a `Session` object and a Service, as StreamSpace labels them.
+async fn live_and_gone(
+    ns: &TestNamespace,
+    resource: &kube::discovery::ApiResource,
+) -> Result<(Api<DynamicObject>, Api<k8s_openapi::api::core::v1::Service>)> {
+    use k8s_openapi::api::core::v1::Service;
+    let sessions: Api<DynamicObject> =
+        Api::namespaced_with(ns.client().clone(), ns.name(), resource);
+    let services = ns.api::<Service>();
+    for id in ["live-1", "gone-1"] {
+        let labels = serde_json::json!({"app": "streamspace-session", "session": id});
+        let session: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": resource.api_version,
+            "kind": resource.kind,
+            "metadata": {"name": id, "labels": labels},
+            "spec": {"user": "someone", "template": "firefox"},
+        }))?;
+        sessions.create(&PostParams::default(), &session).await?;
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": id, "labels": labels},
+            "spec": {"ports": [{"port": 3000}]},
+        }))?;
+        services.create(&PostParams::default(), &service).await?;
+    }
+    Ok((sessions, services))
+}
+
 /// The chart installed as a user installs it (default values; only the database connection set,
 /// the way the README tells a standalone install), and its session CronJob's container run as
 /// the kubelet would run it: the image's entrypoint with the rendered args, the rendered
@@ -1595,7 +1664,6 @@ fn database_parts(url: &str) -> [String; 5] {
 #[tokio::test]
 async fn default_install_runs_the_rendered_session_collector() -> Result {
     use k8s_openapi::api::batch::v1::CronJob;
-    use k8s_openapi::api::core::v1::{Secret, Service};
 
     let bed = TestBed::shared().await?;
     let Some(db) = gc_testbed::TestDatabase::fresh("chart-default").await? else {
@@ -1608,34 +1676,8 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     one_live_session(&db).await?;
 
     // The password in a Secret of the user's, the connection in the chart's `database.*` values.
-    let [host, port, name, user, password] = database_parts(db.url());
-    let secret: Secret = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "session-db"},
-        "stringData": {"postgres-password": password},
-    }))?;
-    ns.api::<Secret>()
-        .create(&PostParams::default(), &secret)
-        .await?;
-    let sets = [
-        ("--set-string", format!("database.host={host}")),
-        ("--set", format!("database.port={port}")),
-        ("--set-string", format!("database.name={name}")),
-        ("--set-string", format!("database.user={user}")),
-        (
-            "--set-string",
-            "database.existingSecret=session-db".to_owned(),
-        ),
-    ];
-    let mut args = Vec::new();
-    for (flag, set) in &sets {
-        args.extend([*flag, set.as_str()]);
-    }
-    let out = install(&ns, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let sets = session_database(&ns, &db).await?;
+    install_with(&ns, &sets);
 
     // The installed CronJob, as the API server stores it: its Pod template's one container.
     let cron_jobs = ns.api::<CronJob>().list(&Default::default()).await?.items;
@@ -1649,24 +1691,7 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     let token_file = token_file(&ns, &account, &dir).await?;
 
     // One live and one orphaned session: its Session object and its Service.
-    let sessions: Api<DynamicObject> =
-        Api::namespaced_with(ns.client().clone(), ns.name(), &session_resource);
-    let services = ns.api::<Service>();
-    for id in ["live-1", "gone-1"] {
-        let labels = serde_json::json!({"app": "streamspace-session", "session": id});
-        let session: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": session_resource.api_version,
-            "kind": session_resource.kind,
-            "metadata": {"name": id, "labels": labels},
-            "spec": {"user": "someone", "template": "firefox"},
-        }))?;
-        sessions.create(&PostParams::default(), &session).await?;
-        let service: Service = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": id, "labels": labels},
-            "spec": {"ports": [{"port": 3000}]},
-        }))?;
-        services.create(&PostParams::default(), &service).await?;
-    }
+    let (sessions, services) = live_and_gone(&ns, &session_resource).await?;
 
     // The container's command. Only the connection differs from a Pod's: `--in-cluster` reads the
     // token from the Pod's mount, here the same token is given by file. The orphans are minutes
@@ -1783,7 +1808,7 @@ async fn exited(
 #[tokio::test]
 async fn serve_install_runs_the_rendered_session_collector() -> Result {
     use k8s_openapi::api::apps::v1::Deployment;
-    use k8s_openapi::api::core::v1::{Secret, Service};
+    use k8s_openapi::api::core::v1::Service;
 
     let bed = TestBed::shared().await?;
     let Some(db) = gc_testbed::TestDatabase::fresh("chart_serve").await? else {
@@ -1792,41 +1817,17 @@ async fn serve_install_runs_the_rendered_session_collector() -> Result {
     let ns = bed.namespace("chart-serve").await?;
     let session_resource = bed.install_session_crd().await?;
     one_live_session(&db).await?;
-    let [host, port, name, user, password] = database_parts(db.url());
-    let secret: Secret = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "session-db"},
-        "stringData": {"postgres-password": password},
-    }))?;
-    ns.api::<Secret>()
-        .create(&PostParams::default(), &secret)
-        .await?;
+    let database = session_database(&ns, &db).await?;
     // A free loopback port for the server, given to the chart as its port.
     let listen = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let sets = [
+    let serve = [
         ("--set", "serve.enabled=true".to_owned()),
         ("--set", format!("serve.port={listen}")),
         ("--set", "gc.gracePeriod=0".to_owned()),
-        ("--set-string", format!("database.host={host}")),
-        ("--set", format!("database.port={port}")),
-        ("--set-string", format!("database.name={name}")),
-        ("--set-string", format!("database.user={user}")),
-        (
-            "--set-string",
-            "database.existingSecret=session-db".to_owned(),
-        ),
     ];
-    let mut args = Vec::new();
-    for (flag, set) in &sets {
-        args.extend([*flag, set.as_str()]);
-    }
-    let out = install(&ns, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_with(&ns, &[&serve[..], &database].concat());
 
     // The stored Deployment and Service, as the API server keeps them.
     let deployments = ns
@@ -1892,24 +1893,7 @@ async fn serve_install_runs_the_rendered_session_collector() -> Result {
     let token_file = token_file(&ns, &account, &dir).await?;
 
     // One live and one orphaned session: its Session object and its Service.
-    let sessions: Api<DynamicObject> =
-        Api::namespaced_with(ns.client().clone(), ns.name(), &session_resource);
-    let services = ns.api::<Service>();
-    for id in ["live-1", "gone-1"] {
-        let labels = serde_json::json!({"app": "streamspace-session", "session": id});
-        let session: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": session_resource.api_version,
-            "kind": session_resource.kind,
-            "metadata": {"name": id, "labels": labels},
-            "spec": {"user": "someone", "template": "firefox"},
-        }))?;
-        sessions.create(&PostParams::default(), &session).await?;
-        let service: Service = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": id, "labels": labels},
-            "spec": {"ports": [{"port": 3000}]},
-        }))?;
-        services.create(&PostParams::default(), &service).await?;
-    }
+    let (sessions, services) = live_and_gone(&ns, &session_resource).await?;
 
     let argv = out_of_cluster(&args, bed, &token_file);
     let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
