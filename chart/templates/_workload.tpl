@@ -25,7 +25,7 @@ spec:
   automountServiceAccountToken: true
   {{- if .serve }}
   restartPolicy: Always
-  # SIGTERM lets the run finish its current target, then the process exits.
+  # On SIGTERM the run in progress stops before its next write and releases its lock.
   terminationGracePeriodSeconds: {{ $v.serve.terminationGracePeriodSeconds }}
   {{- else }}
   restartPolicy: Never
