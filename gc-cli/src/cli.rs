@@ -1,7 +1,8 @@
 //! The command line: the top-level clap types and the dispatch to each command. Each command's
 //! own flags live with the command; nothing imports this module but `main`.
 
-use clap::{Parser, Subcommand};
+use anyhow::Context;
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::archives::ArchivesCommand;
 use crate::ledger::LedgerCommand;
@@ -42,6 +43,18 @@ enum Command {
     /// Read archived Pods back: list them, show one, verify them against their receipts.
     #[command(subcommand)]
     Archives(ArchivesCommand),
+    /// Print a shell completion script (bash: `source <(gc-cli completions bash)`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per command into a folder.
+    Man {
+        /// Write `gc-cli.1`, `gc-cli-plan-pods.1`, ... into this folder instead.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,6 +76,36 @@ impl Cli {
             Command::Plan(PlanCommand::Sessions(args)) => crate::sessions::plan::plan(&args),
             Command::Ledger(command) => crate::ledger::run(&command),
             Command::Archives(command) => crate::archives::run(&command),
+            Command::Completions { shell } => {
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut Self::command(), "gc-cli", &mut script);
+                let mut script = String::from_utf8_lossy(&script).into_owned();
+                if shell == clap_complete::Shell::Bash {
+                    // clap_complete names the states of a hyphenated binary two ways in its bash
+                    // script (`gc__cli` and `gc__subcmd__cli`), so nothing past the first word
+                    // completes; one name makes every state reachable.
+                    script = script.replace("gc__subcmd__cli", "gc__cli");
+                }
+                std::io::Write::write_all(&mut std::io::stdout(), script.as_bytes())
+                    .context("cannot write the completion script")
+            }
+            Command::Man { out_dir } => man(out_dir.as_deref()),
+        }
+    }
+}
+
+/// The man page of `gc-cli` on stdout, or of every command into `dir`.
+fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let command = Cli::command();
+    match dir {
+        None => clap_mangen::Man::new(command)
+            .render(&mut std::io::stdout())
+            .context("cannot write the man page"),
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            clap_mangen::generate_to(command, dir)
+                .with_context(|| format!("cannot write the man pages into {}", dir.display()))
         }
     }
 }
@@ -70,7 +113,6 @@ impl Cli {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn command_line_is_consistent() {

@@ -219,8 +219,10 @@ fn bash_completes_commands_and_flags_from_the_generated_script() {
     // What bash offers for `gc-cli <words...>`, as programmable completion computes it.
     let complete = |words: &[&str]| {
         let line = format!("gc-cli {}", words.join(" "));
+        let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let array = format!("gc-cli {}", quoted.join(" "));
         let program = format!(
-            "source {}; COMP_WORDS=({line}); COMP_CWORD={}; COMP_LINE='{line}'; \
+            "source {}; COMP_WORDS=({array}); COMP_CWORD={}; COMP_LINE='{line}'; \
              COMP_POINT=${{#COMP_LINE}}; f=$(complete -p gc-cli | sed -E 's/.* -F ([^ ]+) .*/\\1/'); \
              \"$f\" gc-cli \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
              printf '%s\\n' \"${{COMPREPLY[@]}}\"",
@@ -252,7 +254,7 @@ fn bash_completes_commands_and_flags_from_the_generated_script() {
     }
     for shell in ["zsh", "fish"] {
         let script = ok(&gc_cli(&["completions", shell]));
-        assert!(script.contains("--inventory"), "{shell}");
+        assert!(script.contains("inventory"), "{shell}");
     }
     usage_error(&gc_cli(&["completions", "tcsh"]), "tcsh");
 }
