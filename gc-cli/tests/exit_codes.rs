@@ -55,7 +55,7 @@ fn invalid_input_exits_2() {
     check(&out, 2, "cannot read inventory");
     // A flag the command line checks itself.
     let out = gc_cli(dir.path(), &["run", "pods", "--dry-run", "false"]);
-    check(&out, 2, "--dry-run false needs --auto-remediate");
+    check(&out, 2, "--dry-run=none needs --auto-remediate");
 }
 
 #[test]

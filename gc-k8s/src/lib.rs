@@ -14,7 +14,9 @@
 //!   every write fenced on its resourceVersion, so that two runs never both hold it.
 //! - [`rbac::required_rules`] is the namespaced Role the collectors need, and no more;
 //!   [`rbac::cluster_rules`] the ClusterRole of a cluster-wide install.
-//! - [`list_namespaces`] names the Namespaces a run over many of them covers.
+//! - [`list_namespaces`] names the Namespaces a run over many of them covers;
+//!   [`context_namespace`] the namespace a kubeconfig context (or a Pod's ServiceAccount) names.
+//! - [`event`] and [`KubeCluster::post_event`]: events.k8s.io/v1 Events about what a run did.
 //! - [`list_inventory`] pages through a [`PodQuery`](gc_core::ports::PodQuery) (built by
 //!   [`failed_pod_query`]: `<collect-label>=true`, `status.phase=Failed`) into the same
 //!   [`Inventory`](gc_core::inventory::Inventory) an inventory file gives, restarting on an
