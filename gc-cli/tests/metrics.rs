@@ -3,6 +3,7 @@
 //! symlink); a stalled Pushgateway or webhook given up on in bounded time; a webhook URL never
 //! shown.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
@@ -11,9 +12,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use gc_core::ports::Store as _;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+
 mod common;
 
-use common::{Result, command, namespace, run_pods, sqlite, target};
+use common::{PIN, Result, command, namespace, run_pods, sqlite, target};
 
 /// Accepts one HTTP request on a loopback port and returns its body.
 fn one_request() -> (String, std::thread::JoinHandle<String>) {
@@ -630,4 +636,223 @@ fn serve_counts_every_run_and_a_sigterm_ends_its_sleep_at_once() {
             && !stderr.contains("run 2 starting"),
         "{stderr}"
     );
+}
+
+/// How many failed Pods the signal tests collect (within `--max-pods 50`).
+const TARGETS: usize = 40;
+
+/// A namespace holding [`TARGETS`] failed Pods due for collection, their uids by name, and the
+/// flags of a live `pods` run there (its store and archives in `dir`).
+async fn live_targets(
+    prefix: &str,
+    dir: &Path,
+) -> Result<(
+    gc_testbed::TestNamespace,
+    BTreeMap<String, String>,
+    Vec<String>,
+)> {
+    let (bed, ns) = namespace(prefix).await?;
+    let mut uids = BTreeMap::new();
+    for i in 0..TARGETS {
+        let pod = target(&ns, &format!("t-{i:02}")).await?;
+        uids.insert(pod.metadata.name.unwrap(), pod.metadata.uid.unwrap());
+    }
+    let flags = [
+        "pods",
+        "-n",
+        ns.name(),
+        "--retention-seconds",
+        "3600",
+        "--max-pods",
+        "50",
+        "--dry-run",
+        "false",
+        "--auto-remediate",
+        "--kubeconfig",
+        bed.kubeconfig_path().to_str().unwrap(),
+        "--store",
+        &sqlite(dir, "s.db"),
+        "--archive-dir",
+        dir.join("a").to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    Ok((ns, uids, flags))
+}
+
+/// The finalizers of the Pods left in `ns`, by name.
+async fn pods_left(ns: &gc_testbed::TestNamespace) -> Result<BTreeMap<String, Vec<String>>> {
+    let list = ns.api::<Pod>().list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|p| {
+            let finalizers = p.metadata.finalizers.unwrap_or_default();
+            (p.metadata.name.unwrap(), finalizers)
+        })
+        .collect())
+}
+
+/// Waits (at most 60 s) until the run in `child` collected at least one target, then sends it
+/// SIGTERM; panics when the run ended first.
+async fn sigterm_mid_run(
+    ns: &gc_testbed::TestNamespace,
+    child: &mut std::process::Child,
+) -> Result {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pods_left(ns).await?.len() == TARGETS {
+        assert!(
+            child.try_wait()?.is_none(),
+            "the run ended before collecting anything"
+        );
+        assert!(Instant::now() < deadline, "nothing collected within 60s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    assert!(sent.success());
+    Ok(())
+}
+
+/// After a run stopped by a signal: the run lock is released; every target is collected (Pod
+/// gone, its receipt stored, its archive matching it) or untouched (no pin, no receipt), but the
+/// one in progress when the signal came, which may keep its pin: the engine checks the stop flag
+/// before each write, not only between targets. The next run's recovery finishes it and the
+/// next run collects everything. The number of targets the stopped run collected.
+async fn after_the_signal(
+    ns: &gc_testbed::TestNamespace,
+    uids: &BTreeMap<String, String>,
+    flags: &[String],
+    dir: &Path,
+) -> Result<usize> {
+    let lease = ns.api::<Lease>().get_opt("gc-pods").await?;
+    let holder = lease.and_then(|l| l.spec?.holder_identity);
+    assert!(
+        holder.as_deref().is_none_or(str::is_empty),
+        "the lock is released: {holder:?}"
+    );
+    let left = pods_left(ns).await?;
+    let pinned: Vec<&String> = left
+        .iter()
+        .filter(|(_, finalizers)| finalizers.iter().any(|f| f == PIN))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(pinned.len() <= 1, "pins left: {pinned:?}");
+    let collected = uids.len() - left.len();
+    eprintln!("after the signal: {collected} collected, pins left on {pinned:?}");
+    assert!(
+        collected >= 1 && !left.is_empty(),
+        "the signal stopped the run mid-way: {collected} collected"
+    );
+    let store = gc_store::open(&sqlite(dir, "s.db")).await?;
+    let mut receipts = 0;
+    for (name, uid) in uids {
+        let receipt = store.get_receipt("primary", uid).await?.is_some();
+        // The pinned one may have stopped before or after its receipt.
+        if !pinned.contains(&name) {
+            assert_eq!(receipt, !left.contains_key(name), "{name}");
+        }
+        receipts += usize::from(receipt);
+    }
+    store.close().await;
+    let verify = |expected: usize| {
+        let out = command()
+            .args(["archives", "verify"])
+            .args(["--store", &sqlite(dir, "s.db")])
+            .args(["--archive-dir", dir.join("a").to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.success()
+                && stderr.contains(&format!(
+                    "{expected} archive(s) match their receipts, 0 problem(s)"
+                )),
+            "{stderr}"
+        );
+    };
+    verify(receipts);
+    let out = command().arg("run").args(flags).output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left = pods_left(ns).await?;
+    assert!(
+        left.is_empty(),
+        "the next run collects the rest: {left:?}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    verify(uids.len());
+    Ok(collected)
+}
+
+/// SIGTERM while `serve` collects: nothing more is written, no other target or run starts, the
+/// run releases its lock, the process exits 0 at once; the next run finishes the rest.
+#[tokio::test]
+async fn sigterm_during_a_serve_run_stops_it_releases_the_lock_and_exits_0() -> Result {
+    let dir = tempfile::tempdir()?;
+    let (ns, uids, flags) = live_targets("sigterm-serve", dir.path()).await?;
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut served = Served::start(3600, &args);
+    let started = Instant::now();
+    sigterm_mid_run(&ns, &mut served.child).await?;
+    let signalled = started.elapsed();
+    let (status, stderr, took) = served.exit_within(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("SIGTERM received: stopping before the next write")
+            && stderr.contains("SIGTERM received: exiting after 1 run(s)")
+            && !stderr.contains("run 2 starting")
+            && !stderr.contains("lost the run lock"),
+        "{stderr}"
+    );
+    let collected = after_the_signal(&ns, &uids, &flags, dir.path()).await?;
+    eprintln!(
+        "signal after {signalled:?}; exit {took:?} later; {collected} of {TARGETS} collected"
+    );
+    Ok(())
+}
+
+/// SIGTERM during a one-shot `run pods`: the same stop, the lock released, and a failure status
+/// with messages that name the signal (never a lost lock).
+#[tokio::test]
+async fn sigterm_during_run_pods_stops_it_releases_the_lock_and_fails() -> Result {
+    let dir = tempfile::tempdir()?;
+    let (ns, uids, flags) = live_targets("sigterm-run", dir.path()).await?;
+    let log = dir.path().join("run.log");
+    let mut child = command()
+        .arg("run")
+        .args(&flags)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()?;
+    sigterm_mid_run(&ns, &mut child).await?;
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "still running 30s after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let stderr = std::fs::read_to_string(&log)?;
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("SIGTERM received: stopping before the next write")
+            && stderr.contains(&format!(
+                "SIGTERM received: releasing the run lock gc-pods in namespace {}",
+                ns.name()
+            ))
+            && !stderr.contains("lost the run lock"),
+        "{stderr}"
+    );
+    after_the_signal(&ns, &uids, &flags, dir.path()).await?;
+    Ok(())
 }
