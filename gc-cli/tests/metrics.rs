@@ -856,3 +856,56 @@ async fn sigterm_during_run_pods_stops_it_releases_the_lock_and_fails() -> Resul
     after_the_signal(&ns, &uids, &flags, dir.path()).await?;
     Ok(())
 }
+
+/// SIGTERM while `serve`'s run waits for a run lock another run holds: the wait ends at once,
+/// nothing is changed (the other run's lease neither), and the process exits 0.
+#[tokio::test]
+async fn sigterm_while_waiting_for_the_run_lock_ends_serve_at_once() -> Result {
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+    let dir = tempfile::tempdir()?;
+    let (ns, _, flags) = live_targets("sigterm-wait", dir.path()).await?;
+    let leases = ns.api::<Lease>();
+    let held = Lease {
+        metadata: ObjectMeta {
+            name: Some("gc-pods".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("another-run".into()),
+            lease_duration_seconds: Some(300),
+            renew_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+            ..LeaseSpec::default()
+        }),
+    };
+    leases.create(&Default::default(), &held).await?;
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--lock-wait-seconds", "300"]);
+    let served = Served::start(3600, &args);
+    // Listening means the signals are hooked; give the run a moment to reach the lock.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !get(&served.addr, "/healthz", "*/*").is_ok_and(|(status, ..)| status == 200) {
+        assert!(Instant::now() < deadline, "serve did not listen within 30s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    served.signal("-TERM");
+    let (status, stderr, took) = served.exit_within(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(took < Duration::from_secs(3), "{took:?}: {stderr}");
+    let lock = format!(
+        "the run lock gc-pods in namespace {}; nothing was changed",
+        ns.name()
+    );
+    assert!(
+        stderr.contains("stopped by SIGTERM") && stderr.contains(&lock),
+        "{stderr}"
+    );
+    let lease = leases.get("gc-pods").await?;
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("another-run")
+    );
+    assert_eq!(pods_left(&ns).await?.len(), TARGETS);
+    Ok(())
+}
