@@ -23,8 +23,9 @@ use std::time::Duration;
 use clap::Args;
 use gc_core::apply::{Outcome, Step, TargetResult};
 use gc_core::plan::{Decision, PodPlan};
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -545,6 +546,14 @@ impl<T> Labels for T where
 {
 }
 
+/// What a metric must be to make a family: a gauge or a counter.
+trait Measure: TypedMetric + EncodeMetric + Default + std::fmt::Debug + Send + Sync + 'static {}
+
+impl<T> Measure for T where
+    T: TypedMetric + EncodeMetric + Default + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
 impl Exposition {
     fn new(prefix: &str) -> Self {
         Self {
@@ -552,60 +561,60 @@ impl Exposition {
         }
     }
 
-    /// Registers the gauges `name`, one per sample; nothing when there is no sample.
+    /// Registers the family `name` of `M`s, one per sample, each given its value by `set`;
+    /// nothing when there is no sample.
+    fn family<L: Labels, M: Measure, V>(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl Iterator<Item = (L, V)>,
+        set: fn(&M, V),
+    ) {
+        let family = Family::<L, M>::default();
+        let mut any = false;
+        for (labels, value) in samples {
+            set(&family.get_or_create(&labels), value);
+            any = true;
+        }
+        if any {
+            self.registry.register(name, help, family);
+        }
+    }
+
+    /// Registers the gauges `name`.
     fn gauges<L: Labels>(
         &mut self,
         name: &str,
         help: &str,
         samples: impl Iterator<Item = (L, u64)>,
     ) {
-        let family = Family::<L, Gauge>::default();
-        let mut any = false;
-        for (labels, value) in samples {
-            family
-                .get_or_create(&labels)
-                .set(i64::try_from(value).unwrap_or(i64::MAX));
-            any = true;
-        }
-        if any {
-            self.registry.register(name, help, family);
-        }
+        self.family(name, help, samples, |g: &Gauge, v| {
+            g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        });
     }
 
-    /// Registers the float gauges `name`, one per sample; nothing when there is no sample.
+    /// Registers the float gauges `name`.
     fn seconds<L: Labels>(
         &mut self,
         name: &str,
         help: &str,
         samples: impl Iterator<Item = (L, f64)>,
     ) {
-        let family = Family::<L, Gauge<f64, AtomicU64>>::default();
-        let mut any = false;
-        for (labels, value) in samples {
-            family.get_or_create(&labels).set(value);
-            any = true;
-        }
-        if any {
-            self.registry.register(name, help, family);
-        }
+        self.family(name, help, samples, |g: &Gauge<f64, AtomicU64>, v| {
+            g.set(v);
+        });
     }
 
-    /// Registers the counters `name` (exposed as `name_total`); nothing when there is no sample.
+    /// Registers the counters `name` (exposed as `name_total`).
     fn counters<L: Labels>(
         &mut self,
         name: &str,
         help: &str,
         samples: impl Iterator<Item = (L, u64)>,
     ) {
-        let family = Family::<L, Counter>::default();
-        let mut any = false;
-        for (labels, value) in samples {
-            family.get_or_create(&labels).inc_by(value);
-            any = true;
-        }
-        if any {
-            self.registry.register(name, help, family);
-        }
+        self.family(name, help, samples, |c: &Counter, v| {
+            c.inc_by(v);
+        });
     }
 
     /// The gauges of each run, with the last success to show beside it.
