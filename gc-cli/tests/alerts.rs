@@ -390,8 +390,13 @@ async fn alerts_from_pushed_runs_fire_from_the_first_failure_and_resolve_with_a_
     let series = of(name);
     let value = |metric: &str| format!("streamspace_{metric}{series}");
 
+    let first_run = Instant::now();
     run(false);
     prometheus.wait_for(name, "GcRunFailing");
+    eprintln!(
+        "GcRunFailing firing {:?} after the first failed run began",
+        first_run.elapsed()
+    );
     // The first failure's error series starts at 1: increase() would have read it as 0.
     let first = format!(r#"streamspace_last_run_errors{{namespace="{name}",stage="run"}}"#);
     assert_eq!(prometheus.value(&first), Ok(Some(1.0)));
@@ -401,8 +406,13 @@ async fn alerts_from_pushed_runs_fire_from_the_first_failure_and_resolve_with_a_
     // No success ever recorded: GcNoRecentSuccess counts from the earliest attempt.
     prometheus.wait_for_exactly(name, &["GcNoRecentSuccess", "GcRunFailing"]);
 
+    let success_run = Instant::now();
     run(true);
     prometheus.wait_for_exactly(name, &[]);
+    eprintln!(
+        "alerts resolved {:?} after the successful run began",
+        success_run.elapsed()
+    );
     let success = prometheus.wait_for_value(&value("last_success_timestamp_seconds"), |_| true);
 
     run(false);
@@ -501,7 +511,8 @@ async fn alerts_from_serve_resolve_and_its_counters_never_go_down() -> Result {
         .args(["-TERM", &serve.id().to_string()])
         .status()?;
     assert!(sent.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let signalled = Instant::now();
+    let deadline = signalled + Duration::from_secs(20);
     let status = loop {
         if let Some(status) = serve.try_wait()? {
             break status;
@@ -515,6 +526,14 @@ async fn alerts_from_serve_resolve_and_its_counters_never_go_down() -> Result {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(status.code(), Some(0), "{}", std::fs::read_to_string(&log)?);
+    let took = signalled.elapsed();
+    let log = std::fs::read_to_string(&log)?;
+    assert_eq!(status.code(), Some(0), "{log}");
+    // Prometheus keeps its connection open: the server still stops at once, not on its bound.
+    assert!(
+        took < Duration::from_secs(4) && !log.contains("did not stop"),
+        "{took:?}: {log}"
+    );
+    eprintln!("serve exited {took:?} after SIGTERM, Prometheus connected");
     Ok(())
 }
