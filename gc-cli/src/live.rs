@@ -136,6 +136,7 @@ pub(crate) struct RunLock {
     name: String,
     holder: String,
     stop: Arc<AtomicBool>,
+    lost: Arc<AtomicBool>,
     renewer: tokio::task::JoinHandle<()>,
 }
 
@@ -181,13 +182,14 @@ impl RunLock {
         }
         let stop = Arc::new(AtomicBool::new(false));
         crate::signals::register(&stop);
+        let lost = Arc::new(AtomicBool::new(false));
         let renewer = tokio::spawn(renew(
             cluster.clone(),
             namespace.to_owned(),
             name.to_owned(),
             holder.clone(),
             lease,
-            Arc::clone(&stop),
+            [Arc::clone(&stop), Arc::clone(&lost)],
         ));
         Ok(Self {
             cluster: cluster.clone(),
@@ -195,6 +197,7 @@ impl RunLock {
             name: name.to_owned(),
             holder,
             stop,
+            lost,
             renewer,
         })
     }
@@ -202,6 +205,12 @@ impl RunLock {
     /// Set when the lock is lost, or when a termination signal asks the process to stop.
     pub(crate) fn stop(&self) -> &AtomicBool {
         &self.stop
+    }
+
+    /// Set only when the lock is lost, never by a signal: for a caller that finishes the target
+    /// in progress on a signal and checks [`crate::signals::received`] between targets.
+    pub(crate) fn lost(&self) -> &AtomicBool {
+        &self.lost
     }
 
     /// Stops renewing and gives the lease up. A failure is a warning: the lease expires by
@@ -235,7 +244,7 @@ async fn renew(
     name: String,
     holder: String,
     lease: u32,
-    stop: Arc<AtomicBool>,
+    flags: [Arc<AtomicBool>; 2],
 ) {
     let period = Duration::from_secs(u64::from(lease)) / 3;
     let mut renewed = Instant::now();
@@ -254,7 +263,9 @@ async fn renew(
             Err(_) => {}
         }
     }
-    stop.store(true, Ordering::SeqCst);
+    for flag in flags {
+        flag.store(true, Ordering::SeqCst);
+    }
 }
 
 /// A one-line progress report on a terminal's stderr; silent when stderr is not a terminal.

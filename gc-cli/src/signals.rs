@@ -1,5 +1,6 @@
 //! Termination signals. The first SIGTERM or SIGINT asks the process to stop: the stop flag of
-//! every run lock is set (the engines write nothing more and the run releases its lock), no lock
+//! every run lock is set (the session engine deletes nothing more; the Pod collector, which
+//! applies on the lock's `lost` flag, finishes its target in progress and starts no other), no lock
 //! is taken any more, and `serve` starts no other run and leaves its sleep at once. A second one
 //! stops the process at once (exit status 128 + the signal's number).
 //!
@@ -102,8 +103,8 @@ async fn watch(mut signals: Signals) {
 fn stop(name: &'static str) {
     let _ = RECEIVED.set(name);
     eprintln!(
-        "gc-cli: {name} received: stopping before the next write (no new target, no new run), \
-         then releasing the run lock; send it again to stop at once"
+        "gc-cli: {name} received: finishing the target in progress (no new target, no new \
+         run), then releasing the run lock; send it again to stop at once"
     );
     let flags = FLAGS.lock().unwrap_or_else(PoisonError::into_inner);
     for flag in flags.iter().filter_map(Weak::upgrade) {

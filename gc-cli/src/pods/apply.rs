@@ -346,7 +346,14 @@ async fn execute(
         .filter(|r| r.outcome.is_failure())
         .count();
     let summary = summary(&report);
-    if failed > 0 || !report.pins_left.is_empty() {
+    let stopped = crate::signals::received();
+    if let Some(signal) = stopped.filter(|_| failed == 0 && report.pins_left.is_empty()) {
+        let why = format!("stopped by {signal}: {summary}; the next run collects the rest");
+        metrics.error("run");
+        metrics.finish(elapsed, None);
+        metrics.deliver(&delivery, Some(&why), &summary);
+        run.error = Some(anyhow::anyhow!(why));
+    } else if failed > 0 || !report.pins_left.is_empty() {
         let mut why = format!("{failed} target(s) failed; the next run resumes them");
         if !report.pins_left.is_empty() {
             why = format!("{why}; the pin is still on {}", report.pins_left.join(", "));
@@ -419,7 +426,8 @@ async fn connected(
         store: &store,
         sink: &sink,
         clock: &clock::SystemClock,
-        stop: lock.stop(),
+        // A signal stops the run between targets (`apply_until_signal`), never inside one.
+        stop: lock.lost(),
     };
     let report = work(&ports, cfg, targets, dry_run, metrics).await;
     lock.release().await;
@@ -452,7 +460,7 @@ async fn work(
             &planned.targets
         }
     };
-    let results = apply::apply(ports, cfg, targets, dry_run).await;
+    let results = apply_until_signal(ports, cfg, targets, dry_run).await;
     let pins_left = if dry_run {
         Vec::new()
     } else {
@@ -470,6 +478,40 @@ async fn work(
         results,
         pins_left,
     })
+}
+
+/// The apply, one target at a time: once a termination signal arrived, the target in progress
+/// is finished and no other starts.
+async fn apply_until_signal(
+    ports: &Ports<'_, gc_k8s::KubeCluster, gc_store::Store, gc_store::Archives, clock::SystemClock>,
+    cfg: &PodConfig,
+    targets: &[Target],
+    dry_run: bool,
+) -> Vec<TargetResult> {
+    let mut results = Vec::with_capacity(targets.len());
+    for (i, target) in targets.iter().enumerate() {
+        if let Some(signal) = crate::signals::received() {
+            results.extend(targets[i..].iter().map(|t| not_started(t, signal)));
+            break;
+        }
+        results.extend(apply::apply(ports, cfg, std::slice::from_ref(target), dry_run).await);
+    }
+    results
+}
+
+/// A target the run did not start because `signal` stopped it.
+fn not_started(t: &Target, signal: &str) -> TargetResult {
+    TargetResult {
+        name: t
+            .name
+            .as_str()
+            .map_or_else(|| t.name.to_string(), str::to_owned),
+        uid: t.uid.clone(),
+        outcome: Outcome::Skipped {
+            step: apply::Step::Reread,
+            reason: format!("not started: stopped by {signal} (the next run collects it)"),
+        },
+    }
 }
 
 fn summary(r: &Report) -> String {

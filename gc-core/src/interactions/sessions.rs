@@ -266,7 +266,7 @@ fn any_doubt_before_the_first_delete_means_no_delete() {
 fn a_lost_run_lock_sends_no_delete() {
     let c = cluster(None);
     let d = directory(Ok(rows(&["a", "b", "c", "d"])));
-    let lost = "failed: the run lock was lost; not deleted";
+    let lost = "failed: not deleted: the run lock was lost or the process is stopping";
     assert_eq!(
         go(&c, &d, &cfg(), false, true).unwrap(),
         [format!("e-Deployment {lost}"), format!("e-Session {lost}")]

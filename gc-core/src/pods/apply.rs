@@ -373,7 +373,7 @@ fn check_lock<C, S, A, K>(p: &Ports<'_, C, S, A, K>, step: Step) -> Result<(), O
     if p.stop.load(Ordering::SeqCst) {
         Err(failed(
             step,
-            "the run lock was lost; stopped before this write (the next run resumes)",
+            "the run lock was lost or the process is stopping; stopped before this write (the next run resumes)",
         ))
     } else {
         Ok(())

@@ -207,8 +207,8 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
 }
 
 /// One run: scan every kind, look the ids up in batches, plan, delete (or dry-run), audit.
-/// Once `stop` is set (the run lock was lost), nothing more is deleted: each remaining delete
-/// is a failure.
+/// Once `stop` is set (the run lock was lost, or a signal asks the process to stop), nothing more
+/// is deleted: each remaining delete is a failure.
 ///
 /// # Errors
 /// [`SessionRunError`] before any delete: a failed list, a database error, a plan refusal.
@@ -266,7 +266,9 @@ async fn delete<C: ObjectCluster>(
         return DeleteResult::Failed(format!("unknown kind {}", r.kind));
     };
     if stop.load(std::sync::atomic::Ordering::SeqCst) {
-        return DeleteResult::Failed("the run lock was lost; not deleted".into());
+        return DeleteResult::Failed(
+            "not deleted: the run lock was lost or the process is stopping".into(),
+        );
     }
     let pre = Preconditions {
         uid: r.uid.clone(),
@@ -425,7 +427,8 @@ mod tests {
                 .records
                 .iter()
                 .filter_map(|r| r.result.as_ref())
-                .all(|r| r.to_string() == "failed: the run lock was lost; not deleted")
+                .all(|r| r.to_string()
+                    == "failed: not deleted: the run lock was lost or the process is stopping")
         );
     }
 
