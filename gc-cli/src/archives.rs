@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::clock;
 use crate::exit::UsageError;
 use crate::live::block_on;
-use crate::output::{FORMS, Output, forms, rfc3339, write_columns, write_doc};
+use crate::output::{Output, OutputArgs, rfc3339, write_columns, write_doc};
 
 /// Where the failed-Pod collector's archives are: a folder (the default) or an object store.
 #[derive(Debug, Args, Default)]
@@ -90,9 +90,15 @@ pub(crate) enum ArchivesCommand {
     /// The receipts of archived Pods, newest first.
     List(List),
     /// One archived Pod: its metadata, status and each container's exit code, reason and message.
+    ///
+    /// The archive is verified against its receipt first. `-o json` prints it exactly as stored,
+    /// `-o yaml` the same document as YAML, `-o name` `pod/NAME`.
     Show(Show),
     /// Every receipt against its archive's sha256 and size, and every archive without a receipt.
     /// Exits 1 when anything does not match.
+    ///
+    /// `-o table` lists the problems only, `-o wide` every archive, `-o name` the Pods with a
+    /// problem.
     Verify(Verify),
 }
 
@@ -125,16 +131,8 @@ pub(crate) struct List {
     /// Only archives recorded before this instant (RFC 3339).
     #[arg(long, value_name = "TIME")]
     until: Option<String>,
-    /// Output format (`--format` is the older spelling).
-    #[arg(
-        long = "output",
-        short = 'o',
-        alias = "format",
-        value_name = "FORMAT",
-        default_value = "table",
-        value_parser = forms(FORMS)
-    )]
-    output: Output,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 /// `gc-cli archives show`
@@ -146,17 +144,8 @@ pub(crate) struct Show {
     scope: Scope,
     #[command(flatten)]
     archive: ArchiveArgs,
-    /// Output format (`--format` is the older spelling): `json` the archive exactly as stored,
-    /// `yaml` the same document as YAML.
-    #[arg(
-        long = "output",
-        short = 'o',
-        alias = "format",
-        value_name = "FORMAT",
-        default_value = "table",
-        value_parser = forms(FORMS)
-    )]
-    output: Output,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 /// `gc-cli archives verify`
@@ -169,17 +158,8 @@ pub(crate) struct Verify {
     namespace: Option<String>,
     #[command(flatten)]
     archive: ArchiveArgs,
-    /// Output format (`--format` is the older spelling): `table` the problems only, `wide` every
-    /// archive, `name` the Pods with a problem.
-    #[arg(
-        long = "output",
-        short = 'o',
-        alias = "format",
-        value_name = "FORMAT",
-        default_value = "table",
-        value_parser = forms(FORMS)
-    )]
-    output: Output,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 pub(crate) fn run(command: &ArchivesCommand) -> anyhow::Result<()> {
@@ -231,10 +211,10 @@ fn list(args: &List) -> anyhow::Result<()> {
         }
     }
     let mut out = std::io::stdout().lock();
-    match args.output {
+    match args.output.form {
         Output::Json | Output::Yaml => {
             let doc: Vec<Listed> = kept.iter().map(|l| listed(l)).collect();
-            write_doc(&mut out, &doc, args.output)?;
+            write_doc(&mut out, &doc, args.output.form)?;
         }
         Output::Name => {
             for l in &kept {
@@ -257,7 +237,7 @@ fn list(args: &List) -> anyhow::Result<()> {
                     ]
                 })
                 .collect();
-            if args.output == Output::Wide {
+            if args.output.form == Output::Wide {
                 let header = [
                     "ARCHIVED",
                     "NAMESPACE",
@@ -325,7 +305,7 @@ fn show(args: &Show) -> anyhow::Result<()> {
         anyhow::bail!("archive {} {problem}: not shown", receipt.uri);
     }
     let mut out = std::io::stdout().lock();
-    match args.output {
+    match args.output.form {
         Output::Json => {
             out.write_all(&bytes)?;
             writeln!(out)?;
@@ -334,7 +314,7 @@ fn show(args: &Show) -> anyhow::Result<()> {
         Output::Yaml | Output::Table | Output::Wide | Output::Kestra => {
             let doc: Value = serde_json::from_slice(&bytes)
                 .with_context(|| format!("archive {} is not JSON", receipt.uri))?;
-            if args.output == Output::Yaml {
+            if args.output.form == Output::Yaml {
                 write_doc(&mut out, &doc, Output::Yaml)?;
             } else {
                 write_archive(&mut out, &receipt, &doc)?;
@@ -522,8 +502,8 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
     })?;
     let problems = checked.iter().filter(|c| c.result != "ok").count();
     let mut out = std::io::stdout().lock();
-    match args.output {
-        Output::Json | Output::Yaml => write_doc(&mut out, &checked, args.output)?,
+    match args.output.form {
+        Output::Json | Output::Yaml => write_doc(&mut out, &checked, args.output.form)?,
         Output::Name => {
             for c in checked.iter().filter(|c| c.result != "ok") {
                 let name = if c.name.is_empty() { &c.uid } else { &c.name };
@@ -531,7 +511,7 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
             }
         }
         Output::Table | Output::Wide | Output::Kestra => {
-            let wide = args.output == Output::Wide;
+            let wide = args.output.form == Output::Wide;
             let rows: Vec<[String; 5]> = checked
                 .iter()
                 .filter(|c| wide || c.result != "ok")

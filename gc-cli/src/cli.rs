@@ -62,6 +62,9 @@ enum PlanCommand {
     /// Plan the failed-Pod diagnostics collector over a Pod inventory.
     Pods(Box<PlanPods>),
     /// Plan the orphaned-session collector against the cluster and the session database.
+    ///
+    /// `-o table` has one row per resource to delete, deferred, held or skipped; `-o wide` adds
+    /// the kept ones and each uid; `-o name` lists the resources to delete.
     Sessions(Box<PlanSessions>),
 }
 

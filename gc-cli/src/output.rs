@@ -79,6 +79,21 @@ pub(crate) const ALL_FORMS: &[Output] = &[
     Output::Kestra,
 ];
 
+/// `-o/--output` of a command that prints objects: every form but `kestra`.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(crate) struct OutputArgs {
+    /// Output format: table, wide, json, yaml or name (`--format` is the older spelling).
+    #[arg(
+        long = "output",
+        short = 'o',
+        alias = "format",
+        value_name = "FORMAT",
+        default_value = "table",
+        value_parser = forms(FORMS)
+    )]
+    pub(crate) form: Output,
+}
+
 /// The value parser of a command's `-o`: only `allowed`, each listed with its help.
 pub(crate) fn forms(
     allowed: &'static [Output],

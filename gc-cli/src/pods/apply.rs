@@ -17,7 +17,7 @@ use crate::events::{EventArgs, Events};
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs, LockArgs, RunLock};
 use crate::metrics::{MetricsArgs, RunMetrics};
-use crate::output::{FORMS, Output, forms, write_doc};
+use crate::output::{Output, OutputArgs, write_doc};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use crate::pods::plan::{self, PlanPods};
 
@@ -63,16 +63,8 @@ pub(crate) struct Apply {
     dry_run: bool,
     #[command(flatten)]
     apply: ApplyArgs,
-    /// Output format (`--format` is the older spelling).
-    #[arg(
-        long = "output",
-        short = 'o',
-        alias = "format",
-        value_name = "FORMAT",
-        default_value = "table",
-        value_parser = forms(FORMS)
-    )]
-    output: Output,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 /// `gc-cli run pods`: recover, plan and apply in one go, under the run lock.
@@ -167,7 +159,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         archive: &a.archive,
         lock: &a.lock,
         metrics: &a.metrics,
-        output: args.output,
+        output: args.output.form,
         events: &events,
     };
     live::block_on(async {

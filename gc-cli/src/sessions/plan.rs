@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::files::write_file;
 use crate::live;
-use crate::output::{FORMS, Output, forms, object_name, rfc3339, write_columns, write_doc};
+use crate::output::{Output, OutputArgs, object_name, rfc3339, write_columns, write_doc};
 use crate::sessions::args::{
     SESSIONS_NAMESPACE, SessionArgs, configs, connect, refused, warn_missing,
 };
@@ -23,18 +23,8 @@ use crate::sessions::args::{
 pub(crate) struct PlanSessions {
     #[command(flatten)]
     args: SessionArgs,
-    /// Output format (`--format` is the older spelling). `table`: one row per resource to
-    /// delete, deferred, held or skipped; `wide` adds the kept ones and uids; `name`: the
-    /// resources to delete.
-    #[arg(
-        long = "output",
-        short = 'o',
-        alias = "format",
-        value_name = "FORMAT",
-        default_value = "table",
-        value_parser = forms(FORMS)
-    )]
-    output: Output,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Also write the plan as JSON to this file.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -84,13 +74,19 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
             planned,
             delete_count: planned.plan.deletes().count(),
         });
-        match args.output {
+        match args.output.form {
             Output::Table | Output::Wide => {
                 if several {
                     writeln!(out, "namespace {}:", cfg.namespace)?;
                 }
-                write_table(&mut out, planned, cfg, now, args.output == Output::Wide)
-                    .context("cannot write the plan")?;
+                write_table(
+                    &mut out,
+                    planned,
+                    cfg,
+                    now,
+                    args.output.form == Output::Wide,
+                )
+                .context("cannot write the plan")?;
             }
             Output::Name => write_names(&mut out, planned, cfg)?,
             _ => {}
@@ -98,10 +94,10 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     }
     // One namespace: its document, as ever; several: a list of them.
     let single = !several && docs.len() == 1;
-    if matches!(args.output, Output::Json | Output::Yaml) {
+    if matches!(args.output.form, Output::Json | Output::Yaml) {
         match &docs[..] {
-            [one] if single => write_doc(&mut out, one, args.output),
-            _ => write_doc(&mut out, &docs, args.output),
+            [one] if single => write_doc(&mut out, one, args.output.form),
+            _ => write_doc(&mut out, &docs, args.output.form),
         }
         .context("cannot write the plan")?;
     }
