@@ -1,0 +1,480 @@
+//! Every command the chart's README and NOTES.txt show names only objects the chart renders (or
+//! an earlier command creates); NOTES.txt tells what runs, where, and how to read its results.
+
+use gc_testbed::TestBed;
+use serde_json::Value;
+
+use super::{CHART, documents, helm, install_service_monitor_crd, object, template, template_as};
+use crate::common::Result;
+
+/// An object by kind, namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Named {
+    kind: String,
+    namespace: String,
+    name: String,
+}
+
+/// Every object of a `helm template` output, parsed (a namespace-less object is in `namespace`).
+fn rendered_objects(rendered: &str, namespace: &str) -> Vec<Named> {
+    documents(rendered)
+        .into_iter()
+        .map(|value| {
+            let text = |v: &Value| v.as_str().map(str::to_owned);
+            Named {
+                kind: text(&value["kind"]).expect("a kind"),
+                namespace: text(&value["metadata"]["namespace"])
+                    .unwrap_or_else(|| namespace.to_owned()),
+                name: text(&value["metadata"]["name"]).expect("a name"),
+            }
+        })
+        .collect()
+}
+
+/// The words of one shell line: quotes group words, an unquoted `#` starting a word ends the line.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote = None;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => word.get_or_insert_default().push(c),
+            None => match c {
+                '\'' | '"' => {
+                    quote = Some(c);
+                    word.get_or_insert_default();
+                }
+                '#' if word.is_none() => break,
+                c if c.is_whitespace() => words.extend(word.take()),
+                c => word.get_or_insert_default().push(c),
+            },
+        }
+    }
+    words.extend(word);
+    words
+}
+
+/// The `kubectl` and `helm` commands of a Markdown file's fenced code blocks, in order: a `$ `
+/// prompt and comments removed, `\` continuations joined, `&&`, `||`, `|` and `;` separating.
+fn doc_commands(markdown: &str) -> Vec<Vec<String>> {
+    let mut commands = Vec::new();
+    let mut fenced = false;
+    let mut pending = String::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            continue;
+        }
+        let line = line.trim();
+        let line = line.strip_prefix("$ ").unwrap_or(line);
+        if let Some(head) = line.strip_suffix('\\') {
+            pending.push_str(head);
+            pending.push(' ');
+            continue;
+        }
+        pending.push_str(line);
+        let words = shell_words(&std::mem::take(&mut pending));
+        for command in words.split(|w| ["&&", "||", "|", ";"].contains(&w.as_str())) {
+            if command
+                .first()
+                .is_some_and(|w| w == "kubectl" || w == "helm")
+            {
+                commands.push(command.to_vec());
+            }
+        }
+    }
+    commands
+}
+
+/// The kind a kubectl resource word names (`cronjob`, `cronjobs.batch`, `sa`, ...), if one this
+/// test knows.
+fn kubectl_kind(word: &str) -> Option<&'static str> {
+    let word = word.split('.').next()?.to_ascii_lowercase();
+    Some(match word.as_str() {
+        "cronjob" | "cronjobs" | "cj" => "CronJob",
+        "job" | "jobs" => "Job",
+        "pod" | "pods" | "po" => "Pod",
+        "serviceaccount" | "serviceaccounts" | "sa" => "ServiceAccount",
+        "role" | "roles" => "Role",
+        "rolebinding" | "rolebindings" => "RoleBinding",
+        "persistentvolumeclaim" | "persistentvolumeclaims" | "pvc" => "PersistentVolumeClaim",
+        "secret" | "secrets" => "Secret",
+        "configmap" | "configmaps" | "cm" => "ConfigMap",
+        "deployment" | "deployments" | "deploy" => "Deployment",
+        "service" | "services" | "svc" => "Service",
+        "lease" | "leases" => "Lease",
+        _ => return None,
+    })
+}
+
+/// kubectl flags that take the next word as their value (when not written `--flag=value`).
+const KUBECTL_VALUE_FLAGS: &[&str] = &[
+    "-n",
+    "--namespace",
+    "-o",
+    "--output",
+    "-l",
+    "--selector",
+    "-c",
+    "--container",
+    "--from",
+    "--as",
+    "--image",
+    "--tail",
+    "--since",
+    "--context",
+    "--kubeconfig",
+    "--duration",
+];
+
+/// What one kubectl command names: the objects it refers to and the objects it creates.
+fn kubectl_names(words: &[String]) -> (Vec<Named>, Vec<Named>) {
+    let mut namespace = "default".to_owned();
+    let mut positional = Vec::new();
+    let mut values = Vec::new();
+    let mut rest = words[1..].iter();
+    while let Some(word) = rest.next() {
+        if let Some((flag, value)) = word.split_once('=').filter(|_| word.starts_with('-')) {
+            if flag == "--namespace" || flag == "-n" {
+                namespace = value.to_owned();
+            }
+            values.push(value.to_owned());
+        } else if KUBECTL_VALUE_FLAGS.contains(&word.as_str()) {
+            let value = rest.next().expect("a flag value").clone();
+            if word == "-n" || word == "--namespace" {
+                namespace = value.clone();
+            }
+            values.push(value);
+        } else if word.starts_with('-') {
+            // A flag without a value.
+        } else {
+            positional.push(word.clone());
+        }
+    }
+    let named = |kind: &str, namespace: &str, name: &str| Named {
+        kind: kind.to_owned(),
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    };
+    let mut refers = Vec::new();
+    let mut creates = Vec::new();
+    // `kind/name`, as a positional word or a flag's value (`--from=cronjob/NAME`).
+    for word in positional.iter().chain(&values) {
+        if let Some((kind, name)) = word.split_once('/')
+            && let Some(kind) = kubectl_kind(kind)
+            && !name.is_empty()
+        {
+            refers.push(named(kind, &namespace, name));
+        }
+    }
+    // `--as=system:serviceaccount:NAMESPACE:NAME`
+    for value in &values {
+        if let Some(account) = value.strip_prefix("system:serviceaccount:") {
+            let (ns, name) = account.split_once(':').expect("namespace:name");
+            refers.push(named("ServiceAccount", ns, name));
+        }
+    }
+    let verb = positional.first().map(String::as_str);
+    let kind_word = positional.get(1).filter(|w| !w.contains('/'));
+    match (verb, kind_word) {
+        // `create token ACCOUNT`, `create job NAME`, `create secret generic NAME`.
+        (Some("create"), Some(what)) if what == "token" => {
+            for name in &positional[2..] {
+                refers.push(named("ServiceAccount", &namespace, name));
+            }
+        }
+        (Some("create"), Some(what)) => {
+            let kind = kubectl_kind(what).unwrap_or_else(|| panic!("kubectl create {what}"));
+            let skip = usize::from(
+                kind == "Secret"
+                    && positional
+                        .get(2)
+                        .is_some_and(|w| ["generic", "tls", "docker-registry"].contains(&&**w)),
+            );
+            let name = positional.get(2 + skip).expect("a name to create");
+            creates.push(named(kind, &namespace, name));
+        }
+        // `get cronjob NAME...` and the like.
+        (Some(_), Some(what)) => {
+            if let Some(kind) = kubectl_kind(what) {
+                for name in positional[2..].iter().filter(|w| !w.contains('/')) {
+                    refers.push(named(kind, &namespace, name));
+                }
+            }
+        }
+        _ => {}
+    }
+    (refers, creates)
+}
+
+/// A `helm` command's release, chart, namespace and `--set`s.
+struct HelmCommand {
+    subcommand: String,
+    positional: Vec<String>,
+    namespace: String,
+    sets: Vec<String>,
+    install: bool,
+}
+
+fn parse_helm(words: &[String]) -> HelmCommand {
+    let mut parsed = HelmCommand {
+        subcommand: words.get(1).cloned().unwrap_or_default(),
+        positional: Vec::new(),
+        namespace: "default".to_owned(),
+        sets: Vec::new(),
+        install: false,
+    };
+    let mut rest = words.iter().skip(2);
+    while let Some(word) = rest.next() {
+        let (flag, inline) = match word.split_once('=') {
+            Some((flag, value)) if word.starts_with('-') => (flag, Some(value.to_owned())),
+            _ => (word.as_str(), None),
+        };
+        let mut value = || inline.clone().or_else(|| rest.next().cloned()).unwrap();
+        match flag {
+            "-n" | "--namespace" => parsed.namespace = value(),
+            "--set" | "--set-string" => parsed.sets.push(value()),
+            "--install" | "-i" => parsed.install = true,
+            "--create-namespace" | "--wait" | "--atomic" | "--dry-run" => {}
+            flag if flag.starts_with('-') => {
+                panic!("helm {flag}: teach this test what it does to the rendered names")
+            }
+            _ => parsed.positional.push(word.clone()),
+        }
+    }
+    parsed
+}
+
+/// Every `kubectl`/`helm` command the chart's README shows names objects that the chart renders
+/// (`helm template` with the README's own release, namespace and values) or that an earlier
+/// command of the README creates, and every `helm` command names the README's release.
+#[test]
+fn readme_commands_name_rendered_objects() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../chart/README.md"))
+            .unwrap();
+    let commands = doc_commands(&readme);
+    let mut releases: Vec<(String, String)> = Vec::new();
+    let mut known: Vec<Named> = Vec::new();
+    let (mut renders, mut checked) = (0, 0);
+    let mut problems = Vec::new();
+    for words in &commands {
+        let line = words.join(" ");
+        if words[0] == "helm" {
+            let helm = parse_helm(words);
+            match helm.subcommand.as_str() {
+                "install" | "upgrade" | "template" => {
+                    let [release, chart] = &helm.positional[..] else {
+                        panic!("{line}: want RELEASE CHART");
+                    };
+                    assert!(
+                        chart == "./chart" || chart == "chart",
+                        "{line}: which chart is {chart}?"
+                    );
+                    let release_ns = (release.clone(), helm.namespace.clone());
+                    if helm.subcommand == "upgrade" && !helm.install {
+                        if !releases.contains(&release_ns) {
+                            problems.push(format!(
+                                "{line}: no earlier install of {release} in {}",
+                                helm.namespace
+                            ));
+                        }
+                    } else if helm.subcommand != "template" {
+                        releases.push(release_ns);
+                    }
+                    let sets: Vec<&str> = helm.sets.iter().map(String::as_str).collect();
+                    let rendered = template_as(release, &helm.namespace, &sets);
+                    known.extend(rendered_objects(&rendered, &helm.namespace));
+                    renders += 1;
+                }
+                "uninstall" | "status" | "rollback" | "history" | "get" | "test" => {
+                    let release = helm
+                        .positional
+                        .iter()
+                        .find(|w| !["values", "manifest", "notes", "all"].contains(&w.as_str()))
+                        .expect("a release");
+                    if !releases.contains(&(release.clone(), helm.namespace.clone())) {
+                        problems.push(format!(
+                            "{line}: no earlier install of {release} in {}",
+                            helm.namespace
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        } else {
+            let (refers, creates) = kubectl_names(words);
+            for object in refers {
+                checked += 1;
+                if !known.contains(&object) {
+                    problems.push(format!(
+                        "{line}: no {} {} in namespace {}; rendered or created before it: {known:?}",
+                        object.kind, object.name, object.namespace
+                    ));
+                }
+            }
+            known.extend(creates);
+        }
+    }
+    assert!(
+        renders > 0 && checked > 0,
+        "the README shows no install or no kubectl command naming a chart object: {commands:?}"
+    );
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// NOTES.txt as `helm install` prints it for `sets` (a client-side dry run: nothing installed).
+fn notes(bed: &TestBed, sets: &[&str]) -> String {
+    let kubeconfig = bed.kubeconfig_path().to_str().unwrap();
+    let mut args = vec![
+        "install",
+        "gc",
+        CHART,
+        "--namespace",
+        "streamspace",
+        "--dry-run=client",
+        "--kubeconfig",
+        kubeconfig,
+    ];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let out = helm(&args);
+    assert!(
+        out.status.success(),
+        "{sets:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let (_, notes) = stdout.split_once("\nNOTES:\n").expect("NOTES");
+    notes.to_owned()
+}
+
+/// The `kubectl` commands of NOTES name only objects the same values render (or an earlier
+/// command creates): the selectors pick a rendered CronJob's Jobs, the port-forwards a rendered
+/// Service's `metrics` port.
+fn check_notes_commands(notes: &str, sets: &[&str]) -> usize {
+    let rendered = template(sets);
+    let objects = documents(&rendered);
+    let mut known = rendered_objects(&rendered, "streamspace");
+    let mut checked = 0;
+    for line in notes.lines() {
+        let words = shell_words(line.trim());
+        if words.first().is_none_or(|w| w != "kubectl") {
+            continue;
+        }
+        let (refers, creates) = kubectl_names(&words);
+        for object in refers {
+            assert!(known.contains(&object), "{sets:?}: {line}: no {object:?}");
+            checked += 1;
+        }
+        known.extend(creates);
+        if let Some(at) = words.iter().position(|w| w == "-l") {
+            let pairs: Vec<(&str, &str)> = words[at + 1]
+                .split(',')
+                .map(|p| p.split_once('=').unwrap())
+                .collect();
+            let picked = objects.iter().filter(|o| o["kind"] == "CronJob").any(|o| {
+                let labels = &o["spec"]["jobTemplate"]["metadata"]["labels"];
+                pairs.iter().all(|(k, v)| labels[*k] == *v)
+            });
+            assert!(picked, "{sets:?}: {line}: no CronJob's Jobs");
+            checked += 1;
+        }
+        if let Some(at) = words.iter().position(|w| w == "port-forward") {
+            let service = words[at + 1].strip_prefix("svc/").expect("svc/NAME");
+            let (port, name) = words[at + 2].split_once(':').expect("PORT:NAME");
+            let ports = &object(&objects, "Service", service)["spec"]["ports"][0];
+            assert_eq!(
+                (ports["port"].to_string().as_str(), &ports["name"]),
+                (port, &name.into())
+            );
+        }
+    }
+    checked
+}
+
+/// NOTES.txt tells the installer what runs (each collector as a CronJob with its schedule or as a
+/// Deployment with its interval, where, whether it runs dry), how to read the audit and the
+/// metrics; every command it shows names objects the chart rendered.
+#[tokio::test]
+async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
+    let bed = TestBed::shared().await?;
+    install_service_monitor_crd(bed).await?;
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &[],
+            &[
+                "CronJob gc-sessions",
+                "LIVE (gc.dryRun=false)",
+                "Schedule: \"0 */6 * * *\".",
+                "Namespaces: streamspace only (Role gc).",
+                "logs job/gc-sessions-now",
+                "kubectl get events -n streamspace --field-selector=reportingComponent=gc.example.com/gc-cli",
+                "Not exported",
+            ],
+        ),
+        (
+            &[
+                "gc.dryRun=true",
+                "failedPods.enabled=true",
+                "metrics.pushgateway=http://pgw:9091",
+                "timeZone=Europe/Berlin",
+            ],
+            &[
+                "DRY RUN (gc.dryRun=true)",
+                "CronJob gc-failed-pods",
+                "DRY RUN (failedPods.dryRun=true, failedPods.autoRemediate=false)",
+                "Schedule: \"0 8 * * *\" (Europe/Berlin).",
+                "pushes them to http://pgw:9091",
+            ],
+        ),
+        (
+            &[
+                "serve.enabled=true",
+                "failedPods.enabled=true",
+                "failedPods.dryRun=false",
+                "failedPods.autoRemediate=true",
+                "metrics.serviceMonitor.enabled=true",
+                "clusterWide.enabled=true",
+                "serviceAccount.create=false",
+                "serviceAccount.name=existing",
+            ],
+            &[
+                "Deployment gc-sessions",
+                "Deployment gc-failed-pods",
+                "then every 21600 seconds",
+                "LIVE (failedPods.dryRun=false, failedPods.autoRemediate=true)",
+                "every namespace",
+                "logs deploy/gc-failed-pods",
+                "kubectl get events --all-namespaces --field-selector=reportingComponent=",
+                "port-forward svc/gc-sessions 9898:metrics",
+                "ServiceMonitors gc-sessions, gc-failed-pods",
+                "ServiceAccount: existing (an existing one",
+            ],
+        ),
+        (&["gc.enabled=false"], &["No collector is enabled"]),
+        (
+            &["events.enabled=false", "fullnameOverride=cleaner"],
+            &["CronJob cleaner-sessions", "logs job/cleaner-sessions-now"],
+        ),
+    ];
+    for (sets, says) in cases {
+        let text = notes(bed, sets);
+        for want in says {
+            assert!(text.contains(want), "{sets:?}: no {want:?} in\n{text}");
+        }
+        assert_eq!(
+            text.contains("get events"),
+            !sets.contains(&"events.enabled=false") && !sets.contains(&"gc.enabled=false"),
+            "{sets:?}:\n{text}"
+        );
+        let checked = check_notes_commands(&text, sets);
+        assert_eq!(checked > 0, !sets.contains(&"gc.enabled=false"), "{sets:?}");
+    }
+    Ok(())
+}

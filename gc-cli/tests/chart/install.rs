@@ -1,0 +1,520 @@
+//! The chart installed on the real API server and its CronJobs' containers run as the kubelet
+//! would run them: the default session collector, the failed-Pod collector with an object store
+//! and PostgreSQL receipts, and cluster-wide mode.
+
+use std::path::PathBuf;
+
+use gc_testbed::{TestBed, TestNamespace};
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{DynamicObject, PostParams};
+
+use super::{allowed, install, one_live_session};
+use crate::common::{Result, command, sqlite, target};
+
+/// `postgres://USER:PASSWORD@HOST:PORT/NAME[?...]`, split.
+fn database_parts(url: &str) -> [String; 5] {
+    let rest = url.split_once("://").expect("a URL").1;
+    let rest = rest.split('?').next().unwrap();
+    assert!(!rest.contains('%'), "an encoded database URL: {url}");
+    let (auth, rest) = rest.rsplit_once('@').expect("credentials");
+    let (user, password) = auth.split_once(':').expect("a password");
+    let (host_port, name) = rest.split_once('/').expect("a database");
+    let (host, port) = host_port.rsplit_once(':').expect("a port");
+    [host, port, name, user, password].map(str::to_owned)
+}
+
+/// The password of `db` in a Secret of the user's in `ns`, and the chart's `database.*` values
+/// that connect to it, as `(flag, value)` pairs.
+pub(super) async fn session_database(
+    ns: &TestNamespace,
+    db: &gc_testbed::TestDatabase,
+) -> Result<Vec<(&'static str, String)>> {
+    use k8s_openapi::api::core::v1::Secret;
+    let [host, port, name, user, password] = database_parts(db.url());
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "session-db"},
+        "stringData": {"postgres-password": password},
+    }))?;
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    Ok(vec![
+        ("--set-string", format!("database.host={host}")),
+        ("--set", format!("database.port={port}")),
+        ("--set-string", format!("database.name={name}")),
+        ("--set-string", format!("database.user={user}")),
+        (
+            "--set-string",
+            "database.existingSecret=session-db".to_owned(),
+        ),
+    ])
+}
+
+/// `helm install` into `ns` with `(flag, value)` pairs, which must succeed.
+pub(super) fn install_with(ns: &TestNamespace, sets: &[(&str, String)]) {
+    let args: Vec<&str> = sets
+        .iter()
+        .flat_map(|(flag, set)| [*flag, set.as_str()])
+        .collect();
+    let out = install(ns, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// One live session (`live-1`, which [`one_live_session`] puts in the table) and one orphaned one
+/// (`gone-1`) in `ns`: each a `Session` object and a Service, as StreamSpace labels them.
+pub(super) async fn live_and_gone(
+    ns: &TestNamespace,
+    resource: &kube::discovery::ApiResource,
+) -> Result<(Api<DynamicObject>, Api<k8s_openapi::api::core::v1::Service>)> {
+    use k8s_openapi::api::core::v1::Service;
+    let sessions: Api<DynamicObject> =
+        Api::namespaced_with(ns.client().clone(), ns.name(), resource);
+    let services = ns.api::<Service>();
+    for id in ["live-1", "gone-1"] {
+        let labels = serde_json::json!({"app": "streamspace-session", "session": id});
+        let session: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": resource.api_version,
+            "kind": resource.kind,
+            "metadata": {"name": id, "labels": labels},
+            "spec": {"user": "someone", "template": "firefox"},
+        }))?;
+        sessions.create(&PostParams::default(), &session).await?;
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": id, "labels": labels},
+            "spec": {"ports": [{"port": 3000}]},
+        }))?;
+        services.create(&PostParams::default(), &service).await?;
+    }
+    Ok((sessions, services))
+}
+
+/// The chart installed as a user installs it (default values; only the database connection set,
+/// the way the README tells a standalone install), and its session CronJob's container run as
+/// the kubelet would run it: the image's entrypoint with the rendered args, the rendered
+/// environment resolved from its values and Secret, and a token of the chart's ServiceAccount.
+/// It must take the run lock, delete the orphans and keep the live session's objects.
+#[tokio::test]
+async fn default_install_runs_the_rendered_session_collector() -> Result {
+    use k8s_openapi::api::batch::v1::CronJob;
+
+    let bed = TestBed::shared().await?;
+    let Some(db) = gc_testbed::TestDatabase::fresh("chart-default").await? else {
+        return Ok(());
+    };
+    let ns = bed.namespace("chart-default").await?;
+    let session_resource = bed.install_session_crd().await?;
+
+    // StreamSpace's session table: one live session.
+    one_live_session(&db).await?;
+
+    // The password in a Secret of the user's, the connection in the chart's `database.*` values.
+    let sets = session_database(&ns, &db).await?;
+    install_with(&ns, &sets);
+
+    // The installed CronJob, as the API server stores it: its Pod template's one container.
+    let cron_jobs = ns.api::<CronJob>().list(&Default::default()).await?.items;
+    assert_eq!(cron_jobs.len(), 1, "the default install runs one collector");
+    let cron_job = &cron_jobs[0];
+    let Rendered { args, env, account } = rendered(&ns, &cron_pod(cron_job)).await?;
+    assert_eq!(args[..2], ["run", "sessions"], "{args:?}");
+    assert!(env.iter().any(|(k, _)| k == "DB_PASSWORD"), "{env:?}");
+
+    let dir = tempfile::tempdir()?;
+    let token_file = token_file(&ns, &account, &dir).await?;
+
+    // One live and one orphaned session: its Session object and its Service.
+    let (sessions, services) = live_and_gone(&ns, &session_resource).await?;
+
+    // The container's command. Only the connection differs from a Pod's: `--in-cluster` reads the
+    // token from the Pod's mount, here the same token is given by file. The orphans are minutes
+    // old, so the run is told it is the rendered grace period (plus an hour) later.
+    let mut argv = out_of_cluster(&args, bed, &token_file);
+    let grace: i64 = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--grace-hours="))
+        .expect("--grace-hours")
+        .parse()?;
+    let later = Timestamp::from_second(Timestamp::now().as_second() + (grace + 1) * 3600)?;
+    argv.push(format!("--now={later}"));
+    let out = command()
+        .args(&argv)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(
+            "HOSTNAME",
+            format!("{}-manual", cron_job.metadata.name.clone().unwrap()),
+        )
+        .env("GC_ALLOW_FUTURE_NOW", "1")
+        .output()?;
+    let log = format!(
+        "{argv:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    assert!(sessions.get_opt("gone-1").await?.is_none(), "{log}");
+    assert!(services.get_opt("gone-1").await?.is_none(), "{log}");
+    assert!(sessions.get_opt("live-1").await?.is_some(), "{log}");
+    assert!(services.get_opt("live-1").await?.is_some(), "{log}");
+
+    // Least privilege: the run lock and the session kinds, no Pods.
+    let client = ns.service_account_client(&account).await?;
+    for (verb, group, resource, want) in [
+        ("get", "coordination.k8s.io", "leases", true),
+        ("create", "coordination.k8s.io", "leases", true),
+        ("update", "coordination.k8s.io", "leases", true),
+        ("delete", "coordination.k8s.io", "leases", false),
+        ("list", "stream.space", "sessions", true),
+        ("delete", "stream.space", "sessions", true),
+        ("get", "", "pods", false),
+        ("list", "", "pods", false),
+        ("delete", "", "pods", false),
+        ("get", "", "secrets", false),
+    ] {
+        assert_eq!(
+            allowed(&client, verb, group, resource, Some(ns.name())).await?,
+            want,
+            "{verb} {group}/{resource}"
+        );
+    }
+    Ok(())
+}
+
+/// A CronJob's or a Deployment's one container as the kubelet would run it.
+pub(super) struct Rendered {
+    /// Its args (the image's entrypoint is gc-cli).
+    pub(super) args: Vec<String>,
+    /// Its environment, resolved from values and Secrets.
+    pub(super) env: Vec<(String, String)>,
+    /// The Pod's ServiceAccount.
+    pub(super) account: String,
+}
+
+/// The Pod template of `cron_job`, as the API server stores it.
+fn cron_pod(cron_job: &k8s_openapi::api::batch::v1::CronJob) -> PodSpec {
+    cron_job
+        .spec
+        .job_template
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .expect("a Pod template")
+}
+
+/// The one container of `pod`, its environment resolved as the kubelet resolves it (values and
+/// `secretKeyRef`s, nothing else).
+pub(super) async fn rendered(ns: &TestNamespace, pod: &PodSpec) -> Result<Rendered> {
+    use k8s_openapi::api::core::v1::Secret;
+    let [container] = &pod.containers[..] else {
+        panic!("one container: {:?}", pod.containers);
+    };
+    // No `command`: the image's entrypoint, which is gc-cli.
+    assert!(container.command.is_none(), "{:?}", container.command);
+    let dockerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile"))?;
+    assert!(dockerfile.lines().any(|l| l == r#"ENTRYPOINT ["/gc-cli"]"#));
+    let args = container.args.clone().expect("args");
+    assert!(!args.iter().any(|a| a.contains("$(")), "{args:?}");
+    assert!(container.env_from.is_none());
+    let mut env = Vec::new();
+    for var in container.env.clone().unwrap_or_default() {
+        let value = match (var.value, var.value_from) {
+            (Some(value), None) => {
+                assert!(!value.contains("$("), "{}: {value}", var.name);
+                value
+            }
+            (None, Some(from)) => {
+                let key = from
+                    .secret_key_ref
+                    .unwrap_or_else(|| panic!("{}: only secretKeyRef is resolved here", var.name));
+                let secret = ns.api::<Secret>().get(&key.name).await?;
+                let bytes = secret
+                    .data
+                    .and_then(|d| d.get(&key.key).cloned())
+                    .unwrap_or_else(|| panic!("{}: no key {} in {}", var.name, key.key, key.name));
+                String::from_utf8(bytes.0)?
+            }
+            (None, None) => String::new(),
+            (Some(_), Some(_)) => panic!("{}: both value and valueFrom", var.name),
+        };
+        env.push((var.name, value));
+    }
+    let account = pod.service_account_name.clone().expect("a ServiceAccount");
+    Ok(Rendered { args, env, account })
+}
+
+/// A token of `account` (`TokenRequest`, as the kubelet's projected token) in a file in `dir`.
+pub(super) async fn token_file(
+    ns: &TestNamespace,
+    account: &str,
+    dir: &tempfile::TempDir,
+) -> Result<PathBuf> {
+    let token = ns.service_account_token(account).await?;
+    let path = dir.path().join("token");
+    std::fs::write(&path, &token)?;
+    Ok(path)
+}
+
+/// `args` with `--in-cluster` replaced by the same token given by file: only the connection
+/// differs from a Pod's.
+pub(super) fn out_of_cluster(
+    args: &[String],
+    bed: &TestBed,
+    token_file: &std::path::Path,
+) -> Vec<String> {
+    assert_eq!(args.iter().filter(|a| *a == "--in-cluster").count(), 1);
+    let mut argv = Vec::new();
+    for arg in args {
+        if arg == "--in-cluster" {
+            argv.extend(
+                [
+                    "--api-url",
+                    bed.server_url(),
+                    "--token-file",
+                    token_file.to_str().unwrap(),
+                    "--trust-certs",
+                ]
+                .map(str::to_owned),
+            );
+        } else {
+            argv.push(arg.clone());
+        }
+    }
+    argv
+}
+
+/// The failed-Pod collector installed with archives in an object store and receipts in
+/// PostgreSQL, both from Secrets: no volume is rendered, and its CronJob's container, run as the
+/// kubelet would run it, archives a due Pod to the bucket, receipts it and deletes it.
+#[tokio::test]
+async fn object_store_install_runs_the_rendered_failed_pod_collector() -> Result {
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret};
+
+    let bed = TestBed::shared().await?;
+    let db = gc_testbed::TestDatabase::fresh("chart_receipts")
+        .await?
+        .expect("scripts/test.sh sets GC_TEST_DATABASE_URL");
+    let s3 = gc_testbed::S3Server::start().await?;
+    s3.create_bucket("diagnostics")?;
+    let ns = bed.namespace("chart-s3").await?;
+    for (name, data) in [
+        (
+            "archive-credentials",
+            serde_json::json!({
+                "AWS_ACCESS_KEY_ID": s3.access_key(),
+                "AWS_SECRET_ACCESS_KEY": s3.secret_key(),
+            }),
+        ),
+        ("receipts", serde_json::json!({"url": db.url()})),
+    ] {
+        let secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "stringData": data,
+        }))?;
+        ns.api::<Secret>()
+            .create(&PostParams::default(), &secret)
+            .await?;
+    }
+    let endpoint = format!("failedPods.archive.endpoint={}", s3.endpoint());
+    let sets = [
+        ("--set", "gc.enabled=false"),
+        ("--set", "failedPods.enabled=true"),
+        ("--set", "failedPods.dryRun=false"),
+        ("--set", "failedPods.autoRemediate=true"),
+        ("--set", "failedPods.retentionSeconds=3600"),
+        (
+            "--set-string",
+            "failedPods.archive.url=s3://diagnostics/pods",
+        ),
+        ("--set-string", &endpoint),
+        (
+            "--set-string",
+            "failedPods.archive.credentialsSecret=archive-credentials",
+        ),
+        ("--set-string", "failedPods.store.existingSecret=receipts"),
+    ];
+    let mut args = Vec::new();
+    for (flag, set) in sets {
+        args.extend([flag, set]);
+    }
+    let out = install(&ns, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let claims = ns
+        .api::<PersistentVolumeClaim>()
+        .list(&Default::default())
+        .await?;
+    assert!(claims.items.is_empty(), "nothing lives on a volume");
+
+    let cron_jobs = ns.api::<CronJob>().list(&Default::default()).await?.items;
+    let [cron_job] = &cron_jobs[..] else {
+        panic!("one CronJob: {cron_jobs:?}");
+    };
+    let Rendered { args, env, account } = rendered(&ns, &cron_pod(cron_job)).await?;
+    assert_eq!(args[..2], ["run", "pods"], "{args:?}");
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(
+        !names.contains(&"GC_ARCHIVE_DIR") && !names.contains(&"GC_STATE_DIR"),
+        "{names:?}"
+    );
+    let due = target(&ns, "due").await?;
+    let uid = due.metadata.uid.unwrap();
+
+    let dir = tempfile::tempdir()?;
+    let token_file = token_file(&ns, &account, &dir).await?;
+    let argv = out_of_cluster(&args, bed, &token_file);
+    // A read-only root and no volume: the run may write nowhere on the machine.
+    let out = command()
+        .args(&argv)
+        .current_dir(dir.path())
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("HOME", "/nonexistent")
+        .env("HOSTNAME", "gc-failed-pods-manual")
+        .output()?;
+    let log = format!(
+        "{argv:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    assert!(ns.api::<Pod>().get_opt("due").await?.is_none(), "{log}");
+    let object = s3.object_path(
+        "diagnostics",
+        &format!("pods/primary/{}/{uid}.json", ns.name()),
+    );
+    let store = gc_store::open(db.url()).await?;
+    let receipt = gc_core::ports::Store::get_receipt(&store, "primary", &uid)
+        .await?
+        .expect("a receipt in PostgreSQL");
+    store.close().await;
+    assert_eq!(
+        gc_core::archive::digest(&std::fs::read(&object)?),
+        receipt.sha256,
+        "{log}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<_>>()?;
+    assert_eq!(left, ["token"], "nothing written beside it");
+    Ok(())
+}
+
+/// Cluster-wide mode: a ClusterRole with exactly the collectors' verbs in every namespace and
+/// `list` on Namespaces, bound to the chart's ServiceAccount; its rendered failed-Pod CronJob,
+/// run as the kubelet would, collects in every namespace the selector picks, less the excluded,
+/// and nowhere else. Proven with access reviews on the real API server.
+#[tokio::test]
+async fn cluster_wide_install_collects_in_the_selected_namespaces_only() -> Result {
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{Patch, PatchParams};
+
+    let bed = TestBed::shared().await?;
+    let home = bed.namespace("chart-wide").await?;
+    let mut targets = Vec::new();
+    for name in ["wide-a", "wide-b", "wide-excluded", "wide-unlabelled"] {
+        targets.push(bed.namespace(name).await?);
+    }
+    let team = format!("team-{}", home.name());
+    let namespaces: Api<Namespace> = Api::all(bed.client());
+    for ns in &targets[..3] {
+        let patch =
+            Patch::Merge(serde_json::json!({"metadata": {"labels": {"gc-chart-team": team}}}));
+        namespaces
+            .patch(ns.name(), &PatchParams::default(), &patch)
+            .await?;
+    }
+    for ns in &targets {
+        target(ns, "due").await?;
+    }
+    let selector = format!("clusterWide.namespaceSelector=gc-chart-team={team}");
+    let excluded = format!("clusterWide.excludeNamespaces={{{}}}", targets[2].name());
+    let out = install(
+        &home,
+        &[
+            "--set",
+            "gc.enabled=false",
+            "--set",
+            "failedPods.enabled=true",
+            "--set",
+            "failedPods.dryRun=false",
+            "--set",
+            "failedPods.autoRemediate=true",
+            "--set",
+            "failedPods.retentionSeconds=3600",
+            "--set",
+            "clusterWide.enabled=true",
+            "--set-string",
+            &selector,
+            "--set",
+            &excluded,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cron_jobs = home.api::<CronJob>().list(&Default::default()).await?.items;
+    let [cron_job] = &cron_jobs[..] else {
+        panic!("one CronJob: {cron_jobs:?}");
+    };
+    let Rendered { args, env, account } = rendered(&home, &cron_pod(cron_job)).await?;
+    assert!(args.iter().any(|a| a == "--all-namespaces"), "{args:?}");
+
+    // Exactly the collectors' verbs, in any namespace; Namespaces only listed.
+    let client = home.service_account_client(&account).await?;
+    let elsewhere = Some(targets[3].name());
+    for (verb, group, resource, namespace, want) in [
+        ("list", "", "namespaces", None, true),
+        ("delete", "", "namespaces", None, false),
+        ("list", "", "pods", elsewhere, true),
+        ("delete", "", "pods", elsewhere, true),
+        ("create", "", "pods", elsewhere, false),
+        ("update", "coordination.k8s.io", "leases", elsewhere, true),
+        ("delete", "coordination.k8s.io", "leases", elsewhere, false),
+        ("get", "", "secrets", elsewhere, false),
+        ("list", "", "secrets", None, false),
+    ] {
+        assert_eq!(
+            allowed(&client, verb, group, resource, namespace).await?,
+            want,
+            "{verb} {group}/{resource} in {namespace:?}"
+        );
+    }
+
+    let dir = tempfile::tempdir()?;
+    let token_file = token_file(&home, &account, &dir).await?;
+    let argv = out_of_cluster(&args, bed, &token_file);
+    let out = command()
+        .args(&argv)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("GC_STATE_DIR", dir.path())
+        .env("GC_STORE", sqlite(dir.path(), "gc.sqlite3"))
+        .env("GC_ARCHIVE_DIR", dir.path().join("archives"))
+        .env("HOSTNAME", "gc-failed-pods-manual")
+        .output()?;
+    let log = format!(
+        "{argv:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    for (ns, collected) in targets.iter().zip([true, true, false, false]) {
+        let left = ns.api::<Pod>().get_opt("due").await?;
+        assert_eq!(left.is_none(), collected, "{}: {log}", ns.name());
+    }
+    Ok(())
+}

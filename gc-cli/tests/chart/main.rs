@@ -1,0 +1,201 @@
+//! The Helm chart with the real `helm` and the real API server: lint, templates for several
+//! values, an install the API server accepts, its ServiceAccount proven to do exactly what the
+//! collectors need there and nothing else, a default install's session CronJob and a `serve`
+//! install's Deployment run exactly as rendered, and the README's and NOTES' commands naming only
+//! objects the chart renders.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use gc_testbed::{TestBed, TestNamespace};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::Value;
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod docs;
+mod install;
+mod rbac;
+mod serve;
+mod templates;
+
+use common::Result;
+
+const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chart");
+
+fn helm_path() -> PathBuf {
+    let bin = std::env::var_os("GC_TESTBED_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let out = Command::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../scripts/testbed-build.sh"
+            ))
+            .arg("helm")
+            .output()
+            .unwrap();
+            PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+        });
+    bin.join("helm")
+}
+
+fn helm(args: &[&str]) -> Output {
+    Command::new(helm_path()).args(args).output().unwrap()
+}
+
+/// `helm install gc CHART` into `ns` of the test bed, with `flags`.
+fn install(ns: &TestNamespace, flags: &[&str]) -> Output {
+    let kubeconfig = ns.bed().kubeconfig_path().to_str().unwrap();
+    let head = ["install", "gc", CHART, "--namespace", ns.name()];
+    helm(&[&head[..], &["--kubeconfig", kubeconfig], flags].concat())
+}
+
+/// StreamSpace's session table in `db`, holding one live session, `live-1`.
+async fn one_live_session(db: &gc_testbed::TestDatabase) -> Result {
+    let pool = db.pool().await?;
+    sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
+        .execute(&pool)
+        .await?;
+    sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    Ok(())
+}
+
+fn template(sets: &[&str]) -> String {
+    template_as("gc", "streamspace", sets)
+}
+
+/// `helm template RELEASE CHART --namespace NAMESPACE --set ...`, which must succeed.
+fn template_as(release: &str, namespace: &str, sets: &[&str]) -> String {
+    let mut args = vec!["template", release, CHART, "--namespace", namespace];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let out = helm(&args);
+    assert!(
+        out.status.success(),
+        "{release} {sets:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every object of a `helm template` output (or of a YAML file), as JSON.
+fn documents(rendered: &str) -> Vec<Value> {
+    rendered
+        .split("\n---")
+        .filter(|d| d.lines().any(|l| l.starts_with("kind:")))
+        .map(|doc| {
+            let value: serde_norway::Value = serde_norway::from_str(doc).unwrap();
+            serde_json::to_value(value).unwrap()
+        })
+        .collect()
+}
+
+/// The rendered object of `kind` named `name`.
+fn object<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in {}", names(objects)))
+}
+
+/// `Kind/name` of every object, for messages.
+fn names(objects: &[Value]) -> String {
+    let names: Vec<String> = objects
+        .iter()
+        .map(|o| format!("{}/{}", o["kind"], o["metadata"]["name"]))
+        .collect();
+    names.join(", ")
+}
+
+/// The Pod spec of a CronJob's or a Deployment's template.
+fn pod_spec(workload: &Value) -> &Value {
+    match workload["kind"].as_str() {
+        Some("CronJob") => &workload["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+        Some("Deployment") => &workload["spec"]["template"]["spec"],
+        other => panic!("not a workload: {other:?}"),
+    }
+}
+
+/// The one container of a workload's Pod template.
+fn the_container(workload: &Value) -> &Value {
+    let containers = pod_spec(workload)["containers"].as_array().unwrap();
+    let [container] = &containers[..] else {
+        panic!("one container: {containers:?}");
+    };
+    container
+}
+
+/// The one container's args.
+fn container_args(workload: &Value) -> Vec<String> {
+    serde_json::from_value(the_container(workload)["args"].clone()).unwrap()
+}
+
+async fn allowed(
+    client: &kube::Client,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    namespace: Option<&str>,
+) -> Result<bool> {
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.into()),
+                group: Some(group.into()),
+                resource: Some(resource.into()),
+                namespace: namespace.map(Into::into),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}
+
+/// The Prometheus Operator's ServiceMonitor CRD (`tests/data`), installed once on the test bed
+/// and `Established`.
+async fn install_service_monitor_crd(bed: &TestBed) -> Result {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/monitoring.coreos.com_servicemonitors.yaml"
+    ))?;
+    let [crd] = &documents(&text)[..] else {
+        panic!("one CRD");
+    };
+    let crd: CustomResourceDefinition = serde_json::from_value(crd.clone())?;
+    let crds: Api<CustomResourceDefinition> = Api::all(bed.client());
+    match crds.create(&PostParams::default(), &crd).await {
+        Err(e) if gc_testbed::status_code(&e) != Some(409) => return Err(e.into()),
+        _ => {}
+    }
+    for _ in 0..300 {
+        let conditions = crds
+            .get("servicemonitors.monitoring.coreos.com")
+            .await?
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default();
+        if conditions
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Err("the ServiceMonitor CRD is not Established".into())
+}

@@ -1,0 +1,439 @@
+//! The chart's Role and ClusterRole grant exactly `gc_k8s::rbac`'s rules; the ServiceAccount,
+//! name, Events and Pod values; the installed ServiceAccount proven by access reviews and by runs
+//! with its token on the real API server.
+
+use gc_core::ports::{ObjectCluster, Preconditions};
+use gc_core::sessions::Kind;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::PostParams;
+use serde_json::Value;
+
+use super::{
+    allowed, container_args, documents, install, names, object, one_live_session, pod_spec,
+    template,
+};
+use crate::common::{Result, command, namespace, run_pods, sqlite, target};
+
+/// The chart's Role grants exactly `gc_k8s::rbac::required_rules` with both collectors and Events
+/// on, its ClusterRole exactly `cluster_rules`; each collector alone, or Events off, a part of them.
+#[test]
+fn the_roles_grant_exactly_the_rules_of_gc_k8s() {
+    let required = triples(gc_k8s::rbac::required_rules());
+    let cluster = triples(gc_k8s::rbac::cluster_rules());
+    let both = documents(&template(&["failedPods.enabled=true"]));
+    assert_eq!(granted(&both, "Role"), required);
+    let wide = documents(&template(&[
+        "failedPods.enabled=true",
+        "clusterWide.enabled=true",
+    ]));
+    assert_eq!(granted(&wide, "ClusterRole"), cluster);
+    for sets in [
+        &["gc.enabled=false", "failedPods.enabled=true"][..],
+        &[],
+        &["events.enabled=false", "failedPods.enabled=true"],
+    ] {
+        let rules = granted(&documents(&template(sets)), "Role");
+        assert!(
+            rules.is_subset(&required) && rules != required,
+            "{sets:?}: {rules:?}"
+        );
+    }
+}
+
+/// The Role's (or ClusterRole's) rules of `objects` as (group, resource, verb) triples.
+fn granted(objects: &[Value], kind: &str) -> std::collections::BTreeSet<(String, String, String)> {
+    let role = objects
+        .iter()
+        .find(|o| o["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {}", names(objects)));
+    let rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule> =
+        serde_json::from_value(role["rules"].clone()).unwrap();
+    triples(rules)
+}
+
+fn triples(
+    rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
+) -> std::collections::BTreeSet<(String, String, String)> {
+    let mut set = std::collections::BTreeSet::new();
+    for rule in rules {
+        assert!(rule.resource_names.is_none() && rule.non_resource_urls.is_none());
+        for group in rule.api_groups.unwrap_or_default() {
+            for resource in rule.resources.clone().unwrap_or_default() {
+                for verb in &rule.verbs {
+                    set.insert((group.clone(), resource.clone(), verb.clone()));
+                }
+            }
+        }
+    }
+    set
+}
+
+/// `serviceAccount.create=false` runs as the named account, binds the Role (or ClusterRole) to
+/// it and renders no ServiceAccount; `serviceAccount.annotations` reach the created one;
+/// `fullnameOverride` and `nameOverride` rename every object; `events.enabled=false` drops the
+/// Events rule and passes `--no-events`; the Pod values reach every collector's Pod.
+#[test]
+fn service_account_names_events_and_pod_values() {
+    for extra in [
+        &[][..],
+        &["serve.enabled=true"],
+        &["clusterWide.enabled=true"],
+    ] {
+        let sets = [
+            &["failedPods.enabled=true", "serviceAccount.create=false"][..],
+            &["serviceAccount.name=streamspace-gc"],
+            extra,
+        ]
+        .concat();
+        let objects = documents(&template(&sets));
+        assert!(
+            objects.iter().all(|o| o["kind"] != "ServiceAccount"),
+            "{sets:?}: {}",
+            names(&objects)
+        );
+        let binding = objects
+            .iter()
+            .find(|o| {
+                o["kind"]
+                    .as_str()
+                    .is_some_and(|k| k.ends_with("RoleBinding"))
+            })
+            .expect("a binding");
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": "streamspace-gc", "namespace": "streamspace"}]),
+            "{sets:?}"
+        );
+        for workload in objects
+            .iter()
+            .filter(|o| o["kind"] == "CronJob" || o["kind"] == "Deployment")
+        {
+            assert_eq!(
+                pod_spec(workload)["serviceAccountName"],
+                "streamspace-gc",
+                "{sets:?}"
+            );
+        }
+    }
+    let annotated = documents(&template(&[
+        "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::1:role/gc",
+    ]));
+    let account = object(&annotated, "ServiceAccount", "gc");
+    assert_eq!(
+        account["metadata"]["annotations"],
+        serde_json::json!({"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/gc"})
+    );
+
+    // Every object takes the overridden name; the PVC's claim and the account follow.
+    for (sets, prefix, label) in [
+        (&["fullnameOverride=cleaner"][..], "cleaner", "gc"),
+        (&["nameOverride=janitor"][..], "gc-janitor", "janitor"),
+    ] {
+        let sets = [
+            sets,
+            &[
+                "failedPods.enabled=true",
+                "serve.enabled=true",
+                "metrics.serviceMonitor.enabled=true",
+            ],
+        ]
+        .concat();
+        let objects = documents(&template(&sets));
+        for o in &objects {
+            let name = o["metadata"]["name"].as_str().unwrap();
+            assert!(
+                name == prefix || name.starts_with(&format!("{prefix}-")),
+                "{sets:?}: {name}"
+            );
+            assert_eq!(
+                o["metadata"]["labels"]["app.kubernetes.io/name"], label,
+                "{sets:?}"
+            );
+        }
+        let deployment = object(&objects, "Deployment", &format!("{prefix}-failed-pods"));
+        assert_eq!(pod_spec(deployment)["serviceAccountName"], prefix);
+        assert_eq!(
+            pod_spec(deployment)["volumes"][0]["persistentVolumeClaim"]["claimName"],
+            format!("{prefix}-state")
+        );
+        assert_eq!(
+            deployment["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+            label
+        );
+    }
+
+    // Events: a rule and no flag, or no rule and `--no-events`, for both collectors.
+    let event_rule = (
+        "events.k8s.io".to_owned(),
+        "events".to_owned(),
+        "create".to_owned(),
+    );
+    for (enabled, sets) in [
+        (true, &[][..]),
+        (false, &["events.enabled=false"]),
+        (true, &["serve.enabled=true"]),
+        (false, &["events.enabled=false", "clusterWide.enabled=true"]),
+    ] {
+        let sets = [sets, &["failedPods.enabled=true"]].concat();
+        let objects = documents(&template(&sets));
+        let role = if sets.contains(&"clusterWide.enabled=true") {
+            "ClusterRole"
+        } else {
+            "Role"
+        };
+        let rules = granted(&objects, role);
+        assert_eq!(rules.contains(&event_rule), enabled, "{sets:?}");
+        assert!(
+            !rules.iter().any(|(_, r, v)| r == "events" && v != "create"),
+            "{sets:?}: {rules:?}"
+        );
+        let workloads: Vec<&Value> = objects
+            .iter()
+            .filter(|o| o["kind"] == "CronJob" || o["kind"] == "Deployment")
+            .collect();
+        assert_eq!(workloads.len(), 2, "{sets:?}");
+        for workload in workloads {
+            let args = container_args(workload);
+            assert_eq!(
+                args.iter().any(|a| a == "--no-events"),
+                !enabled,
+                "{sets:?}"
+            );
+        }
+    }
+
+    // Pod values reach the CronJobs' and the Deployments' Pods alike; the time zone the CronJobs.
+    let pod_values = [
+        "failedPods.enabled=true",
+        "podAnnotations.owner=platform",
+        "podLabels.team=platform",
+        "nodeSelector.pool=batch",
+        "tolerations[0].key=batch",
+        "tolerations[0].operator=Exists",
+        "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=1",
+        "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].key=pool",
+        "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].operator=Exists",
+        "timeZone=Europe/Berlin",
+        "log.format=json",
+        "log.level=debug",
+    ];
+    for serve in [false, true] {
+        let sets = [
+            &pod_values[..],
+            &[if serve {
+                "serve.enabled=true"
+            } else {
+                "serve.enabled=false"
+            }],
+        ]
+        .concat();
+        let objects = documents(&template(&sets));
+        let kind = if serve { "Deployment" } else { "CronJob" };
+        for name in ["gc-sessions", "gc-failed-pods"] {
+            let workload = object(&objects, kind, name);
+            let spec = pod_spec(workload);
+            assert_eq!(
+                spec["nodeSelector"],
+                serde_json::json!({"pool": "batch"}),
+                "{name}"
+            );
+            assert_eq!(
+                spec["tolerations"],
+                serde_json::json!([{"key": "batch", "operator": "Exists"}]),
+                "{name}"
+            );
+            assert_eq!(
+                spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+                    [0]["weight"],
+                1,
+                "{name}"
+            );
+            let template = if serve {
+                &workload["spec"]["template"]
+            } else {
+                &workload["spec"]["jobTemplate"]["spec"]["template"]
+            };
+            assert_eq!(
+                template["metadata"]["annotations"]["owner"], "platform",
+                "{name}"
+            );
+            assert_eq!(template["metadata"]["labels"]["team"], "platform", "{name}");
+            assert_eq!(
+                container_args(workload)[..2],
+                ["--log-format=json", "-vv"],
+                "{name}"
+            );
+            if !serve {
+                assert_eq!(workload["spec"]["timeZone"], "Europe/Berlin", "{name}");
+            }
+        }
+    }
+    for (level, flag) in [("error", "-q"), ("info", "-v"), ("trace", "-vvv")] {
+        let objects = documents(&template(&[&format!("log.level={level}")]));
+        let args = container_args(object(&objects, "CronJob", "gc-sessions"));
+        assert_eq!(args[..3], [flag, "run", "sessions"], "{level}");
+    }
+}
+
+#[tokio::test]
+async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
+    let (bed, ns) = namespace("chart").await?;
+    let out = install(
+        &ns,
+        &[
+            "--set",
+            "failedPods.enabled=true",
+            "--set",
+            "database.existingSecret=db-pass",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A token for the chart's ServiceAccount, and a client acting as it.
+    let token = ns.service_account_token("gc").await?;
+    let client = ns.service_account_client("gc").await?;
+
+    let matrix: &[(&str, &str, &str, bool)] = &[
+        ("get", "", "pods", true),
+        ("list", "", "pods", true),
+        ("patch", "", "pods", true),
+        ("delete", "", "pods", true),
+        ("get", "coordination.k8s.io", "leases", true),
+        ("create", "coordination.k8s.io", "leases", true),
+        ("update", "coordination.k8s.io", "leases", true),
+        ("list", "apps", "deployments", true),
+        ("delete", "apps", "deployments", true),
+        ("list", "", "services", true),
+        ("delete", "", "persistentvolumeclaims", true),
+        ("list", "stream.space", "sessions", true),
+        ("delete", "stream.space", "sessions", true),
+        ("create", "events.k8s.io", "events", true),
+        ("create", "", "pods", false),
+        ("update", "", "pods", false),
+        ("watch", "", "pods", false),
+        ("deletecollection", "", "pods", false),
+        ("get", "", "secrets", false),
+        ("list", "", "secrets", false),
+        ("get", "", "configmaps", false),
+        ("create", "apps", "deployments", false),
+        ("get", "apps", "deployments", false),
+        ("delete", "coordination.k8s.io", "leases", false),
+        ("create", "rbac.authorization.k8s.io", "roles", false),
+        ("update", "events.k8s.io", "events", false),
+        ("list", "events.k8s.io", "events", false),
+        ("create", "", "events", false),
+    ];
+    for &(verb, group, resource, want) in matrix {
+        assert_eq!(
+            allowed(&client, verb, group, resource, Some(ns.name())).await?,
+            want,
+            "{verb} {group}/{resource}"
+        );
+        if want {
+            assert!(
+                !allowed(&client, verb, group, resource, Some("default")).await?,
+                "{verb} {resource} in another namespace"
+            );
+        }
+    }
+    for (verb, resource) in [("list", "nodes"), ("list", "namespaces"), ("list", "pods")] {
+        assert!(
+            !allowed(&client, verb, "", resource, None).await?,
+            "cluster-wide {verb} {resource}"
+        );
+    }
+
+    // The failed-Pod collector works with exactly that token.
+    target(&ns, "target").await?;
+    let dir = tempfile::tempdir()?;
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, &token)?;
+    // The API server, as the chart's ServiceAccount.
+    let as_account = [
+        "--api-url",
+        bed.server_url(),
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--trust-certs",
+    ];
+    let out = command()
+        .args(run_pods(ns.name()))
+        .args(["--dry-run", "false", "--auto-remediate"])
+        .args(as_account)
+        .args(["--store", &sqlite(dir.path(), "gc.sqlite3")])
+        .args([
+            "--archive-dir",
+            dir.path().join("archives").to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"collected\""));
+    assert!(ns.api::<Pod>().get_opt("target").await?.is_none());
+    // The session collector, live, with the same token: the orphan's Service goes, the live one stays.
+    if let Some(db) = gc_testbed::TestDatabase::fresh("chart-sessions").await? {
+        one_live_session(&db).await?;
+        let services = ns.api::<k8s_openapi::api::core::v1::Service>();
+        for id in ["live-1", "gone-1"] {
+            let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(
+                serde_json::json!({
+                    "metadata": {"name": id, "labels": {"app": "streamspace-session", "session": id}},
+                    "spec": {"ports": [{"port": 3000}]}
+                }),
+            )?;
+            services.create(&PostParams::default(), &service).await?;
+        }
+        let out = command()
+            .args([
+                "run",
+                "sessions",
+                "-n",
+                ns.name(),
+                "--kinds",
+                "Service",
+                "--grace-hours",
+                "0",
+            ])
+            .args(as_account)
+            .args(["--database-url", db.url()])
+            .output()?;
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(services.get_opt("gone-1").await?.is_none());
+        assert!(services.get_opt("live-1").await?.is_some());
+    }
+    // And every session-collector call on every kind, as a dry run.
+    bed.install_session_crd().await?;
+    let cluster = gc_k8s::KubeCluster::new(client);
+    for kind in Kind::streamspace() {
+        let page = cluster
+            .list_metadata(&kind, ns.name(), "app=streamspace-session", 50, None)
+            .await?;
+        assert!(!page.text.is_empty());
+        let pre = Preconditions {
+            uid: "none".into(),
+            resource_version: "1".into(),
+        };
+        let refused = cluster
+            .delete_object(&kind, ns.name(), "absent", &pre, true)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, gc_core::ports::ClusterError::NotFound(_)),
+            "{} {refused}",
+            kind.kind
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,282 @@
+//! `helm lint` and `helm template` for many values, the schema refusing bad values by name, the
+//! shipped alert rules, and every rendered manifest accepted by the real API server in a strict
+//! server-side dry run.
+
+use kube::Api;
+use kube::api::{DynamicObject, GroupVersionKind, PostParams};
+use serde_json::Value;
+
+use super::{CHART, documents, helm, install_service_monitor_crd, template};
+use crate::common::{Result, namespace};
+
+#[test]
+fn lint_and_templates() {
+    let out = helm(&["lint", CHART]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let defaults = template(&[]);
+    assert!(defaults.contains("kind: CronJob") && defaults.contains("schedule: \"0 */6 * * *\""));
+    assert!(defaults.contains("- --grace-hours=24") && !defaults.contains("- --dry-run"));
+    assert!(
+        defaults.contains("concurrencyPolicy: Forbid")
+            && defaults.contains("readOnlyRootFilesystem: true")
+    );
+    assert!(
+        defaults.contains("name: gc-streamspace-secrets")
+            && defaults.contains("key: postgres-password")
+    );
+    assert!(!defaults.contains("failed-pods") && !defaults.contains("ClusterRole"));
+    // The session collector takes the run lock too; Pods only with the failed-Pod collector.
+    assert!(defaults.contains("resources: [leases]") && !defaults.contains("resources: [pods]"));
+    assert!(template(&["gc.enabled=false"]).trim().is_empty());
+    let pods = template(&["failedPods.enabled=true"]);
+    assert!(
+        pods.contains("name: gc-failed-pods")
+            && pods.contains("- --dry-run=true")
+            && pods.contains("resources: [leases]")
+    );
+    assert!(template(&["database.existingSecret=db-pass"]).contains("name: db-pass"));
+    let delivered = template(&[
+        "metrics.pushgateway=http://pgw:9091",
+        "alerts.webhookSecret=hook",
+    ]);
+    assert!(
+        delivered.contains("- --pushgateway=http://pgw:9091")
+            && delivered.contains("- --metrics-prefix=streamspace")
+    );
+    assert!(delivered.contains("name: GC_ALERT_WEBHOOK") && delivered.contains("name: hook"));
+    let dry = template(&["gc.dryRun=true", "gc.terminalStates={deleted}"]);
+    assert!(dry.contains("- --dry-run") && dry.contains("- --terminal-state=deleted"));
+    // The protect label reaches both collectors, the exclude selector when set; selectors in
+    // full syntax, quoted.
+    assert!(
+        defaults.contains("- \"--selector=app=streamspace-session\"")
+            && defaults.contains("- \"--protect-label=gc.example.com/protect=true\"")
+            && !defaults.contains("--exclude-selector")
+    );
+    let spared = template(&[
+        "failedPods.enabled=true",
+        "gc.selector=app in (streamspace-session)\\,!canary",
+        "gc.excludeSelector=team in (payments)",
+        "failedPods.protectLabel=keep=yes",
+        "failedPods.excludeSelector=!canary",
+    ]);
+    for flag in [
+        "- \"--selector=app in (streamspace-session),!canary\"",
+        "- \"--exclude-selector=team in (payments)\"",
+        "- \"--protect-label=gc.example.com/protect=true\"",
+        "- \"--protect-label=keep=yes\"",
+        "- \"--exclude-selector=!canary\"",
+    ] {
+        assert!(spared.contains(flag), "{flag}:\n{spared}");
+    }
+    // As StreamSpace's subchart, its release's secret.
+    let out = helm(&["template", "streamspace", CHART]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name: streamspace-secrets"));
+    // Bad values fail at install time, naming the value.
+    for (set, field) in [
+        ("gc.gracePeriod=-1", "gracePeriod"),
+        ("namespace=kube-system", "namespace"),
+        ("gc.schedule=often", "schedule"),
+        ("gc.protectLabel=keep", "protectLabel"),
+        ("failedPods.protectLabel=keep", "protectLabel"),
+        ("gc.excludeSelector=a;b", "excludeSelector"),
+        ("failedPods.excludeSelector=a;b", "excludeSelector"),
+        ("gc.selector=", "selector"),
+        ("serve.intervalSeconds=0", "intervalSeconds"),
+        ("serve.port=80", "port"),
+        ("serve.schedule=@hourly", "'schedule' not allowed"),
+        ("metrics.serviceMonitor.interval=often", "interval"),
+        ("metrics.serviceMonitor.scrape=true", "'scrape' not allowed"),
+        ("serviceAccount.create=false", "serviceAccount/name"),
+        ("serviceAccount.name=Not_A_Name", "serviceAccount/name"),
+        ("fullnameOverride=-gc", "fullnameOverride"),
+        ("events.enabled=maybe", "events/enabled"),
+        ("log.format=xml", "format"),
+        ("log.level=verbose", "level"),
+        ("timeZone=Europe/Berlin;rm", "timeZone"),
+        ("podAnnotations.n=1", "podAnnotations"),
+    ] {
+        let out = helm(&["template", "gc", CHART, "--set", set]);
+        assert!(!out.status.success(), "{set}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(field),
+            "{set}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The shipped alert rules parse and speak only of metrics the collectors export.
+#[test]
+fn alert_rules_use_exported_metrics() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/prometheus/gc-alerts.yaml"
+    ))
+    .unwrap();
+    let rules: Value =
+        serde_json::to_value(serde_norway::from_str::<serde_norway::Value>(&text).unwrap())
+            .unwrap();
+    // What each run publishes about itself (gauges, pushed or served) and what `serve` counts.
+    let objects =
+        ["scanned", "eligible", "held", "deferred", "deleted"].map(|o| format!("objects_{o}"));
+    let mut exported: Vec<String> = ["fences_lost", "errors", "archive_bytes"]
+        .map(str::to_owned)
+        .into_iter()
+        .chain(objects)
+        .flat_map(|m| [format!("last_run_{m}"), format!("{m}_total")])
+        .collect();
+    exported.extend(
+        [
+            "runs_total",
+            "last_run_success",
+            "last_run_duration_seconds",
+            "last_attempt_timestamp_seconds",
+            "last_success_timestamp_seconds",
+        ]
+        .map(str::to_owned),
+    );
+    let list = rules["groups"][0]["rules"].as_array().unwrap();
+    assert!(list.len() >= 4);
+    for rule in list {
+        let expr = rule["expr"].as_str().unwrap();
+        let named: Vec<&str> = expr
+            .split("streamspace_")
+            .skip(1)
+            .map(|rest| {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                    .unwrap_or(rest.len());
+                &rest[..end]
+            })
+            .collect();
+        assert!(!named.is_empty(), "{expr}");
+        for name in named {
+            assert!(
+                exported.iter().any(|m| m == name),
+                "streamspace_{name}: {expr}"
+            );
+        }
+    }
+}
+
+/// Creates `object` in a server-side dry run (`dryRun=All`: validation and admission, nothing
+/// stored) with `fieldValidation=Strict`: a field the schema does not know is refused, not
+/// silently dropped.
+async fn dry_run_create(client: &kube::Client, namespace: &str, object: &DynamicObject) -> Result {
+    use kube::Resource;
+    let types = object.types.clone().expect("apiVersion and kind");
+    let gvk = GroupVersionKind::try_from(&types)?;
+    let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let scope = match capabilities.scope {
+        kube::discovery::Scope::Namespaced => Some(namespace),
+        kube::discovery::Scope::Cluster => None,
+    };
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let url = DynamicObject::url_path(&resource, scope);
+    let mut request = kube::core::Request::new(url).create(&params, serde_json::to_vec(object)?)?;
+    let uri = format!("{}&fieldValidation=Strict", request.uri());
+    *request.uri_mut() = uri.parse()?;
+    client.request::<DynamicObject>(request).await?;
+    Ok(())
+}
+
+/// Every manifest the chart renders, for several values (`serve` with ServiceMonitors among them,
+/// the Prometheus Operator's own CRD installed), is accepted by the real API server in a strict
+/// server-side dry run.
+#[tokio::test]
+async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
+    let (bed, ns) = namespace("chart-dry").await?;
+    install_service_monitor_crd(bed).await?;
+    let client = ns.client().clone();
+    let variations: [&[&str]; 7] = [
+        &[],
+        &["failedPods.enabled=true"],
+        &[
+            "database.existingSecret=db-pass",
+            "gc.dryRun=true",
+            "gc.terminalStates={deleted}",
+        ],
+        &[
+            "metrics.pushgateway=http://pgw:9091",
+            "alerts.webhookSecret=hook",
+            "failedPods.enabled=true",
+        ],
+        &[
+            "serve.enabled=true",
+            "failedPods.enabled=true",
+            "metrics.serviceMonitor.enabled=true",
+            "metrics.serviceMonitor.interval=60s",
+            "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
+            "serviceAccount.annotations.iam\\.gke\\.io/gcp-service-account=gc@p.iam.gserviceaccount.com",
+            "podAnnotations.owner=platform",
+            "tolerations[0].key=batch",
+            "tolerations[0].operator=Exists",
+            "log.format=json",
+            "log.level=debug",
+        ],
+        &[
+            "serve.enabled=true",
+            "failedPods.enabled=true",
+            "failedPods.archive.url=s3://diagnostics/pods",
+            "failedPods.store.existingSecret=receipts",
+            "events.enabled=false",
+            "clusterWide.enabled=true",
+            "fullnameOverride=cleaner",
+        ],
+        &[
+            "failedPods.enabled=true",
+            "timeZone=Europe/Berlin",
+            "serviceAccount.create=false",
+            "serviceAccount.name=existing",
+            "nodeSelector.pool=batch",
+        ],
+    ];
+    for sets in variations {
+        let mut sets = sets.to_vec();
+        let namespace = format!("namespace={}", ns.name());
+        sets.push(&namespace);
+        let rendered = template(&sets);
+        let mut kinds = Vec::new();
+        for value in documents(&rendered) {
+            let object: DynamicObject = serde_json::from_value(value)?;
+            dry_run_create(&client, ns.name(), &object)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "{sets:?}: {:?} {:?}: {e}",
+                        object.types, object.metadata.name
+                    )
+                })?;
+            kinds.push(object.types.unwrap().kind);
+        }
+        assert!(kinds.len() >= 4, "{sets:?}: only {kinds:?}");
+        if sets.contains(&"metrics.serviceMonitor.enabled=true") {
+            let monitors = kinds.iter().filter(|k| *k == "ServiceMonitor").count();
+            assert_eq!(monitors, 2, "{sets:?}: {kinds:?}");
+        }
+    }
+    // Nothing was stored.
+    assert!(
+        Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(client.clone(), ns.name())
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    assert!(
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client, ns.name())
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
+    Ok(())
+}
