@@ -1,0 +1,120 @@
+//! The text formats: several namespaces' expositions merged into one, OpenMetrics into
+//! Prometheus' 0.0.4 format, and the metrics file that keeps the last successes.
+
+use super::{LAST_SUCCESS_HELP, MetricsArgs};
+
+/// One exposition of several, each family's samples together (the text format wants every
+/// family in one group): the families in the order of the first text, then the others' new ones.
+/// A family's first `# HELP` and first `# TYPE` stand.
+pub(crate) fn merge(texts: &[String]) -> String {
+    let mut families: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
+    for text in texts {
+        let mut current: Option<usize> = None;
+        for line in text.lines() {
+            if line == "# EOF" {
+                continue;
+            }
+            let directive = ["# HELP ", "# TYPE "]
+                .into_iter()
+                .find(|d| line.starts_with(d));
+            if let Some(directive) = directive {
+                let name = line[directive.len()..]
+                    .split(' ')
+                    .next()
+                    .unwrap_or_default();
+                let at = match families.iter().position(|(n, _, _)| n == name) {
+                    Some(at) => at,
+                    None => {
+                        families.push((name.to_owned(), Vec::new(), Vec::new()));
+                        families.len() - 1
+                    }
+                };
+                if !families[at].1.iter().any(|h| h.starts_with(directive)) {
+                    families[at].1.push(line);
+                }
+                current = Some(at);
+            } else if line.starts_with('#') {
+                if let Some(at) = current.filter(|at| !families[*at].1.contains(&line)) {
+                    families[at].1.push(line);
+                }
+            } else if let Some(at) = current {
+                families[at].2.push(line);
+            }
+        }
+    }
+    let mut out = String::new();
+    for (_, header, samples) in families {
+        for line in header.into_iter().chain(samples) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+/// The OpenMetrics text `text` in Prometheus' text format 0.0.4, which the Pushgateway and
+/// node-exporter's textfile collector read: a counter's family is named with its `_total`, and
+/// there is no `# EOF` or `# UNIT` line. Samples are the same in both.
+pub(crate) fn text_format(text: &str) -> String {
+    let counters: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].into_iter().find_map(|directive| {
+            let (name, rest) = line.strip_prefix(directive)?.split_once(' ')?;
+            counters
+                .contains(&name)
+                .then(|| format!("{directive}{name}_total {rest}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// `text` with the `_last_success_timestamp_seconds` samples of `previous` (an earlier file)
+/// whose collector and namespace `text` has none of: a failed run does not erase the last
+/// success from the file, as it does not from the Pushgateway.
+pub(super) fn keep_last_successes(previous: &str, text: &str, prefix: &str) -> String {
+    let family = format!("{prefix}_last_success_timestamp_seconds");
+    let labels = |line: &str| {
+        let rest = line.strip_prefix(family.as_str())?.strip_prefix('{')?;
+        rest.split_once('}').map(|(labels, _)| labels.to_owned())
+    };
+    let current: Vec<String> = text.lines().filter_map(labels).collect();
+    let kept: Vec<&str> = previous
+        .lines()
+        .filter(|line| labels(line).is_some_and(|l| !current.contains(&l)))
+        .collect();
+    if kept.is_empty() {
+        return text.to_owned();
+    }
+    let mut block = format!("# HELP {family} {LAST_SUCCESS_HELP}.\n# TYPE {family} gauge\n");
+    for line in kept {
+        block.push_str(line);
+        block.push('\n');
+    }
+    merge(&[text.to_owned(), block])
+}
+
+/// Writes `text` to `--metrics-file`, if given, in the text format node-exporter reads, with the
+/// last successes the file held before.
+pub(super) fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
+    let Some(path) = &args.metrics_file else {
+        return Ok(());
+    };
+    // Only a plain file is read back: a planted symlink is never followed.
+    let previous = std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file())
+        .then(|| std::fs::read_to_string(path).ok())
+        .flatten()
+        .unwrap_or_default();
+    let text = keep_last_successes(&previous, text, &args.metrics_prefix);
+    crate::files::write_file(path, &text_format(&text))
+}
