@@ -13,7 +13,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{Result, command, namespace, sqlite};
+use common::{Result, command, namespace, pushgateway, sqlite};
 
 /// The folder of the shipped rules and their unit tests.
 const RULES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/prometheus");
@@ -31,19 +31,6 @@ fn prometheus_bin() -> Option<PathBuf> {
         eprintln!("SKIPPING: GC_TEST_PROMETHEUS is unset (run scripts/test.sh)");
     }
     dir
-}
-
-/// The Pushgateway at `GC_TEST_PUSHGATEWAY`; `None` (the test skips) outside CI.
-fn pushgateway() -> Option<String> {
-    let gateway = std::env::var("GC_TEST_PUSHGATEWAY").ok();
-    if gateway.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the Pushgateway (scripts/test.sh starts it)"
-        );
-        eprintln!("SKIPPING: GC_TEST_PUSHGATEWAY is unset (run scripts/test.sh)");
-    }
-    gateway
 }
 
 /// Runs `promtool args` in the rules' folder; its output when it succeeded.

@@ -19,7 +19,7 @@ use kube::api::ListParams;
 
 mod common;
 
-use common::{PIN, Result, command, namespace, run_pods, sqlite, target};
+use common::{PIN, Result, command, namespace, pushgateway, run_pods, sqlite, target};
 
 /// Accepts one HTTP request on a loopback port and returns its body.
 fn one_request() -> (String, std::thread::JoinHandle<String>) {
@@ -274,19 +274,6 @@ fn scrape(gateway: &str) -> String {
         .output()
         .unwrap();
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// The Pushgateway at `GC_TEST_PUSHGATEWAY`; `None` (the test skips) outside CI.
-fn pushgateway() -> Option<String> {
-    let gateway = std::env::var("GC_TEST_PUSHGATEWAY").ok();
-    if gateway.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the Pushgateway (scripts/test.sh starts it)"
-        );
-        eprintln!("SKIPPING: GC_TEST_PUSHGATEWAY is unset (run scripts/test.sh)");
-    }
-    gateway
 }
 
 /// A successful run's metrics reach the Pushgateway; a failed run's replace every per-run series

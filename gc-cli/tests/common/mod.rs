@@ -76,3 +76,16 @@ pub(crate) async fn namespace(prefix: &str) -> Result<(&'static TestBed, TestNam
     let bed = TestBed::shared().await?;
     Ok((bed, bed.namespace(prefix).await?))
 }
+
+/// The Pushgateway at `GC_TEST_PUSHGATEWAY`; `None` (the test skips) outside CI.
+pub(crate) fn pushgateway() -> Option<String> {
+    let gateway = std::env::var("GC_TEST_PUSHGATEWAY").ok();
+    if gateway.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the Pushgateway (scripts/test.sh starts it)"
+        );
+        eprintln!("SKIPPING: GC_TEST_PUSHGATEWAY is unset (run scripts/test.sh)");
+    }
+    gateway
+}
