@@ -155,7 +155,7 @@ spec:
 - --state-column={{ .Values.database.stateColumn }}
 {{- include "gc.sharedArgs" . | nindent 0 }}
 {{- if .Values.gc.dryRun }}
-- --dry-run
+- --dry-run=server
 {{- end }}
 {{- end -}}
 
@@ -191,7 +191,7 @@ spec:
 {{- with $p.excludeSelector }}
 - {{ printf "--exclude-selector=%s" . | quote }}
 {{- end }}
-- --dry-run={{ $p.dryRun }}
+- --dry-run={{ if $p.dryRun }}server{{ else }}none{{ end }}
 {{- if $p.autoRemediate }}
 - --auto-remediate
 {{- end }}

@@ -35,7 +35,7 @@ fn lint_and_templates() {
     let pods = template(&["failedPods.enabled=true"]);
     assert!(
         pods.contains("name: gc-failed-pods")
-            && pods.contains("- --dry-run=true")
+            && pods.contains("- --dry-run=server")
             && pods.contains("resources: [leases]")
     );
     assert!(template(&["database.existingSecret=db-pass"]).contains("name: db-pass"));
@@ -49,7 +49,7 @@ fn lint_and_templates() {
     );
     assert!(delivered.contains("name: GC_ALERT_WEBHOOK") && delivered.contains("name: hook"));
     let dry = template(&["gc.dryRun=true", "gc.terminalStates={deleted}"]);
-    assert!(dry.contains("- --dry-run") && dry.contains("- --terminal-state=deleted"));
+    assert!(dry.contains("- --dry-run=server") && dry.contains("- --terminal-state=deleted"));
     // The protect label reaches both collectors, the exclude selector when set; selectors in
     // full syntax, quoted.
     assert!(
