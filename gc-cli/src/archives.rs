@@ -257,7 +257,7 @@ fn list(args: &List) -> anyhow::Result<()> {
                 write_columns(&mut out, header, &rows)?;
             }
             if kept.is_empty() {
-                eprintln!("gc-cli: no archive matches");
+                tracing::info!("no archive matches");
             }
         }
     }
@@ -533,7 +533,7 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
         }
     }
     let ok = checked.len() - problems;
-    eprintln!("gc-cli: {ok} archive(s) match their receipts, {problems} problem(s)");
+    tracing::info!("{ok} archive(s) match their receipts, {problems} problem(s)");
     if problems > 0 {
         anyhow::bail!("{problems} archive(s) or receipt(s) do not match");
     }

@@ -126,7 +126,7 @@ impl Drop for Events {
     fn drop(&mut self) {
         let (posted, unposted) = (self.posted.get(), self.unposted.get());
         if posted > 0 {
-            tracing::info!(posted, "posted {posted} Kubernetes Event(s)");
+            tracing::debug!(posted, "posted {posted} Kubernetes Event(s)");
         }
         if let Some(error) = self.first_error.get_mut().take() {
             let hint = if matches!(error, ClusterError::Forbidden { .. }) {

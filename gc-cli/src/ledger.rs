@@ -84,9 +84,10 @@ fn import(args: &Import) -> anyhow::Result<()> {
         Ok(store.location().to_owned())
     })?;
     let noun = if entries == 1 { "entry" } else { "entries" };
-    eprintln!(
-        "gc-cli: imported the ledger of cluster {} namespace {} ({entries} {noun}) into {location}",
-        key.cluster_id, key.namespace
+    tracing::info!(
+        "imported the ledger of cluster {} namespace {} ({entries} {noun}) into {location}",
+        key.cluster_id,
+        key.namespace
     );
     Ok(())
 }
@@ -105,9 +106,10 @@ fn export(args: &Export) -> anyhow::Result<()> {
     })?;
     let text = text.unwrap_or_else(|| {
         // The flow reads a missing ledger as `{}` too.
-        eprintln!(
-            "gc-cli: no ledger of cluster {} namespace {} in {location}: exporting the empty ledger",
-            key.cluster_id, key.namespace
+        tracing::warn!(
+            "no ledger of cluster {} namespace {} in {location}: exporting the empty ledger",
+            key.cluster_id,
+            key.namespace
         );
         "{}".to_owned()
     });

@@ -218,9 +218,10 @@ impl RunLock {
     pub(crate) async fn release(self) {
         self.renewer.abort();
         if let Some(signal) = crate::signals::received() {
-            eprintln!(
-                "gc-cli: {signal} received: releasing the run lock {} in namespace {}; the next run resumes",
-                self.name, self.namespace
+            tracing::warn!(
+                "{signal} received: releasing the run lock {} in namespace {}; the next run resumes",
+                self.name,
+                self.namespace
             );
         }
         if let Err(e) = self

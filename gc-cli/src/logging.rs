@@ -3,8 +3,8 @@
 //! plans, reports and audit lines).
 //!
 //! The level: `RUST_LOG` when it is set (its full directive syntax, for any crate); otherwise
-//! warnings and errors of every crate, `-q` errors only, and each `-v` one level more (info,
-//! debug, trace) for gc's own crates (`gc_cli`, `gc_core`, `gc_k8s`, `gc_store`): the
+//! warnings and errors of every crate and the binary's own progress and summaries (info), `-q`
+//! errors only, and each `-v` one level more (info, debug, trace) for gc's own crates (`gc_cli`, `gc_core`, `gc_k8s`, `gc_store`): the
 //! dependencies' debug lines would drown them, and `RUST_LOG=kube=debug` asks for those.
 
 use std::io::IsTerminal;
@@ -58,7 +58,12 @@ impl LogArgs {
         };
         let mut directives = rest.to_owned();
         for krate in OURS {
-            directives.push_str(&format!(",{krate}={ours}"));
+            // The binary's own progress and summaries (info) show unless `-q`.
+            let level = match (krate, ours) {
+                ("gc_cli", "warn") => "info",
+                _ => ours,
+            };
+            directives.push_str(&format!(",{krate}={level}"));
         }
         directives
     }
@@ -108,8 +113,8 @@ mod tests {
     }
 
     /// The directives of `-q` (`quiet`) and `verbose` times `-v`, without `RUST_LOG`.
-    fn check(quiet: bool, verbose: u8, rest: &str, ours: &str) {
-        let expected = format!("{rest},gc_cli={ours},gc_core={ours},gc_k8s={ours},gc_store={ours}");
+    fn check(quiet: bool, verbose: u8, rest: &str, cli: &str, ours: &str) {
+        let expected = format!("{rest},gc_cli={cli},gc_core={ours},gc_k8s={ours},gc_store={ours}");
         let flags = args(quiet, verbose);
         assert_eq!(flags.directives(), expected, "-q {quiet}, -v x{verbose}");
         let filter = flags.filter(None).to_string();
@@ -118,12 +123,12 @@ mod tests {
 
     #[test]
     fn flags_choose_the_levels() {
-        check(false, 0, "warn", "warn");
-        check(false, 1, "warn", "info");
-        check(false, 2, "warn", "debug");
-        check(false, 3, "warn", "trace");
-        check(false, 9, "warn", "trace");
-        check(true, 0, "error", "error");
+        check(false, 0, "warn", "info", "warn");
+        check(false, 1, "warn", "info", "info");
+        check(false, 2, "warn", "debug", "debug");
+        check(false, 3, "warn", "trace", "trace");
+        check(false, 9, "warn", "trace", "trace");
+        check(true, 0, "error", "error", "error");
     }
 
     #[test]

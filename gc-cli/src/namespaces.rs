@@ -94,7 +94,7 @@ impl NamespaceArgs {
             .filter(|ns| !self.exclude_namespace.contains(ns))
             .collect();
         if chosen.is_empty() {
-            eprintln!("gc-cli: no namespace matches: nothing to do");
+            tracing::warn!("no namespace matches: nothing to do");
         }
         Ok(chosen)
     }
@@ -148,7 +148,7 @@ pub(crate) fn outcome(
         1 if total == 1 => Err(failed.remove(0).1),
         n => {
             for (namespace, error) in &failed {
-                eprintln!("gc-cli: error: namespace {namespace}: {error:#}");
+                tracing::error!("namespace {namespace}: {error:#}");
             }
             let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
             Err(anyhow::anyhow!(

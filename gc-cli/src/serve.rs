@@ -54,10 +54,10 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     metrics.serve_into(Arc::clone(&served));
     signals::install()?;
     let server = Server::start(listener, served)?;
-    eprintln!("gc-cli: serving /metrics on {shown}");
+    tracing::info!("serving /metrics on {shown}");
     let done = schedule(&args);
     if let Some(signal) = signals::received() {
-        eprintln!("gc-cli: {signal} received: exiting after {done} run(s)");
+        tracing::info!("{signal} received: exiting after {done} run(s)");
     }
     server.stop();
     Ok(())
@@ -70,9 +70,9 @@ fn schedule(args: &Serve) -> u64 {
     let mut done = 0;
     while signals::received().is_none() {
         done += 1;
-        eprintln!("gc-cli: run {done} starting");
+        tracing::info!("run {done} starting");
         if let Err(error) = args.run.run() {
-            eprintln!("gc-cli: run failed: {error:#}");
+            tracing::error!("run failed: {error:#}");
         }
         if args.runs.is_some_and(|n| done >= n) || !signals::sleep(interval) {
             break;

@@ -95,15 +95,15 @@ async fn watch(mut signals: Signals) {
     let (name, _) = signals.next().await;
     stop(name);
     let (name, number) = signals.next().await;
-    eprintln!("gc-cli: {name} received again: stopping at once");
+    tracing::warn!("{name} received again: stopping at once");
     std::process::exit(128 + number);
 }
 
 /// Asks the process to stop: records `name`, sets every lock's stop flag, wakes the sleepers.
 fn stop(name: &'static str) {
     let _ = RECEIVED.set(name);
-    eprintln!(
-        "gc-cli: {name} received: finishing the target in progress (no new target, no new \
+    tracing::warn!(
+        "{name} received: finishing the target in progress (no new target, no new \
          run), then releasing the run lock; send it again to stop at once"
     );
     let flags = FLAGS.lock().unwrap_or_else(PoisonError::into_inner);

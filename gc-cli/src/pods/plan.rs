@@ -203,9 +203,9 @@ async fn plan_all(
     }
     if let Some(path) = &args.out {
         if !failed.is_empty() {
-            eprintln!("gc-cli: no plan file written: a namespace failed to plan");
+            tracing::warn!("no plan file written: a namespace failed to plan");
         } else if plans.is_empty() {
-            eprintln!("gc-cli: no plan file written: no namespace to plan");
+            tracing::warn!("no plan file written: no namespace to plan");
         } else if let [(cfg, plan)] = &plans[..] {
             let file = PlanFile::seal(plan, cfg, now, ttl, key.as_ref());
             write_file(path, &file.to_json())?;

@@ -110,7 +110,7 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
         if failed.is_empty() {
             write_file(path, &format!("{json}\n"))?;
         } else {
-            eprintln!("gc-cli: no plan file written: a namespace failed to plan");
+            tracing::warn!("no plan file written: a namespace failed to plan");
         }
     }
     crate::namespaces::outcome(plans.len() + failed.len(), failed)

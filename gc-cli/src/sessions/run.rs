@@ -399,7 +399,7 @@ async fn run_once(
     write_lines(sink, &lines)?;
     shown.add(cfg, &report, &time)?;
     let line = summary(&report, cfg, args.dry_run);
-    eprintln!("gc-cli: {line}");
+    tracing::info!("{line}");
     if report.failures > 0 {
         anyhow::bail!(
             "{} delete(s) failed; the next run tries them again",
