@@ -4,16 +4,17 @@
 {{- end -}}
 
 {{/* The release's full name, as Helm charts usually derive it: `fullnameOverride`, or the release
-name, followed by the chart's name unless the release name holds it. */}}
+name, followed by the chart's name unless the release name holds it. At most 40 characters, so
+that `<fullname>-failed-pods` fits a CronJob's 52 and its Jobs' and Services' names fit too. */}}
 {{- define "gc.fullname" -}}
 {{- if .Values.fullnameOverride -}}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
 {{- else -}}
 {{- $name := default .Chart.Name .Values.nameOverride -}}
 {{- if contains $name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

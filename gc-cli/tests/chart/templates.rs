@@ -6,7 +6,7 @@ use kube::Api;
 use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 use serde_json::Value;
 
-use super::{CHART, documents, helm, install_service_monitor_crd, template};
+use super::{CHART, documents, helm, install_service_monitor_crd, names, template, template_as};
 use crate::common::{Result, namespace};
 
 #[test]
@@ -279,4 +279,44 @@ async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
             .is_empty()
     );
     Ok(())
+}
+
+/// A long release name and `nameOverride` still give names the API server accepts: CronJobs
+/// within 52 characters (their Jobs add 11), everything else within 63.
+#[test]
+fn long_release_names_give_names_within_kubernetes_limits() {
+    let release = "a-release-name-long-enough-to-need-truncating-x";
+    let long_name = "n".repeat(50);
+    let rendered = template_as(
+        release,
+        "streamspace",
+        &[
+            &format!("nameOverride={long_name}"),
+            "failedPods.enabled=true",
+        ],
+    );
+    let served = template_as(
+        release,
+        "streamspace",
+        &[
+            &format!("nameOverride={long_name}"),
+            "failedPods.enabled=true",
+            "serve.enabled=true",
+        ],
+    );
+    let objects: Vec<Value> = documents(&rendered)
+        .into_iter()
+        .chain(documents(&served))
+        .collect();
+    assert!(objects.len() > 5, "{}", names(&objects));
+    for o in &objects {
+        let name = o["metadata"]["name"].as_str().unwrap();
+        let limit = if o["kind"] == "CronJob" { 52 } else { 63 };
+        assert!(
+            name.len() <= limit,
+            "{} {name}: {} > {limit}",
+            o["kind"],
+            name.len()
+        );
+    }
 }
