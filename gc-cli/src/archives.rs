@@ -505,9 +505,12 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
     match args.output.form {
         Output::Json | Output::Yaml => write_doc(&mut out, &checked, args.output.form)?,
         Output::Name => {
-            for c in checked.iter().filter(|c| c.result != "ok") {
-                let name = if c.name.is_empty() { &c.uid } else { &c.name };
-                writeln!(out, "pod/{name}")?;
+            // An archive no receipt records has no Pod name to give: the table shows its uid.
+            for c in checked
+                .iter()
+                .filter(|c| c.result != "ok" && !c.name.is_empty())
+            {
+                writeln!(out, "pod/{}", c.name)?;
             }
         }
         Output::Table | Output::Wide | Output::Kestra => {

@@ -111,7 +111,15 @@ impl NamespaceArgs {
                 .ok()
                 .and_then(|c| gc_k8s::context_namespace(&c));
             if let Some((namespace, origin)) = found {
-                tracing::info!(namespace, "namespace from {origin}");
+                if SYSTEM_NAMESPACES.contains(&namespace.as_str()) {
+                    tracing::warn!(
+                        namespace,
+                        "the namespace comes from {origin}; the failed-Pod collector refuses \
+                         system namespaces: name one with -n"
+                    );
+                } else {
+                    tracing::info!(namespace, "namespace from {origin}");
+                }
                 scoped.context = Some(namespace);
             }
         }

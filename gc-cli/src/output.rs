@@ -48,7 +48,9 @@ pub(crate) fn write_columns<const N: usize>(
 pub(crate) enum Output {
     /// Aligned columns for people (the default).
     Table,
-    /// The table with more columns and rows (the reasons of everything looked at).
+    /// The table with more columns and rows where the command has more to show (`plan`: every
+    /// object looked at, with its reason; `archives list`: each sha256; `archives verify`: the
+    /// archives that match too); elsewhere the table.
     Wide,
     /// The whole document, as JSON.
     Json,

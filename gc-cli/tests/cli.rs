@@ -165,7 +165,8 @@ fn the_namespace_defaults_to_the_kubeconfig_contexts() {
          clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n\
          users:\n- name: u\n  user:\n    token: t\n\
          contexts:\n- name: team\n  context:\n    cluster: c\n    user: u\n    namespace: work\n\
-         - name: bare\n  context:\n    cluster: c\n    user: u\n",
+         - name: bare\n  context:\n    cluster: c\n    user: u\n\
+         - name: sys\n  context:\n    cluster: c\n    user: u\n    namespace: kube-system\n",
     )
     .unwrap();
     let config = kubeconfig.to_str().unwrap();
@@ -182,6 +183,14 @@ fn the_namespace_defaults_to_the_kubeconfig_contexts() {
         "a context without one"
     );
     assert_eq!(namespace(&["-n", "other"]), "other", "-n wins");
+    // A context naming a system namespace is refused, saying where the namespace came from.
+    let refused = plan(dir.path(), &["--kubeconfig", config, "--context", "sys"]);
+    usage_error(&refused, "kube-system");
+    assert!(
+        stderr(&refused).contains("kubeconfig context sys"),
+        "{}",
+        stderr(&refused)
+    );
     // The same through $KUBECONFIG, as kubectl reads it; `-v` says where it came from.
     let inventory = inventory(dir.path());
     let out = command()
