@@ -209,7 +209,8 @@ fn session_event(kinds: &[Kind], record: &AuditRecord) -> Option<EventRecord> {
         DeleteResult::Deleted => (EventType::Normal, "Deleted"),
         DeleteResult::Changed => (EventType::Warning, "FenceLost"),
         DeleteResult::Failed(_) => (EventType::Warning, "DeleteFailed"),
-        DeleteResult::WouldDelete => return None,
+        // A dry run's delete, and one never sent: no Event.
+        DeleteResult::WouldDelete | DeleteResult::NotStarted(_) => return None,
     };
     let r = &record.judged.resource;
     let note = match &record.judged.decision {
@@ -437,6 +438,7 @@ mod tests {
                 )),
             ),
             (Some(DeleteResult::WouldDelete), None),
+            (Some(DeleteResult::NotStarted("stopping".into())), None),
             (None, None),
         ];
         for (result, expected) in cases {

@@ -156,9 +156,9 @@ impl RunLock {
         let deadline = Instant::now() + Duration::from_secs(args.lock_wait_seconds);
         let stopped = |when: &str| {
             crate::signals::received().map(|signal| {
-                anyhow::anyhow!(
+                anyhow::Error::new(crate::signals::Stopped::new(format!(
                     "stopped by {signal} {when} the run lock {name} in namespace {namespace}; nothing was changed"
-                )
+                )))
             })
         };
         if let Some(stopped) = stopped("before taking") {

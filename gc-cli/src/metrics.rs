@@ -8,7 +8,9 @@
 //! only the families it carries in the group: every per-run family carries a sample for every
 //! stage and kind the collector knows (zero when nothing happened), so a push replaces all of the
 //! previous run's series, while `_last_success_timestamp_seconds`, which a failed run does not
-//! carry, keeps the last success. The metrics file keeps it the same way. `serve` adds counters
+//! carry, keeps the last success. A run stopped by a signal is neither a success nor a failure:
+//! it carries neither that family nor `_last_run_success`, so both keep what the run before set,
+//! and it alerts no one. The metrics file keeps them the same way. `serve` adds counters
 //! (`_total`) that add up every run of the process.
 //!
 //! Every HTTP call gives up after [`HTTP_TIMEOUT`], so a stalled endpoint never hangs a Job or
@@ -99,6 +101,24 @@ impl MetricsArgs {
     pub(crate) fn serve_into(&mut self, served: Arc<Served>) {
         self.served = Some(served);
     }
+
+    /// A run of `collector` covers exactly `namespaces`: `serve` forgets the others it showed
+    /// (a namespace deleted, or no longer matching `-A`'s selector).
+    pub(crate) fn scope(&self, collector: &str, namespaces: &[String]) {
+        if let Some(served) = &self.served {
+            served.retain(collector, namespaces);
+        }
+    }
+
+    /// Alerts the webhook, if given, that a run of `collector` failed before it knew any
+    /// namespace to report on (with `-A`, when the cluster cannot be asked which): no metrics,
+    /// which are labelled by namespace, only the alert. Problems are reported, never fatal.
+    pub(crate) fn alert_unscoped(&self, collector: &str, why: &str) {
+        let text = failed(collector, "before it knew its namespaces (-A)", why);
+        if let Err(e) = post_alert(self, Some(&text)) {
+            tracing::warn!("{e:#}");
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -162,6 +182,9 @@ const OBJECTS: [(&str, &str); 5] = [
 /// Pushgateway wants one help per name across its groups).
 const LAST_SUCCESS_HELP: &str = "When a run last succeeded";
 
+/// The help of `_last_run_success`, as every earlier version pushed it.
+const LAST_RUN_SUCCESS_HELP: &str = "1 when the last run succeeded, 0 when it failed";
+
 /// Objects of one kind: scanned, eligible, held, deferred, deleted (as [`OBJECTS`]).
 type Counts = [u64; 5];
 
@@ -197,6 +220,18 @@ fn step_name(step: Step) -> &'static str {
 /// sink's check, recovery, the plan, a pin left at the end, an archive over the ceiling.
 const POD_STAGES: [&str; 6] = ["run", "archive", "recover", "plan", "PinLeft", "TooLarge"];
 
+/// How a run ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+enum Ended {
+    /// It failed (or has not ended yet).
+    #[default]
+    Failed,
+    /// It succeeded, at this instant.
+    Succeeded(f64),
+    /// A signal stopped it before it finished: neither a success nor a failure.
+    Stopped,
+}
+
 /// What one run of a collector in a namespace did: the values behind every metric.
 #[derive(Debug, Clone, Default)]
 struct Record {
@@ -208,7 +243,7 @@ struct Record {
     archive_bytes: u64,
     duration: f64,
     attempt_at: f64,
-    success_at: Option<f64>,
+    ended: Ended,
 }
 
 impl Record {
@@ -246,6 +281,23 @@ impl Record {
 
     fn key(&self) -> (String, String) {
         (self.collector.clone(), self.namespace.clone())
+    }
+
+    /// When the run succeeded, if it did.
+    fn success_at(&self) -> Option<f64> {
+        match self.ended {
+            Ended::Succeeded(at) => Some(at),
+            Ended::Failed | Ended::Stopped => None,
+        }
+    }
+
+    /// Whether the run succeeded; `None` when a signal stopped it.
+    fn success(&self) -> Option<bool> {
+        match self.ended {
+            Ended::Succeeded(_) => Some(true),
+            Ended::Failed => Some(false),
+            Ended::Stopped => None,
+        }
     }
 
     fn run(&self) -> Run {
@@ -380,34 +432,57 @@ impl RunMetrics {
         *self.record().errors.entry(stage.into()).or_default() += 1;
     }
 
+    /// Counts a write refused at `stage` because its object changed (a fence lost).
+    pub(crate) fn fence_lost(&self, stage: &str) {
+        *self.record().fences_lost.entry(stage.into()).or_default() += 1;
+    }
+
     /// Records the run's end: it took `seconds`, and succeeded at `success_at` or failed.
     pub(crate) fn finish(&self, seconds: f64, success_at: Option<f64>) {
         let mut record = self.record();
         record.duration = seconds;
         record.attempt_at = success_at.unwrap_or_else(crate::clock::now);
-        record.success_at = success_at;
+        record.ended = success_at.map_or(Ended::Failed, Ended::Succeeded);
+    }
+
+    /// Records the end of a run a signal stopped after `seconds`: an attempt, neither a success
+    /// nor a failure. Delivered, it alerts no one.
+    pub(crate) fn stopped(&self, seconds: f64) {
+        let mut record = self.record();
+        record.duration = seconds;
+        record.attempt_at = crate::clock::now();
+        record.ended = Ended::Stopped;
     }
 
     /// The run's metrics, OpenMetrics text: the last-run view the push and the file carry.
     pub(crate) fn text(&self) -> String {
         let record = self.record().clone();
         let mut x = Exposition::new(&self.prefix);
-        x.last_runs(&[(&record, record.success_at)]);
+        x.last_runs(&[LastRun {
+            record: &record,
+            success: record.success(),
+            last_success: record.success_at(),
+        }]);
         x.text()
     }
 
-    /// Sends the metrics and, when asked, an alert. Delivery problems are reported, never fatal
-    /// to the run's own outcome; each way is tried whatever the others did (a stalled
-    /// Pushgateway does not swallow the alert).
+    /// Sends the metrics and, when asked, an alert (none for a stopped run). Delivery problems
+    /// are reported, never fatal to the run's own outcome; each way is tried whatever the others
+    /// did (a stalled Pushgateway does not swallow the alert).
     pub(crate) fn deliver(&self, args: &MetricsArgs, failure: Option<&str>, summary: &str) {
         if let Some(served) = &args.served {
             served.add(&self.record());
         }
         let text = self.text();
+        let stopped = self.record().ended == Ended::Stopped;
         let results = [
             write_metrics_file(args, &text),
             self.push(args, &text),
-            self.alert(args, failure, summary),
+            if stopped {
+                Ok(())
+            } else {
+                self.alert(args, failure, summary)
+            },
         ];
         for e in results.into_iter().filter_map(Result::err) {
             tracing::warn!("{e:#}");
@@ -441,39 +516,53 @@ impl RunMetrics {
         failure: Option<&str>,
         summary: &str,
     ) -> anyhow::Result<()> {
-        let Some(hook) = args.alert_webhook.as_deref().filter(|u| !u.is_empty()) else {
-            return Ok(());
-        };
-        // Checked on every run, so a wrong URL is found before the failure it should report.
-        let shown = endpoint(hook).map_err(|why| {
-            anyhow::anyhow!(
-                "cannot post alerts to {WEBHOOK}: its URL {why} (the URL is not shown: its \
-                 path is the webhook's secret)"
-            )
-        })?;
         let (collector, namespace) = self.record().key();
         let text = match failure {
-            Some(why) => Some(format!(
-                ":rotating_light: gc {collector} collector failed in namespace {namespace}: {why}. Inspect collector-pinned objects before retrying.",
+            Some(why) => Some(failed(
+                &collector,
+                &format!("in namespace {namespace}"),
+                why,
             )),
             None if args.alert_on_success => Some(format!(
                 "gc {collector} collector in namespace {namespace}: {summary}"
             )),
             None => None,
         };
-        if let Some(text) = text {
-            agent()
-                .post(hook)
-                .send_json(serde_json::json!({ "text": text }))
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "cannot post the alert to {WEBHOOK} at {shown} (path not shown): {}",
-                        describe(&e)
-                    )
-                })?;
-        }
-        Ok(())
+        post_alert(args, text.as_deref())
     }
+}
+
+/// The alert of a failed run of `collector` `where_` (`in namespace N`).
+fn failed(collector: &str, where_: &str, why: &str) -> String {
+    format!(
+        ":rotating_light: gc {collector} collector failed {where_}: {why}. Inspect collector-pinned objects before retrying.",
+    )
+}
+
+/// Posts `text` to the webhook, if one is given; with no text, only checks the webhook's URL
+/// (on every run, so a wrong URL is found before the failure it should report).
+fn post_alert(args: &MetricsArgs, text: Option<&str>) -> anyhow::Result<()> {
+    let Some(hook) = args.alert_webhook.as_deref().filter(|u| !u.is_empty()) else {
+        return Ok(());
+    };
+    let shown = endpoint(hook).map_err(|why| {
+        anyhow::anyhow!(
+            "cannot post alerts to {WEBHOOK}: its URL {why} (the URL is not shown: its \
+             path is the webhook's secret)"
+        )
+    })?;
+    if let Some(text) = text {
+        agent()
+            .post(hook)
+            .send_json(serde_json::json!({ "text": text }))
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot post the alert to {WEBHOOK} at {shown} (path not shown): {}",
+                    describe(&e)
+                )
+            })?;
+    }
+    Ok(())
 }
 
 /// What `serve` shows on `/metrics`: each collector and namespace's last run and last success,
@@ -488,10 +577,13 @@ pub(crate) struct Served {
 #[derive(Debug)]
 struct History {
     last: Record,
+    /// Whether the last run that was not stopped succeeded.
+    success: Option<bool>,
     last_success: Option<f64>,
     totals: Record,
     succeeded: u64,
     failed: u64,
+    stopped: u64,
 }
 
 impl Served {
@@ -506,20 +598,30 @@ impl Served {
         let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         let history = runs.entry(run.key()).or_insert_with(|| History {
             last: run.clone(),
+            success: None,
             last_success: None,
             totals: Record::new(&run.collector, &run.namespace),
             succeeded: 0,
             failed: 0,
+            stopped: 0,
         });
         history.last = run.clone();
         history.totals.add(run);
-        match run.success_at {
-            Some(at) => {
+        match run.ended {
+            Ended::Succeeded(at) => {
                 history.last_success = Some(at);
                 history.succeeded += 1;
             }
-            None => history.failed += 1,
+            Ended::Failed => history.failed += 1,
+            Ended::Stopped => history.stopped += 1,
         }
+        history.success = run.success().or(history.success);
+    }
+
+    /// Forgets the runs of `collector` in any namespace but `namespaces`.
+    fn retain(&self, collector: &str, namespaces: &[String]) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain(|(c, ns), _| c != collector || namespaces.contains(ns));
     }
 
     /// Every run so far, OpenMetrics text.
@@ -527,14 +629,26 @@ impl Served {
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         let histories: Vec<&History> = runs.values().collect();
         let mut x = Exposition::new(&self.prefix);
-        let last: Vec<(&Record, Option<f64>)> = histories
+        let last: Vec<LastRun> = histories
             .iter()
-            .map(|h| (&h.last, h.last_success))
+            .map(|h| LastRun {
+                record: &h.last,
+                success: h.success,
+                last_success: h.last_success,
+            })
             .collect();
         x.last_runs(&last);
         x.totals(&histories);
         x.text()
     }
+}
+
+/// A last run as an exposition shows it: the run, whether the last run that was not stopped
+/// succeeded, and the last success.
+struct LastRun<'r> {
+    record: &'r Record,
+    success: Option<bool>,
+    last_success: Option<f64>,
 }
 
 /// An exposition being built: a registry holding each family that has samples.
@@ -624,10 +738,10 @@ impl Exposition {
         });
     }
 
-    /// The gauges of each run, with the last success to show beside it.
-    fn last_runs(&mut self, runs: &[(&Record, Option<f64>)]) {
+    /// The gauges of each run, with its success and last success to show beside it.
+    fn last_runs(&mut self, runs: &[LastRun<'_>]) {
         for (i, (name, help)) in OBJECTS.iter().enumerate() {
-            let samples = runs.iter().flat_map(|(r, _)| {
+            let samples = runs.iter().flat_map(|LastRun { record: r, .. }| {
                 r.objects
                     .iter()
                     .map(move |(kind, counts)| (r.object(kind), counts[i]))
@@ -639,8 +753,9 @@ impl Exposition {
             );
         }
         let stages = |pick: fn(&Record) -> &BTreeMap<String, u64>| {
-            runs.iter()
-                .flat_map(move |(r, _)| pick(r).iter().map(move |(stage, n)| (r.stage(stage), *n)))
+            runs.iter().flat_map(move |LastRun { record: r, .. }| {
+                pick(r).iter().map(move |(stage, n)| (r.stage(stage), *n))
+            })
         };
         self.gauges(
             "last_run_fences_lost",
@@ -652,18 +767,19 @@ impl Exposition {
             "Errors in the last run, by stage",
             stages(|r| &r.errors),
         );
-        let each = |value: fn(&Record) -> u64| runs.iter().map(move |(r, _)| (r.run(), value(r)));
         self.gauges(
             "last_run_archive_bytes",
             "Bytes of diagnostic archives written by the last run",
-            each(|r| r.archive_bytes),
+            runs.iter()
+                .map(|l| (l.record.run(), l.record.archive_bytes)),
         );
-        self.gauges(
-            "last_run_success",
-            "1 when the last run succeeded, 0 when it failed",
-            each(|r| u64::from(r.success_at.is_some())),
-        );
-        let at = |value: fn(&Record) -> f64| runs.iter().map(move |(r, _)| (r.run(), value(r)));
+        // None for a stopped run that followed no other: the family keeps what was there.
+        let successes = runs
+            .iter()
+            .filter_map(|l| Some((l.record.run(), u64::from(l.success?))));
+        self.gauges("last_run_success", LAST_RUN_SUCCESS_HELP, successes);
+        let at =
+            |value: fn(&Record) -> f64| runs.iter().map(move |l| (l.record.run(), value(l.record)));
         self.seconds(
             "last_run_duration_seconds",
             "Duration of the last run",
@@ -674,7 +790,9 @@ impl Exposition {
             "When a run last ended, succeeded or failed",
             at(|r| r.attempt_at),
         );
-        let successes = runs.iter().filter_map(|(r, at)| at.map(|at| (r.run(), at)));
+        let successes = runs
+            .iter()
+            .filter_map(|l| Some((l.record.run(), l.last_success?)));
         self.seconds(
             "last_success_timestamp_seconds",
             LAST_SUCCESS_HELP,
@@ -685,7 +803,12 @@ impl Exposition {
     /// The counters of `serve`: every run since the process started.
     fn totals(&mut self, histories: &[&History]) {
         let results = histories.iter().flat_map(|h| {
-            [("success", h.succeeded), ("failure", h.failed)].map(|(result, n)| {
+            let counts = [
+                ("success", h.succeeded),
+                ("failure", h.failed),
+                ("stopped", h.stopped),
+            ];
+            counts.map(|(result, n)| {
                 let run = h.last.run();
                 let labels = RunResult {
                     collector: run.collector,

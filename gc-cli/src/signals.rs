@@ -2,7 +2,8 @@
 //! every run lock is set (the session engine deletes nothing more; the Pod collector, which
 //! applies on the lock's `lost` flag, finishes its target in progress and starts no other), no lock
 //! is taken any more, and `serve` starts no other run and leaves its sleep at once. A second one
-//! stops the process at once (exit status 128 + the signal's number).
+//! stops the process at once (exit status 128 + the signal's number). A run so stopped ends with
+//! a [`Stopped`] error: neither a success nor a failure.
 //!
 //! The signals are hooked once, on a thread of their own with its own runtime, by the first
 //! [`install`]: commands that never take a run lock keep the default (the signal ends them).
@@ -37,6 +38,32 @@ pub(crate) fn install() -> anyhow::Result<()> {
 /// The signal that asked the process to stop (`SIGTERM`, `SIGINT`), if one did.
 pub(crate) fn received() -> Option<&'static str> {
     RECEIVED.get().copied()
+}
+
+/// A run a termination signal stopped before it finished (or before it took its lock): neither a
+/// success nor a failure, so no failure alert, no Warning Event, and the last run's success and
+/// last success are kept; a one-shot command still exits 1, as the run did not finish.
+#[derive(Debug)]
+pub(crate) struct Stopped(String);
+
+impl Stopped {
+    /// A stop, in words that name the signal and what the run did and did not do.
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// Whether a signal stopped the run that ended with `error` ([`Stopped`] in its chain).
+pub(crate) fn stopped(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| e.is::<Stopped>())
 }
 
 /// Sets `flag` when a signal asks the process to stop (at once if one did already).

@@ -1,6 +1,6 @@
 //! Unit tests of the metrics: names, labels, the push and file formats, `serve`'s counters.
 
-use super::text::keep_last_successes;
+use super::text::keep_previous;
 use super::*;
 
 /// The value of the sample `name{labels}` in `text` (`labels` as written, without braces).
@@ -155,7 +155,7 @@ fn several_namespaces_merge_into_one_exposition_with_each_family_once() {
 
 /// A failed-Pod run in `ns` that deleted `deleted` Pods and succeeded at `success_at` (or
 /// failed).
-fn run(ns: &str, deleted: u64, success_at: Option<f64>) -> Record {
+fn run_in(ns: &str, deleted: u64, success_at: Option<f64>) -> Record {
     let m = RunMetrics::new("gc", "pods", ns);
     m.objects("Pod", deleted, deleted, 0, 0, deleted);
     if success_at.is_none() {
@@ -180,7 +180,7 @@ fn serve_counts_every_run_and_shows_the_last_and_the_last_success() {
             );
         }
     };
-    served.add(&run("ns", 0, None));
+    served.add(&run_in("ns", 0, None));
     let failed = format!(r#"{ns},result="failure""#);
     let succeeded = format!(r#"{ns},result="success""#);
     expect(
@@ -194,9 +194,9 @@ fn serve_counts_every_run_and_shows_the_last_and_the_last_success() {
             ("gc_last_success_timestamp_seconds", ns, None),
         ],
     );
-    served.add(&run("ns", 3, Some(100.0)));
-    served.add(&run("ns", 2, Some(200.0)));
-    served.add(&run("ns", 0, None));
+    served.add(&run_in("ns", 3, Some(100.0)));
+    served.add(&run_in("ns", 2, Some(200.0)));
+    served.add(&run_in("ns", 0, None));
     let text = served.text();
     expect(
         &text,
@@ -215,10 +215,109 @@ fn serve_counts_every_run_and_shows_the_last_and_the_last_success() {
     assert!(text.contains("# TYPE gc_errors counter\n"), "{text}");
 }
 
+/// A failed-Pod run in `ns` that a signal stopped.
+fn stopped(ns: &str) -> Record {
+    let m = RunMetrics::new("gc", "pods", ns);
+    m.stopped(1.0);
+    m.record().clone()
+}
+
+#[test]
+fn a_stopped_run_is_an_attempt_neither_a_success_nor_a_failure() {
+    let m = RunMetrics::new("gc", "pods", "ns");
+    m.stopped(0.5);
+    let text = m.text();
+    let expected: Vec<&str> = PER_RUN[..11]
+        .iter()
+        .copied()
+        .filter(|f| *f != "gc_last_run_success")
+        .collect();
+    assert_eq!(families(&text), expected, "{text}");
+    let run = r#"collector="pods",namespace="ns""#;
+    let attempt = sample(&text, "gc_last_attempt_timestamp_seconds", run).unwrap();
+    assert!(attempt.parse::<f64>().unwrap() > 1.7e9, "{attempt}");
+    let errors = format!(r#"{run},stage="run""#);
+    assert_eq!(sample(&text, "gc_last_run_errors", &errors), Some("0"));
+
+    // `serve` shows the success of the run before, and counts the stopped run apart.
+    let served = Served::new("gc");
+    served.add(&stopped("ns"));
+    let text = served.text();
+    assert_eq!(sample(&text, "gc_last_run_success", run), None, "{text}");
+    served.add(&run_in("ns", 1, Some(100.0)));
+    served.add(&stopped("ns"));
+    let text = served.text();
+    for (labels, value) in [
+        (run.to_owned(), Some("1")),
+        (format!(r#"{run},result="stopped""#), Some("2")),
+        (format!(r#"{run},result="success""#), Some("1")),
+        (format!(r#"{run},result="failure""#), Some("0")),
+    ] {
+        let name = if labels.contains("result") {
+            "gc_runs_total"
+        } else {
+            "gc_last_run_success"
+        };
+        assert_eq!(
+            sample(&text, name, &labels),
+            value,
+            "{name}{{{labels}}}: {text}"
+        );
+    }
+    assert_eq!(
+        sample(&text, "gc_last_success_timestamp_seconds", run),
+        Some("100.0")
+    );
+    served.add(&run_in("ns", 0, None));
+    served.add(&stopped("ns"));
+    assert_eq!(
+        sample(&served.text(), "gc_last_run_success", run),
+        Some("0")
+    );
+}
+
+#[test]
+fn serve_forgets_the_namespaces_a_run_no_longer_covers() {
+    let served = Served::new("gc");
+    for ns in ["a", "b"] {
+        served.add(&run_in(ns, 1, Some(1.0)));
+    }
+    let sessions = RunMetrics::new("gc", "sessions", "b");
+    sessions.finish(1.0, Some(1.0));
+    served.add(&sessions.record());
+    served.retain("pods", &["a".to_owned()]);
+    let text = served.text();
+    let has = |labels: &str| text.contains(labels);
+    assert!(has(r#"collector="pods",namespace="a""#), "{text}");
+    assert!(!has(r#"collector="pods",namespace="b""#), "{text}");
+    assert!(has(r#"collector="sessions",namespace="b""#), "{text}");
+}
+
+#[test]
+fn lost_fences_are_counted_by_stage_in_the_run_and_in_serve() {
+    let served = Served::new("gc");
+    for _ in 0..2 {
+        let m = RunMetrics::new("gc", "sessions", "ns");
+        m.fence_lost("delete");
+        m.finish(1.0, Some(1.0));
+        served.add(&m.record());
+        let labels = r#"collector="sessions",namespace="ns",stage="delete""#;
+        assert_eq!(
+            sample(&m.text(), "gc_last_run_fences_lost", labels),
+            Some("1")
+        );
+    }
+    let labels = r#"collector="sessions",namespace="ns",stage="delete""#;
+    assert_eq!(
+        sample(&served.text(), "gc_fences_lost_total", labels),
+        Some("2")
+    );
+}
+
 #[test]
 fn the_text_format_names_counters_with_total_and_has_no_eof() {
     let served = Served::new("gc");
-    served.add(&run("ns", 1, Some(1.0)));
+    served.add(&run_in("ns", 1, Some(1.0)));
     let text = text_format(&served.text());
     assert!(text.contains("# TYPE gc_errors_total counter\n"), "{text}");
     assert!(
@@ -248,15 +347,31 @@ fn the_file_keeps_the_last_success_a_failed_run_does_not_carry() {
     let last = "gc_last_success_timestamp_seconds";
     let before = text_format(&merge(&[success("a", 10.0), success("b", 20.0)]));
     // `a` failed, `b` succeeded again.
-    let now = keep_last_successes(&before, &merge(&[failure("a"), success("b", 30.0)]), "gc");
+    let now = keep_previous(&before, &merge(&[failure("a"), success("b", 30.0)]), "gc");
     assert_eq!(sample(&now, last, a), Some("10.0"), "{now}");
     assert_eq!(sample(&now, last, b), Some("30.0"), "{now}");
     assert_eq!(now.matches(&format!("# HELP {last} ")).count(), 1, "{now}");
-    let again = keep_last_successes(&text_format(&now), &failure("a"), "gc");
+    let again = keep_previous(&text_format(&now), &failure("a"), "gc");
     assert_eq!(sample(&again, last, a), Some("10.0"), "{again}");
     assert_eq!(sample(&again, last, b), Some("30.0"), "{again}");
+    // Not the last run's success of a namespace the run did not cover.
+    assert_eq!(sample(&again, "gc_last_run_success", b), None, "{again}");
     let first = failure("a");
-    assert_eq!(keep_last_successes("", &first, "gc"), first);
+    assert_eq!(keep_previous("", &first, "gc"), first);
+    // A stopped run keeps the last run's success as well.
+    let stop = |ns: &str| {
+        let m = RunMetrics::new("gc", "pods", ns);
+        m.stopped(1.0);
+        m.text()
+    };
+    let kept = keep_previous(&text_format(&again), &stop("a"), "gc");
+    assert_eq!(sample(&kept, "gc_last_run_success", a), Some("0"), "{kept}");
+    assert_eq!(sample(&kept, last, a), Some("10.0"), "{kept}");
+    assert_eq!(
+        kept.matches("# TYPE gc_last_run_success gauge").count(),
+        1,
+        "{kept}"
+    );
 }
 
 #[test]

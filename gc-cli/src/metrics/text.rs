@@ -1,7 +1,8 @@
 //! The text formats: several namespaces' expositions merged into one, OpenMetrics into
-//! Prometheus' 0.0.4 format, and the metrics file that keeps the last successes.
+//! Prometheus' 0.0.4 format, and the metrics file that keeps the last successes (and the last
+//! run's success through a stopped run).
 
-use super::{LAST_SUCCESS_HELP, MetricsArgs};
+use super::{LAST_RUN_SUCCESS_HELP, LAST_SUCCESS_HELP, MetricsArgs};
 
 /// One exposition of several, each family's samples together (the text format wants every
 /// family in one group): the families in the order of the first text, then the others' new ones.
@@ -78,33 +79,56 @@ pub(crate) fn text_format(text: &str) -> String {
     out
 }
 
-/// `text` with the `_last_success_timestamp_seconds` samples of `previous` (an earlier file)
-/// whose collector and namespace `text` has none of: a failed run does not erase the last
-/// success from the file, as it does not from the Pushgateway.
-pub(super) fn keep_last_successes(previous: &str, text: &str, prefix: &str) -> String {
-    let family = format!("{prefix}_last_success_timestamp_seconds");
-    let labels = |line: &str| {
-        let rest = line.strip_prefix(family.as_str())?.strip_prefix('{')?;
-        rest.split_once('}').map(|(labels, _)| labels.to_owned())
-    };
-    let current: Vec<String> = text.lines().filter_map(labels).collect();
-    let kept: Vec<&str> = previous
-        .lines()
-        .filter(|line| labels(line).is_some_and(|l| !current.contains(&l)))
-        .collect();
-    if kept.is_empty() {
-        return text.to_owned();
-    }
-    let mut block = format!("# HELP {family} {LAST_SUCCESS_HELP}.\n# TYPE {family} gauge\n");
-    for line in kept {
-        block.push_str(line);
-        block.push('\n');
-    }
-    merge(&[text.to_owned(), block])
+/// The labels of each sample of `family` in `text`, as written (without braces).
+fn labels_of<'t>(text: &'t str, family: &str) -> Vec<&'t str> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(family)?.strip_prefix('{')?;
+            Some(rest.split_once('}')?.0)
+        })
+        .collect()
 }
 
-/// Writes `text` to `--metrics-file`, if given, in the text format node-exporter reads, with the
-/// last successes the file held before.
+/// `text` with samples of `previous` (an earlier file) that a run leaves out: the last success
+/// of each collector and namespace `text` has none for (a failed run, or a namespace this run did
+/// not cover), and the last run's success of each namespace `text` covers without one (a stopped
+/// run). The file keeps what the Pushgateway keeps.
+pub(super) fn keep_previous(previous: &str, text: &str, prefix: &str) -> String {
+    let attempted = format!("{prefix}_last_attempt_timestamp_seconds");
+    let covered = labels_of(text, &attempted);
+    let mut blocks = vec![text.to_owned()];
+    for (name, help, only_covered) in [
+        ("last_success_timestamp_seconds", LAST_SUCCESS_HELP, false),
+        ("last_run_success", LAST_RUN_SUCCESS_HELP, true),
+    ] {
+        let family = format!("{prefix}_{name}");
+        let current = labels_of(text, &family);
+        let kept: Vec<&str> = previous
+            .lines()
+            .filter(|line| {
+                labels_of(line, &family)
+                    .first()
+                    .is_some_and(|l| !current.contains(l) && (!only_covered || covered.contains(l)))
+            })
+            .collect();
+        if kept.is_empty() {
+            continue;
+        }
+        let mut block = format!("# HELP {family} {help}.\n# TYPE {family} gauge\n");
+        for line in kept {
+            block.push_str(line);
+            block.push('\n');
+        }
+        blocks.push(block);
+    }
+    if blocks.len() == 1 {
+        return text.to_owned();
+    }
+    merge(&blocks)
+}
+
+/// Writes `text` to `--metrics-file`, if given, in the text format node-exporter reads, with what
+/// [`keep_previous`] keeps of the file as it was.
 pub(super) fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
     let Some(path) = &args.metrics_file else {
         return Ok(());
@@ -115,6 +139,6 @@ pub(super) fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Resu
         .then(|| std::fs::read_to_string(path).ok())
         .flatten()
         .unwrap_or_default();
-    let text = keep_last_successes(&previous, text, &args.metrics_prefix);
+    let text = keep_previous(&previous, text, &args.metrics_prefix);
     crate::files::write_file(path, &text_format(&text))
 }

@@ -163,7 +163,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         events: &events,
     };
     live::block_on(async {
-        let namespaces = scope.resolve_with(&a.connect, PODS_NAMESPACE).await?;
+        let namespaces = resolve(scope, &a.connect, &a.metrics).await?;
         let policy_for = |ns: &str| {
             namespaces
                 .iter()
@@ -229,7 +229,8 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         );
     }
     live::block_on(async {
-        let namespaces = scope.resolve_with(&p.connect, PODS_NAMESPACE).await?;
+        let namespaces = resolve(scope, &p.connect, &args.metrics).await?;
+        args.metrics.scope("pods", &namespaces);
         let several = namespaces.len() > 1;
         let mut runs = Vec::with_capacity(namespaces.len());
         for ns in &namespaces {
@@ -238,6 +239,20 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         }
         finish(&job, runs)
     })
+}
+
+/// The namespaces of the run; when they cannot be known (`-A`, the cluster unreachable or its
+/// Namespaces not listable), the webhook is alerted once, as no namespace's metrics can say so.
+async fn resolve(
+    scope: &crate::namespaces::NamespaceArgs,
+    connect: &ConnectArgs,
+    metrics: &MetricsArgs,
+) -> anyhow::Result<Vec<String>> {
+    let resolved = scope.resolve_with(connect, PODS_NAMESPACE).await;
+    if let Err(error) = &resolved {
+        metrics.alert_unscoped("pods", &format!("{error:#}"));
+    }
+    resolved
 }
 
 /// Prints what each namespace's run did and writes their metrics; the error names the
@@ -317,6 +332,13 @@ async fn execute(
     };
     let report = match outcome {
         Ok(report) => report,
+        Err((_, error)) if crate::signals::stopped(&error) => {
+            metrics.stopped(elapsed);
+            metrics.deliver(&delivery, None, "");
+            run.metrics = metrics.text();
+            run.error = Some(error);
+            return run;
+        }
         Err((stage, error)) => {
             metrics.error(stage);
             metrics.finish(elapsed, None);
@@ -340,11 +362,11 @@ async fn execute(
     let summary = summary(&report);
     let stopped = crate::signals::received();
     if let Some(signal) = stopped.filter(|_| failed == 0 && report.pins_left.is_empty()) {
+        // Neither a success nor a failure: no alert, the last success kept.
         let why = format!("stopped by {signal}: {summary}; the next run collects the rest");
-        metrics.error("run");
-        metrics.finish(elapsed, None);
-        metrics.deliver(&delivery, Some(&why), &summary);
-        run.error = Some(anyhow::anyhow!(why));
+        metrics.stopped(elapsed);
+        metrics.deliver(&delivery, None, &summary);
+        run.error = Some(crate::signals::Stopped::new(why).into());
     } else if failed > 0 || !report.pins_left.is_empty() {
         let mut why = format!("{failed} target(s) failed; the next run resumes them");
         if !report.pins_left.is_empty() {
@@ -387,6 +409,8 @@ async fn act(
             let results = report.recovered.iter().chain(&report.results);
             job.events.pods(&cluster, &cfg.namespace, results).await;
         }
+        // A run a signal stopped (waiting for its lock) did not fail.
+        Err((_, error)) if crate::signals::stopped(error) => {}
         Err((_, error)) => job.events.run_failed(&cluster, &cfg.namespace, error).await,
     }
     outcome

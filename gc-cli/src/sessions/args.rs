@@ -249,14 +249,36 @@ pub(crate) async fn configs(
 
 /// The cluster and the session table, connected and checked.
 pub(crate) async fn connect(args: &SessionArgs) -> anyhow::Result<(KubeCluster, SessionTable)> {
-    let url = args.database.url()?;
-    let cluster = gc_k8s::connect(&args.connect.connection()?)
+    try_connect(args).await.map_err(|failed| failed.error)
+}
+
+/// Why [`try_connect`] failed, and the cluster when it was connected before the table failed.
+pub(crate) struct Unconnected {
+    pub(crate) cluster: Option<KubeCluster>,
+    pub(crate) error: anyhow::Error,
+}
+
+/// [`connect`], keeping the cluster when only the table failed (to post an Event with).
+pub(crate) async fn try_connect(
+    args: &SessionArgs,
+) -> Result<(KubeCluster, SessionTable), Unconnected> {
+    let alone = |error: anyhow::Error| Unconnected {
+        cluster: None,
+        error,
+    };
+    let url = args.database.url().map_err(|e| alone(e.into()))?;
+    let connection = args.connect.connection().map_err(|e| alone(e.into()))?;
+    let cluster = gc_k8s::connect(&connection)
         .await
-        .context("cannot connect to the cluster")?;
-    let table = gc_store::connect_sessions(&url, args.database.spec())
-        .await
-        .context("cannot open the session table")?;
-    Ok((cluster, table))
+        .context("cannot connect to the cluster")
+        .map_err(alone)?;
+    match gc_store::connect_sessions(&url, args.database.spec()).await {
+        Ok(table) => Ok((cluster, table)),
+        Err(e) => Err(Unconnected {
+            cluster: Some(cluster),
+            error: anyhow::Error::new(e).context("cannot open the session table"),
+        }),
+    }
 }
 
 /// A run's refusal, naming what it deleted: nothing. Its type gives the exit code

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::collect_sessions::{self, AuditRecord, DeleteResult, SessionReport};
+use gc_core::collect_sessions::{self, AuditRecord, DeleteResult, SessionReport, Stop};
 use gc_core::selector::Spared;
 use gc_core::sessions::SessionConfig;
 use serde::Serialize;
@@ -19,9 +19,10 @@ use crate::live;
 use crate::metrics::{MetricsArgs, RunMetrics};
 use crate::output::{FORMS, Output, forms, rfc3339, write_columns, write_doc};
 use crate::sessions::args::{
-    SESSIONS_NAMESPACE, SessionArgs, configs, connect, refused, warn_missing,
+    SESSIONS_NAMESPACE, SessionArgs, Unconnected, configs, refused, try_connect, warn_missing,
 };
 use crate::sessions::plan::{kube_name, rank, reason, round_trips};
+use crate::signals::{self, Stopped};
 
 /// `gc-cli run sessions`
 #[derive(Debug, Args)]
@@ -97,8 +98,9 @@ fn record(metrics: &RunMetrics, report: &SessionReport) {
         }
         match &r.result {
             Some(DeleteResult::Deleted) => c.deleted += 1,
+            Some(DeleteResult::Changed) => metrics.fence_lost("delete"),
             Some(DeleteResult::Failed(_)) => metrics.error("delete"),
-            _ => {}
+            Some(DeleteResult::WouldDelete | DeleteResult::NotStarted(_)) | None => {}
         }
     }
     for (kind, c) in kinds {
@@ -182,21 +184,24 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
     let mut sink = audit_sink(args.audit_log.as_ref(), args.output)?;
     let events = Events::new(&args.events, args.dry_run);
     live::block_on(async {
-        let (cluster, table) = connect(&args.args).await?;
-        let configs = configs(&args.args, &cluster).await;
-        let configs = match configs {
-            Ok(configs) => configs,
-            Err(e) => {
-                table.close().await;
-                return Err(e);
+        let started = std::time::Instant::now();
+        let (cluster, table) = match try_connect(&args.args).await {
+            Ok(connected) => connected,
+            Err(Unconnected { cluster, error }) => {
+                return Err(failed_early(args, &events, cluster.as_ref(), started, error).await);
             }
         };
-        let several = configs.len() > 1;
-        let delivery = if several {
-            args.metrics.without_file()
-        } else {
-            args.metrics.clone()
+        let configs = match configs(&args.args, &cluster).await {
+            Ok(configs) => configs,
+            Err(error) => {
+                table.close().await;
+                return Err(failed_early(args, &events, Some(&cluster), started, error).await);
+            }
         };
+        let namespaces: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
+        args.metrics.scope("sessions", &namespaces);
+        let several = configs.len() > 1;
+        let delivery = delivery(&args.metrics, configs.len());
         let (mut texts, mut failed) = (Vec::new(), Vec::new());
         let mut shown = Shown {
             output: args.output,
@@ -221,6 +226,10 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
                     metrics.finish(elapsed, now_of_clock().ok());
                     metrics.deliver(&delivery, None, summary);
                 }
+                Err(error) if signals::stopped(error) => {
+                    metrics.stopped(elapsed);
+                    metrics.deliver(&delivery, None, "");
+                }
                 Err(error) => {
                     metrics.error("run");
                     metrics.finish(elapsed, None);
@@ -239,6 +248,59 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
         shown.finish()?;
         crate::namespaces::outcome(configs.len(), failed)
     })
+}
+
+/// The metrics flags each namespace's run delivers with: without the file when there are several
+/// (written once, merged, at the end).
+fn delivery(metrics: &MetricsArgs, namespaces: usize) -> MetricsArgs {
+    if namespaces > 1 {
+        metrics.without_file()
+    } else {
+        metrics.clone()
+    }
+}
+
+/// A run that failed before its namespaces' runs (the database, the cluster, the kubeconfig, the
+/// list of namespaces): each namespace the flags name (with `-A`, each the cluster lists, when it
+/// can be asked) gets a failed run's metrics and alert, and its Warning when the cluster is
+/// connected; with none to name, the webhook is alerted once. The error, as it came.
+async fn failed_early(
+    args: &RunSessions,
+    events: &Events,
+    cluster: Option<&gc_k8s::KubeCluster>,
+    started: std::time::Instant,
+    error: anyhow::Error,
+) -> anyhow::Error {
+    let scope = &args.args.namespaces;
+    let namespaces = match (scope.named(SESSIONS_NAMESPACE), cluster) {
+        (Some(named), _) => named,
+        (None, Some(cluster)) => scope
+            .resolve(cluster, SESSIONS_NAMESPACE)
+            .await
+            .unwrap_or_default(),
+        (None, None) => Vec::new(),
+    };
+    let why = format!("{error:#}");
+    if namespaces.is_empty() {
+        args.metrics.alert_unscoped("sessions", &why);
+        return error;
+    }
+    let delivery = delivery(&args.metrics, namespaces.len());
+    let mut texts = Vec::with_capacity(namespaces.len());
+    for namespace in &namespaces {
+        let metrics = RunMetrics::new(&args.metrics.metrics_prefix(), "sessions", namespace);
+        metrics.error("run");
+        metrics.finish(started.elapsed().as_secs_f64(), None);
+        metrics.deliver(&delivery, Some(&why), "");
+        texts.push(metrics.text());
+        if let Some(cluster) = cluster {
+            events.run_failed(cluster, namespace, &error).await;
+        }
+    }
+    if namespaces.len() > 1 {
+        args.metrics.write_merged(&texts);
+    }
+    error
 }
 
 /// What `-o` prints of a run: each namespace's rows or names at once, the records of them all
@@ -362,8 +424,12 @@ async fn run_once(
     let time = rfc3339(now);
     let outcome = async {
         let lock = live::RunLock::take(cluster, &cfg.namespace, SESSIONS_LOCK, &args.lock).await?;
-        let report =
-            collect_sessions::run(cluster, table, cfg, now, args.dry_run, lock.stop()).await;
+        // A lost lock fails what is left; a signal leaves it not started.
+        let stop = Stop {
+            lock_lost: lock.lost(),
+            stopping: lock.stop(),
+        };
+        let report = collect_sessions::run(cluster, table, cfg, now, args.dry_run, stop).await;
         lock.release().await;
         report.map_err(|e| refused(e, cfg))
     }
@@ -371,7 +437,9 @@ async fn run_once(
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
-            events.run_failed(cluster, &cfg.namespace, &error).await;
+            if !signals::stopped(&error) {
+                events.run_failed(cluster, &cfg.namespace, &error).await;
+            }
             // The audit log says why this run deleted nothing.
             let line = RefusedLine {
                 time: &time,
@@ -405,6 +473,20 @@ async fn run_once(
             "{} delete(s) failed; the next run tries them again",
             report.failures
         );
+    }
+    let not_started = report
+        .records
+        .iter()
+        .filter(|r| matches!(r.result, Some(DeleteResult::NotStarted(_))))
+        .count();
+    if not_started > 0 {
+        let signal = signals::received().unwrap_or("a signal");
+        return Err(Stopped::new(format!(
+            "stopped by {signal}: {not_started} delete(s) not started in namespace {}; the next \
+             run judges them again",
+            cfg.namespace
+        ))
+        .into());
     }
     Ok(line)
 }
@@ -452,4 +534,69 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
         counts[4],
         round_trips(report.lookups)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gc_core::sessions::{Judged, Resource, SessionDecision};
+
+    /// A Service due for deletion, and what its delete did.
+    fn deleted(name: &str, result: DeleteResult) -> AuditRecord {
+        AuditRecord {
+            cluster: "primary".into(),
+            namespace: "ns".into(),
+            judged: Judged {
+                resource: Resource {
+                    kind: "Service".into(),
+                    name: name.into(),
+                    uid: format!("u-{name}"),
+                    resource_version: "7".into(),
+                    session: Some(name.into()),
+                    created: None,
+                    deleting: false,
+                },
+                decision: SessionDecision::Delete {
+                    reason: format!("no session {name} in the database"),
+                },
+            },
+            result: Some(result),
+            dry_run: false,
+        }
+    }
+
+    #[test]
+    fn a_run_counts_deletes_lost_fences_and_failures_but_not_what_it_did_not_start() {
+        let report = SessionReport {
+            records: vec![
+                deleted("a", DeleteResult::Deleted),
+                deleted("b", DeleteResult::Changed),
+                deleted("c", DeleteResult::Changed),
+                deleted("d", DeleteResult::Failed("503".into())),
+                deleted("e", DeleteResult::NotStarted("stopping".into())),
+            ],
+            missing_kinds: Vec::new(),
+            lookups: 1,
+            failures: 1,
+        };
+        let metrics = RunMetrics::new("gc", "sessions", "ns");
+        record(&metrics, &report);
+        metrics.finish(1.0, None);
+        let text = metrics.text();
+        let run = r#"collector="sessions",namespace="ns""#;
+        let service = r#"collector="sessions",kind="Service",namespace="ns""#;
+        for (name, labels, value) in [
+            (
+                "gc_last_run_fences_lost",
+                format!(r#"{run},stage="delete""#),
+                2,
+            ),
+            ("gc_last_run_errors", format!(r#"{run},stage="delete""#), 1),
+            ("gc_last_run_objects_deleted", service.to_owned(), 1),
+            ("gc_last_run_objects_eligible", service.to_owned(), 5),
+        ] {
+            let line = format!("{name}{{{labels}}} {value}\n");
+            assert!(text.contains(&line), "{line}: {text}");
+        }
+    }
 }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::ports::{
     ClusterError, MockSessionDirectory, ObjectCluster, Page, Preconditions, StoreError,
 };
-use crate::sessions::run::{DeleteResult, SessionRunError, run};
+use crate::sessions::run::{DeleteResult, SessionRunError, Stop, run};
 use crate::sessions::{Kind, Row, SessionConfig, SessionPlanError};
 use crate::testing::block_on;
 
@@ -137,8 +137,12 @@ fn go(
     dry_run: bool,
     lock_lost: bool,
 ) -> Result<Vec<String>, SessionRunError> {
-    let stop = AtomicBool::new(lock_lost);
-    let report = block_on(run(cluster, directory, cfg, NOW, dry_run, &stop))?;
+    let (lost, stopping) = (AtomicBool::new(lock_lost), AtomicBool::new(false));
+    let stop = Stop {
+        lock_lost: &lost,
+        stopping: &stopping,
+    };
+    let report = block_on(run(cluster, directory, cfg, NOW, dry_run, stop))?;
     Ok(report
         .records
         .iter()
@@ -266,7 +270,7 @@ fn any_doubt_before_the_first_delete_means_no_delete() {
 fn a_lost_run_lock_sends_no_delete() {
     let c = cluster(None);
     let d = directory(Ok(rows(&["a", "b", "c", "d"])));
-    let lost = "failed: not deleted: the run lock was lost or the process is stopping";
+    let lost = "failed: not deleted: the run lock was lost";
     assert_eq!(
         go(&c, &d, &cfg(), false, true).unwrap(),
         [format!("e-Deployment {lost}"), format!("e-Session {lost}")]

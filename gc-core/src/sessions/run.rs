@@ -6,6 +6,7 @@
 //! dry run sends the same deletes in server-side dry run.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 use thiserror::Error;
@@ -58,7 +59,8 @@ pub struct AuditRecord {
 }
 
 /// What a fenced delete did. In audit lines it is the text [`std::fmt::Display`] gives:
-/// `deleted`, `would delete`, `changed: skipped, re-checked next run`, `failed: ...`.
+/// `deleted`, `would delete`, `changed: skipped, re-checked next run`, `failed: ...`,
+/// `not started: ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeleteResult {
     /// The object was deleted.
@@ -69,6 +71,9 @@ pub enum DeleteResult {
     Changed,
     /// The delete failed, or was not sent (lock lost, unknown kind): why.
     Failed(String),
+    /// The delete was not sent because the caller asked the run to stop ([`Stop::stopping`]):
+    /// why. Not a failure: the next run judges the object again.
+    NotStarted(String),
 }
 
 impl DeleteResult {
@@ -85,7 +90,34 @@ impl std::fmt::Display for DeleteResult {
             Self::WouldDelete => f.write_str("would delete"),
             Self::Changed => f.write_str("changed: skipped, re-checked next run"),
             Self::Failed(why) => write!(f, "failed: {why}"),
+            Self::NotStarted(why) => write!(f, "not started: {why}"),
         }
+    }
+}
+
+/// When a run sends no more deletes, as its caller learns it: each flag may be set at any time,
+/// and is read before each delete.
+#[derive(Debug, Clone, Copy)]
+pub struct Stop<'a> {
+    /// The run lock was lost: another run may be working, so each remaining delete is
+    /// [`DeleteResult::Failed`]. Checked first.
+    pub lock_lost: &'a AtomicBool,
+    /// The caller asked the run to stop (the process is shutting down): each remaining delete is
+    /// [`DeleteResult::NotStarted`], which is no failure.
+    pub stopping: &'a AtomicBool,
+}
+
+impl Stop<'_> {
+    /// The result of a delete not sent because of these flags, if one is set.
+    fn result(&self) -> Option<DeleteResult> {
+        if self.lock_lost.load(Ordering::SeqCst) {
+            return Some(DeleteResult::Failed(
+                "not deleted: the run lock was lost".into(),
+            ));
+        }
+        self.stopping.load(Ordering::SeqCst).then(|| {
+            DeleteResult::NotStarted("the process is stopping; the next run judges it again".into())
+        })
     }
 }
 
@@ -207,8 +239,8 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
 }
 
 /// One run: scan every kind, look the ids up in batches, plan, delete (or dry-run), audit.
-/// Once `stop` is set (the run lock was lost, or a signal asks the process to stop), nothing more
-/// is deleted: each remaining delete is a failure.
+/// Once a flag of `stop` is set, nothing more is deleted: each remaining delete is a failure when
+/// the lock was lost, not started when the run was asked to stop.
 ///
 /// # Errors
 /// [`SessionRunError`] before any delete: a failed list, a database error, a plan refusal.
@@ -218,7 +250,7 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     cfg: &SessionConfig,
     now: f64,
     dry_run: bool,
-    stop: &std::sync::atomic::AtomicBool,
+    stop: Stop<'_>,
 ) -> Result<SessionReport, SessionRunError> {
     let Planned {
         plan,
@@ -251,24 +283,22 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     })
 }
 
-/// Deletes one orphan with uid and resourceVersion preconditions. Once `stop` is set (the run
-/// lock was lost) nothing is sent.
+/// Deletes one orphan with uid and resourceVersion preconditions. Once a flag of `stop` is set
+/// nothing is sent.
 async fn delete<C: ObjectCluster>(
     cluster: &C,
     cfg: &SessionConfig,
     r: &crate::sessions::Resource,
     dry_run: bool,
-    stop: &std::sync::atomic::AtomicBool,
+    stop: Stop<'_>,
 ) -> DeleteResult {
     // Resources come from scanning these kinds, so the kind is always found; if it were not,
     // nothing is deleted rather than guessing.
     let Some(kind) = cfg.kinds.iter().find(|k| k.kind == r.kind) else {
         return DeleteResult::Failed(format!("unknown kind {}", r.kind));
     };
-    if stop.load(std::sync::atomic::Ordering::SeqCst) {
-        return DeleteResult::Failed(
-            "not deleted: the run lock was lost or the process is stopping".into(),
-        );
+    if let Some(unsent) = stop.result() {
+        return unsent;
     }
     let pre = Preconditions {
         uid: r.uid.clone(),
@@ -293,13 +323,14 @@ mod tests {
     use crate::testing::{block_on, session_config as cfg};
     use async_trait::async_trait;
     use serde_json::{Value, json};
-    use std::sync::Mutex;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
 
     struct Fake {
         objects: Mutex<Vec<(String, Value)>>,
         deleted: Mutex<Vec<(String, bool)>>,
         crd_missing: bool,
+        /// Set after each delete: a flag of [`Stop`] raised while the run deletes.
+        raise: Option<Arc<AtomicBool>>,
     }
 
     #[async_trait]
@@ -337,6 +368,9 @@ mod tests {
             dry_run: bool,
         ) -> Result<(), ClusterError> {
             self.deleted.lock().unwrap().push((name.into(), dry_run));
+            if let Some(flag) = &self.raise {
+                flag.store(true, Ordering::SeqCst);
+            }
             Ok(())
         }
     }
@@ -380,6 +414,7 @@ mod tests {
             objects: Mutex::new(objects),
             deleted: Mutex::new(vec![]),
             crd_missing,
+            raise: None,
         }
     }
 
@@ -391,13 +426,35 @@ mod tests {
         ]
     }
 
+    /// No flag of [`Stop`] set.
+    fn go_on<'a>(flags: &'a [AtomicBool; 2]) -> Stop<'a> {
+        Stop {
+            lock_lost: &flags[0],
+            stopping: &flags[1],
+        }
+    }
+
+    /// One run over `f` with a table holding sessions a to d, the flags of [`Stop`] as given.
+    fn run_over(f: &Fake, dry_run: bool, lock_lost: bool, stopping: bool) -> SessionReport {
+        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+        let flags = [AtomicBool::new(lock_lost), AtomicBool::new(stopping)];
+        block_on(run(f, &db, &cfg(), 1_795_953_600.0, dry_run, go_on(&flags))).unwrap()
+    }
+
     /// One run over the fake cluster with a table holding sessions a to d.
     fn run_once(dry_run: bool, lock_lost: bool) -> (Fake, SessionReport) {
         let f = fake(false);
-        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-        let stop = AtomicBool::new(lock_lost);
-        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, dry_run, &stop)).unwrap();
+        let report = run_over(&f, dry_run, lock_lost, false);
         (f, report)
+    }
+
+    /// The text of each delete's result.
+    fn results(report: &SessionReport) -> Vec<String> {
+        report
+            .records
+            .iter()
+            .filter_map(|r| Some(r.result.as_ref()?.to_string()))
+            .collect()
     }
 
     #[test]
@@ -418,17 +475,63 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_lock_deletes_nothing_more() {
-        let (f, report) = run_once(false, true);
+    fn a_lost_lock_deletes_nothing_more_and_fails() {
+        let lost = "failed: not deleted: the run lock was lost";
+        // Lost, and (as a lost lock also stops the run) asked to stop: a failure either way.
+        for stopping in [false, true] {
+            let f = fake(false);
+            let report = run_over(&f, false, true, stopping);
+            assert!(f.deleted.lock().unwrap().is_empty());
+            assert_eq!(report.failures, 2);
+            assert_eq!(results(&report), [lost, lost]);
+        }
+    }
+
+    #[test]
+    fn a_run_asked_to_stop_starts_no_other_delete_and_does_not_fail() {
+        let not_started = "not started: the process is stopping; the next run judges it again";
+        let f = fake(false);
+        let report = run_over(&f, false, false, true);
         assert!(f.deleted.lock().unwrap().is_empty());
-        assert_eq!(report.failures, 2);
-        assert!(
-            report
-                .records
-                .iter()
-                .filter_map(|r| r.result.as_ref())
-                .all(|r| r.to_string()
-                    == "failed: not deleted: the run lock was lost or the process is stopping")
+        assert_eq!(report.failures, 0);
+        assert_eq!(results(&report), [not_started, not_started]);
+        // Asked while deleting: the delete sent stands, the next is not started.
+        let stopping = Arc::new(AtomicBool::new(false));
+        let f = Fake {
+            raise: Some(Arc::clone(&stopping)),
+            ..fake(false)
+        };
+        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+        let lost = AtomicBool::new(false);
+        let stop = Stop {
+            lock_lost: &lost,
+            stopping: &stopping,
+        };
+        let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false, stop)).unwrap();
+        assert_eq!(*f.deleted.lock().unwrap(), session_e(false)[..1]);
+        assert_eq!(report.failures, 0);
+        assert_eq!(results(&report), ["deleted", not_started]);
+    }
+
+    #[test]
+    fn only_a_failed_delete_is_a_failure() {
+        let check = |result: DeleteResult, text: &str, failure: bool| {
+            assert_eq!(result.to_string(), text);
+            assert_eq!(result.is_failure(), failure, "{text}");
+            assert_eq!(serde_json::to_value(&result).unwrap(), text);
+        };
+        check(DeleteResult::Deleted, "deleted", false);
+        check(DeleteResult::WouldDelete, "would delete", false);
+        check(
+            DeleteResult::Changed,
+            "changed: skipped, re-checked next run",
+            false,
+        );
+        check(DeleteResult::Failed("503".into()), "failed: 503", true);
+        check(
+            DeleteResult::NotStarted("stopping".into()),
+            "not started: stopping",
+            false,
         );
     }
 
@@ -452,6 +555,7 @@ mod tests {
             Err(StoreError::Unavailable("connection refused".into())),
             Mutex::new(0),
         );
+        let flags = Default::default();
         assert!(matches!(
             block_on(run(
                 &f,
@@ -459,7 +563,7 @@ mod tests {
                 &cfg(),
                 1_795_953_600.0,
                 false,
-                &AtomicBool::new(false)
+                go_on(&flags)
             )),
             Err(SessionRunError::Database(_))
         ));
@@ -470,7 +574,7 @@ mod tests {
             &cfg(),
             1_795_953_600.0,
             false,
-            &AtomicBool::new(false),
+            go_on(&flags),
         ))
         .unwrap_err();
         assert!(
@@ -497,16 +601,7 @@ mod tests {
     #[test]
     fn a_missing_definition_is_reported_not_fatal() {
         let f = fake(true);
-        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-        let report = block_on(run(
-            &f,
-            &db,
-            &cfg(),
-            1_795_953_600.0,
-            false,
-            &AtomicBool::new(false),
-        ))
-        .unwrap();
+        let report = run_over(&f, false, false, false);
         assert_eq!(report.missing_kinds, ["stream.space/v1alpha1 Session"]);
         assert_eq!(
             *f.deleted.lock().unwrap(),
