@@ -11,7 +11,9 @@ use std::process::{Command, Output};
 
 use gc_testbed::{FailedPod, TestBed, TestDatabase, TestNamespace};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Event as CoreEvent, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Event as CoreEvent, PersistentVolumeClaim, Pod, Service,
+};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
@@ -19,7 +21,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{COLLECT, Result, command, old, sqlite, target};
+use common::{COLLECT, Result, Webhook, command, old, pushed, pushgateway, scrape, sqlite, target};
 
 /// The `reportingController` of gc's Events.
 const CONTROLLER: &str = "gc.example.com/gc-cli";
@@ -541,13 +543,13 @@ async fn uids(ns: &TestNamespace, crd: &ApiResource) -> Result<BTreeSet<(String,
     Ok(out)
 }
 
-/// `run sessions` in `ns` against `db`, with `extra`.
-fn run_sessions(ns: &TestNamespace, db: &TestDatabase, extra: &[&str]) -> Output {
+/// `run sessions` in `ns` against the database at `db`, with `extra`.
+fn run_sessions(ns: &TestNamespace, db: &str, extra: &[&str]) -> Output {
     let kubeconfig = ns.bed().kubeconfig_path();
     command()
         .args(["run", "sessions", "-n", ns.name(), "--grace-hours", "0"])
         .args(["--kubeconfig", kubeconfig.to_str().unwrap()])
-        .args(["--database-url", db.url()])
+        .args(["--database-url", db])
         .args(extra)
         .env_remove("GC_NO_EVENTS")
         .output()
@@ -556,18 +558,7 @@ fn run_sessions(ns: &TestNamespace, db: &TestDatabase, extra: &[&str]) -> Output
 
 /// `(type, reason, kind/name, uid)` of every Event gc posted in `ns`.
 async fn session_events(ns: &TestNamespace) -> Result<BTreeSet<(String, String, String, String)>> {
-    let api: Api<Event> = ns.api();
-    Ok(api
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .filter(|e| e.reporting_controller.as_deref() == Some(CONTROLLER))
-        .map(|e| {
-            let (type_, reason, kind, name, uid) = seen(e);
-            (type_, reason, format!("{kind}/{name}"), uid)
-        })
-        .collect())
+    Ok(session_events_all(ns).await?.into_iter().collect())
 }
 
 #[tokio::test]
@@ -593,13 +584,13 @@ async fn a_session_run_posts_an_event_on_each_deleted_kind_and_the_guard_on_the_
     session(&ns, &crd, "gone-1", true).await?;
     session(&ns, &crd, "live-1", false).await?;
     let before = uids(&ns, &crd).await?;
-    let dry = run_sessions(&ns, &db, &["--dry-run"]);
+    let dry = run_sessions(&ns, db.url(), &["--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));
     assert!(
         session_events(&ns).await?.is_empty(),
         "a dry run posts none"
     );
-    let out = run_sessions(&ns, &db, &[]);
+    let out = run_sessions(&ns, db.url(), &[]);
     assert!(out.status.success(), "{}", text(&out));
     let expected: BTreeSet<_> = before
         .iter()
@@ -634,10 +625,10 @@ async fn a_session_run_posts_an_event_on_each_deleted_kind_and_the_guard_on_the_
         session(&guarded, &crd, id, false).await?;
     }
     let kept = uids(&guarded, &crd).await?;
-    let dry = run_sessions(&guarded, &db, &["--guard-floor", "0", "--dry-run"]);
+    let dry = run_sessions(&guarded, db.url(), &["--guard-floor", "0", "--dry-run"]);
     assert_eq!(dry.status.code(), Some(3), "{}", text(&dry));
     assert!(session_events(&guarded).await?.is_empty());
-    let out = run_sessions(&guarded, &db, &["--guard-floor", "0"]);
+    let out = run_sessions(&guarded, db.url(), &["--guard-floor", "0"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert_eq!(uids(&guarded, &crd).await?, kept);
     let namespace = format!("Namespace/{}", guarded.name());
@@ -658,8 +649,264 @@ async fn a_session_run_posts_an_event_on_each_deleted_kind_and_the_guard_on_the_
         "{note}"
     );
     // `--no-events`: the same refusal, no Event.
-    let out = run_sessions(&guarded, &db, &["--guard-floor", "0", "--no-events"]);
+    let out = run_sessions(&guarded, db.url(), &["--guard-floor", "0", "--no-events"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert_eq!(session_events(&guarded).await?.len(), 1);
+    Ok(())
+}
+
+/// A loopback address where nothing listens (a port free a moment ago).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A session run that fails before it reaches its namespaces (here its database is down) reports
+/// as any failed run does: a failed run's metrics pushed for the namespace it names, an alert, a
+/// Warning on the Namespace. With `-A` and no cluster to list the namespaces, the webhook alone
+/// hears of it, once.
+#[tokio::test]
+async fn a_session_run_that_fails_before_its_namespaces_reports_the_failure() -> Result {
+    let Some(gateway) = pushgateway() else {
+        return Ok(());
+    };
+    let bed = TestBed::shared().await?;
+    let ns = bed.namespace("events-db-down").await?;
+    let down = format!("postgres://gc:gc@127.0.0.1:{}/streamspace", closed_port());
+    let hook = Webhook::start();
+    let out = run_sessions(
+        &ns,
+        &down,
+        &["--pushgateway", &gateway, "--alert-webhook", &hook.url],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(stderr(&out).contains("cannot open the session table"));
+    let texts = hook.texts();
+    let [alert] = &texts[..] else {
+        panic!("one alert: {texts:?}")
+    };
+    assert!(
+        alert.contains(&format!(
+            "gc sessions collector failed in namespace {}",
+            ns.name()
+        )) && alert.contains("cannot open the session table"),
+        "{alert}"
+    );
+    let pushed_now = scrape(&gateway);
+    let value = |name: &str, extra: Option<&str>| pushed(&pushed_now, name, ns.name(), extra);
+    let sessions = Some(r#"collector="sessions""#);
+    assert_eq!(
+        value("gc_last_run_success", sessions),
+        Some(0.0),
+        "{pushed_now}"
+    );
+    assert_eq!(
+        value("gc_last_run_errors", Some(r#"stage="run""#)),
+        Some(1.0)
+    );
+    assert_eq!(value("gc_last_success_timestamp_seconds", sessions), None);
+    let namespace = format!("Namespace/{}", ns.name());
+    assert_eq!(
+        session_events(&ns).await?,
+        BTreeSet::from([(
+            "Warning".into(),
+            "RunFailed".into(),
+            namespace,
+            String::new()
+        )])
+    );
+
+    let all = Webhook::start();
+    let out = command()
+        .args(["run", "sessions", "-A", "--database-url", &down])
+        .args(["--api-url", &format!("https://127.0.0.1:{}", closed_port())])
+        .args(["--trust-certs", "--alert-webhook", &all.url])
+        .args(["--pushgateway", &gateway])
+        .output()?;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let texts = all.texts();
+    let [alert] = &texts[..] else {
+        panic!("one alert: {texts:?}")
+    };
+    assert!(
+        alert.contains("gc sessions collector failed before it knew its namespaces (-A)")
+            && alert.contains("cannot connect to the cluster"),
+        "{alert}"
+    );
+    Ok(())
+}
+
+/// `(type, reason)` of every Event gc posted in `ns`, and how many of each.
+async fn event_counts(
+    ns: &TestNamespace,
+) -> Result<std::collections::BTreeMap<(String, String), usize>> {
+    let mut counts = std::collections::BTreeMap::new();
+    for (type_, reason, _, _) in session_events_all(ns).await? {
+        *counts.entry((type_, reason)).or_default() += 1;
+    }
+    Ok(counts)
+}
+
+/// Every Event gc posted in `ns`, as [`session_events`] shows them, duplicates kept.
+async fn session_events_all(ns: &TestNamespace) -> Result<Vec<(String, String, String, String)>> {
+    let api: Api<Event> = ns.api();
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|e| e.reporting_controller.as_deref() == Some(CONTROLLER))
+        .map(|e| {
+            let (type_, reason, kind, name, uid) = seen(e);
+            (type_, reason, format!("{kind}/{name}"), uid)
+        })
+        .collect())
+}
+
+/// How many orphaned ConfigMaps the stop test deletes: enough that a run takes a while.
+const ORPHANS: usize = 200;
+
+/// SIGTERM during a session run: the deletes sent stand (a Normal Event each), the rest are not
+/// started: no Warning Event, no failure alert, no error counted, the last run's success and the
+/// last success kept in the Pushgateway, only the attempt written; the run exits 1, naming the
+/// signal. The next run deletes the rest.
+#[tokio::test]
+async fn sigterm_during_a_session_run_stops_it_without_reporting_a_failure() -> Result {
+    let (Some(gateway), Some(db)) = (pushgateway(), TestDatabase::fresh("events-stop").await?)
+    else {
+        return Ok(());
+    };
+    let pool = db.pool().await?;
+    sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    let bed = TestBed::shared().await?;
+    let ns = bed.namespace("events-stop").await?;
+    let maps = ns.api::<ConfigMap>();
+    let mut created = tokio::task::JoinSet::new();
+    for chunk in (0..ORPHANS).collect::<Vec<_>>().chunks(ORPHANS / 8) {
+        let (maps, chunk) = (maps.clone(), chunk.to_vec());
+        created.spawn(async move {
+            for i in chunk {
+                let map: ConfigMap = serde_json::from_value(json!({"metadata": {
+                    "name": format!("gone-{i:04}"),
+                    "labels": {"app": "streamspace-session", "session": format!("gone-{i:04}")},
+                }}))?;
+                maps.create(&PostParams::default(), &map).await?;
+            }
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+        });
+    }
+    while let Some(done) = created.join_next().await {
+        done??;
+    }
+    let selected = ListParams::default().labels("app=streamspace-session");
+    let left = async || -> Result<usize> { Ok(maps.list(&selected).await?.items.len()) };
+    let hook = Webhook::start();
+    let flags = |max_deletes: &str| {
+        let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
+        let mut c = command();
+        c.args(["run", "sessions", "-n", ns.name(), "--grace-hours", "0"])
+            .args(["--kubeconfig", &kubeconfig, "--database-url", db.url()])
+            .args(["--kinds", "v1/ConfigMap/configmaps", "--override-guard"])
+            .args(["--max-deletes", max_deletes])
+            .args(["--pushgateway", &gateway, "--alert-webhook", &hook.url])
+            .env_remove("GC_NO_EVENTS");
+        c
+    };
+    let value = |name: &str| pushed(&scrape(&gateway), name, ns.name(), None);
+
+    // A first run deletes one: a success.
+    let out = flags("1").output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let success = value("gc_last_success_timestamp_seconds").ok_or("no last success")?;
+    assert_eq!(value("gc_last_run_success"), Some(1.0));
+    assert_eq!(left().await?, ORPHANS - 1);
+
+    // The next is stopped once it deleted something.
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("run.log");
+    let audit = dir.path().join("audit.jsonl");
+    let mut child = flags("10000")
+        .args(["--audit-log", audit.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while left().await? == ORPHANS - 1 {
+        assert!(child.try_wait()?.is_none(), "the run ended before deleting");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing deleted in 60s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    assert!(sent.success());
+    let status = child.wait()?;
+    let stderr = std::fs::read_to_string(&log)?;
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: stopped by SIGTERM: ") && stderr.contains("not started"),
+        "{stderr}"
+    );
+    let remaining = left().await?;
+    let deleted = ORPHANS - 1 - remaining;
+    eprintln!("the stopped run deleted {deleted}, left {remaining}");
+    assert!(
+        remaining > 0,
+        "the signal came after the last delete: {stderr}"
+    );
+    let audited: Vec<Value> = std::fs::read_to_string(&audit)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<std::result::Result<_, _>>()?;
+    let results = |prefix: &str| {
+        audited
+            .iter()
+            .filter(|r| r["result"].as_str().is_some_and(|t| t.starts_with(prefix)))
+            .count()
+    };
+    assert_eq!(
+        (
+            results("deleted"),
+            results("not started: "),
+            results("failed")
+        ),
+        (deleted, remaining, 0)
+    );
+    // Events: a Normal one on each object deleted, by either run; no Warning.
+    let counts = event_counts(&ns).await?;
+    assert_eq!(
+        counts,
+        std::collections::BTreeMap::from([(("Normal".into(), "Deleted".into()), deleted + 1)])
+    );
+    assert!(hook.texts().is_empty(), "no alert: {:?}", hook.texts());
+    let now = scrape(&gateway);
+    let value = |name: &str, extra: Option<&str>| pushed(&now, name, ns.name(), extra);
+    assert_eq!(value("gc_last_run_success", None), Some(1.0), "{now}");
+    assert_eq!(
+        value("gc_last_success_timestamp_seconds", None),
+        Some(success)
+    );
+    let attempt = value("gc_last_attempt_timestamp_seconds", None).unwrap_or_default();
+    assert!(attempt > success, "{now}");
+    assert_eq!(
+        value("gc_last_run_errors", Some(r#"stage="delete""#)),
+        Some(0.0)
+    );
+    assert_eq!(
+        value("gc_last_run_objects_deleted", Some(r#"kind="ConfigMap""#)),
+        Some(deleted as f64)
+    );
+
+    // The next run deletes the rest.
+    let out = flags("10000").output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(left().await?, 0);
+    assert!(hook.texts().is_empty());
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! shown.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -19,36 +19,9 @@ use kube::api::ListParams;
 
 mod common;
 
-use common::{PIN, Result, command, namespace, pushgateway, run_pods, sqlite, target};
-
-/// Accepts one HTTP request on a loopback port and returns its body.
-fn one_request() -> (String, std::thread::JoinHandle<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let handle = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            if line.trim().is_empty() {
-                break;
-            }
-            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = v.trim().parse().unwrap();
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let mut stream = stream;
-        stream
-            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
-            .unwrap();
-        String::from_utf8(body).unwrap()
-    });
-    (url, handle)
-}
+use common::{
+    PIN, Result, Webhook, command, namespace, pushed, pushgateway, run_pods, scrape, sqlite, target,
+};
 
 /// `gc-cli run pods` in `batch` against an API server that is not there, its store in `dir`.
 fn unreachable_run(dir: &Path) -> Command {
@@ -66,21 +39,23 @@ fn unreachable_run_in(dir: &Path, ns: &str) -> Command {
 
 #[test]
 fn a_failed_run_alerts_the_webhook_and_counts_the_error() {
-    let (hook, request) = one_request();
+    let hook = Webhook::start();
     let dir = tempfile::tempdir().unwrap();
     let metrics = dir.path().join("gc.prom");
     let out = unreachable_run(dir.path())
         .args([
             "--alert-webhook",
-            &hook,
+            &hook.url,
             "--metrics-file",
             metrics.to_str().unwrap(),
         ])
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let body: serde_json::Value = serde_json::from_str(&request.join().unwrap()).unwrap();
-    let text = body["text"].as_str().unwrap();
+    let texts = hook.texts();
+    let [text] = &texts[..] else {
+        panic!("one alert: {texts:?}")
+    };
     assert!(
         text.contains("pods collector failed in namespace batch")
             && text.contains("cannot connect"),
@@ -254,28 +229,6 @@ fn the_metrics_file_is_private_and_planted_symlinks_are_not_followed() {
     );
 }
 
-/// The value of the sample of `name` in the Pushgateway's group of namespace `ns`, and (when
-/// given) with the label `extra`.
-fn pushed(text: &str, name: &str, ns: &str, extra: Option<&str>) -> Option<f64> {
-    text.lines()
-        .find(|l| {
-            l.starts_with(&format!("{name}{{"))
-                && l.contains(&format!("namespace=\"{ns}\""))
-                && l.contains("job=\"gc\"")
-                && extra.is_none_or(|e| l.contains(e))
-        })
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
-
-/// The Pushgateway's exposition.
-fn scrape(gateway: &str) -> String {
-    let out = Command::new("curl")
-        .args(["-fsS", &format!("{gateway}/metrics")])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// A successful run's metrics reach the Pushgateway; a failed run's replace every per-run series
 /// of the group (a stage or kind it did not touch reads 0) and keep the last success, in the
 /// Pushgateway and in the metrics file.
@@ -411,6 +364,11 @@ struct Served {
 impl Served {
     /// Starts `gc-cli serve --interval-seconds interval` with the collector's `run` arguments.
     fn start(interval: u64, run: &[&str]) -> Self {
+        Self::start_with(&["--interval-seconds", &interval.to_string()], run)
+    }
+
+    /// Starts `gc-cli serve` with its own flags `serve` and the collector's `run` arguments.
+    fn start_with(serve: &[&str], run: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -419,7 +377,7 @@ impl Served {
         let addr = format!("127.0.0.1:{port}");
         let child = command()
             .args(["serve", "--listen", &addr])
-            .args(["--interval-seconds", &interval.to_string()])
+            .args(serve)
             .args(run)
             .env_remove("GC_PUSHGATEWAY")
             .env_remove("GC_ALERT_WEBHOOK")
@@ -845,15 +803,10 @@ async fn sigterm_during_run_pods_stops_it_releases_the_lock_and_fails() -> Resul
     Ok(())
 }
 
-/// SIGTERM while `serve`'s run waits for a run lock another run holds: the wait ends at once,
-/// nothing is changed (the other run's lease neither), and the process exits 0.
-#[tokio::test]
-async fn sigterm_while_waiting_for_the_run_lock_ends_serve_at_once() -> Result {
+/// Another run holds the failed-Pod collector's run lock in `ns` (for 300 seconds).
+async fn hold_the_lock(ns: &gc_testbed::TestNamespace) -> Result {
     use k8s_openapi::api::coordination::v1::LeaseSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-    let dir = tempfile::tempdir()?;
-    let (ns, _, flags) = live_targets("sigterm-wait", dir.path()).await?;
-    let leases = ns.api::<Lease>();
     let held = Lease {
         metadata: ObjectMeta {
             name: Some("gc-pods".into()),
@@ -866,7 +819,18 @@ async fn sigterm_while_waiting_for_the_run_lock_ends_serve_at_once() -> Result {
             ..LeaseSpec::default()
         }),
     };
-    leases.create(&Default::default(), &held).await?;
+    ns.api::<Lease>().create(&Default::default(), &held).await?;
+    Ok(())
+}
+
+/// SIGTERM while `serve`'s run waits for a run lock another run holds: the wait ends at once,
+/// nothing is changed (the other run's lease neither), and the process exits 0.
+#[tokio::test]
+async fn sigterm_while_waiting_for_the_run_lock_ends_serve_at_once() -> Result {
+    let dir = tempfile::tempdir()?;
+    let (ns, _, flags) = live_targets("sigterm-wait", dir.path()).await?;
+    let leases = ns.api::<Lease>();
+    hold_the_lock(&ns).await?;
     let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
     args.extend(["--lock-wait-seconds", "300"]);
     let served = Served::start(3600, &args);
@@ -895,5 +859,53 @@ async fn sigterm_while_waiting_for_the_run_lock_ends_serve_at_once() -> Result {
         Some("another-run")
     );
     assert_eq!(pods_left(&ns).await?.len(), TARGETS);
+    Ok(())
+}
+
+/// A run that outlasts `--stall-seconds` (here waiting for a run lock another run holds) makes
+/// `/healthz` answer 503, so that a liveness probe restarts the process; before, it answers 200.
+#[tokio::test]
+async fn healthz_fails_once_a_run_outlasts_the_stall_deadline() -> Result {
+    let (bed, ns) = namespace("healthz-stall").await?;
+    hold_the_lock(&ns).await?;
+    let dir = tempfile::tempdir()?;
+    let store = sqlite(dir.path(), "s.db");
+    let archives = dir.path().join("a");
+    let kubeconfig = bed.kubeconfig_path().to_str().unwrap();
+    let run = [
+        &run_pods(ns.name())[1..],
+        &["--kubeconfig", kubeconfig, "--store", &store],
+        &["--archive-dir", archives.to_str().unwrap()],
+        &["--lock-wait-seconds", "300"],
+    ]
+    .concat();
+    let serve = ["--interval-seconds", "3600", "--stall-seconds", "3"];
+    let served = Served::start_with(&serve, &run);
+    let health = || get(&served.addr, "/healthz", "*/*");
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    let body = loop {
+        if let Ok((status, _, body)) = health() {
+            if seen.last() != Some(&status) {
+                seen.push(status);
+            }
+            if status == 503 {
+                break body;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no 503 within 30s: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(seen, [200, 503], "{body}");
+    assert!(
+        body.starts_with("stalled: run 1 has lasted ") && body.contains("--stall-seconds 3"),
+        "{body}"
+    );
+    served.signal("-TERM");
+    let (status, stderr, _) = served.exit_within(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{stderr}");
     Ok(())
 }

@@ -89,3 +89,76 @@ pub(crate) fn pushgateway() -> Option<String> {
     }
     gateway
 }
+
+/// The Pushgateway's exposition.
+pub(crate) fn scrape(gateway: &str) -> String {
+    let out = Command::new("curl")
+        .args(["-fsS", &format!("{gateway}/metrics")])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The value of the sample of `name` pushed by gc (`job="gc"`) for namespace `ns` in the
+/// Pushgateway's exposition `text`, with the label `extra` too when given.
+pub(crate) fn pushed(text: &str, name: &str, ns: &str, extra: Option<&str>) -> Option<f64> {
+    text.lines()
+        .find(|l| {
+            l.starts_with(&format!("{name}{{"))
+                && l.contains(&format!("namespace=\"{ns}\""))
+                && l.contains("job=\"gc\"")
+                && extra.is_none_or(|e| l.contains(e))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// A local webhook on a loopback port: answers every request 200 and keeps its body.
+pub(crate) struct Webhook {
+    pub(crate) url: String,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Webhook {
+    pub(crate) fn start() -> Self {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+        let kept = std::sync::Arc::clone(&bodies);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let mut stream = stream;
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+                let body = String::from_utf8(body).unwrap();
+                kept.lock().unwrap().push(body);
+            }
+        });
+        Self { url, bodies }
+    }
+
+    /// The `text` of each alert posted so far.
+    pub(crate) fn texts(&self) -> Vec<String> {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                let body: serde_json::Value = serde_json::from_str(b).unwrap();
+                body["text"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    }
+}
