@@ -242,12 +242,13 @@ spec:
 {{- end }}
 {{- end -}}
 
-{{/* Metrics, alert and event flags, shared by both collectors. The Pushgateway only when set:
-with `serve`, Prometheus scrapes the Service instead. */}}
+{{/* Metrics, alert and event flags, shared by both collectors. The Pushgateway only when set,
+and never to `serve`: Prometheus scrapes its Service, and a push as well would bring every gauge
+twice. */}}
 {{- define "gc.sharedArgs" -}}
 - --metrics-prefix={{ .Values.metrics.prefix }}
-{{- with .Values.metrics.pushgateway }}
-- --pushgateway={{ . }}
+{{- if and .Values.metrics.pushgateway (not .Values.serve.enabled) }}
+- --pushgateway={{ .Values.metrics.pushgateway }}
 {{- end }}
 {{- if .Values.alerts.onSuccess }}
 - --alert-on-success

@@ -405,10 +405,11 @@ fn check_notes_commands(notes: &str, sets: &[&str]) -> usize {
 async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
     let bed = TestBed::shared().await?;
     install_service_monitor_crd(bed).await?;
-    let cases: [(&[&str], &[&str]); 5] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (
             &[],
             &[
+                "Metrics (streamspace_last_run_objects_deleted, ",
                 "CronJob gc-sessions",
                 "LIVE (gc.dryRun=false)",
                 "Schedule: \"0 */6 * * *\".",
@@ -431,6 +432,7 @@ async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
                 "DRY RUN (failedPods.dryRun=true, failedPods.autoRemediate=false)",
                 "Schedule: \"0 8 * * *\" (Europe/Berlin).",
                 "pushes them to http://pgw:9091",
+                "Metrics (streamspace_last_run_objects_deleted, ",
             ],
         ),
         (
@@ -455,6 +457,14 @@ async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
                 "port-forward svc/gc-sessions 9898:metrics",
                 "ServiceMonitors gc-sessions, gc-failed-pods",
                 "ServiceAccount: existing (an existing one",
+                "counters since the Pod started: streamspace_objects_deleted_total",
+            ],
+        ),
+        (
+            &["serve.enabled=true", "metrics.pushgateway=http://pgw:9091"],
+            &[
+                "Deployment gc-sessions",
+                "metrics.pushgateway (http://pgw:9091) is not used with serve.enabled",
             ],
         ),
         (&["gc.enabled=false"], &["No collector is enabled"]),
@@ -468,6 +478,18 @@ async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
         for want in says {
             assert!(text.contains(want), "{sets:?}: no {want:?} in\n{text}");
         }
+        // Counters only from `serve`: a CronJob's run pushes gauges.
+        let serve = sets.contains(&"serve.enabled=true");
+        assert_eq!(
+            text.contains("_total"),
+            serve,
+            "{sets:?}: counters named only with serve:\n{text}"
+        );
+        assert_eq!(
+            text.contains("pushes them"),
+            !serve && sets.iter().any(|s| s.starts_with("metrics.pushgateway=")),
+            "{sets:?}:\n{text}"
+        );
         assert_eq!(
             text.contains("get events"),
             !sets.contains(&"events.enabled=false") && !sets.contains(&"gc.enabled=false"),
