@@ -1,9 +1,9 @@
 //! Termination signals. The first SIGTERM or SIGINT asks the process to stop: the stop flag of
-//! every run lock is set (the session engine deletes nothing more; the Pod collector, which
-//! applies on the lock's `lost` flag, finishes its target in progress and starts no other), no lock
-//! is taken any more, and `serve` starts no other run and leaves its sleep at once. A second one
-//! stops the process at once (exit status 128 + the signal's number). A run so stopped ends with
-//! a [`Stopped`] error: neither a success nor a failure.
+//! every run lock is set (the session engine sends no other delete, each left `not started`; the
+//! Pod collector, which applies on the lock's `lost` flag, finishes its target in progress and
+//! starts no other), no lock is taken any more, and `serve` starts no other run and leaves its
+//! sleep at once. A second one stops the process at once (exit status 128 + the signal's number).
+//! A run so stopped ends with a [`Stopped`] error: neither a success nor a failure.
 //!
 //! The signals are hooked once, on a thread of their own with its own runtime, by the first
 //! [`install`]: commands that never take a run lock keep the default (the signal ends them).
