@@ -13,14 +13,14 @@
 //! and it alerts no one. The metrics file keeps them the same way. `serve` adds counters
 //! (`_total`) that add up every run of the process.
 //!
-//! Every HTTP call gives up after [`HTTP_TIMEOUT`], so a stalled endpoint never hangs a Job or
-//! the `serve` loop. A webhook URL's path is its secret: no message ever shows it.
+//! Every HTTP call gives up after [`HTTP_TIMEOUT`](http::HTTP_TIMEOUT), so a stalled endpoint
+//! never hangs a Job or the `serve` loop. A webhook URL's path is its secret: no message ever
+//! shows it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use clap::Args;
 use gc_core::apply::{Outcome, Step, TargetResult};
@@ -37,7 +37,7 @@ mod http;
 mod text;
 
 use http::{agent, describe, endpoint, redact};
-use text::write_metrics_file;
+use text::{LAST_RUN_SUCCESS_HELP, LAST_SUCCESS_HELP, write_metrics_file};
 pub(crate) use text::{merge, text_format};
 
 /// Where metrics and alerts go.
@@ -92,9 +92,15 @@ impl MetricsArgs {
 
     /// Writes the expositions of several namespaces' runs as one to `--metrics-file`, if given.
     pub(crate) fn write_merged(&self, texts: &[String]) {
-        if let Err(e) = write_metrics_file(self, &merge(texts)) {
+        if let Err(e) = write_metrics_file(self.file(), &merge(texts)) {
             tracing::warn!("{e:#}");
         }
+    }
+
+    /// `--metrics-file`, if given, and the prefix of the metrics in it.
+    fn file(&self) -> Option<(&std::path::Path, &str)> {
+        let path = self.metrics_file.as_deref()?;
+        Some((path, &self.metrics_prefix))
     }
 
     /// Every run delivered with these flags also adds itself to `served`.
@@ -148,9 +154,6 @@ struct RunResult {
     result: &'static str,
 }
 
-/// How long one Pushgateway or webhook call may take in all, connecting included.
-const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How the webhook is named in messages: by its flag and variable, never by its URL.
 const WEBHOOK: &str = "the webhook (--alert-webhook or $GC_ALERT_WEBHOOK)";
 
@@ -177,13 +180,6 @@ const OBJECTS: [(&str, &str); 5] = [
         "Objects deleted (archived first where required)",
     ),
 ];
-
-/// The help of `_last_success_timestamp_seconds`, as every earlier version pushed it (the
-/// Pushgateway wants one help per name across its groups).
-const LAST_SUCCESS_HELP: &str = "When a run last succeeded";
-
-/// The help of `_last_run_success`, as every earlier version pushed it.
-const LAST_RUN_SUCCESS_HELP: &str = "1 when the last run succeeded, 0 when it failed";
 
 /// Objects of one kind: scanned, eligible, held, deferred, deleted (as [`OBJECTS`]).
 type Counts = [u64; 5];
@@ -476,7 +472,7 @@ impl RunMetrics {
         let text = self.text();
         let stopped = self.record().ended == Ended::Stopped;
         let results = [
-            write_metrics_file(args, &text),
+            write_metrics_file(args.file(), &text),
             self.push(args, &text),
             if stopped {
                 Ok(())

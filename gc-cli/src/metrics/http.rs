@@ -1,7 +1,10 @@
 //! HTTP for the Pushgateway and the webhook: a bounded agent, and URLs shown without their
 //! secrets.
 
-use super::HTTP_TIMEOUT;
+use std::time::Duration;
+
+/// How long one Pushgateway or webhook call may take in all, connecting included.
+pub(super) const HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An HTTP agent whose every call gives up after [`HTTP_TIMEOUT`].
 pub(super) fn agent() -> ureq::Agent {

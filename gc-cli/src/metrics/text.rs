@@ -2,7 +2,14 @@
 //! Prometheus' 0.0.4 format, and the metrics file that keeps the last successes (and the last
 //! run's success through a stopped run).
 
-use super::{LAST_RUN_SUCCESS_HELP, LAST_SUCCESS_HELP, MetricsArgs};
+use std::path::Path;
+
+/// The help of `_last_success_timestamp_seconds`, as every earlier version pushed it (the
+/// Pushgateway wants one help per name across its groups).
+pub(super) const LAST_SUCCESS_HELP: &str = "When a run last succeeded";
+
+/// The help of `_last_run_success`, as every earlier version pushed it.
+pub(super) const LAST_RUN_SUCCESS_HELP: &str = "1 when the last run succeeded, 0 when it failed";
 
 /// One exposition of several, each family's samples together (the text format wants every
 /// family in one group): the families in the order of the first text, then the others' new ones.
@@ -127,10 +134,10 @@ pub(super) fn keep_previous(previous: &str, text: &str, prefix: &str) -> String 
     merge(&blocks)
 }
 
-/// Writes `text` to `--metrics-file`, if given, in the text format node-exporter reads, with what
-/// [`keep_previous`] keeps of the file as it was.
-pub(super) fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Result<()> {
-    let Some(path) = &args.metrics_file else {
+/// Writes `text` to the metrics file (`--metrics-file` and the metrics' prefix), if given, in the
+/// text format node-exporter reads, with what [`keep_previous`] keeps of the file as it was.
+pub(super) fn write_metrics_file(file: Option<(&Path, &str)>, text: &str) -> anyhow::Result<()> {
+    let Some((path, prefix)) = file else {
         return Ok(());
     };
     // Only a plain file is read back: a planted symlink is never followed.
@@ -139,6 +146,6 @@ pub(super) fn write_metrics_file(args: &MetricsArgs, text: &str) -> anyhow::Resu
         .then(|| std::fs::read_to_string(path).ok())
         .flatten()
         .unwrap_or_default();
-    let text = keep_previous(&previous, text, &args.metrics_prefix);
+    let text = keep_previous(&previous, text, prefix);
     crate::files::write_file(path, &text_format(&text))
 }
