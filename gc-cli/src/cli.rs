@@ -69,6 +69,20 @@ enum PlanCommand {
 }
 
 impl Cli {
+    /// Parses the process's arguments. When help is asked for, the help of the failed-Pod
+    /// commands' `-n` also says which namespace it would take now and where that comes from.
+    ///
+    /// # Errors
+    /// clap's error: a usage error, or the help or version to print.
+    pub(crate) fn parse_args() -> Result<Self, clap::Error> {
+        let mut command = Self::command();
+        if std::env::args().any(|a| a == "-h" || a == "--help") {
+            command = with_context_namespace(command);
+        }
+        let matches = command.try_get_matches()?;
+        <Self as clap::FromArgMatches>::from_arg_matches(&matches)
+    }
+
     /// Runs the command. The error's type gives the exit code (`crate::exit::code`).
     pub(crate) fn run(self) -> anyhow::Result<()> {
         match self.command {
@@ -95,6 +109,27 @@ impl Cli {
             Command::Man { out_dir } => man(out_dir.as_deref()),
         }
     }
+}
+
+/// `command` with the namespace the kubeconfig context names (as `--kubeconfig`/`--context`
+/// absent would take it) in the help of each failed-Pod command's `-n`.
+fn with_context_namespace(command: clap::Command) -> clap::Command {
+    let now = match gc_k8s::context_namespace(&gc_k8s::Connection::default()) {
+        Some((namespace, origin)) => format!("Now: `{namespace}`, from {origin}."),
+        None => "Now: `default` (the kubeconfig context names none).".to_owned(),
+    };
+    let annotate = |c: clap::Command| {
+        c.mut_arg("namespaces", |arg| {
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            arg.help(format!("{help}. {now}"))
+        })
+    };
+    let annotate_pods = |c: clap::Command| c.mut_subcommand("pods", annotate);
+    command
+        .mut_subcommand("plan", annotate_pods)
+        .mut_subcommand("run", annotate_pods)
+        .mut_subcommand("serve", annotate_pods)
+        .mut_subcommand("apply", annotate)
 }
 
 /// The man page of `gc-cli` on stdout, or of every command into `dir`.

@@ -22,10 +22,8 @@ mod signals;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let result = match cli::Cli::try_parse() {
+    let result = match cli::Cli::parse_args() {
         Ok(cli) => {
             logging::init(&cli.log);
             cli.run()

@@ -214,9 +214,20 @@ fn the_namespace_defaults_to_the_kubeconfig_contexts() {
         "{}",
         stderr(&out)
     );
-    // The help says where the default comes from.
-    let help = ok(&gc_cli(&["plan", "pods", "--help"]));
-    assert!(help.contains("kubeconfig context"), "{help}");
+    // The help says where the default comes from, and what it is now.
+    for words in [&["plan", "pods"][..], &["apply"], &["run", "pods"]] {
+        let out = command()
+            .args(words)
+            .arg("--help")
+            .env("KUBECONFIG", config)
+            .output()
+            .unwrap();
+        let help = ok(&out);
+        assert!(
+            help.contains("Now: `work`, from kubeconfig context team."),
+            "{words:?}: {help}"
+        );
+    }
 }
 
 #[test]
