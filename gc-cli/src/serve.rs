@@ -88,7 +88,11 @@ fn schedule(args: &Serve, health: &Health) -> u64 {
         let result = args.run.run();
         health.ended();
         if let Err(error) = result {
-            tracing::error!("run failed: {error:#}");
+            if signals::stopped(&error) {
+                tracing::info!("run stopped: {error:#}");
+            } else {
+                tracing::error!("run failed: {error:#}");
+            }
         }
         if args.runs.is_some_and(|n| done >= n) || !signals::sleep(interval) {
             break;
