@@ -21,7 +21,10 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{COLLECT, Result, Webhook, command, old, pushed, pushgateway, scrape, sqlite, target};
+use common::{
+    COLLECT, Result, Webhook, command, old, one_live_session, pushed, pushgateway, scrape, sqlite,
+    target,
+};
 
 /// The `reportingController` of gc's Events.
 const CONTROLLER: &str = "gc.example.com/gc-cli";
@@ -569,14 +572,7 @@ async fn a_session_run_posts_an_event_on_each_deleted_kind_and_the_guard_on_the_
     };
     let bed = TestBed::shared().await?;
     let crd = bed.install_session_crd().await?;
-    let pool = db.pool().await?;
-    sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
-        .execute(&pool)
-        .await?;
-    sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
-        .execute(&pool)
-        .await?;
-    pool.close().await;
+    one_live_session(&db).await?;
 
     // One orphan with its four objects beside a live session: each deleted object has its
     // Normal Event, with its uid.

@@ -10,8 +10,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 
-use super::{allowed, install, one_live_session};
-use crate::common::{Result, command, sqlite, target};
+use super::{allowed, install};
+use crate::common::{Result, command, one_live_session, sqlite, target};
 
 /// `postgres://USER:PASSWORD@HOST:PORT/NAME[?...]`, split.
 fn database_parts(url: &str) -> [String; 5] {

@@ -55,19 +55,6 @@ fn install(ns: &TestNamespace, flags: &[&str]) -> Output {
     helm(&[&head[..], &["--kubeconfig", kubeconfig], flags].concat())
 }
 
-/// StreamSpace's session table in `db`, holding one live session, `live-1`.
-async fn one_live_session(db: &gc_testbed::TestDatabase) -> Result {
-    let pool = db.pool().await?;
-    sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
-        .execute(&pool)
-        .await?;
-    sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
-        .execute(&pool)
-        .await?;
-    pool.close().await;
-    Ok(())
-}
-
 fn template(sets: &[&str]) -> String {
     template_as("gc", "streamspace", sets)
 }

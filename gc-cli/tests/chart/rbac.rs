@@ -8,11 +8,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
 use serde_json::Value;
 
-use super::{
-    allowed, container_args, documents, install, names, object, one_live_session, pod_spec,
-    template,
-};
-use crate::common::{Result, command, namespace, run_pods, sqlite, target};
+use super::{allowed, container_args, documents, install, names, object, pod_spec, template};
+use crate::common::{Result, command, namespace, one_live_session, run_pods, sqlite, target};
 
 /// The chart's Role grants exactly `gc_k8s::rbac::required_rules` with both collectors and Events
 /// on, its ClusterRole exactly `cluster_rules`; each collector alone, or Events off, a part of them.

@@ -10,10 +10,8 @@ use serde_json::Value;
 use super::install::{
     Rendered, install_with, live_and_gone, out_of_cluster, rendered, session_database, token_file,
 };
-use super::{
-    container_args, documents, names, object, one_live_session, pod_spec, template, the_container,
-};
-use crate::common::{Result, command};
+use super::{container_args, documents, names, object, pod_spec, template, the_container};
+use crate::common::{Result, command, one_live_session};
 
 /// `value` without the members `drop`: what must be the same on both sides of a comparison.
 fn without(value: &Value, drop: &[&str]) -> Value {

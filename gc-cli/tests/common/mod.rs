@@ -162,3 +162,16 @@ impl Webhook {
             .collect()
     }
 }
+
+/// StreamSpace's session table in `db`, holding one live session, `live-1`.
+pub(crate) async fn one_live_session(db: &gc_testbed::TestDatabase) -> Result {
+    let pool = db.pool().await?;
+    sqlx::query("CREATE TABLE sessions (id VARCHAR(255) PRIMARY KEY, state VARCHAR(50))")
+        .execute(&pool)
+        .await?;
+    sqlx::query("INSERT INTO sessions VALUES ('live-1', 'running')")
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    Ok(())
+}
