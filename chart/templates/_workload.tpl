@@ -60,6 +60,7 @@ spec:
         - serve
         - --listen=0.0.0.0:{{ $v.serve.port }}
         - --interval-seconds={{ $v.serve.intervalSeconds }}
+        - --stall-seconds={{ $v.serve.stallSeconds }}
         {{- else }}
         - run
         {{- end }}

@@ -85,14 +85,19 @@ fn serve_deployments_run_exactly_the_cronjobs_flags() {
             let context = format!("{sets:?} {name}");
             let job = object(&cron, "CronJob", name);
             let deployment = object(&served, "Deployment", name);
-            // `[log flags] run C FLAGS` and `[log flags] serve --listen --interval-seconds C FLAGS`.
+            // `[log flags] run C FLAGS` and
+            // `[log flags] serve --listen --interval-seconds --stall-seconds C FLAGS`.
             let (run, serve) = (container_args(job), container_args(deployment));
             let at = run.iter().position(|a| a == "run").expect("run");
             let served_at = serve.iter().position(|a| a == "serve").expect("serve");
             assert_eq!(run[..at], serve[..served_at], "{context}");
             assert_eq!(
-                serve[served_at + 1..served_at + 3],
-                ["--listen=0.0.0.0:9898", "--interval-seconds=21600"],
+                serve[served_at + 1..served_at + 4],
+                [
+                    "--listen=0.0.0.0:9898",
+                    "--interval-seconds=21600",
+                    "--stall-seconds=3600"
+                ],
                 "{context}"
             );
             // The same flags, but the Pushgateway: `serve` is scraped, and a push as well would
@@ -101,7 +106,7 @@ fn serve_deployments_run_exactly_the_cronjobs_flags() {
             let unpushed: Vec<&String> = run[at + 1..].iter().filter(|a| !pushes(a)).collect();
             assert_eq!(
                 unpushed,
-                serve[served_at + 3..].iter().collect::<Vec<_>>(),
+                serve[served_at + 4..].iter().collect::<Vec<_>>(),
                 "{context}"
             );
             assert_eq!(
@@ -368,11 +373,12 @@ async fn serve_install_runs_the_rendered_session_collector() -> Result {
 
     let Rendered { args, env, account } = rendered(&ns, &pod).await?;
     assert_eq!(
-        args[..4],
+        args[..5],
         [
             "serve".to_owned(),
             format!("--listen=0.0.0.0:{listen}"),
             "--interval-seconds=21600".to_owned(),
+            "--stall-seconds=3600".to_owned(),
             "sessions".to_owned()
         ],
         "{args:?}"

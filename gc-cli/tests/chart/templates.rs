@@ -87,6 +87,7 @@ fn lint_and_templates() {
         ("failedPods.excludeSelector=a;b", "excludeSelector"),
         ("gc.selector=", "selector"),
         ("serve.intervalSeconds=0", "intervalSeconds"),
+        ("serve.stallSeconds=-1", "stallSeconds"),
         ("serve.port=80", "port"),
         ("serve.schedule=@hourly", "'schedule' not allowed"),
         ("metrics.serviceMonitor.interval=often", "interval"),
