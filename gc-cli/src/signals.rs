@@ -1,7 +1,7 @@
 //! Termination signals. The first SIGTERM or SIGINT asks the process to stop: the stop flag of
 //! every run lock is set (the session engine sends no other delete, each left `not started`; the
-//! Pod collector, which applies on the lock's `lost` flag, finishes its target in progress and
-//! starts no other), no lock is taken any more, and `serve` starts no other run and leaves its
+//! Pod engine finishes its target in progress and starts no other: it reads the lock's `lost`
+//! flag inside a target and this one only between targets), no lock is taken any more, and `serve` starts no other run and leaves its
 //! sleep at once. A second one stops the process at once (exit status 128 + the signal's number).
 //! A run so stopped ends with a [`Stopped`] error: neither a success nor a failure.
 //!

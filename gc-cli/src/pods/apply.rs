@@ -2,6 +2,7 @@
 //! a time per namespace, with every pin left by earlier runs finished or released first.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use clap::Args;
@@ -442,20 +443,22 @@ async fn connected(
         store: &store,
         sink: &sink,
         clock: &clock::SystemClock,
-        // A signal stops the run between targets (`apply_until_signal`), never inside one.
+        // A lost lock stops the writes at once; a signal only between targets (`work`).
         stop: lock.lost(),
     };
-    let report = work(&ports, cfg, targets, dry_run, metrics).await;
+    let report = work(&ports, cfg, targets, dry_run, lock.stop(), metrics).await;
     lock.release().await;
     report
 }
 
-/// Under the lock: recovery, the plan when this run makes it, the apply, the pin check.
+/// Under the lock: recovery, the plan when this run makes it, the apply (asked to stop between
+/// targets by `stopping`), the pin check.
 async fn work(
     ports: &Ports<'_, gc_k8s::KubeCluster, gc_store::Store, gc_store::Archives, clock::SystemClock>,
     cfg: &PodConfig,
     targets: Targets<'_>,
     dry_run: bool,
+    stopping: &AtomicBool,
     metrics: &RunMetrics,
 ) -> Result<Report, (&'static str, anyhow::Error)> {
     let recovered = apply::recover(ports, cfg, dry_run)
@@ -476,7 +479,7 @@ async fn work(
             &planned.targets
         }
     };
-    let results = apply_until_signal(ports, cfg, targets, dry_run).await;
+    let results = apply::apply_until(ports, cfg, targets, dry_run, stopping).await;
     let pins_left = if dry_run {
         Vec::new()
     } else {
@@ -494,40 +497,6 @@ async fn work(
         results,
         pins_left,
     })
-}
-
-/// The apply, one target at a time: once a termination signal arrived, the target in progress
-/// is finished and no other starts.
-async fn apply_until_signal(
-    ports: &Ports<'_, gc_k8s::KubeCluster, gc_store::Store, gc_store::Archives, clock::SystemClock>,
-    cfg: &PodConfig,
-    targets: &[Target],
-    dry_run: bool,
-) -> Vec<TargetResult> {
-    let mut results = Vec::with_capacity(targets.len());
-    for (i, target) in targets.iter().enumerate() {
-        if let Some(signal) = crate::signals::received() {
-            results.extend(targets[i..].iter().map(|t| not_started(t, signal)));
-            break;
-        }
-        results.extend(apply::apply(ports, cfg, std::slice::from_ref(target), dry_run).await);
-    }
-    results
-}
-
-/// A target the run did not start because `signal` stopped it.
-fn not_started(t: &Target, signal: &str) -> TargetResult {
-    TargetResult {
-        name: t
-            .name
-            .as_str()
-            .map_or_else(|| t.name.to_string(), str::to_owned),
-        uid: t.uid.clone(),
-        outcome: Outcome::Skipped {
-            step: apply::Step::Reread,
-            reason: format!("not started: stopped by {signal} (the next run collects it)"),
-        },
-    }
 }
 
 fn summary(r: &Report) -> String {

@@ -294,6 +294,20 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     targets: &[Target],
     dry_run: bool,
 ) -> Vec<TargetResult> {
+    apply_until(ports, cfg, targets, dry_run, &AtomicBool::new(false)).await
+}
+
+/// [`apply`], asked to stop between targets by `stopping` (a process told to stop): the target
+/// in progress is finished, each later one is [`Outcome::Skipped`] as not started. Unlike a
+/// lost lock ([`Ports::stop`], checked first: it fails what is left), being asked to stop never
+/// interrupts a target and is no failure.
+pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
+    ports: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    targets: &[Target],
+    dry_run: bool,
+    stopping: &AtomicBool,
+) -> Vec<TargetResult> {
     let mut results = Vec::with_capacity(targets.len());
     let ledger = ports
         .store
@@ -301,6 +315,10 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         .await;
     for t in targets {
         let outcome = match &ledger {
+            _ if stopping.load(Ordering::SeqCst) && !ports.stop.load(Ordering::SeqCst) => skipped(
+                Step::Reread,
+                "not started: the run was asked to stop (the next run collects it)",
+            ),
             Ok(ledger) => {
                 let t = Target {
                     first: first_observed(t, ledger),

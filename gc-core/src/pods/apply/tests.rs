@@ -1861,3 +1861,26 @@ fn recovery_releases_with_what_it_read_last() {
         assert_eq!(invariants(&fake.w()), Ok(()), "{case}");
     }
 }
+
+/// Asked to stop (a process told to stop), an apply starts no target and fails none, so the run
+/// is not a failure; a lost lock as well still fails what is left.
+#[test]
+fn asked_to_stop_starts_no_target_and_fails_none_unless_the_lock_is_lost() {
+    let cfg = config();
+    for lost in [false, true] {
+        let fake = world();
+        let targets = plan(&fake, &cfg);
+        assert!(targets.len() > 1);
+        fake.1.store(lost, Ordering::SeqCst);
+        let stopping = AtomicBool::new(true);
+        let results = block_on(apply_until(&ports(&fake), &cfg, &targets, false, &stopping));
+        let outcomes: Vec<String> = results.iter().map(|r| short(&r.outcome)).collect();
+        let expected = if lost { "Failed" } else { "Skipped Reread" };
+        assert!(
+            outcomes.iter().all(|o| o.starts_with(expected)),
+            "lost {lost}: {results:#?}"
+        );
+        assert!(fake.w().writes.is_empty(), "lost {lost}: {:?}", fake.w().writes);
+        assert_eq!(results.len(), targets.len());
+    }
+}
