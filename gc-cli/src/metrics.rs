@@ -81,13 +81,15 @@ impl MetricsArgs {
         self.metrics_prefix.clone()
     }
 
-    /// These flags without `--metrics-file`: a run over several namespaces delivers each
-    /// namespace's metrics with them, then writes the file once with [`Self::write_merged`].
-    pub(crate) fn without_file(&self) -> Self {
-        Self {
-            metrics_file: None,
-            ..self.clone()
+    /// The flags each namespace's run of a run over `namespaces` delivers with: these, but
+    /// without `--metrics-file` when there are several (the file is then written once, merged,
+    /// by [`Self::write_merged`]).
+    pub(crate) fn for_namespaces(&self, namespaces: usize) -> Self {
+        let mut flags = self.clone();
+        if namespaces > 1 {
+            flags.metrics_file = None;
         }
+        flags
     }
 
     /// Writes the expositions of several namespaces' runs as one to `--metrics-file`, if given.
@@ -439,6 +441,14 @@ impl RunMetrics {
         record.duration = seconds;
         record.attempt_at = success_at.unwrap_or_else(crate::clock::now);
         record.ended = success_at.map_or(Ended::Failed, Ended::Succeeded);
+    }
+
+    /// Records a run that failed at `stage` after `seconds` and delivers it with `delivery`,
+    /// alerting `why`.
+    pub(crate) fn fail(&self, stage: &str, seconds: f64, delivery: &MetricsArgs, why: &str) {
+        self.error(stage);
+        self.finish(seconds, None);
+        self.deliver(delivery, Some(why), "");
     }
 
     /// Records the end of a run a signal stopped after `seconds`: an attempt, neither a success

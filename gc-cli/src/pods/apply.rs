@@ -174,13 +174,12 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         };
         let files = open_plans(&bytes, policy_for, key.as_ref(), clock::now())
             .with_context(|| format!("plan {}", args.plan.display()))?;
-        let several = files.len() > 1;
         let mut runs = Vec::with_capacity(files.len());
         for file in &files {
             // The plan's policy equals apply's (checked); apply acts under its own.
             let cfg = args.pod.inputs(&file.config.namespace).validate()?;
             let targets = Targets::Reviewed(&file.targets);
-            runs.push(execute(&job, &cfg, targets, args.dry_run, several).await);
+            runs.push(execute(&job, &cfg, targets, args.dry_run, files.len()).await);
         }
         finish(&job, runs)
     })
@@ -232,11 +231,11 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
     live::block_on(async {
         let namespaces = resolve(scope, &p.connect, &args.metrics).await?;
         args.metrics.scope("pods", &namespaces);
-        let several = namespaces.len() > 1;
         let mut runs = Vec::with_capacity(namespaces.len());
         for ns in &namespaces {
             let cfg = p.pod.inputs(ns).validate()?;
-            runs.push(execute(&job, &cfg, Targets::Planned(p), !live_run, several).await);
+            let run = execute(&job, &cfg, Targets::Planned(p), !live_run, namespaces.len());
+            runs.push(run.await);
         }
         finish(&job, runs)
     })
@@ -307,22 +306,18 @@ fn finish(job: &Job<'_>, runs: Vec<NamespaceRun>) -> anyhow::Result<()> {
     crate::namespaces::outcome(total, failed)
 }
 
-/// One namespace's run, its metrics delivered (with the metrics file only when it is the only
-/// namespace: `finish` writes several namespaces' at once).
+/// One namespace's run of a run over `namespaces`, its metrics delivered (with the metrics file
+/// only when it is the only namespace: `finish` writes several namespaces' at once).
 async fn execute(
     job: &Job<'_>,
     cfg: &PodConfig,
     targets: Targets<'_>,
     dry_run: bool,
-    several: bool,
+    namespaces: usize,
 ) -> NamespaceRun {
     let started = std::time::Instant::now();
     let metrics = RunMetrics::new(&job.metrics.metrics_prefix(), "pods", &cfg.namespace);
-    let delivery = if several {
-        job.metrics.without_file()
-    } else {
-        job.metrics.clone()
-    };
+    let delivery = job.metrics.for_namespaces(namespaces);
     let outcome = act(job, cfg, targets, dry_run, &metrics).await;
     let elapsed = started.elapsed().as_secs_f64();
     let mut run = NamespaceRun {
@@ -341,9 +336,7 @@ async fn execute(
             return run;
         }
         Err((stage, error)) => {
-            metrics.error(stage);
-            metrics.finish(elapsed, None);
-            metrics.deliver(&delivery, Some(&format!("{error:#}")), "");
+            metrics.fail(stage, elapsed, &delivery, &format!("{error:#}"));
             run.metrics = metrics.text();
             run.error = Some(error);
             return run;

@@ -201,7 +201,7 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
         let namespaces: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
         args.metrics.scope("sessions", &namespaces);
         let several = configs.len() > 1;
-        let delivery = delivery(&args.metrics, configs.len());
+        let delivery = args.metrics.for_namespaces(configs.len());
         let (mut texts, mut failed) = (Vec::new(), Vec::new());
         let mut shown = Shown {
             output: args.output,
@@ -230,11 +230,7 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
                     metrics.stopped(elapsed);
                     metrics.deliver(&delivery, None, "");
                 }
-                Err(error) => {
-                    metrics.error("run");
-                    metrics.finish(elapsed, None);
-                    metrics.deliver(&delivery, Some(&format!("{error:#}")), "");
-                }
+                Err(error) => metrics.fail("run", elapsed, &delivery, &format!("{error:#}")),
             }
             texts.push(metrics.text());
             if let Err(error) = result {
@@ -248,16 +244,6 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
         shown.finish()?;
         crate::namespaces::outcome(configs.len(), failed)
     })
-}
-
-/// The metrics flags each namespace's run delivers with: without the file when there are several
-/// (written once, merged, at the end).
-fn delivery(metrics: &MetricsArgs, namespaces: usize) -> MetricsArgs {
-    if namespaces > 1 {
-        metrics.without_file()
-    } else {
-        metrics.clone()
-    }
 }
 
 /// A run that failed before its namespaces' runs (the database, the cluster, the kubeconfig, the
@@ -285,13 +271,11 @@ async fn failed_early(
         args.metrics.alert_unscoped("sessions", &why);
         return error;
     }
-    let delivery = delivery(&args.metrics, namespaces.len());
+    let delivery = args.metrics.for_namespaces(namespaces.len());
     let mut texts = Vec::with_capacity(namespaces.len());
     for namespace in &namespaces {
         let metrics = RunMetrics::new(&args.metrics.metrics_prefix(), "sessions", namespace);
-        metrics.error("run");
-        metrics.finish(started.elapsed().as_secs_f64(), None);
-        metrics.deliver(&delivery, Some(&why), "");
+        metrics.fail("run", started.elapsed().as_secs_f64(), &delivery, &why);
         texts.push(metrics.text());
         if let Some(cluster) = cluster {
             events.run_failed(cluster, namespace, &error).await;
