@@ -1880,7 +1880,11 @@ fn asked_to_stop_starts_no_target_and_fails_none_unless_the_lock_is_lost() {
             outcomes.iter().all(|o| o.starts_with(expected)),
             "lost {lost}: {results:#?}"
         );
-        assert!(fake.w().writes.is_empty(), "lost {lost}: {:?}", fake.w().writes);
+        assert!(
+            fake.w().writes.is_empty(),
+            "lost {lost}: {:?}",
+            fake.w().writes
+        );
         assert_eq!(results.len(), targets.len());
     }
 }
