@@ -2,15 +2,20 @@
 //! text for people or one JSON object a line for machines, always on stderr (stdout carries
 //! plans, reports and audit lines).
 //!
-//! The level: `RUST_LOG` when it is set (its full directive syntax, for any crate); otherwise
-//! warnings and errors of every crate and the binary's own progress and summaries (info), `-q`
-//! errors only, and each `-v` one level more (info, debug, trace) for gc's own crates (`gc_cli`, `gc_core`, `gc_k8s`, `gc_store`): the
-//! dependencies' debug lines would drown them, and `RUST_LOG=kube=debug` asks for those.
+//! The level: warnings and errors of every crate and the binary's own progress and summaries
+//! (info), `-q` errors only, and each `-v` one level more (info, debug, trace) for gc's own crates
+//! (`gc_cli`, `gc_core`, `gc_k8s`, `gc_store`): the dependencies' debug lines would drown them.
+//! `RUST_LOG` (its full directive syntax) adds to that: `RUST_LOG=kube=debug` shows kube's debug
+//! lines beside gc's own; a directive without a target (`RUST_LOG=debug`, `RUST_LOG=off`) sets
+//! the default level, and then `RUST_LOG` alone decides.
+//!
+//! A command's final error is written in the chosen format whatever the level: [`final_error`].
 
 use std::io::IsTerminal;
 
 use clap::{ArgAction, Args, ValueEnum};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::LevelFilter;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,12 +73,47 @@ impl LogArgs {
         directives
     }
 
-    /// The filter: `rust_log` (the value of `RUST_LOG`) when set and not blank, else these
-    /// flags'. Invalid `RUST_LOG` directives are ignored, each named on stderr.
+    /// The filter: these flags' directives, then `rust_log`'s (the value of `RUST_LOG`), which
+    /// win for the targets they name; `rust_log` alone when it sets the default level. Invalid
+    /// `RUST_LOG` directives are ignored, each named on stderr.
     fn filter(&self, rust_log: Option<String>) -> EnvFilter {
-        match rust_log.filter(|spec| !spec.trim().is_empty()) {
-            Some(spec) => EnvFilter::builder().parse_lossy(spec),
-            None => EnvFilter::new(self.directives()),
+        let flags = self.directives();
+        let spec = match rust_log.filter(|spec| !spec.trim().is_empty()) {
+            Some(spec) if sets_default_level(&spec) => spec,
+            Some(spec) => format!("{flags},{spec}"),
+            None => flags,
+        };
+        EnvFilter::builder().parse_lossy(spec)
+    }
+
+    /// The format of the log lines.
+    pub(crate) fn format(&self) -> LogFormat {
+        self.log_format
+    }
+}
+
+/// Whether a filter `spec` has a directive without a target (`debug`, `off`): the default level.
+fn sets_default_level(spec: &str) -> bool {
+    spec.split(',')
+        .any(|directive| directive.parse::<LevelFilter>().is_ok())
+}
+
+/// Writes a command's final error on stderr, whatever the log level: `gc-cli: error: ...` as
+/// text, or one JSON object as the log lines are (`timestamp`, `level`, `target`, `message`).
+pub(crate) fn final_error(format: LogFormat, error: &anyhow::Error) {
+    match format {
+        LogFormat::Text => eprintln!("gc-cli: error: {error:#}"),
+        LogFormat::Json => {
+            let now = time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default();
+            let line = serde_json::json!({
+                "timestamp": now,
+                "level": "ERROR",
+                "target": "gc_cli",
+                "message": format!("{error:#}"),
+            });
+            eprintln!("{line}");
         }
     }
 }
@@ -132,12 +172,20 @@ mod tests {
     }
 
     #[test]
-    fn rust_log_wins_when_set() {
+    fn rust_log_adds_to_the_flags_or_decides_alone() {
         for (quiet, verbose) in [(false, 0), (false, 2), (true, 0)] {
             let flags = args(quiet, verbose);
+            // A default level: RUST_LOG alone.
             assert_eq!(flags.filter(Some("off".into())).to_string(), "off");
+            let debug = flags.filter(Some("kube=trace,debug".into())).to_string();
+            assert_eq!(debug, EnvFilter::new("kube=trace,debug").to_string());
+            // Targets only: added to the flags', winning for the targets they name.
             let kube = flags.filter(Some("kube=debug".into())).to_string();
-            assert_eq!(kube, "kube=debug");
+            let both = format!("{},kube=debug", flags.directives());
+            assert_eq!(kube, EnvFilter::new(both).to_string());
+            let gc = flags.filter(Some("gc_k8s=trace".into())).to_string();
+            assert!(gc.contains("gc_k8s=trace"), "{gc}");
+            assert_eq!(gc.matches("gc_k8s=").count(), 1, "{gc}");
             // Blank is unset.
             let blank = flags.filter(Some(" ".into())).to_string();
             assert_eq!(blank, flags.filter(None).to_string());

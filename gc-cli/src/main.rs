@@ -26,7 +26,8 @@ fn main() -> ExitCode {
     let result = match cli::Cli::parse_args() {
         Ok(cli) => {
             logging::init(&cli.log);
-            cli.run()
+            let format = cli.log.format();
+            cli.run().map_err(|error| (format, error))
         }
         // `--help` and `--version` are not errors: clap prints them and exits 0.
         Err(e) if !e.use_stderr() => e.exit(),
@@ -38,8 +39,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::from(exit::OK),
-        Err(error) => {
-            eprintln!("gc-cli: error: {error:#}");
+        Err((format, error)) => {
+            logging::final_error(format, &error);
             ExitCode::from(exit::code(&error))
         }
     }

@@ -50,12 +50,14 @@ pub(crate) struct MetricsArgs {
     /// Write the run's metrics to this file (text format, written atomically, mode 0600).
     #[arg(long, env = "GC_METRICS_FILE", value_name = "FILE")]
     metrics_file: Option<PathBuf>,
-    /// Prefix of every metric name (`streamspace` fits StreamSpace's alert rules).
+    /// Prefix of every metric name (`streamspace` fits StreamSpace's alert rules): a letter or
+    /// `_`, then letters, digits and `_`.
     #[arg(
         long,
         env = "GC_METRICS_PREFIX",
         default_value = "gc",
-        value_name = "PREFIX"
+        value_name = "PREFIX",
+        value_parser = metric_prefix
     )]
     metrics_prefix: String,
     /// Post an alert to this webhook (Slack incoming-webhook format) when a run fails. The post
@@ -74,6 +76,21 @@ pub(crate) struct MetricsArgs {
     /// `serve`'s metrics in memory, which every run adds itself to.
     #[arg(skip)]
     served: Option<Arc<Served>>,
+}
+
+/// `--metrics-prefix`: the start of a Prometheus metric name (without the `:` that recording
+/// rules keep for themselves), so that every name a run writes is one Prometheus accepts.
+fn metric_prefix(value: &str) -> Result<String, String> {
+    let mut chars = value.chars();
+    let first = chars.next().ok_or("empty: a metric name needs a prefix")?;
+    let fits = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if !(first.is_ascii_alphabetic() || first == '_') || !chars.all(fits) {
+        return Err(format!(
+            "{value:?} cannot start a Prometheus metric name: a letter or `_`, then letters, \
+             digits and `_`"
+        ));
+    }
+    Ok(value.to_owned())
 }
 
 impl MetricsArgs {

@@ -121,6 +121,11 @@ impl NamespaceArgs {
                     tracing::info!(namespace, "namespace from {origin}");
                 }
                 scoped.context = Some(namespace);
+            } else {
+                tracing::info!(
+                    namespace = "default",
+                    "no kubeconfig context names a namespace"
+                );
             }
         }
         scoped

@@ -183,6 +183,13 @@ fn the_namespace_defaults_to_the_kubeconfig_contexts() {
         "a context without one"
     );
     assert_eq!(namespace(&["-n", "other"]), "other", "-n wins");
+    // Where `default` came from is said too.
+    let bare = plan(dir.path(), &["--kubeconfig", config, "--context", "bare"]);
+    assert!(
+        stderr(&bare).contains("no kubeconfig context names a namespace"),
+        "{}",
+        stderr(&bare)
+    );
     // A context naming a system namespace is refused, saying where the namespace came from.
     let refused = plan(dir.path(), &["--kubeconfig", config, "--context", "sys"]);
     usage_error(&refused, "kube-system");
@@ -214,6 +221,20 @@ fn the_namespace_defaults_to_the_kubeconfig_contexts() {
         "{}",
         stderr(&out)
     );
+    // RUST_LOG naming a library adds its lines; gc's own stay.
+    let out = command()
+        .args(["plan", "pods", "--inventory", inventory.to_str().unwrap()])
+        .args(["--now", "2026-11-29T12:00:00Z"])
+        .env("KUBECONFIG", config)
+        .env("RUST_LOG", "kube=debug")
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(
+        stderr(&out).contains("kubeconfig context team"),
+        "{}",
+        stderr(&out)
+    );
     // The help says where the default comes from, and what it is now.
     for words in [&["plan", "pods"][..], &["apply"], &["run", "pods"]] {
         let out = command()
@@ -228,6 +249,44 @@ fn the_namespace_defaults_to_the_kubeconfig_contexts() {
             "{words:?}: {help}"
         );
     }
+}
+
+#[test]
+fn the_final_error_is_written_in_the_log_format_whatever_the_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = |extra: &[&str], rust_log: Option<&str>| {
+        let mut c = command();
+        c.args(extra).args(["plan", "pods", "-n", "kube-system"]);
+        c.env("GC_STATE_DIR", dir.path())
+            .env_remove("GC_LOG_FORMAT");
+        match rust_log {
+            Some(spec) => c.env("RUST_LOG", spec),
+            None => c.env_remove("RUST_LOG"),
+        };
+        let out = c.output().unwrap();
+        usage_error(&out, "kube-system");
+        stderr(&out)
+    };
+    // JSON logs: every line an object, the last the error.
+    let json = refused(&["--log-format", "json"], None);
+    let lines: Vec<Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let last = lines.last().unwrap();
+    assert_eq!(last["level"], "ERROR", "{json}");
+    assert_eq!(last["target"], "gc_cli", "{json}");
+    assert!(last["timestamp"].as_str().unwrap().ends_with('Z'), "{json}");
+    let message = last["message"].as_str().unwrap();
+    assert!(message.contains("system namespace"), "{json}");
+    // Text, even with every log line turned off.
+    for (extra, rust_log) in [(&[][..], Some("off")), (&["-q"][..], None)] {
+        let text = refused(extra, rust_log);
+        assert!(text.starts_with("gc-cli: error: "), "{text}");
+        assert!(text.contains("system namespace"), "{text}");
+    }
+    let off = refused(&["--log-format", "json"], Some("off"));
+    assert_eq!(off.lines().count(), 1, "{off}");
 }
 
 #[test]

@@ -56,6 +56,25 @@ fn invalid_input_exits_2() {
     // A flag the command line checks itself.
     let out = gc_cli(dir.path(), &["run", "pods", "--dry-run", "false"]);
     check(&out, 2, "--dry-run=none needs --auto-remediate");
+    // A metrics prefix Prometheus would refuse, before anything runs or is written.
+    let file = dir.path().join("gc.prom");
+    for prefix in ["bad-prefix", "1x", "", "a{b"] {
+        let out = gc_cli(
+            dir.path(),
+            &[
+                "run",
+                "pods",
+                "--inventory",
+                inventory,
+                "--metrics-file",
+                file.to_str().unwrap(),
+                "--metrics-prefix",
+                prefix,
+            ],
+        );
+        check(&out, 2, "--metrics-prefix");
+        assert!(!file.exists(), "{prefix:?}");
+    }
 }
 
 #[test]
