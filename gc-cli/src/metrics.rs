@@ -394,6 +394,13 @@ impl RunMetrics {
         );
     }
 
+    /// Counts a reviewed plan's `targets`, which an apply looks at (each is read again before
+    /// anything is done to it): scanned and eligible, never held or deferred.
+    pub(crate) fn reviewed(&self, targets: usize) {
+        let n = targets as u64;
+        self.objects("Pod", n, n, 0, 0, 0);
+    }
+
     /// Counts the results of an apply.
     pub(crate) fn results(&self, results: &[TargetResult]) {
         let mut record = self.record();

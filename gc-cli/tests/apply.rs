@@ -131,9 +131,19 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
     let before = snapshot(&ns).await?;
 
     // Dry run: every check and server-side dry-run write, and nothing changes.
-    let report: Value = serde_json::from_str(&ok(&apply(&["--dry-run"])))?;
+    let metrics = dir.path().join("gc.prom");
+    let metrics_file = ["--metrics-file", metrics.to_str().unwrap()];
+    let report: Value =
+        serde_json::from_str(&ok(&apply(&[&["--dry-run"][..], &metrics_file].concat())))?;
     let would = report["results"].as_array().unwrap();
     assert_eq!(would.len(), 20);
+    // The run's metrics count the reviewed targets it looked at.
+    let text = std::fs::read_to_string(&metrics)?;
+    for count in ["scanned", "eligible"] {
+        let family = format!("gc_last_run_objects_{count}{{");
+        let line = text.lines().find(|l| l.starts_with(&family));
+        assert!(line.is_some_and(|l| l.ends_with(" 20")), "{count}: {text}");
+    }
     assert!(
         would.iter().all(|r| r["outcome"] == "wouldCollect"),
         "{report:#}"

@@ -460,7 +460,10 @@ async fn work(
         .map_err(|e| ("recover", e))?;
     let planned;
     let targets = match targets {
-        Targets::Reviewed(targets) => targets,
+        Targets::Reviewed(targets) => {
+            metrics.reviewed(targets.len());
+            targets
+        }
         Targets::Planned(args) => {
             let now = clock::at(args.now.as_deref()).map_err(|e| ("plan", e))?;
             // The run's own connections: the cluster, and the store the ledger lives in.
