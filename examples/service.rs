@@ -204,6 +204,7 @@ fn log_result(r: &TargetResult) {
         Outcome::Changed { step, message } => format!("changed at {step:?}: {message}"),
         Outcome::TooLarge { bytes, max } => format!("too large ({bytes} > {max} bytes)"),
         Outcome::Released { reason } => format!("released: {reason}"),
+        Outcome::NotStarted { reason } => format!("not started: {reason}"),
         Outcome::Failed { step, error } => format!("failed at {step:?}: {error}"),
     };
     println!("{} {}: {what}", r.name, r.uid);

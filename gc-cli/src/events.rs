@@ -182,9 +182,10 @@ fn pod_event(namespace: &str, result: &TargetResult) -> Option<EventRecord> {
             "CollectFailed",
             format!("failed at {step:?}: {error}"),
         ),
-        Outcome::WouldCollect { .. } | Outcome::Skipped { .. } | Outcome::Released { .. } => {
-            return None;
-        }
+        Outcome::WouldCollect { .. }
+        | Outcome::Skipped { .. }
+        | Outcome::Released { .. }
+        | Outcome::NotStarted { .. } => return None,
     };
     let regarding = Regarding {
         api_version: "v1".into(),

@@ -424,7 +424,8 @@ impl RunMetrics {
                 }
                 Outcome::WouldCollect { .. }
                 | Outcome::Skipped { .. }
-                | Outcome::Released { .. } => {}
+                | Outcome::Released { .. }
+                | Outcome::NotStarted { .. } => {}
             }
         }
     }

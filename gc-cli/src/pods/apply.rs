@@ -354,7 +354,7 @@ async fn execute(
         .filter(|r| r.outcome.is_failure())
         .count();
     let summary = summary(&report);
-    let stopped = crate::signals::received();
+    let stopped = stopped_by(crate::signals::received(), &report);
     if let Some(signal) = stopped.filter(|_| failed == 0 && report.pins_left.is_empty()) {
         // Neither a success nor a failure: no alert, the last success kept.
         let why = format!("stopped by {signal}: {summary}; the next run collects the rest");
@@ -495,6 +495,13 @@ async fn work(
     })
 }
 
+/// The `signal` received, when it left targets of `r` not started: a signal after the last
+/// target stopped nothing, and the run is judged as if none had come.
+fn stopped_by(signal: Option<&'static str>, r: &Report) -> Option<&'static str> {
+    let not_started = |t: &TargetResult| matches!(t.outcome, Outcome::NotStarted { .. });
+    signal.filter(|_| r.results.iter().any(not_started))
+}
+
 fn summary(r: &Report) -> String {
     let collected = r
         .results
@@ -555,10 +562,52 @@ fn print_report(r: &Report, output: Output) -> anyhow::Result<()> {
                 "too large   archive of {bytes} bytes over max_archive_bytes {max}; pin released"
             ),
             Outcome::Released { reason } => format!("released   {reason}"),
+            Outcome::NotStarted { reason } => format!("not started   {reason}"),
             Outcome::Failed { step, error } => format!("FAILED at {step:?}: {error}"),
         };
         println!("{:<32} {:<38} {line}", t.name, t.uid);
     }
     println!("{}", summary(r));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(outcomes: Vec<Outcome>) -> Report {
+        let results = outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(i, outcome)| TargetResult {
+                name: format!("p{i}"),
+                uid: format!("u{i}"),
+                outcome,
+            })
+            .collect();
+        Report {
+            dry_run: false,
+            recovered: Vec::new(),
+            results,
+            pins_left: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_signal_stopped_the_run_only_if_it_left_a_target_not_started() {
+        let collected = || Outcome::Collected {
+            uri: "file:///a".into(),
+            sha256: "0".repeat(64),
+            bytes: 1,
+        };
+        let not_started = || Outcome::NotStarted {
+            reason: "stopping".into(),
+        };
+        let done = report(vec![collected(), collected()]);
+        assert_eq!(stopped_by(Some("SIGTERM"), &done), None);
+        let cut = report(vec![collected(), not_started()]);
+        assert_eq!(stopped_by(Some("SIGTERM"), &cut), Some("SIGTERM"));
+        assert_eq!(stopped_by(None, &cut), None);
+        assert_eq!(stopped_by(Some("SIGINT"), &report(vec![])), None);
+    }
 }

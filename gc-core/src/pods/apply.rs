@@ -114,6 +114,12 @@ pub enum Outcome {
         /// Why the pin was released rather than the Pod collected.
         reason: String,
     },
+    /// Not started: the run was asked to stop first; the Pod is untouched and the next run
+    /// collects it. No failure.
+    NotStarted {
+        /// Why.
+        reason: String,
+    },
     /// A step failed; the Pod is left in a state the next run resumes.
     Failed {
         /// The failing step.
@@ -298,7 +304,7 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
 }
 
 /// [`apply`], asked to stop between targets by `stopping` (a process told to stop): the target
-/// in progress is finished, each later one is [`Outcome::Skipped`] as not started. Unlike a
+/// in progress is finished, each later one is [`Outcome::NotStarted`]. Unlike a
 /// lost lock ([`Ports::stop`], checked first: it fails what is left), being asked to stop never
 /// interrupts a target and is no failure.
 pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
@@ -315,10 +321,11 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         .await;
     for t in targets {
         let outcome = match &ledger {
-            _ if stopping.load(Ordering::SeqCst) && !ports.stop.load(Ordering::SeqCst) => skipped(
-                Step::Reread,
-                "not started: the run was asked to stop (the next run collects it)",
-            ),
+            _ if stopping.load(Ordering::SeqCst) && !ports.stop.load(Ordering::SeqCst) => {
+                Outcome::NotStarted {
+                    reason: "the run was asked to stop (the next run collects it)".into(),
+                }
+            }
             Ok(ledger) => {
                 let t = Target {
                     first: first_observed(t, ledger),

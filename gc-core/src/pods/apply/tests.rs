@@ -965,6 +965,7 @@ fn short(o: &Outcome) -> String {
         Outcome::Changed { step, .. } => format!("Changed {step:?}"),
         Outcome::TooLarge { .. } => "TooLarge".into(),
         Outcome::Released { .. } => "Released".into(),
+        Outcome::NotStarted { .. } => "NotStarted".into(),
         Outcome::Failed { step, .. } => format!("Failed {step:?}"),
     }
 }
@@ -1875,7 +1876,7 @@ fn asked_to_stop_starts_no_target_and_fails_none_unless_the_lock_is_lost() {
         let stopping = AtomicBool::new(true);
         let results = block_on(apply_until(&ports(&fake), &cfg, &targets, false, &stopping));
         let outcomes: Vec<String> = results.iter().map(|r| short(&r.outcome)).collect();
-        let expected = if lost { "Failed" } else { "Skipped Reread" };
+        let expected = if lost { "Failed" } else { "NotStarted" };
         assert!(
             outcomes.iter().all(|o| o.starts_with(expected)),
             "lost {lost}: {results:#?}"
