@@ -331,6 +331,12 @@ fn bash_completes_commands_and_flags_from_the_generated_script() {
     for form in ["table", "wide", "json", "yaml", "name", "kestra"] {
         assert!(forms.lines().any(|l| l == form), "{form}: {forms}");
     }
+    // `run pods` prints a report: no `kestra` offered, in completions or in its help.
+    let forms = complete(&["run", "pods", "-o", ""]);
+    assert!(forms.lines().any(|l| l == "json"), "{forms}");
+    assert!(!forms.contains("kestra"), "{forms}");
+    let help = ok(&gc_cli(&["run", "pods", "--help"]));
+    assert!(!help.contains("kestra"), "{help}");
     for shell in ["zsh", "fish"] {
         let script = ok(&gc_cli(&["completions", shell]));
         assert!(script.contains("inventory"), "{shell}");

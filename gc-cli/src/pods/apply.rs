@@ -223,11 +223,6 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         output: p.output,
         events: &events,
     };
-    if p.output == Output::Kestra {
-        return Err(
-            UsageError::new("-o kestra is plan pods' output: run pods prints a report").into(),
-        );
-    }
     live::block_on(async {
         let namespaces = resolve(scope, &p.connect, &args.metrics).await?;
         args.metrics.scope("pods", &namespaces);
