@@ -27,6 +27,14 @@ impl RunCommand {
         }
     }
 
+    /// The checks of the collector's flags alone: an error here fails every run.
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        match self {
+            Self::Pods(args) => crate::pods::apply::check(args),
+            Self::Sessions(args) => crate::sessions::run::check(args),
+        }
+    }
+
     /// Where the run sends its metrics.
     pub(crate) fn metrics_mut(&mut self) -> &mut MetricsArgs {
         match self {

@@ -54,6 +54,8 @@ pub(crate) struct Serve {
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
+    // Flags no run could pass end the process now (exit 2) rather than fail every round.
+    args.run.check()?;
     let listener = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let shown = listener.local_addr().unwrap_or(args.listen);

@@ -185,8 +185,9 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     })
 }
 
-pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
-    let live_run = args.auto_remediate && !args.dry_run;
+/// The checks of `run pods`' flags alone, which no later run could pass either (`serve` makes
+/// them before its first run).
+pub(crate) fn check(args: &RunPods) -> anyhow::Result<()> {
     if !args.dry_run && !args.auto_remediate {
         return Err(UsageError::new(
             "--dry-run=none needs --auto-remediate: acting without a reviewed plan must be asked for explicitly",
@@ -207,6 +208,13 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
             .into());
         }
     }
+    Ok(())
+}
+
+pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
+    check(args)?;
+    let live_run = args.auto_remediate && !args.dry_run;
+    let p = &args.plan;
     let scope = &p.pod.namespaces.in_context(&p.connect);
     if let Some(named) = scope.named(PODS_NAMESPACE) {
         for ns in &named {
