@@ -589,6 +589,11 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     assert_eq!(audit[0]["decision"], "refused");
     let out = with("plan", &["--database-url", empty.url()]);
     refuse(&out, 3, "override the guard");
+    refuse(
+        &out,
+        3,
+        "no plan (`plan sessions --override-guard` shows what a guard refused)",
+    );
     // ...and a dry run with the guard overridden shows what it guarded against.
     let out = with(
         "run",

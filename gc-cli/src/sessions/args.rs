@@ -281,11 +281,11 @@ pub(crate) async fn try_connect(
     }
 }
 
-/// A run's refusal, naming what it deleted: nothing. Its type gives the exit code
-/// (`crate::exit`).
-pub(crate) fn refused(error: SessionRunError, cfg: &SessionConfig) -> anyhow::Error {
+/// A refusal, naming what came of it (`outcome`: no plan, nothing deleted). Its type gives the
+/// exit code (`crate::exit`).
+pub(crate) fn refused(error: SessionRunError, cfg: &SessionConfig, outcome: &str) -> anyhow::Error {
     anyhow::Error::new(error).context(format!(
-        "namespace {} of cluster {}: nothing deleted",
+        "namespace {} of cluster {}: {outcome}",
         cfg.namespace, cfg.cluster_id
     ))
 }

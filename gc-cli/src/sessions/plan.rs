@@ -41,6 +41,9 @@ struct PlanDoc<'a> {
     delete_count: usize,
 }
 
+/// What a refused plan comes to.
+const NO_PLAN: &str = "no plan (`plan sessions --override-guard` shows what a guard refused)";
+
 pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     let scope = &args.args.namespaces;
     for ns in scope.named(SESSIONS_NAMESPACE).unwrap_or_default() {
@@ -54,7 +57,7 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
         for cfg in configs.iter().flatten() {
             match collect_sessions::plan(&cluster, &table, cfg, now).await {
                 Ok(planned) => plans.push((cfg.clone(), planned)),
-                Err(e) => failed.push((cfg.namespace.clone(), refused(e, cfg))),
+                Err(e) => failed.push((cfg.namespace.clone(), refused(e, cfg, NO_PLAN))),
             }
         }
         table.close().await;

@@ -426,7 +426,7 @@ async fn run_once(
         };
         let report = collect_sessions::run(cluster, table, cfg, now, args.dry_run, stop).await;
         lock.release().await;
-        report.map_err(|e| refused(e, cfg))
+        report.map_err(|e| refused(e, cfg, "nothing deleted"))
     }
     .await;
     let report = match outcome {
