@@ -160,7 +160,12 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
     assert!(String::from_utf8_lossy(&out.stderr).contains("altered"));
     let out = apply_to(&plan, &["-n", "default"], &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("namespace"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("apply's namespaces: default"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("namespace {:?}", ns.name())),
+        "{stderr}"
+    );
     let other = gc_k8s::KubeCluster::new(ns.client().clone());
     assert!(
         other

@@ -172,8 +172,14 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
                 .then(|| args.pod.inputs(ns).validate().ok())
                 .flatten()
         };
-        let files = open_plans(&bytes, policy_for, key.as_ref(), clock::now())
-            .with_context(|| format!("plan {}", args.plan.display()))?;
+        let files =
+            open_plans(&bytes, policy_for, key.as_ref(), clock::now()).with_context(|| {
+                let namespaces = namespaces.join(", ");
+                format!(
+                    "plan {} (apply's namespaces: {namespaces})",
+                    args.plan.display()
+                )
+            })?;
         let mut runs = Vec::with_capacity(files.len());
         for file in &files {
             // The plan's policy equals apply's (checked); apply acts under its own.
