@@ -161,7 +161,7 @@ pub(crate) fn outcome(
         1 if total == 1 => Err(failed.remove(0).1),
         n => {
             for (namespace, error) in &failed {
-                tracing::error!("namespace {namespace}: {error:#}");
+                tracing::error!("{}", in_namespace(namespace, error));
             }
             let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
             Err(anyhow::anyhow!(
@@ -169,6 +169,17 @@ pub(crate) fn outcome(
                 names.join(", ")
             ))
         }
+    }
+}
+
+/// `error` in full, after its namespace unless it starts by naming it already.
+fn in_namespace(namespace: &str, error: &anyhow::Error) -> String {
+    let named = format!("namespace {namespace}");
+    let text = format!("{error:#}");
+    if text.starts_with(&format!("{named} ")) || text.starts_with(&format!("{named}:")) {
+        text
+    } else {
+        format!("{named}: {text}")
     }
 }
 
@@ -185,6 +196,22 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<NamespaceArgs, clap::Error> {
         Cli::try_parse_from([&["gc"], args].concat()).map(|c| c.ns)
+    }
+
+    #[test]
+    fn a_failed_namespace_is_named_once() {
+        let own = anyhow::anyhow!("cannot read").context("namespace etl of cluster c");
+        assert_eq!(
+            in_namespace("etl", &own),
+            "namespace etl of cluster c: cannot read"
+        );
+        let bare = anyhow::anyhow!("lock held");
+        assert_eq!(in_namespace("etl", &bare), "namespace etl: lock held");
+        let other = anyhow::anyhow!("namespace etl2: x");
+        assert_eq!(
+            in_namespace("etl", &other),
+            "namespace etl: namespace etl2: x"
+        );
     }
 
     #[test]
