@@ -3,17 +3,7 @@
 use std::io::Write;
 
 /// An instant in seconds as RFC 3339 (UTC, whole seconds).
-pub(crate) fn rfc3339(seconds: f64) -> String {
-    #[allow(clippy::cast_possible_truncation)]
-    let whole = seconds.floor() as i64;
-    time::OffsetDateTime::from_unix_timestamp(whole)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| format!("{seconds}"))
-}
+pub(crate) use gc_core::isotime::format_timestamp as rfc3339;
 
 /// Writes `rows` under `header` in aligned columns; nothing when there is no row.
 pub(crate) fn write_columns<const N: usize>(

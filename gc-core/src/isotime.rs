@@ -290,6 +290,24 @@ fn days_in_month(y: i64, m: u32) -> u32 {
     }
 }
 
+/// An instant in seconds since the epoch as RFC 3339 in UTC, whole seconds
+/// (`2026-11-29T12:00:00Z`); a value that is not finite as it is.
+pub fn format_timestamp(seconds: f64) -> String {
+    if !seconds.is_finite() {
+        return seconds.to_string();
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let whole = seconds.floor() as i64;
+    let (y, m, d) = civil_from_days(whole.div_euclid(86_400));
+    let s = whole.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s % 3600 / 60,
+        s % 60
+    )
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };

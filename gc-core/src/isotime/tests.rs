@@ -47,3 +47,18 @@ fn forms_python_refuses() {
     check("2026-11-29T12:00:00+24:00", Err("invalid"));
     check("2026-1129T12:00:00Z", Err("invalid"));
 }
+
+#[test]
+fn formatted_as_rfc3339_and_parsed_back() {
+    for (seconds, text) in [
+        (0.0, "1970-01-01T00:00:00Z"),
+        (1_795_953_600.5, "2026-11-29T12:00:00Z"),
+        (1_811_808_000.0, "2027-06-01T00:00:00Z"),
+        (951_782_400.0, "2000-02-29T00:00:00Z"),
+        (-1.0, "1969-12-31T23:59:59Z"),
+    ] {
+        assert_eq!(format_timestamp(seconds), text, "{seconds}");
+        assert_eq!(parse_timestamp(text), Ok(seconds.floor()), "{text}");
+    }
+    assert_eq!(format_timestamp(f64::NAN), "NaN");
+}

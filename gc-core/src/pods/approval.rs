@@ -32,6 +32,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::input::is_dns_subdomain;
+use crate::isotime::format_timestamp;
 use crate::pods::config::PodConfig;
 use crate::pods::plan::{PodPlan, Target};
 use crate::pyjson::{self, Layout};
@@ -121,7 +122,12 @@ pub enum PlanFileError {
     #[error("the seal key has {0} bytes; at least 16 are needed")]
     WeakKey(usize),
     /// Past its expiry, or made in the future.
-    #[error("the plan is valid from {created_at} to {expires_at} (now {now}); plan again")]
+    #[error(
+        "the plan is valid from {} to {} (now {}); plan again",
+        format_timestamp(*.created_at),
+        format_timestamp(*.expires_at),
+        format_timestamp(*.now)
+    )]
     Expired {
         /// When it was made.
         created_at: f64,
@@ -598,10 +604,14 @@ mod tests {
         let f = file(None);
         let text = f.to_json();
         for now in [f.expires_at, MADE - SKEW_SECONDS - 1.0] {
-            assert!(matches!(
-                PlanFile::open(text.as_bytes(), &policy(), None, now),
-                Err(PlanFileError::Expired { .. })
-            ));
+            let refused = PlanFile::open(text.as_bytes(), &policy(), None, now);
+            assert!(matches!(refused, Err(PlanFileError::Expired { .. })));
+            // Instants as dates.
+            let message = refused.unwrap_err().to_string();
+            assert!(
+                message.starts_with("the plan is valid from 2026-11-29T12:00:00Z to "),
+                "{message}"
+            );
         }
     }
 
