@@ -57,33 +57,20 @@ fn invalid_input_exits_2() {
     let out = gc_cli(dir.path(), &["run", "pods", "--dry-run", "false"]);
     check(&out, 2, "--dry-run=none needs --auto-remediate");
     // `serve` ends at once on flags no run could pass, rather than failing every round.
-    let out = gc_cli(
-        dir.path(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--runs",
-            "1",
-            "pods",
-            "--dry-run=none",
-        ],
-    );
-    check(&out, 2, "--dry-run=none needs --auto-remediate");
-    let out = gc_cli(
-        dir.path(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--runs",
-            "1",
-            "sessions",
-            "--grace-hours",
-            "-1",
-        ],
-    );
-    check(&out, 2, "grace");
+    let serve = ["serve", "--listen", "127.0.0.1:0", "--runs", "1"];
+    for (collector, says) in [
+        (
+            &["pods", "--dry-run=none"][..],
+            "--dry-run=none needs --auto-remediate",
+        ),
+        (&["sessions", "--grace-hours", "-1"], "invalid grace_hours"),
+    ] {
+        check(
+            &gc_cli(dir.path(), &[&serve[..], collector].concat()),
+            2,
+            says,
+        );
+    }
     // A metrics prefix Prometheus would refuse, before anything runs or is written.
     let file = dir.path().join("gc.prom");
     for prefix in ["bad-prefix", "1x", "", "a{b"] {
