@@ -192,9 +192,13 @@ spec:
 {{- with $p.excludeSelector }}
 - {{ printf "--exclude-selector=%s" . | quote }}
 {{- end }}
-- --dry-run={{ if $p.dryRun }}server{{ else }}none{{ end }}
-{{- if $p.autoRemediate }}
+{{- /* Live only when both values allow it (NOTES' LIVE): `run pods` refuses --dry-run=none
+without --auto-remediate, and --auto-remediate is idle in a dry run. */}}
+{{- if and (not $p.dryRun) $p.autoRemediate }}
+- --dry-run=none
 - --auto-remediate
+{{- else }}
+- --dry-run=server
 {{- end }}
 {{- include "gc.sharedArgs" . | nindent 0 }}
 {{- end -}}

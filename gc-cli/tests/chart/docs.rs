@@ -328,7 +328,7 @@ fn readme_commands_name_rendered_objects() {
 }
 
 /// NOTES.txt as `helm install` prints it for `sets` (a client-side dry run: nothing installed).
-fn notes(bed: &TestBed, sets: &[&str]) -> String {
+pub(super) fn notes(bed: &TestBed, sets: &[&str]) -> String {
     let kubeconfig = bed.kubeconfig_path().to_str().unwrap();
     let mut args = vec![
         "install",
@@ -398,9 +398,16 @@ fn check_notes_commands(notes: &str, sets: &[&str]) -> usize {
     checked
 }
 
+/// What NOTES says the session collector's log holds.
+const SESSIONS_LOG: &str = "Orphaned session resources: the audit, one JSON line per decision.";
+/// What NOTES says the failed-Pod collector's log holds (`run pods` prints a table).
+const PODS_LOG: &str =
+    "Failed-Pod diagnostics: a table, not JSON: a line per Pod (name, uid, outcome";
+
 /// NOTES.txt tells the installer what runs (each collector as a CronJob with its schedule or as a
-/// Deployment with its interval, where, whether it runs dry), how to read the audit and the
-/// metrics; every command it shows names objects the chart rendered.
+/// Deployment with its interval, where, whether it runs dry), how to read each collector's log
+/// (the session collector's JSON audit, the failed-Pod collector's table) and the metrics; every
+/// command it shows names objects the chart rendered.
 #[tokio::test]
 async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
     let bed = TestBed::shared().await?;
@@ -469,8 +476,16 @@ async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
         ),
         (&["gc.enabled=false"], &["No collector is enabled"]),
         (
-            &["events.enabled=false", "fullnameOverride=cleaner"],
-            &["CronJob cleaner-sessions", "logs job/cleaner-sessions-now"],
+            &[
+                "events.enabled=false",
+                "fullnameOverride=cleaner",
+                "failedPods.enabled=true",
+            ],
+            &[
+                "CronJob cleaner-sessions",
+                "logs job/cleaner-sessions-now",
+                "logs job/cleaner-failed-pods-now",
+            ],
         ),
     ];
     for (sets, says) in cases {
@@ -494,6 +509,31 @@ async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
             text.contains("get events"),
             !sets.contains(&"events.enabled=false") && !sets.contains(&"gc.enabled=false"),
             "{sets:?}:\n{text}"
+        );
+        // Each collector's log read as what it prints: the session collector's JSON audit
+        // lines, the failed-Pod collector's table; the Metrics heading a paragraph of its own.
+        let sessions = !sets.contains(&"gc.enabled=false");
+        let pods = sets.contains(&"failedPods.enabled=true");
+        assert_eq!(
+            text.contains(SESSIONS_LOG),
+            sessions,
+            "{sets:?}: {SESSIONS_LOG:?} in\n{text}"
+        );
+        assert_eq!(
+            text.contains(PODS_LOG),
+            pods,
+            "{sets:?}: {PODS_LOG:?} in\n{text}"
+        );
+        for line in text.lines().filter(|l| l.contains("JSON")) {
+            assert!(
+                line.trim_start().starts_with(SESSIONS_LOG) || line.contains(PODS_LOG),
+                "{sets:?}: JSON of no collector: {line}"
+            );
+        }
+        assert_eq!(
+            text.contains("\n\nMetrics ("),
+            sessions || pods,
+            "{sets:?}: a blank line before Metrics:\n{text}"
         );
         let checked = check_notes_commands(&text, sets);
         assert_eq!(checked > 0, !sets.contains(&"gc.enabled=false"), "{sets:?}");

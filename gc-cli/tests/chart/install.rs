@@ -1,6 +1,7 @@
 //! The chart installed on the real API server and its CronJobs' containers run as the kubelet
 //! would run them: the default session collector, the failed-Pod collector with an object store
-//! and PostgreSQL receipts, and cluster-wide mode.
+//! and PostgreSQL receipts, cluster-wide mode, and the failed-Pod collector dry or live as its
+//! values and NOTES say.
 
 use std::path::PathBuf;
 
@@ -10,7 +11,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 
-use super::{allowed, install};
+use super::{allowed, container_args, documents, install, object, pod_spec, template_as};
 use crate::common::{Result, command, one_live_session, sqlite, target};
 
 /// `postgres://USER:PASSWORD@HOST:PORT/NAME[?...]`, split.
@@ -515,6 +516,120 @@ async fn cluster_wide_install_collects_in_the_selected_namespaces_only() -> Resu
     for (ns, collected) in targets.iter().zip([true, true, false, false]) {
         let left = ns.api::<Pod>().get_opt("due").await?;
         assert_eq!(left.is_none(), collected, "{}: {log}", ns.name());
+    }
+    Ok(())
+}
+
+/// The failed-Pod collector's Pod `due` in `ns`, created again when a run collected it.
+async fn due(ns: &TestNamespace) -> Result {
+    if ns.api::<Pod>().get_opt("due").await?.is_none() {
+        target(ns, "due").await?;
+    }
+    Ok(())
+}
+
+/// `failedPods.dryRun` and `failedPods.autoRemediate`, in each of their four combinations: the
+/// CronJob's and the `serve` Deployment's rendered containers, run as the kubelet would run them
+/// (`serve` stopped after its first run), are accepted and act exactly when NOTES says LIVE:
+/// a due Pod archived and deleted only when both values allow it, otherwise a dry run that
+/// archives nothing and keeps it, as NOTES' DRY RUN says.
+#[tokio::test]
+async fn failed_pod_collector_acts_only_when_dry_run_and_auto_remediate_allow_it() -> Result {
+    let bed = TestBed::shared().await?;
+    let ns = bed.namespace("chart-dry").await?;
+    // The chart's ServiceAccount and Role: the same for every combination.
+    let base = [
+        "gc.enabled=false",
+        "failedPods.enabled=true",
+        "failedPods.retentionSeconds=3600",
+    ];
+    let installed: Vec<(&str, String)> = base.iter().map(|s| ("--set", (*s).to_owned())).collect();
+    install_with(&ns, &installed);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    for (dry_run, auto_remediate) in [(true, false), (true, true), (false, false), (false, true)] {
+        let live = !dry_run && auto_remediate;
+        let values = [
+            format!("failedPods.dryRun={dry_run}"),
+            format!("failedPods.autoRemediate={auto_remediate}"),
+        ];
+        let sets: Vec<&str> = base
+            .iter()
+            .copied()
+            .chain(values.iter().map(String::as_str))
+            .collect();
+
+        // What NOTES says of the run.
+        let notes = super::docs::notes(bed, &sets);
+        let given =
+            format!("(failedPods.dryRun={dry_run}, failedPods.autoRemediate={auto_remediate})");
+        let says = if live {
+            format!("LIVE {given}: it archives and deletes.")
+        } else {
+            format!("DRY RUN {given}: it mutates nothing")
+        };
+        assert!(notes.contains(&says), "{sets:?}: no {says:?} in\n{notes}");
+
+        let serve_port = format!("serve.port={port}");
+        for serve in [false, true] {
+            let mut rendered_sets = sets.clone();
+            if serve {
+                rendered_sets.extend(["serve.enabled=true", &serve_port]);
+            }
+            let context = format!("{rendered_sets:?}");
+            let objects = documents(&template_as("gc", ns.name(), &rendered_sets));
+            let kind = if serve { "Deployment" } else { "CronJob" };
+            let workload = object(&objects, kind, "gc-failed-pods");
+            let args = container_args(workload);
+            let modes: Vec<&str> = args
+                .iter()
+                .map(String::as_str)
+                .filter(|a| a.starts_with("--dry-run") || *a == "--auto-remediate")
+                .collect();
+            let want: &[&str] = if live {
+                &["--dry-run=none", "--auto-remediate"]
+            } else {
+                &["--dry-run=server"]
+            };
+            assert_eq!(modes, want, "{context}");
+
+            due(&ns).await?;
+            let dir = tempfile::tempdir()?;
+            let account = pod_spec(workload)["serviceAccountName"]
+                .as_str()
+                .expect("a ServiceAccount");
+            let token_file = token_file(&ns, account, &dir).await?;
+            let mut argv = out_of_cluster(&args, bed, &token_file);
+            if serve {
+                let at = argv.iter().position(|a| a == "serve").expect("serve");
+                argv.insert(at + 1, "--runs=1".to_owned());
+            }
+            let archives = dir.path().join("archives");
+            let out = command()
+                .args(&argv)
+                .env_clear()
+                .env("GC_STATE_DIR", dir.path())
+                .env("GC_STORE", sqlite(dir.path(), "gc.sqlite3"))
+                .env("GC_ARCHIVE_DIR", &archives)
+                .env("HOSTNAME", "gc-failed-pods-manual")
+                .output()?;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let log = format!("{context}\n{argv:?}\nstdout: {stdout}\nstderr: {stderr}");
+            assert!(out.status.success(), "{log}");
+            assert!(!stderr.contains("run failed"), "{log}");
+            let summary = if live {
+                "1 of 1 targets collected, "
+            } else {
+                "1 of 1 targets collected (dry run), "
+            };
+            assert!(stdout.contains(summary), "{log}");
+            let kept = ns.api::<Pod>().get_opt("due").await?.is_some();
+            assert_eq!(kept, !live, "{log}");
+            let archived = std::fs::read_dir(&archives).map_or(0, Iterator::count);
+            assert_eq!(archived > 0, live, "{log}");
+        }
     }
     Ok(())
 }
