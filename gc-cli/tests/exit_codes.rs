@@ -53,6 +53,38 @@ fn invalid_input_exits_2() {
         &["plan", "pods", "--inventory", missing.to_str().unwrap()],
     );
     check(&out, 2, "cannot read inventory");
+    // Another controller's finalizer as the pin: recovery would strip it from every Pod that
+    // carries it. Refused before any cluster is reached (there is none here).
+    let out = gc_cli(
+        dir.path(),
+        &[
+            "run",
+            "pods",
+            "-n",
+            "jobs",
+            "--pin-finalizer",
+            "batch.kubernetes.io/job-tracking",
+            "--dry-run=none",
+            "--auto-remediate",
+        ],
+    );
+    check(
+        &out,
+        2,
+        r#"invalid pin_finalizer "batch.kubernetes.io/job-tracking""#,
+    );
+    let out = gc_cli(
+        dir.path(),
+        &[
+            "plan",
+            "pods",
+            "--inventory",
+            inventory,
+            "--pin-finalizer",
+            "k8s.io/collector",
+        ],
+    );
+    check(&out, 2, "invalid pin_finalizer");
     // A flag the command line checks itself.
     let out = gc_cli(dir.path(), &["run", "pods", "--dry-run", "false"]);
     check(&out, 2, "--dry-run=none needs --auto-remediate");

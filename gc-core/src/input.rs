@@ -95,6 +95,27 @@ pub(crate) fn is_qualified_name(s: &str) -> bool {
             .all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
 }
 
+/// The domains Kubernetes reserves for its own keys and finalizers; their subdomains too.
+pub const RESERVED_DOMAINS: [&str; 2] = ["kubernetes.io", "k8s.io"];
+
+/// Whether the qualified name `s` has a prefix in one of the [`RESERVED_DOMAINS`] (the domain
+/// itself or a subdomain of it): `batch.kubernetes.io/job-tracking` is, `example.com/x` and
+/// `kubernetes.io.example.com/x` are not. Prefixes compare as written: a valid one is lowercase.
+pub(crate) fn in_reserved_domain(s: &str) -> bool {
+    let Some((prefix, _)) = s.rsplit_once('/') else {
+        return false;
+    };
+    RESERVED_DOMAINS.iter().any(|domain| {
+        prefix == *domain
+            || prefix
+                .strip_suffix(domain)
+                .is_some_and(|sub| sub.ends_with('.'))
+    })
+}
+
+/// What a pin finalizer must not be: a name under a domain Kubernetes reserves.
+pub const RESERVED_FINALIZER_RULE: &str = "must not be under kubernetes.io, k8s.io or a subdomain of either: Kubernetes reserves those for its own controllers' finalizers, and recovery releases every Pod carrying the pin";
+
 /// The cluster id and namespace every collector is scoped by: the flow's rules (system
 /// namespaces refused).
 ///

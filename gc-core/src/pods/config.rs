@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::{InputError, check_scope, in_range, invalid, is_qualified_name};
+use crate::input::{
+    InputError, RESERVED_FINALIZER_RULE, check_scope, in_range, in_reserved_domain, invalid,
+    is_qualified_name,
+};
 use crate::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Labels, SELECTOR_RULE, Selector, Spared};
 
 /// The default label that opts a Pod in to collection.
@@ -123,9 +126,10 @@ impl PodInputs {
     /// The first input that breaks its rule, named: `cluster_id` (`[a-z0-9][a-z0-9-]{0,39}`),
     /// `namespace` (a DNS label, not a system namespace), `retention_seconds` (1..=31536000),
     /// `max_pods` (1..=50), `max_inventory` (`max_pods`..=10000), `max_archive_bytes`
-    /// (1024..=1048576), the collect label and pin finalizer names (qualified names), the
-    /// protect label (`KEY=VALUE`) and the exclude selector (a label selector; see
-    /// [`Selector::parse`] for where one goes wrong).
+    /// (1024..=1048576), the collect label and pin finalizer names (qualified names; the pin
+    /// domain-qualified and not under a domain Kubernetes reserves, `kubernetes.io` and `k8s.io`
+    /// with their subdomains), the protect label (`KEY=VALUE`) and the exclude selector (a label
+    /// selector; see [`Selector::parse`] for where one goes wrong).
     pub fn validate(&self) -> Result<PodConfig, InputError> {
         check_scope(&self.cluster_id, &self.namespace)?;
         in_range(
@@ -162,6 +166,15 @@ impl PodInputs {
                 "pin_finalizer",
                 &self.pin_finalizer,
                 "must be a domain-qualified finalizer name",
+            ));
+        }
+        // Recovery releases or finishes every Pod carrying the pin, whatever its labels: the
+        // pin must be a name only this collector writes, never another controller's.
+        if in_reserved_domain(&self.pin_finalizer) {
+            return Err(invalid(
+                "pin_finalizer",
+                &self.pin_finalizer,
+                RESERVED_FINALIZER_RULE,
             ));
         }
         let protect_label = LabelPair::parse(&self.protect_label)
@@ -319,6 +332,38 @@ mod tests {
             |i| i.exclude_selector = Some("team in (payments)".into()),
             None,
         );
+    }
+
+    /// Finalizers under the domains Kubernetes reserves belong to its own controllers (a Job's
+    /// `batch.kubernetes.io/job-tracking`, a volume's `kubernetes.io/pvc-protection`): as the
+    /// pin, recovery would release or finish every Pod carrying one, whatever its labels.
+    #[test]
+    fn a_pin_in_a_reserved_domain_is_refused() {
+        for reserved in [
+            "batch.kubernetes.io/job-tracking",
+            "kubernetes.io/pvc-protection",
+            "k8s.io/collector",
+            "node.k8s.io/x",
+            "a.b.kubernetes.io/x",
+        ] {
+            check(
+                |i| i.pin_finalizer = reserved.into(),
+                Some(&format!(
+                    "invalid pin_finalizer {reserved:?}: {RESERVED_FINALIZER_RULE}"
+                )),
+            );
+        }
+        for own in [
+            "diagnostics.example.com/collector",
+            "kubernetes.io.example.com/x",
+            "notkubernetes.io/x",
+            "k8s.io.example.com/x",
+            "example.com/kubernetes.io",
+        ] {
+            check(|i| i.pin_finalizer = own.into(), None);
+        }
+        assert!(RESERVED_FINALIZER_RULE.contains("kubernetes.io"));
+        assert!(RESERVED_FINALIZER_RULE.contains("k8s.io"));
     }
 
     #[test]
