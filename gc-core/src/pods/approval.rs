@@ -22,6 +22,7 @@
 //! policy would collect anyway.
 
 mod set;
+mod unique;
 
 pub use set::{PlanSet, SET_KIND, Section, open_plans};
 
@@ -363,15 +364,27 @@ impl PlanFile {
     /// `now`, with the seal `key` when the plans are keyed.
     ///
     /// # Errors
-    /// [`PlanFileError`]: malformed or out of bounds, altered, sealed otherwise than `key`
-    /// says, expired or from the future, or made under another policy.
+    /// [`PlanFileError`]: malformed (an object giving a member twice included) or out of
+    /// bounds, altered, sealed otherwise than `key` says, expired or from the future, or made
+    /// under another policy.
     pub fn open(
         bytes: &[u8],
         policy: &PodConfig,
         key: Option<&SealKey>,
         now: f64,
     ) -> Result<Self, PlanFileError> {
+        unique::check(bytes).map_err(|e| malformed(e.to_string()))?;
         let doc: Value = serde_json::from_slice(bytes).map_err(|e| malformed(e.to_string()))?;
+        Self::open_doc(doc, policy, key, now)
+    }
+
+    /// [`PlanFile::open`] on the parsed document, its members each given once.
+    fn open_doc(
+        doc: Value,
+        policy: &PodConfig,
+        key: Option<&SealKey>,
+        now: f64,
+    ) -> Result<Self, PlanFileError> {
         if doc.get("kind").and_then(Value::as_str) != Some(KIND) {
             return Err(malformed(format!("kind is not {KIND}")));
         }
@@ -526,6 +539,86 @@ mod tests {
             matches!(&result, Err(PlanFileError::Malformed(m)) if m.contains("protectLabel")),
             "{result:?}"
         );
+    }
+
+    /// The seal covers the parsed document, where the last of two members of one name wins; a
+    /// reader sees the first. A member given twice anywhere refuses the file before its seal
+    /// is checked, so a valid seal cannot hide a second reading.
+    #[test]
+    fn a_member_given_twice_is_refused() {
+        let approvers = key("0123456789abcdef-approvers");
+        for k in [None, Some(&approvers)] {
+            let text = file(k).to_json();
+            assert!(open(&text, &policy(), k).is_ok());
+            let refused = |edited: String, path: &str, member: &str| {
+                assert_ne!(edited, text, "{member}: the edit did not apply");
+                let result = open(&edited, &policy(), k);
+                let twice = format!("member {member:?} given twice");
+                assert!(
+                    matches!(&result, Err(PlanFileError::Malformed(m))
+                        if m.starts_with(path) && m.contains(&twice)),
+                    "{member}: {result:?}"
+                );
+            };
+            // An empty target list read first, the real one last.
+            refused(
+                text.replacen('{', r#"{"targets": [], "deferred": 0,"#, 1),
+                "member",
+                "targets",
+            );
+            // The same, its name escaped.
+            refused(
+                text.replacen('{', r#"{"tar\u0067ets": [],"#, 1),
+                "member",
+                "targets",
+            );
+            // Inside a target, and inside the policy.
+            refused(
+                text.replacen(r#""uid": "u1""#, r#""uid": "u2", "uid": "u1""#, 1),
+                "targets[0]: member",
+                "uid",
+            );
+            refused(
+                text.replacen(
+                    r#""namespace": "default""#,
+                    r#""namespace": "batch", "namespace": "default""#,
+                    1,
+                ),
+                "config: member",
+                "namespace",
+            );
+            // The seal itself, twice.
+            let digest = file(k).digest;
+            refused(
+                text.replacen(
+                    &format!(r#""digest": "{digest}""#),
+                    &format!(r#""digest": "sha256:00", "digest": "{digest}""#),
+                    1,
+                ),
+                "member",
+                "digest",
+            );
+        }
+    }
+
+    /// Members of one name in different objects are not repeats; a plan of many targets opens.
+    #[test]
+    fn many_targets_open_with_their_members_once_each() {
+        let mut policy = policy();
+        policy.max_pods = 5_000;
+        let doc: Value = serde_json::from_str(&file(None).to_json()).unwrap();
+        let mut many = doc.clone();
+        many["config"]["maxPods"] = 5_000.into();
+        many["targets"] = (0..5_000)
+            .map(|i| {
+                let mut t = doc["targets"][0].clone();
+                t["uid"] = format!("u{i}").into();
+                t["name"] = format!("p{i}").into();
+                t
+            })
+            .collect();
+        let opened = open(&reseal(many, None), &policy, None);
+        assert_eq!(opened, Ok(()));
     }
 
     #[test]

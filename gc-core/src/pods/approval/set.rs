@@ -84,7 +84,8 @@ impl PlanSet {
 /// that namespace (an error when apply does not name it).
 ///
 /// # Errors
-/// [`PlanFileError`]: as [`PlanFile::open`], for the file or any of its sections; a namespace
+/// [`PlanFileError`]: as [`PlanFile::open`], for the file or any of its sections (a member
+/// given twice in any object of the file refuses it before its seal is read); a namespace
 /// listed twice; [`PlanFileError::Mismatch`] naming `namespace` for a section apply does not
 /// name.
 pub fn open_plans(
@@ -93,6 +94,8 @@ pub fn open_plans(
     key: Option<&SealKey>,
     now: f64,
 ) -> Result<Vec<PlanFile>, PlanFileError> {
+    // Before anything reads the document: its parsed form keeps the last of repeated members.
+    super::unique::check(bytes).map_err(|e| malformed(e.to_string()))?;
     let doc: Value = serde_json::from_slice(bytes).map_err(|e| malformed(e.to_string()))?;
     let refused = |namespace: &str| PlanFileError::Mismatch {
         field: "namespace",
@@ -105,7 +108,7 @@ pub fn open_plans(
             .and_then(Value::as_str)
             .unwrap_or_default();
         let policy = policy_for(namespace).ok_or_else(|| refused(namespace))?;
-        return PlanFile::open(bytes, &policy, key, now).map(|file| vec![file]);
+        return PlanFile::open_doc(doc, &policy, key, now).map(|file| vec![file]);
     }
     check_seal(&doc, key)?;
     let set: PlanSet = serde_json::from_value(doc).map_err(|e| malformed(e.to_string()))?;
@@ -232,6 +235,55 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    /// A member given twice anywhere in a plan set refuses it before its seal is checked.
+    #[test]
+    fn a_member_given_twice_is_refused() {
+        let key = SealKey::new(b"0123456789abcdef").unwrap();
+        for k in [None, Some(&key)] {
+            let text = set(k).to_json();
+            assert!(open_plans(text.as_bytes(), named(&["a", "b"]), k, NOW).is_ok());
+            for (edited, path, member) in [
+                (
+                    text.replacen('{', r#"{"sections": [],"#, 1),
+                    "member",
+                    "sections",
+                ),
+                (
+                    text.replacen(r#""uid": "u2""#, r#""uid": "u3", "uid": "u2""#, 1),
+                    "sections[1].targets[0]: member",
+                    "uid",
+                ),
+                (
+                    text.replacen(
+                        r#""namespace": "a""#,
+                        r#""namespace": "c", "namespace": "a""#,
+                        1,
+                    ),
+                    "sections[0].config: member",
+                    "namespace",
+                ),
+            ] {
+                assert_ne!(edited, text, "{member}: the edit did not apply");
+                let result = open_plans(edited.as_bytes(), named(&["a", "b", "c"]), k, NOW);
+                let twice = format!("member {member:?} given twice");
+                assert!(
+                    matches!(&result, Err(PlanFileError::Malformed(m))
+                        if m.starts_with(path) && m.contains(&twice)),
+                    "{member}: {result:?}"
+                );
+            }
+            // A one-namespace plan given to the same door.
+            let one = PlanFile::seal(&plan("u1"), &policy("a"), MADE, 3600, k).to_json();
+            let edited = one.replacen('{', r#"{"targets": [], "deferred": 0,"#, 1);
+            let result = open_plans(edited.as_bytes(), named(&["a"]), k, NOW);
+            let twice = r#"member "targets" given twice"#;
+            assert!(
+                matches!(&result, Err(PlanFileError::Malformed(m)) if m.contains(twice)),
+                "{result:?}"
+            );
+        }
     }
 
     #[test]
