@@ -583,7 +583,12 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     sqlx::raw_sql(SCHEMA).execute(&pool).await?;
     pool.close().await;
     let out = with("run", &["--database-url", empty.url()]);
-    refuse(&out, 3, "refused: 31 of 32 session resources look orphaned");
+    // (the Service without a session label is scanned, but not weighed)
+    refuse(
+        &out,
+        3,
+        "refused: 31 of 31 session resources judged against the database look orphaned",
+    );
     let audit = lines(&text(&out.stdout));
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0]["decision"], "refused");
@@ -654,6 +659,43 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     );
     refuse(&out, 2, "invalid namespace");
 
+    assert_eq!(f.snapshot().await?, before, "nothing was deleted");
+
+    // Objects with the app label but no session label are never judged, so they do not dilute
+    // the guard. With one live session in the table, the Services are 7 orphans of the 8 judged;
+    // the fixture's unlabelled Service and 6 more would make it 7 of 15, under the ratio.
+    let pool = empty.pool().await?;
+    sqlx::query("INSERT INTO sessions (id, state) VALUES ($1, 'running')")
+        .bind(LIVE[0])
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    for i in 0..6 {
+        let svc: Service = serde_json::from_value(json!({
+            "metadata": {
+                "name": format!("streamspace-session-unlabelled-{i}"),
+                "labels": { "app": APP },
+            },
+            "spec": { "type": "ClusterIP", "ports": [{ "port": 3000 }] },
+        }))?;
+        f.ns.api::<Service>()
+            .create(&PostParams::default(), &svc)
+            .await?;
+    }
+    let before = f.snapshot().await?;
+    let diluted = [
+        "--database-url",
+        empty.url(),
+        "--kinds",
+        "services",
+        "--guard-floor",
+        "5",
+    ];
+    let why = "refused: 7 of 8 session resources judged against the database look orphaned";
+    refuse(&with("run", &diluted), 3, why);
+    // ...as when the selector leaves them out.
+    let only_ids = ["--selector", "app=streamspace-session,session"];
+    refuse(&with("plan", &[&diluted[..], &only_ids].concat()), 3, why);
     assert_eq!(f.snapshot().await?, before, "nothing was deleted");
     Ok(())
 }

@@ -66,9 +66,10 @@ pub(crate) struct SessionArgs {
         allow_negative_numbers = true
     )]
     max_deletes: i64,
-    /// The guard refuses the run when orphans are more than this share of what was scanned...
-    /// (resources spared by --protect-label or --exclude-selector are left out of both: they
-    /// can never be deleted, so they do not dilute the share)
+    /// The guard refuses the run when orphans are more than this share of the resources judged
+    /// against the database (kept or orphaned)... (skipped resources, with no session id or
+    /// already being deleted, and those spared by --protect-label or --exclude-selector are left
+    /// out of both: they are never judged, so they do not dilute the share)
     #[arg(long, default_value_t = 0.5, value_name = "RATIO")]
     guard_ratio: f64,
     /// ...and more than this many. Whatever the floor, the guard also refuses a run where not one

@@ -5,13 +5,17 @@
 //! orphan when the database has no row for its id, or (when configured) a row in a terminal state
 //! such as StreamSpace's soft delete `deleted`. Orphans younger than the grace period (from
 //! `creationTimestamp`) are held; a per-run cap defers the rest; and a mass-deletion guard refuses
-//! the whole run when orphans are more than a set share of what was scanned, or when not one
-//! scanned id has a row (however few they are): an empty or wrong database makes everything look
-//! orphaned, and that is a misconfiguration until proven otherwise. Ids match exactly.
+//! the whole run when orphans are more than a set share of the resources judged against the
+//! database, or when not one scanned id has a row (however few they are): an empty or wrong
+//! database makes everything look orphaned, and that is a misconfiguration until proven
+//! otherwise. Ids match exactly.
 //!
-//! A resource with the protect label, or one the exclude selector matches, is never deleted: it
-//! is judged `protected` or `excluded` before anything else, and the guard weighs only the other
-//! resources (a protected resource can never be deleted, so it must not dilute the share of
+//! The guard weighs only resources judged against the database (kept, or an orphan). A resource
+//! skipped for having no session id or for being deleted already was never judged: counting it
+//! would let anyone who can create objects with the selector's labels dilute the share of
+//! orphans until a wrong database passed. A resource with the protect label, or one the exclude
+//! selector matches, is never deleted: it is judged `protected` or `excluded` before anything
+//! else, and is not weighed either (it can never be deleted, so it must not dilute the share of
 //! orphans among those that can).
 //!
 //! Like the Pod planner, this is pure: resources and the database's answers come in, decisions
@@ -182,7 +186,7 @@ pub struct SessionPlan {
     /// Orphans (held, due and deferred).
     pub orphans: usize,
     /// Resources spared by the protect label or the exclude selector (scanned, but weighed by
-    /// neither side of the guard).
+    /// neither side of the guard, like every other skipped resource).
     pub spared: usize,
 }
 
@@ -204,15 +208,17 @@ pub enum SessionPlanError {
     NoAnswer(String),
     /// Too many orphans: likely an empty or wrong database.
     #[error(
-        "refused: {orphans} of {scanned} session resources look orphaned (more than {ratio} of them and more \
-         than {floor}); an empty or wrong database looks like this. Check the database settings, or override \
-         the guard if this is expected"
+        "refused: {orphans} of {scanned} session resources judged against the database look orphaned \
+         (more than {ratio} of them and more than {floor}; skipped, protected and excluded resources are \
+         not counted); an empty or wrong database looks like this. Check the database settings, or \
+         override the guard if this is expected"
     )]
     MassDeletion {
         /// Orphans found.
         orphans: usize,
-        /// Resources scanned, not counting those the protect label or the exclude selector
-        /// spares.
+        /// Resources weighed: those judged against the database (kept, or an orphan), not those
+        /// skipped (no session id, already being deleted) nor those the protect label or the
+        /// exclude selector spares.
         scanned: usize,
         /// The configured share.
         ratio: f64,
@@ -282,10 +288,11 @@ pub fn plan_sessions(
 /// # Guarantees
 /// Only orphans past the grace period are marked `Delete`, at most `max_deletes`, and none at all
 /// when the mass-deletion guard trips (unless overridden): when orphans are both more than the
-/// ratio and more than the floor, or, whatever the floor, when not one scanned id has a row. A
-/// resource with the protect label or matched by the exclude selector is never marked `Delete`:
-/// it is `Skipped` as `protected` or `excluded`, and the guard's share counts it neither as an
-/// orphan nor as scanned.
+/// ratio and more than the floor, or, whatever the floor, when not one scanned id has a row. The
+/// share is of the resources judged against the database (kept, or an orphan): whatever is
+/// `Skipped` (no session id, already being deleted, spared) counts neither as an orphan nor in
+/// the whole. A resource with the protect label or matched by the exclude selector is never
+/// marked `Delete`: it is `Skipped` as `protected` or `excluded`.
 ///
 /// # Errors
 /// [`SessionPlanError::NoAnswer`] when `rows` lacks an id (never read a missing answer as a
@@ -363,8 +370,13 @@ pub fn plan_labelled(
         });
     }
     let scanned = resources.len();
-    // Spared resources can never be deleted: the share is of those that can.
-    let weighed = scanned - spared;
+    // The share is of the resources judged against the database. Skipped ones (no session id,
+    // already being deleted, spared) were never judged: counted, anyone able to label objects
+    // could dilute the orphans under the ratio.
+    let weighed = judged
+        .iter()
+        .filter(|j| !matches!(j.decision, SessionDecision::Skipped { .. }))
+        .count();
     #[allow(clippy::cast_precision_loss)]
     let share = if weighed == 0 {
         0.0
@@ -644,6 +656,125 @@ mod tests {
         // Unspared, the same resources are five orphans of six: under the ratio of 0.9.
         let plan = plan_labelled(&resources, &[], &db, &guarded, NOW).unwrap();
         assert_eq!(plan.orphans, 5);
+    }
+
+    /// Only resources judged against the database are weighed: whatever is skipped (no session
+    /// label, an empty one, already being deleted) counts on neither side of the guard, so
+    /// objects that merely carry the selector's labels cannot push the orphans under the ratio.
+    #[test]
+    fn the_guard_weighs_only_resources_judged_against_the_database() {
+        let old = "2026-11-20T00:00:00Z";
+        let service = |session: Option<&str>, name: &str| Resource {
+            name: name.into(),
+            ..res("Service", session, old)
+        };
+        // One live session and 11 whose rows are gone...
+        let mut db = rows(&[("live", Row::Present { state: None })]);
+        let mut sessions = vec![service(Some("live"), "live")];
+        for i in 0..11 {
+            let id = format!("gone-{i}");
+            db.insert(id.clone(), Row::Missing);
+            sessions.push(service(Some(&id), &id));
+        }
+        // ...and 12 Services with the app label but no session label.
+        let unlabelled: Vec<_> = (0..12)
+            .map(|i| service(None, &format!("unlabelled-{i}")))
+            .collect();
+        let defaults = cfg(|i| i.guard_floor = 10);
+        let refused = |resources: &[Resource]| {
+            let err = plan_sessions(resources, &db, &defaults, NOW).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    SessionPlanError::MassDeletion {
+                        orphans: 11,
+                        scanned: 12,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            assert!(
+                err.to_string().starts_with(
+                    "refused: 11 of 12 session resources judged against the database look orphaned"
+                ),
+                "{err}"
+            );
+        };
+        // The 11 orphans of 12 judged are refused, with or without the unlabelled ones.
+        refused(&sessions);
+        refused(&[&sessions[..], &unlabelled].concat());
+        refused(&[&unlabelled, &sessions[..]].concat());
+        // Nor do empty session labels, or resources already being deleted, whether their
+        // session is live or gone.
+        let others: Vec<_> = (0..18)
+            .map(|i| {
+                let session = ["", "live", "gone-0"][i % 3];
+                let mut r = service(Some(session), &format!("other-{i}"));
+                r.deleting = !session.is_empty();
+                r
+            })
+            .collect();
+        refused(&[&sessions[..], &others].concat());
+        // Skipped, protected and excluded together (two unlabelled resources are also spared:
+        // neither is counted twice): still 11 of 12.
+        let deleting: Vec<_> = others.iter().filter(|r| r.deleting).cloned().collect();
+        let c = cfg(|i| {
+            i.guard_floor = 10;
+            i.exclude_selector = Some("team in (payments)".into());
+        });
+        let all = [&unlabelled[..], &sessions, &deleting].concat();
+        let mut labels = vec![Labels::new(); all.len()];
+        labels[0].insert("team".into(), "payments".into());
+        labels[1].insert("gc.example.com/protect".into(), "true".into());
+        let err = plan_labelled(&all, &labels, &db, &c, NOW).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SessionPlanError::MassDeletion {
+                    orphans: 11,
+                    scanned: 12,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // What is skipped is still reported, and still scanned.
+        let overridden = cfg(|i| {
+            i.guard_floor = 10;
+            i.override_guard = true;
+        });
+        let both = [&sessions[..], &unlabelled].concat();
+        let plan = plan_sessions(&both, &db, &overridden, NOW).unwrap();
+        assert_eq!((plan.scanned, plan.orphans, plan.spared), (24, 11, 0));
+        let skipped = decisions(&plan)
+            .iter()
+            .filter(|(_, d)| *d == "skipped")
+            .count();
+        assert_eq!(skipped, 12);
+        // Under the ratio among the judged, the skipped change nothing either: 11 orphans of 23
+        // judged pass.
+        let mut more_live = both.clone();
+        for i in 0..11 {
+            let id = format!("live-{i}");
+            db.insert(id.clone(), Row::Present { state: None });
+            more_live.push(service(Some(&id), &id));
+        }
+        let plan = plan_sessions(&more_live, &db, &defaults, NOW).unwrap();
+        assert_eq!(plan.deletes().count(), 11);
+        // Nothing judged at all: nothing to weigh, nothing refused.
+        let plan = plan_sessions(&unlabelled, &db, &cfg(|i| i.guard_floor = 0), NOW).unwrap();
+        assert_eq!((plan.scanned, plan.orphans), (12, 0));
+        // The no-row guard still looks at every scanned id, and ignores the unlabelled.
+        let gone_only = rows(&[("gone-0", Row::Missing)]);
+        let err = plan_sessions(
+            &[&sessions[1..2], &unlabelled].concat(),
+            &gone_only,
+            &defaults,
+            NOW,
+        )
+        .unwrap_err();
+        assert_eq!(err, SessionPlanError::NoRowFound { ids: 1, orphans: 1 });
     }
 
     #[test]
