@@ -11,6 +11,7 @@ use std::process::{Command, Output};
 use gc_testbed::FailedPod;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 mod common;
@@ -238,7 +239,7 @@ fn the_flow_keeps_the_reference_flows_interface() {
     let save = task(&f, "save_observation");
     assert_eq!(save["type"], "io.kestra.plugin.core.kv.Set");
     assert_eq!(save["key"], "{{ render(vars.state_key) }}");
-    for id in ["validate_inputs", "plan"] {
+    for id in ["validate_inputs", "plan", "collect"] {
         assert_eq!(
             task(&f, id)["inputFiles"]["state.json"],
             "{{ kv(render(vars.state_key), errorOnMissing=false) ?? '{}' }}"
@@ -498,6 +499,19 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
         .finished_at(Timestamp::now())
         .create(&pods)
         .await?;
+    // No container status, so no `finishedAt`: held from its first observation, which a day's
+    // earlier run recorded in the KV store.
+    FailedPod::new("unfinished")
+        .label("diagnostics.example.com/collect", "true")
+        .create(&pods)
+        .await?;
+    let unfinished = Patch::Merge(json!({"status": {"containerStatuses": null}}));
+    let unfinished = pods
+        .patch_status("unfinished", &PatchParams::default(), &unfinished)
+        .await?;
+    let seen = json!({
+        unfinished.metadata.uid.unwrap(): {"first": old.as_second() as f64, "name": "unfinished"}
+    });
     let token = collector_token(&ns).await?;
     // The durable places the secrets name: an object store and PostgreSQL.
     let s3 = gc_testbed::S3Server::start().await?;
@@ -528,10 +542,10 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
         given.insert(format!("secret:{name}"), json!(value));
     }
 
-    // plan: the KV store holds no ledger yet, so the flow hands over `{}`.
+    // plan: the KV store holds the ledger of an earlier run.
     let kv = tempfile::tempdir()?;
     let state = kv.path().join("state.json");
-    std::fs::write(&state, "{}")?;
+    std::fs::write(&state, seen.to_string())?;
     let plan_dir = workdir(&[("state.json", &state)])?;
     let out = run_task(&f, "plan", &given, plan_dir.path());
     assert!(
@@ -549,9 +563,15 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
             .expect("one Kestra output line"),
     )?;
     let vars = &line["outputs"];
-    assert_eq!(vars["target_count"], 1);
+    assert_eq!(vars["target_count"], 2, "{vars:#}");
     assert_eq!(vars["held"], 1);
-    assert_eq!(vars["targets"][0]["name"], "due");
+    let names: BTreeSet<&str> = vars["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, BTreeSet::from(["due", "unfinished"]));
     let ledger: PathBuf = plan_dir.path().join("ledger.json");
     assert_eq!(
         serde_json::from_str::<Value>(&std::fs::read_to_string(&ledger)?)?,
@@ -559,8 +579,13 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
         "save_observation stores the same ledger as the reference flow's `state`"
     );
 
-    // collect, in its own working directory with the plan file handed over.
-    let collect_dir = workdir(&[("plan.json", &plan_dir.path().join("plan.json"))])?;
+    // collect, in its own working directory with the plan file and the ledger save_observation
+    // stored handed over. Without the ledger, the store records no first observation of the
+    // Pod without `finishedAt`, and the plan's own is not taken: it would be held.
+    let collect_dir = workdir(&[
+        ("plan.json", &plan_dir.path().join("plan.json")),
+        ("state.json", &ledger),
+    ])?;
     let out = run_task(&f, "collect", &given, collect_dir.path());
     assert!(
         out.status.success(),
@@ -570,14 +595,16 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"collected\""));
     assert!(pods.get_opt("due").await?.is_none());
+    assert!(pods.get_opt("unfinished").await?.is_none());
     assert!(pods.get_opt("recent").await?.is_some());
-    // Nothing was kept in the working directory: it holds the plan it was handed, and only it.
+    // Nothing was kept in the working directory: it holds the files it was handed, and only them.
     let left: Vec<_> = std::fs::read_dir(collect_dir.path())?
         .map(|e| e.map(|e| e.file_name()))
         .collect::<std::io::Result<_>>()?;
+    let left: BTreeSet<_> = left.into_iter().collect();
     assert_eq!(
         left,
-        ["plan.json"],
+        BTreeSet::from(["plan.json".into(), "state.json".into()]),
         "the working directory holds no archive or receipt"
     );
     // The archive is in the object store and its receipt in PostgreSQL, and they agree.
@@ -599,7 +626,7 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
     );
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("1 archive(s) match their receipts, 0 problem(s)"),
+            .contains("2 archive(s) match their receipts, 0 problem(s)"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

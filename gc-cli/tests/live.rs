@@ -13,7 +13,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{COLLECT, Result, gc_cli, namespace, sqlite};
+use common::{COLLECT, Result, gc_cli, namespace, ok, sqlite};
 
 /// The `outputs` of a `--format kestra` run.
 fn outputs(out: &Output) -> Value {
@@ -100,8 +100,8 @@ async fn live_plan_equals_the_offline_plan_and_keeps_its_ledger() -> Result {
     assert_eq!(first["target_count"], 1, "{first}");
     assert_eq!(first["targets"][0]["name"], "due");
     assert_eq!(first["held"], 1);
-    let ledger1: Value = serde_json::from_str(first["state"].as_str().unwrap())?;
-    assert_eq!(ledger1.as_object().unwrap().len(), 2);
+    let planned: Value = serde_json::from_str(first["state"].as_str().unwrap())?;
+    assert_eq!(planned.as_object().unwrap().len(), 2);
 
     // The same Pods dumped unfiltered, planned offline with an empty ledger: the same outputs.
     let dump = dir.path().join("pods.json");
@@ -126,7 +126,28 @@ async fn live_plan_equals_the_offline_plan_and_keeps_its_ledger() -> Result {
     ]));
     assert_eq!(offline, first);
 
-    // An hour later the ledger in the store still holds the first observations.
+    // A plan for another instant recorded nothing in the store: it would have dated the first
+    // observations then.
+    let export = [
+        "ledger",
+        "export",
+        "--cluster-id",
+        "primary",
+        "-n",
+        ns.name(),
+        "--store",
+        &store,
+    ];
+    let stored: Value = serde_json::from_str(&ok(&gc_cli(&export)))?;
+    assert_eq!(stored, serde_json::json!({}));
+    // A plan on the clock records them; an hour later the store still holds them.
+    let recorded = outputs(&gc_cli(&base));
+    let ledger1: Value = serde_json::from_str(recorded["state"].as_str().unwrap())?;
+    assert_eq!(ledger1.as_object().unwrap().len(), 2);
+    assert_eq!(
+        serde_json::from_str::<Value>(&ok(&gc_cli(&export)))?,
+        ledger1
+    );
     let second = outputs(&gc_cli(&[&base[..], &["--now", &t2]].concat()));
     let ledger2: Value = serde_json::from_str(second["state"].as_str().unwrap())?;
     for (uid, entry) in ledger2.as_object().unwrap() {

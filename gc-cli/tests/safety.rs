@@ -495,3 +495,86 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// A Pod without `finishedAt` is held from its first observation as recorded (the store, or a
+/// ledger file apply is given): a plan for another instant (`--now`) records nothing, and a plan
+/// naming an earlier first observation than any record, or one nothing records, collects
+/// nothing. A Pod seen moments ago stays.
+#[tokio::test]
+async fn a_first_observation_is_never_backdated() -> Result {
+    let env = Env::new("backdate").await?;
+    FailedPod::new("fresh")
+        .label(COLLECT, "true")
+        .create(&env.ns.api::<Pod>())
+        .await?;
+    // No container status, so no `finishedAt`: retention runs from the first observation.
+    let unfinished = Patch::Merge(json!({"status": {"containerStatuses": null}}));
+    let fresh = env
+        .ns
+        .api::<Pod>()
+        .patch_status("fresh", &PatchParams::default(), &unfinished)
+        .await?;
+    let uid = fresh.metadata.uid.clone().unwrap();
+    // `gc-cli` with `args` and the store `store` instead of the usual one.
+    let with_store = |store: &str, args: &[String]| {
+        command()
+            .args(args)
+            .args(["--kubeconfig", &env.kubeconfig, "--store", store])
+            .args(["-n", env.ns.name()])
+            .env_remove("GC_SEAL_KEY")
+            .output()
+            .unwrap()
+    };
+    let outcome = |out: &Output| -> Value { ok(out)["results"][0].clone() };
+
+    // A plan for 2020 records nothing; the run after it records the Pod now, and keeps it.
+    let past = [
+        "--now",
+        "2020-01-01T00:00:00Z",
+        "--retention-seconds",
+        "3600",
+    ];
+    ok(&env.gc(&[&["plan", "pods"][..], &past].concat()));
+    let export = command()
+        .args([
+            "ledger",
+            "export",
+            "--cluster-id",
+            "primary",
+            "-n",
+            env.ns.name(),
+        ])
+        .args(["--store", &env.store])
+        .output()?;
+    assert_eq!(ok(&export), json!({}));
+    let report = ok(&env.run_pods(&[]));
+    assert_eq!(report["results"], json!([]), "{report:#}");
+    assert!(env.pods().await?.contains_key("fresh"));
+
+    // A plan made from a ledger file that backdates the Pod: it is a target, but apply takes
+    // the latest first observation recorded (the store's, now), so it is held.
+    let ledger = env.path("ledger.json");
+    let backdated = json!({ &uid: {"first": 1_577_836_800.0, "name": "fresh"} });
+    std::fs::write(&ledger, backdated.to_string())?;
+    let out = env.path("out.json");
+    let file = ["--ledger", ledger.to_str().unwrap()];
+    let plan = env.plan(&[&file[..], &["--ledger-out", out.to_str().unwrap()]].concat());
+    assert!(std::fs::read_to_string(&plan)?.contains("\"fresh\""));
+    let held = outcome(&env.apply(&plan, &[]));
+    assert_eq!(held["outcome"], "skipped", "{held:#}");
+    let reason = held["reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("retention has not passed"), "{held:#}");
+    // With a store that records nothing, the plan's value is not taken either.
+    let empty = sqlite(env.dir.path(), "empty.sqlite3");
+    let held = outcome(&with_store(&empty, &env.apply_args(&plan, &[])));
+    assert_eq!(held["outcome"], "skipped", "{held:#}");
+    // The ledger file given to apply is a record as the store is: with the store's (now) it is
+    // still held; alone, its record stands, and the Pod is collected.
+    let held = outcome(&env.apply(&plan, &file));
+    assert_eq!(held["outcome"], "skipped", "{held:#}");
+    assert!(env.pods().await?.contains_key("fresh"));
+    let collected = outcome(&with_store(&empty, &env.apply_args(&plan, &file)));
+    assert_eq!(collected["outcome"], "collected", "{collected:#}");
+    assert!(!env.pods().await?.contains_key("fresh"));
+    Ok(())
+}

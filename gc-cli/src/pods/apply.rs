@@ -9,6 +9,7 @@ use clap::Args;
 use gc_core::PodConfig;
 use gc_core::apply::{self, Outcome, Ports, TargetResult};
 use gc_core::approval::open_plans;
+use gc_core::ledger::PreviousLedger;
 use gc_core::plan::Target;
 use serde::Serialize;
 
@@ -62,6 +63,11 @@ pub(crate) struct Apply {
         value_parser = crate::dry_run::parse
     )]
     dry_run: bool,
+    /// An observation ledger kept outside the store (the plan's `--ledger-out` file, as the
+    /// Kestra flow keeps it): its first observations bound the plan's as the store's do. A target
+    /// without `finishedAt` whose first observation neither records is held from now.
+    #[arg(long, value_name = "FILE")]
+    ledger: Option<PathBuf>,
     #[command(flatten)]
     apply: ApplyArgs,
     #[command(flatten)]
@@ -115,8 +121,8 @@ struct Job<'a> {
 
 /// Where the targets come from.
 enum Targets<'a> {
-    /// A reviewed plan file.
-    Reviewed(&'a [Target]),
+    /// A reviewed plan file, and the observation ledger file apply was given.
+    Reviewed(&'a [Target], Option<&'a PreviousLedger>),
     /// Planned by this run, after recovery, under the lock.
     Planned(&'a PlanPods),
 }
@@ -152,6 +158,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     }
     let bytes =
         std::fs::read(&args.plan).map_err(|e| UsageError::unreadable("plan", &args.plan, e))?;
+    let ledger = crate::pods::plan::read_ledger(args.ledger.as_deref())?;
     let a = &args.apply;
     let events = Events::new(&a.events, args.dry_run);
     let job = Job {
@@ -184,7 +191,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         for file in &files {
             // The plan's policy equals apply's (checked); apply acts under its own.
             let cfg = args.pod.inputs(&file.config.namespace).validate()?;
-            let targets = Targets::Reviewed(&file.targets);
+            let targets = Targets::Reviewed(&file.targets, ledger.as_ref());
             runs.push(execute(&job, &cfg, targets, args.dry_run, files.len()).await);
         }
         finish(&job, runs)
@@ -468,10 +475,10 @@ async fn work(
         .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))
         .map_err(|e| ("recover", e))?;
     let planned;
-    let targets = match targets {
-        Targets::Reviewed(targets) => {
+    let (targets, recorded) = match targets {
+        Targets::Reviewed(targets, recorded) => {
             metrics.reviewed(targets.len());
-            targets
+            (targets, recorded)
         }
         Targets::Planned(args) => {
             let now = clock::at(args.now.as_deref()).map_err(|e| ("plan", e))?;
@@ -481,10 +488,10 @@ async fn work(
                 .await
                 .map_err(|e| ("plan", e))?;
             metrics.plan(&planned);
-            &planned.targets
+            (&planned.targets[..], None)
         }
     };
-    let results = apply::apply_until(ports, cfg, targets, dry_run, stopping).await;
+    let results = apply::apply_until(ports, cfg, targets, dry_run, stopping, recorded).await;
     let pins_left = if dry_run {
         Vec::new()
     } else {

@@ -53,7 +53,8 @@ pub(crate) struct PlanPods {
     pub(crate) seal: SealArgs,
     #[command(flatten)]
     pub(crate) pod: PodInputArgs,
-    /// The instant to plan for (RFC 3339); default now.
+    /// The instant to plan for (RFC 3339); default now. A plan for another instant records no
+    /// observation in the store's ledger (`--ledger-out` still writes its file).
     #[arg(long, value_name = "RFC3339")]
     pub(crate) now: Option<String>,
     /// Output format (`--format` is the older spelling; `run pods` prints its report in it).
@@ -165,7 +166,7 @@ async fn plan_all(
     for ns in scope.named(PODS_NAMESPACE).unwrap_or_default() {
         args.pod.inputs(&ns).validate()?;
     }
-    let file_ledger = read_ledger(args)?;
+    let file_ledger = read_ledger(args.ledger.as_deref())?;
     // One connection to the cluster and one to the store, for every namespace; none for an
     // inventory, which names its one namespace (checked above).
     let (cluster, store) = match &args.inventory {
@@ -218,8 +219,8 @@ async fn plan_all(
 }
 
 /// `--ledger`, read and checked, if given.
-fn read_ledger(args: &PlanPods) -> anyhow::Result<Option<PreviousLedger>> {
-    let Some(path) = &args.ledger else {
+pub(crate) fn read_ledger(path: Option<&Path>) -> anyhow::Result<Option<PreviousLedger>> {
+    let Some(path) = path else {
         return Ok(None);
     };
     let bytes = read_input(path, "ledger")?;
@@ -257,7 +258,8 @@ pub(crate) async fn plan_in(
 }
 
 /// Plans from the cluster; the ledger comes from the store (or `--ledger`) and goes back to the
-/// store (unless `--ledger-out` takes it). Nothing is written to the cluster.
+/// store (unless `--ledger-out` takes it, or `--now` plans for another instant). Nothing is
+/// written to the cluster.
 async fn plan_live(
     args: &PlanPods,
     cfg: &PodConfig,
@@ -294,7 +296,9 @@ async fn plan_live(
     progress.done();
     let plan = plan_pods(&inventory, previous, cfg, now)
         .with_context(|| format!("namespace {}", cfg.namespace))?;
-    if let (Some(store), None) = (store, &args.ledger_out) {
+    // A plan for another instant (`--now`) records no observation in the store: it would date
+    // it then, and a first observation in the past would shorten retention.
+    if let (Some(store), None, None) = (store, &args.ledger_out, &args.now) {
         store
             .save_ledger(&cfg.cluster_id, &cfg.namespace, &plan.ledger)
             .await

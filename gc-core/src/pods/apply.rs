@@ -300,19 +300,21 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     targets: &[Target],
     dry_run: bool,
 ) -> Vec<TargetResult> {
-    apply_until(ports, cfg, targets, dry_run, &AtomicBool::new(false)).await
+    apply_until(ports, cfg, targets, dry_run, &AtomicBool::new(false), None).await
 }
 
 /// [`apply`], asked to stop between targets by `stopping` (a process told to stop): the target
 /// in progress is finished, each later one is [`Outcome::NotStarted`]. Unlike a
 /// lost lock ([`Ports::stop`], checked first: it fails what is left), being asked to stop never
-/// interrupts a target and is no failure.
+/// interrupts a target and is no failure. `recorded` is an observation ledger kept outside the
+/// store (a file), which records first observations as the store's does ([`first_observed`]).
 pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     ports: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
     targets: &[Target],
     dry_run: bool,
     stopping: &AtomicBool,
+    recorded: Option<&PreviousLedger>,
 ) -> Vec<TargetResult> {
     let mut results = Vec::with_capacity(targets.len());
     let ledger = ports
@@ -327,8 +329,9 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
                 }
             }
             Ok(ledger) => {
+                let records = [Some(ledger), recorded];
                 let t = Target {
-                    first: first_observed(t, ledger),
+                    first: first_observed(t, records.into_iter().flatten(), ports.clock.now()),
                     ..t.clone()
                 };
                 collect(ports, cfg, &t, dry_run, Mode::Planned)
@@ -353,18 +356,24 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     results
 }
 
-/// When retention of `t` may run from, if it has no `finishedAt`: the later of the plan's first
-/// observation and the store's. A plan file cannot move the first observation earlier than the
-/// store recorded it (an unkeyed plan can be re-sealed by anyone); without an entry in the store
-/// (the ledger kept in files), the plan's value stands.
-fn first_observed(t: &Target, ledger: &PreviousLedger) -> PyNum {
-    let stored = ledger
-        .0
-        .get(&t.uid)
-        .and_then(|entry| PyNum::from_json(&entry["first"]));
-    match stored {
+/// When retention of `t` may run from, if it has no `finishedAt`: the latest of the plan's first
+/// observation and those `records` hold (the store's ledger, and a ledger file apply was given).
+/// A plan cannot move the first observation earlier than recorded, nor supply one nothing
+/// records (an unkeyed plan can be re-sealed by anyone, and `plan --now` records nothing): then
+/// it is `now`, and retention runs from this apply.
+fn first_observed<'l>(
+    t: &Target,
+    records: impl Iterator<Item = &'l PreviousLedger>,
+    now: f64,
+) -> PyNum {
+    let recorded = records
+        .filter_map(|ledger| ledger.0.get(&t.uid))
+        .filter_map(|entry| PyNum::from_json(&entry["first"]))
+        .max_by(|a, b| a.seconds().total_cmp(&b.seconds()));
+    match recorded {
         Some(first) if first.seconds() > t.first.seconds() => first,
-        _ => t.first,
+        Some(_) => t.first,
+        None => PyNum::Float(now),
     }
 }
 
@@ -444,7 +453,7 @@ async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         .put_receipt(&receipt)
         .await
         .map_err(|e| failed(Step::Receipt, e.to_string()))?;
-    let current = fence(p, cfg, name, t, &status, &receipt).await?;
+    let current = fence(p, cfg, name, t, &pinned, &receipt).await?;
     check_lock(p, Step::Delete)?;
     let collected = Outcome::Collected {
         uri,
@@ -490,26 +499,29 @@ async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     }
     // A plan never targets a protected or excluded Pod; a forged one naming one at its current
     // resourceVersion is refused here, before anything is written.
-    if let Some(spared) = pod
-        .facts
-        .meta
-        .as_ref()
-        .ok()
-        .and_then(|m| cfg.spared(m.labels()))
-    {
-        return Err(skipped(
-            Step::Reread,
-            format!("{}: never collected", spared.as_str()),
-        ));
+    if let Some(spared) = spared(cfg, &pod) {
+        return Err(skipped(Step::Reread, format!("{spared}: never collected")));
     }
     let (end, basis) = anchor(&pod, t.first).map_err(|e| failed(Step::Reread, e))?;
     if mode == Mode::Planned && end.seconds() > p.clock.now() - f64::from(cfg.retention_seconds) {
         return Err(skipped(
             Step::Reread,
-            "retention has not passed (the anchor changed)",
+            format!(
+                "retention has not passed: anchored at {} ({}; a first observation as recorded \
+                 in the store or the ledger given, else now)",
+                crate::isotime::format_timestamp(end.seconds()),
+                basis.as_str()
+            ),
         ));
     }
     Ok((pod, end, basis))
+}
+
+/// Whether `pod` is protected or excluded (the protect label, the exclude selector): never
+/// archived or collected.
+fn spared(cfg: &PodConfig, pod: &Live) -> Option<&'static str> {
+    let labels = pod.facts.meta.as_ref().ok()?.labels();
+    cfg.spared(labels).map(|s| s.as_str())
 }
 
 /// The anchor of an eligible Pod: its latest `finishedAt`, or `first`.
@@ -532,6 +544,8 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     pod: Live,
     dry_run: bool,
 ) -> Result<Live, Outcome> {
+    // The Pod the pin patch answered with, when it was read back.
+    let mut answered = None;
     let pinned = if pod.unpinned() {
         let patch = pin_patch(&t.uid, &pod.resource_version(), &cfg.pin_finalizer);
         let answer = p
@@ -539,10 +553,12 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
             .patch_pod(&cfg.namespace, name, &patch, dry_run)
             .await
             .map_err(|e| cluster_outcome(Step::Pin, e))?;
+        let pinned = Live::parse(&answer, cfg.rules()).map_err(|e| failed(Step::Pin, e))?;
         if dry_run {
             // A dry-run patch is not stored: its answer is what a read would show.
-            Live::parse(&answer, cfg.rules()).map_err(|e| failed(Step::Pin, e))?
+            pinned
         } else {
+            answered = Some(pinned);
             get(p.cluster, cfg, name, Step::Pin)
                 .await?
                 .ok_or_else(|| failed(Step::Pin, "the pinned Pod is gone"))?
@@ -553,7 +569,28 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     if !pinned.is_pinned(&t.uid, &cfg.pin_finalizer) {
         return Err(failed(Step::Pin, "identity pin invalid after pinning"));
     }
+    if let Some(answered) = &answered {
+        changed_since(&pinned, answered, Step::Pin, "it was pinned")?;
+    }
     Ok(pinned)
+}
+
+/// `Err` ([`Outcome::Changed`] at `step`) when `now` is not `then` any more: someone changed the
+/// Pod (a label, an annotation, anything) since `since`. What is archived and deleted is the
+/// Pod exactly as it was pinned; a Pod changed after that is left to recovery, which releases
+/// the pin, and to a later plan.
+fn changed_since(now: &Live, then: &Live, step: Step, since: &str) -> Result<(), Outcome> {
+    let (then, now) = (then.resource_version(), now.resource_version());
+    if then == now {
+        return Ok(());
+    }
+    Err(Outcome::Changed {
+        step,
+        message: format!(
+            "resourceVersion {then} when {since}, {now} now: the Pod changed and is left alone; \
+             the next run releases the pin"
+        ),
+    })
 }
 
 /// The pinned Pod's archive is over the ceiling (pinning adds a finalizer and a
@@ -616,14 +653,15 @@ async fn write_archive<C, S, A: ArchiveSink, K>(
     Ok(uri)
 }
 
-/// Step 5: The pre-delete fence: the same eligible pinned Pod, its status as archived, the receipt
-/// and the archive as written.
+/// Step 5: The pre-delete fence: the same eligible pinned Pod, its status as archived, nothing
+/// else changed since it was pinned (`pinned`, the Pod archived), the receipt and the archive as
+/// written.
 async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
     name: &str,
     t: &Target,
-    status: &Value,
+    pinned: &Live,
     receipt: &Receipt,
 ) -> Result<Live, Outcome> {
     let current = get(p.cluster, cfg, name, Step::Fence)
@@ -635,12 +673,13 @@ async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
             "pre-delete fence invalid: not the same eligible pinned Pod",
         ));
     }
-    if current.status() != *status {
+    if current.status() != pinned.status() {
         return Err(skipped(
             Step::Fence,
             "the status changed after the archive; archived again next run",
         ));
     }
+    changed_since(&current, pinned, Step::Fence, "it was archived")?;
     match p.store.get_receipt(&cfg.cluster_id, &t.uid).await {
         Ok(Some(r)) if r.sha256 == receipt.sha256 && r.uri == receipt.uri => {}
         Ok(_) => return Err(failed(Step::Fence, "archive receipt readback invalid")),
@@ -879,7 +918,10 @@ async fn finish<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         }
         Ok(Some(live)) => live,
     };
-    if let Some(why) = live.ineligible() {
+    // Protected or excluded since it was pinned: never archived, and the pin must not hold a
+    // Pod someone is deleting.
+    let spared = || spared(cfg, &live).map(|s| format!("{s}: never collected"));
+    if let Some(why) = live.ineligible().or_else(spared) {
         let current = PinnedPod {
             resource_version: live.resource_version(),
             finalizers: live

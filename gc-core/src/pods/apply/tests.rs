@@ -26,6 +26,8 @@ const NOW: f64 = 1_795_953_600.0;
 const PIN: &str = "diagnostics.example.com/collector";
 const LABEL: &str = "diagnostics.example.com/collect";
 const OTHER: &str = "example.com/other";
+/// The default protect label's key (its value `true`).
+const PROTECT: &str = "gc.example.com/protect";
 const DAY: f64 = 86_400.0;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,6 +54,9 @@ enum Fault {
 enum Change {
     /// Removes the collect label.
     Relabel,
+    /// Adds the protect label: the Pod stays eligible, and must never be archived or deleted
+    /// by the collector unless its deletion was asked for already.
+    Protect,
     /// Adds a finalizer of its own (refused by the server on a Pod being deleted).
     Finalizer,
     /// Changes the status (the Pod stays eligible).
@@ -74,8 +79,9 @@ enum Change {
     Receipt,
 }
 
-const CHANGES: [Change; 8] = [
+const CHANGES: [Change; 9] = [
     Change::Relabel,
+    Change::Protect,
     Change::Finalizer,
     Change::Status,
     Change::Unpin,
@@ -151,10 +157,11 @@ fn is_deleting(pod: &Value) -> bool {
     !meta(pod, "deletionTimestamp").is_null()
 }
 
-/// Eligible as far as the Pods of these tests go: labelled, Failed, not owned, no finalizer but
-/// the pin.
+/// Eligible as far as the Pods of these tests go: labelled, not protected, Failed, not owned, no
+/// finalizer but the pin.
 fn collectable(pod: &Value) -> bool {
     meta(pod, "labels")[LABEL] == "true"
+        && meta(pod, "labels")[PROTECT] != "true"
         && pod["status"]["phase"] == "Failed"
         && meta(pod, "ownerReferences").is_null()
         && finalizers(pod).iter().all(|f| f == PIN)
@@ -229,6 +236,12 @@ impl World {
         match change {
             Change::Relabel => {
                 pod["metadata"]["labels"] = json!({});
+                if !deleting {
+                    self.protected.insert(uid);
+                }
+            }
+            Change::Protect => {
+                pod["metadata"]["labels"][PROTECT] = json!("true");
                 if !deleting {
                     self.protected.insert(uid);
                 }
@@ -1137,8 +1150,13 @@ fn recovery_finishes_or_releases_every_pin() {
             json!("2026-11-29T11:59:00Z");
         p
     };
+    let protected = {
+        let mut p = left("p", true, &[PIN], true);
+        p["metadata"]["labels"][PROTECT] = json!("true");
+        p
+    };
     // (the Pod, its outcome, the Pod after, archived)
-    let cases: [(Value, &str, &str, bool); 10] = [
+    let cases: [(Value, &str, &str, bool); 11] = [
         (left("p", false, &[PIN], false), "Released", "[]", false),
         (left("p", false, &[PIN], true), "Released", "gone", false),
         (left("p", true, &[PIN], false), "Released", "[]", false),
@@ -1146,6 +1164,8 @@ fn recovery_finishes_or_releases_every_pin() {
         // Retention does not hold a Pod that is going anyway.
         (recent, "Collected", "gone", true),
         (owned, "Released", "gone", false),
+        // Protected since: never archived, and not held.
+        (protected, "Released", "gone", false),
         (
             left("p", true, &[OTHER, PIN], false),
             "Released",
@@ -1298,7 +1318,7 @@ fn meddle_at(op: &str, nth: usize, change: Change) -> At {
 fn each_fence_stops_a_change_by_someone_else() {
     use Change::*;
     // (what, the change and where, outcome, the Pod after the run, written to)
-    let cases: [(&str, At, &str, &str, bool); 22] = [
+    let cases: [(&str, At, &str, &str, bool); 25] = [
         ("clean", None, "Collected", "gone", true),
         // Re-read: the resourceVersion the plan reviewed.
         (
@@ -1311,6 +1331,13 @@ fn each_fence_stops_a_change_by_someone_else() {
         (
             "relabelled before the re-read",
             meddle_at("get target-0", 0, Relabel),
+            "Changed Reread",
+            "[]",
+            false,
+        ),
+        (
+            "protected before the re-read",
+            meddle_at("get target-0", 0, Protect),
             "Changed Reread",
             "[]",
             false,
@@ -1359,6 +1386,15 @@ fn each_fence_stops_a_change_by_someone_else() {
             "[pin]",
             true,
         ),
+        // Anything else changed after the pin: what is archived and deleted is the Pod as
+        // pinned.
+        (
+            "protected after the pin",
+            meddle_at("get target-0", 1, Protect),
+            "Changed Pin",
+            "[pin]",
+            true,
+        ),
         (
             "finalizer after the pin",
             meddle_at("get target-0", 1, Finalizer),
@@ -1392,6 +1428,13 @@ fn each_fence_stops_a_change_by_someone_else() {
             "relabelled before the fence",
             meddle_at("get target-0", 2, Relabel),
             "Failed Fence",
+            "[pin]",
+            true,
+        ),
+        (
+            "protected before the fence",
+            meddle_at("get target-0", 2, Protect),
+            "Changed Fence",
             "[pin]",
             true,
         ),
@@ -1541,9 +1584,10 @@ fn retention_is_checked_again_at_apply() {
 }
 
 /// A Pod without `finishedAt` is held from its first observation: a plan file cannot move it
-/// earlier than the store recorded it; with no entry in the store the plan's value stands.
+/// earlier than recorded (the store's ledger, a ledger file apply was given: the latest wins),
+/// nor supply one nothing records (then retention runs from the apply).
 #[test]
-fn a_plan_cannot_move_the_first_observation_earlier_than_the_store() {
+fn a_plan_cannot_move_the_first_observation_earlier_than_recorded() {
     let cfg = config();
     let unfinished = || {
         let mut p = pod("target-0", true, OLD);
@@ -1553,18 +1597,32 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_the_store() {
             .remove("finishedAt");
         with_pods(vec![p])
     };
-    let recent = NOW - 60.0;
-    for (planned, stored, outcome) in [
-        (NOW - 10.0 * DAY, Some(recent), "Skipped Reread"),
-        (NOW - 10.0 * DAY, Some(NOW - 10.0 * DAY), "Collected"),
-        (NOW - 10.0 * DAY, None, "Collected"),
-        // A store that recorded it earlier than the plan does not shorten the hold either.
-        (recent, Some(NOW - 10.0 * DAY), "Skipped Reread"),
+    let ledger = |first: f64| {
+        PreviousLedger::parse(
+            json!({"uid-target-0": {"first": first, "name": "target-0"}})
+                .to_string()
+                .as_bytes(),
+        )
+        .unwrap()
+    };
+    let (old, recent) = (NOW - 10.0 * DAY, NOW - 60.0);
+    // (the plan's first observation, the store's, the file's, the outcome)
+    for (planned, stored, file, outcome) in [
+        (old, Some(recent), None, "Skipped Reread"),
+        (old, Some(old), None, "Collected"),
+        (old, None, Some(old), "Collected"),
+        (old, None, Some(recent), "Skipped Reread"),
+        (old, Some(old), Some(recent), "Skipped Reread"),
+        (old, Some(recent), Some(old), "Skipped Reread"),
+        // Recorded nowhere: the plan's value is not taken.
+        (old, None, None, "Skipped Reread"),
+        // Recorded earlier than the plan says does not shorten the hold either.
+        (recent, Some(old), Some(old), "Skipped Reread"),
     ] {
         let fake = unfinished();
         let mut targets = plan(&fake, &cfg);
         assert_eq!(targets.len(), 0, "a first observation now is held");
-        // A plan (forged, or older than the store) with its own first observation.
+        // A plan (forged, or older than the records) with its own first observation.
         fake.w().now = NOW;
         targets = vec![Target {
             name: json!("target-0"),
@@ -1579,19 +1637,23 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_the_store() {
             archive_bytes: 0,
         }];
         if let Some(first) = stored {
-            fake.w().ledger = PreviousLedger::parse(
-                json!({"uid-target-0": {"first": first, "name": "target-0"}})
-                    .to_string()
-                    .as_bytes(),
-            )
-            .unwrap();
+            fake.w().ledger = ledger(first);
         }
-        let results = apply_only(&fake, &cfg, &targets);
-        assert_eq!(
-            short(&results[0].outcome),
-            outcome,
-            "stored {stored:?}: {results:#?}"
-        );
+        let file = file.map(ledger);
+        let stopping = AtomicBool::new(false);
+        let results = block_on(apply_until(
+            &ports(&fake),
+            &cfg,
+            &targets,
+            false,
+            &stopping,
+            file.as_ref(),
+        ));
+        let case = format!("plan {planned}, store {stored:?}, file {file:?}: {results:#?}");
+        assert_eq!(short(&results[0].outcome), outcome, "{case}");
+        if outcome != "Collected" {
+            assert!(fake.w().writes.is_empty(), "{case}");
+        }
     }
 }
 
@@ -1874,7 +1936,14 @@ fn asked_to_stop_starts_no_target_and_fails_none_unless_the_lock_is_lost() {
         assert!(targets.len() > 1);
         fake.1.store(lost, Ordering::SeqCst);
         let stopping = AtomicBool::new(true);
-        let results = block_on(apply_until(&ports(&fake), &cfg, &targets, false, &stopping));
+        let results = block_on(apply_until(
+            &ports(&fake),
+            &cfg,
+            &targets,
+            false,
+            &stopping,
+            None,
+        ));
         let outcomes: Vec<String> = results.iter().map(|r| short(&r.outcome)).collect();
         let expected = if lost { "Failed" } else { "NotStarted" };
         assert!(
