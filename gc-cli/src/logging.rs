@@ -78,7 +78,10 @@ impl LogArgs {
     /// `RUST_LOG` directives are ignored, each named on stderr.
     fn filter(&self, rust_log: Option<String>) -> EnvFilter {
         let flags = self.directives();
-        let spec = match rust_log.filter(|spec| !spec.trim().is_empty()) {
+        // Spaces around directives are allowed, as people write them.
+        let rust_log =
+            rust_log.map(|spec| spec.split(',').map(str::trim).collect::<Vec<_>>().join(","));
+        let spec = match rust_log.filter(|spec| !spec.trim_matches(',').is_empty()) {
             Some(spec) if sets_default_level(&spec) => spec,
             Some(spec) => format!("{flags},{spec}"),
             None => flags,
@@ -177,7 +180,7 @@ mod tests {
             let flags = args(quiet, verbose);
             // A default level: RUST_LOG alone.
             assert_eq!(flags.filter(Some("off".into())).to_string(), "off");
-            let debug = flags.filter(Some("kube=trace,debug".into())).to_string();
+            let debug = flags.filter(Some("kube=trace, debug".into())).to_string();
             assert_eq!(debug, EnvFilter::new("kube=trace,debug").to_string());
             // Targets only: added to the flags', winning for the targets they name.
             let kube = flags.filter(Some("kube=debug".into())).to_string();

@@ -88,6 +88,19 @@ fn invalid_input_exits_2() {
     // A flag the command line checks itself.
     let out = gc_cli(dir.path(), &["run", "pods", "--dry-run", "false"]);
     check(&out, 2, "--dry-run=none needs --auto-remediate");
+    // A plan of the cluster for another instant writes no ledger file.
+    let out = gc_cli(
+        dir.path(),
+        &[
+            "plan",
+            "pods",
+            "--now",
+            "2020-01-01T00:00:00Z",
+            "--ledger-out",
+            "l.json",
+        ],
+    );
+    check(&out, 2, "--ledger-out with --now");
     // `serve` ends at once on flags no run could pass, rather than failing every round.
     let serve = ["serve", "--listen", "127.0.0.1:0", "--runs", "1"];
     for (collector, says) in [
@@ -96,6 +109,14 @@ fn invalid_input_exits_2() {
             "--dry-run=none needs --auto-remediate",
         ),
         (&["sessions", "--grace-hours", "-1"], "invalid grace_hours"),
+        (
+            &[
+                "pods",
+                "--pin-finalizer",
+                "batch.kubernetes.io/job-tracking",
+            ],
+            "invalid pin_finalizer",
+        ),
     ] {
         check(
             &gc_cli(dir.path(), &[&serve[..], collector].concat()),

@@ -580,8 +580,9 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
     );
 
     // collect, in its own working directory with the plan file and the ledger save_observation
-    // stored handed over. Without the ledger, the store records no first observation of the
-    // Pod without `finishedAt`, and the plan's own is not taken: it would be held.
+    // stored handed over. The Pod without `finishedAt` is held all the same: the ledger says it
+    // was first seen two hours ago, but it was created seconds ago, and no Pod is observed
+    // before it exists.
     let collect_dir = workdir(&[
         ("plan.json", &plan_dir.path().join("plan.json")),
         ("state.json", &ledger),
@@ -594,8 +595,23 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"collected\""));
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let held = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "unfinished")
+        .unwrap();
+    assert_eq!(held["outcome"], "skipped", "{report:#}");
+    assert!(
+        held["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("retention has not passed"),
+        "{report:#}"
+    );
     assert!(pods.get_opt("due").await?.is_none());
-    assert!(pods.get_opt("unfinished").await?.is_none());
+    assert!(pods.get_opt("unfinished").await?.is_some());
     assert!(pods.get_opt("recent").await?.is_some());
     // Nothing was kept in the working directory: it holds the files it was handed, and only them.
     let left: Vec<_> = std::fs::read_dir(collect_dir.path())?
@@ -626,7 +642,7 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
     );
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("2 archive(s) match their receipts, 0 problem(s)"),
+            .contains("1 archive(s) match their receipts, 0 problem(s)"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -258,6 +258,13 @@ async fn a_plan_names_its_namespaces_and_apply_refuses_others() -> Result {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains(env.name(1)), "{}", stderr(&out));
     assert_eq!(env.pods(0).await?, ["due"]);
+    // A ledger file is one namespace's: refused with a plan of several, before anything is done.
+    let ledger = env.dir.path().join("ledger.json");
+    std::fs::write(&ledger, "{}")?;
+    let out = apply(&[&both[..], &["--ledger", ledger.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--ledger"), "{}", stderr(&out));
+    assert_eq!(env.pods(0).await?, ["due"]);
     // Named, both are collected.
     ok(&apply(&both));
     assert!(env.pods(0).await?.is_empty() && env.pods(1).await?.is_empty());

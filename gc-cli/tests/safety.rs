@@ -568,12 +568,35 @@ async fn a_first_observation_is_never_backdated() -> Result {
     let empty = sqlite(env.dir.path(), "empty.sqlite3");
     let held = outcome(&with_store(&empty, &env.apply_args(&plan, &[])));
     assert_eq!(held["outcome"], "skipped", "{held:#}");
-    // The ledger file given to apply is a record as the store is: with the store's (now) it is
-    // still held; alone, its record stands, and the Pod is collected.
+    // The ledger file given to apply is a record as the store is: with the store's (now) the
+    // latest wins; alone, its record stands, but never earlier than the Pod's creation, seconds
+    // ago: held at a retention of an hour.
     let held = outcome(&env.apply(&plan, &file));
     assert_eq!(held["outcome"], "skipped", "{held:#}");
+    let held = outcome(&with_store(&empty, &env.apply_args(&plan, &file)));
+    assert_eq!(held["outcome"], "skipped", "{held:#}");
     assert!(env.pods().await?.contains_key("fresh"));
-    let collected = outcome(&with_store(&empty, &env.apply_args(&plan, &file)));
+    // At a retention of two seconds, past since its creation: without a record the apply's
+    // clock is the first observation (held); with the ledger file's, bounded by the creation,
+    // it is collected.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let short = ["--retention-seconds", "2"];
+    let plan2 = env.path("plan2.json");
+    let planned = [
+        &["plan", "pods"][..],
+        &short,
+        &file,
+        &["--ledger-out", out.to_str().unwrap()],
+    ];
+    ok(&env.gc(&[&planned.concat()[..], &["--out", plan2.to_str().unwrap()]].concat()));
+    let apply2 = |extra: &[&str]| {
+        let head = [&["apply", plan2.to_str().unwrap()][..], &short].concat();
+        with_store(&empty, &env.json_args(&head, extra))
+    };
+    let held = outcome(&apply2(&[]));
+    assert_eq!(held["outcome"], "skipped", "{held:#}");
+    assert!(env.pods().await?.contains_key("fresh"));
+    let collected = outcome(&apply2(&file));
     assert_eq!(collected["outcome"], "collected", "{collected:#}");
     assert!(!env.pods().await?.contains_key("fresh"));
     Ok(())

@@ -187,6 +187,12 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
                     args.plan.display()
                 )
             })?;
+        if ledger.is_some() && files.len() > 1 {
+            return Err(UsageError::new(
+                "--ledger is one namespace's ledger: apply a plan of several namespaces without it",
+            )
+            .into());
+        }
         let mut runs = Vec::with_capacity(files.len());
         for file in &files {
             // The plan's policy equals apply's (checked); apply acts under its own.
@@ -220,6 +226,11 @@ pub(crate) fn check(args: &RunPods) -> anyhow::Result<()> {
             ))
             .into());
         }
+    }
+    // The policy of each namespace named (the flags alone; `-A`'s are known only when listed).
+    let named = p.pod.namespaces.named(PODS_NAMESPACE);
+    for ns in named.unwrap_or_else(|| vec![PODS_NAMESPACE.to_owned()]) {
+        p.pod.inputs(&ns).validate()?;
     }
     Ok(())
 }

@@ -53,8 +53,9 @@ pub(crate) struct PlanPods {
     pub(crate) seal: SealArgs,
     #[command(flatten)]
     pub(crate) pod: PodInputArgs,
-    /// The instant to plan for (RFC 3339); default now. A plan for another instant records no
-    /// observation in the store's ledger (`--ledger-out` still writes its file).
+    /// The instant to plan for (RFC 3339); default now. A plan of the cluster for another instant
+    /// records no observation: nothing in the store's ledger, and `--ledger-out` is refused
+    /// (an `--inventory` plan, the reproducible kind, still writes it).
     #[arg(long, value_name = "RFC3339")]
     pub(crate) now: Option<String>,
     /// Output format (`--format` is the older spelling; `run pods` prints its report in it).
@@ -161,6 +162,13 @@ async fn plan_all(
                 scope.one(PODS_NAMESPACE, flag)?;
             }
         }
+    }
+    if args.inventory.is_none() && args.now.is_some() && args.ledger_out.is_some() {
+        return Err(UsageError::new(
+            "--ledger-out with --now: a plan of the cluster for another instant would record \
+             first observations then; plan without --now, or from an --inventory file",
+        )
+        .into());
     }
     // Named namespaces and the ledger file are checked before anything is connected.
     for ns in scope.named(PODS_NAMESPACE).unwrap_or_default() {

@@ -502,7 +502,14 @@ async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     if let Some(spared) = spared(cfg, &pod) {
         return Err(skipped(Step::Reread, format!("{spared}: never collected")));
     }
-    let (end, basis) = anchor(&pod, t.first).map_err(|e| failed(Step::Reread, e))?;
+    // No Pod is observed before it exists: a first observation recorded earlier than its
+    // creationTimestamp (a ledger a plan for another instant wrote) counts from its creation.
+    let created = pod.meta("creationTimestamp").as_str();
+    let first = match created.and_then(|c| crate::isotime::parse_timestamp(c).ok()) {
+        Some(created) if created > t.first.seconds() => PyNum::Float(created),
+        _ => t.first,
+    };
+    let (end, basis) = anchor(&pod, first).map_err(|e| failed(Step::Reread, e))?;
     if mode == Mode::Planned && end.seconds() > p.clock.now() - f64::from(cfg.retention_seconds) {
         return Err(skipped(
             Step::Reread,
@@ -570,27 +577,40 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         return Err(failed(Step::Pin, "identity pin invalid after pinning"));
     }
     if let Some(answered) = &answered {
-        changed_since(&pinned, answered, Step::Pin, "it was pinned")?;
+        relabelled(p, cfg, name, &pinned, answered, Step::Pin).await?;
     }
     Ok(pinned)
 }
 
-/// `Err` ([`Outcome::Changed`] at `step`) when `now` is not `then` any more: someone changed the
-/// Pod (a label, an annotation, anything) since `since`. What is archived and deleted is the
-/// Pod exactly as it was pinned; a Pod changed after that is left to recovery, which releases
-/// the pin, and to a later plan.
-fn changed_since(now: &Live, then: &Live, step: Step, since: &str) -> Result<(), Outcome> {
-    let (then, now) = (then.resource_version(), now.resource_version());
-    if then == now {
+/// `Err` ([`Outcome::Changed`] at `step`) when `now`'s labels are not `then`'s: someone labelled
+/// the Pod (protected it, excluded it, anything) after it was pinned. The labels decide whether a
+/// Pod may be collected at all, so the Pod archived and deleted carries the labels it was judged
+/// by; the pin is released at once (fenced on what `now` shows) unless the Pod is being deleted,
+/// when recovery archives it again. Other metadata (annotations, which controllers write in
+/// reply to the pin) may change: the archive keeps the labels and the status as judged.
+async fn relabelled<C: Cluster, S, A, K>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    name: &str,
+    now: &Live,
+    then: &Live,
+    step: Step,
+) -> Result<(), Outcome> {
+    if now.meta("labels") == then.meta("labels") {
         return Ok(());
     }
-    Err(Outcome::Changed {
+    let changed = Outcome::Changed {
         step,
-        message: format!(
-            "resourceVersion {then} when {since}, {now} now: the Pod changed and is left alone; \
-             the next run releases the pin"
-        ),
-    })
+        message: "its labels changed after it was pinned: left alone, the pin released".into(),
+    };
+    if now.deleting() {
+        return Err(changed);
+    }
+    check_lock(p, Step::Release)?;
+    match release(p.cluster, cfg, &PinnedPod::of(name, now), false, "").await {
+        Outcome::Released { .. } => Err(changed),
+        failed => Err(failed),
+    }
 }
 
 /// The pinned Pod's archive is over the ceiling (pinning adds a finalizer and a
@@ -679,7 +699,7 @@ async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
             "the status changed after the archive; archived again next run",
         ));
     }
-    changed_since(&current, pinned, Step::Fence, "it was archived")?;
+    relabelled(p, cfg, name, &current, pinned, Step::Fence).await?;
     match p.store.get_receipt(&cfg.cluster_id, &t.uid).await {
         Ok(Some(r)) if r.sha256 == receipt.sha256 && r.uri == receipt.uri => {}
         Ok(_) => return Err(failed(Step::Fence, "archive receipt readback invalid")),
@@ -808,6 +828,23 @@ pub struct PinnedPod {
     pub deleting: bool,
 }
 
+impl PinnedPod {
+    /// `live`, named `name`, as a pin list would show it.
+    fn of(name: &str, live: &Live) -> Self {
+        Self {
+            name: name.to_owned(),
+            uid: live.uid().to_owned(),
+            resource_version: live.resource_version(),
+            finalizers: live
+                .meta("finalizers")
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            deleting: live.deleting(),
+        }
+    }
+}
+
 /// Every Pod of the namespace that carries the pin finalizer, whatever its labels or phase:
 /// a metadata-only list, filtered here.
 ///
@@ -922,15 +959,7 @@ async fn finish<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     // Pod someone is deleting.
     let spared = || spared(cfg, &live).map(|s| format!("{s}: never collected"));
     if let Some(why) = live.ineligible().or_else(spared) {
-        let current = PinnedPod {
-            resource_version: live.resource_version(),
-            finalizers: live
-                .meta("finalizers")
-                .as_array()
-                .cloned()
-                .unwrap_or_default(),
-            ..pod.clone()
-        };
+        let current = PinnedPod::of(&pod.name, &live);
         let reason = format!("pin released without an archive: being deleted and {why}");
         if let Err(stopped) = check_lock(p, Step::Release) {
             return stopped;

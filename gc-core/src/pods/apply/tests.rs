@@ -57,6 +57,9 @@ enum Change {
     /// Adds the protect label: the Pod stays eligible, and must never be archived or deleted
     /// by the collector unless its deletion was asked for already.
     Protect,
+    /// Adds an annotation (as a controller replying to the pin does): nothing the collector
+    /// judges by changes.
+    Annotate,
     /// Adds a finalizer of its own (refused by the server on a Pod being deleted).
     Finalizer,
     /// Changes the status (the Pod stays eligible).
@@ -79,9 +82,10 @@ enum Change {
     Receipt,
 }
 
-const CHANGES: [Change; 9] = [
+const CHANGES: [Change; 10] = [
     Change::Relabel,
     Change::Protect,
+    Change::Annotate,
     Change::Finalizer,
     Change::Status,
     Change::Unpin,
@@ -245,6 +249,9 @@ impl World {
                 if !deleting {
                     self.protected.insert(uid);
                 }
+            }
+            Change::Annotate => {
+                pod["metadata"]["annotations"]["example.com/seen"] = json!(self.calls.to_string());
             }
             Change::Finalizer if deleting => return,
             Change::Finalizer => {
@@ -1318,7 +1325,7 @@ fn meddle_at(op: &str, nth: usize, change: Change) -> At {
 fn each_fence_stops_a_change_by_someone_else() {
     use Change::*;
     // (what, the change and where, outcome, the Pod after the run, written to)
-    let cases: [(&str, At, &str, &str, bool); 25] = [
+    let cases: [(&str, At, &str, &str, bool); 27] = [
         ("clean", None, "Collected", "gone", true),
         // Re-read: the resourceVersion the plan reviewed.
         (
@@ -1386,13 +1393,21 @@ fn each_fence_stops_a_change_by_someone_else() {
             "[pin]",
             true,
         ),
-        // Anything else changed after the pin: what is archived and deleted is the Pod as
-        // pinned.
+        // Labels changed after the pin: the Pod archived and deleted carries the labels it was
+        // judged by, so it is left alone and the pin released at once.
         (
             "protected after the pin",
             meddle_at("get target-0", 1, Protect),
             "Changed Pin",
-            "[pin]",
+            "[]",
+            true,
+        ),
+        // An annotation (a controller replying to the pin) changes nothing judged.
+        (
+            "annotated after the pin",
+            meddle_at("get target-0", 1, Annotate),
+            "Collected",
+            "gone",
             true,
         ),
         (
@@ -1435,7 +1450,14 @@ fn each_fence_stops_a_change_by_someone_else() {
             "protected before the fence",
             meddle_at("get target-0", 2, Protect),
             "Changed Fence",
-            "[pin]",
+            "[]",
+            true,
+        ),
+        (
+            "annotated before the fence",
+            meddle_at("get target-0", 2, Annotate),
+            "Collected",
+            "gone",
             true,
         ),
         (
@@ -1654,6 +1676,35 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_recorded() {
         if outcome != "Collected" {
             assert!(fake.w().writes.is_empty(), "{case}");
         }
+    }
+    // Nor earlier than the Pod's creation, whatever every record says.
+    for (created, outcome) in [
+        ("2026-11-29T11:59:00Z", "Skipped Reread"),
+        (OLD, "Collected"),
+    ] {
+        let fake = unfinished();
+        let name = "target-0";
+        fake.w().pods.get_mut(name).unwrap()["metadata"]["creationTimestamp"] = json!(created);
+        fake.w().ledger = ledger(old);
+        fake.w().now = NOW;
+        let target = Target {
+            name: json!(name),
+            uid: "uid-target-0".into(),
+            first: PyNum::Float(old),
+            basis: Basis::ObservedFailed,
+            end: PyNum::Float(old),
+            resource_version: fake.w().pods[name]["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+            archive_bytes: 0,
+        };
+        let results = apply_only(&fake, &cfg, &[target]);
+        assert_eq!(
+            short(&results[0].outcome),
+            outcome,
+            "created {created}: {results:#?}"
+        );
     }
 }
 
