@@ -472,8 +472,8 @@ mod tests {
     #[test]
     fn a_refused_or_failed_run_is_a_warning_on_its_namespace() {
         let guard = SessionPlanError::MassDeletion {
-            orphans: 12,
-            scanned: 12,
+            orphaned: 12,
+            judged: 12,
             ratio: 0.5,
             floor: 10,
         };

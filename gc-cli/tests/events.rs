@@ -641,7 +641,7 @@ async fn a_session_run_posts_an_event_on_each_deleted_kind_and_the_guard_on_the_
     let guard = api.list(&ListParams::default()).await?.items;
     let note = guard[0].note.as_deref().unwrap_or_default();
     assert!(
-        note.contains("nothing deleted") && note.contains("2 of 3 session resources"),
+        note.contains("nothing deleted") && note.contains("2 of 3 sessions judged"),
         "{note}"
     );
     // `--no-events`: the same refusal, no Event.

@@ -583,11 +583,20 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     sqlx::raw_sql(SCHEMA).execute(&pool).await?;
     pool.close().await;
     let out = with("run", &["--database-url", empty.url()]);
-    // (the Service without a session label is scanned, but not weighed)
+    // (8 sessions, 31 resources: the floor of 10 counts sessions, so the no-row refusal speaks;
+    // the Service without a session label is scanned, but not weighed)
     refuse(
         &out,
         3,
-        "refused: 31 of 31 session resources judged against the database look orphaned",
+        "refused: none of the 8 session ids judged against the database has a row in the session \
+         table, so 31 session resources look orphaned",
+    );
+    let floor = ["--database-url", empty.url(), "--guard-floor", "7"];
+    refuse(
+        &with("run", &floor),
+        3,
+        "refused: 8 of 8 sessions judged against the database look gone (more than 0.5 of them \
+         and more than 7;",
     );
     let audit = lines(&text(&out.stdout));
     assert_eq!(audit.len(), 1);
@@ -662,8 +671,9 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     assert_eq!(f.snapshot().await?, before, "nothing was deleted");
 
     // Objects with the app label but no session label are never judged, so they do not dilute
-    // the guard. With one live session in the table, the Services are 7 orphans of the 8 judged;
-    // the fixture's unlabelled Service and 6 more would make it 7 of 15, under the ratio.
+    // the guard. With one live session in the table, the Services carry 7 gone sessions of the
+    // 8 judged; counted as resources, the fixture's unlabelled Service and 6 more would have made
+    // it 7 of 15, under the ratio.
     let pool = empty.pool().await?;
     sqlx::query("INSERT INTO sessions (id, state) VALUES ($1, 'running')")
         .bind(LIVE[0])
@@ -691,10 +701,28 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
         "--guard-floor",
         "5",
     ];
-    let why = "refused: 7 of 8 session resources judged against the database look orphaned";
+    let why = "refused: 7 of 8 sessions judged against the database look gone";
     refuse(&with("run", &diluted), 3, why);
     // ...as when the selector leaves them out.
     let only_ids = ["--selector", "app=streamspace-session,session"];
+    refuse(&with("plan", &[&diluted[..], &only_ids].concat()), 3, why);
+    assert_eq!(f.snapshot().await?, before, "nothing was deleted");
+    // Nor do objects labelled with the live session's id, read off its own: a session counts
+    // once, however many resources carry its id. 7 more Services would have made it 7 of 15.
+    for i in 0..7 {
+        let svc: Service = serde_json::from_value(json!({
+            "metadata": {
+                "name": format!("streamspace-session-copy-{i}"),
+                "labels": labels(LIVE[0], Some(APP)),
+            },
+            "spec": { "type": "ClusterIP", "ports": [{ "port": 3000 }] },
+        }))?;
+        f.ns.api::<Service>()
+            .create(&PostParams::default(), &svc)
+            .await?;
+    }
+    let before = f.snapshot().await?;
+    refuse(&with("run", &diluted), 3, why);
     refuse(&with("plan", &[&diluted[..], &only_ids].concat()), 3, why);
     assert_eq!(f.snapshot().await?, before, "nothing was deleted");
     Ok(())
@@ -749,7 +777,8 @@ async fn a_table_holding_none_of_the_ids_deletes_nothing_whatever_the_floor() ->
         ];
         gc_cli(&[&base[..], extra].concat(), &[])
     };
-    let why = "refused: none of the 1 session ids scanned has a row in the session table";
+    let why = "refused: none of the 1 session ids judged against the database has a row in the \
+               session table";
 
     // The default floor: the run deletes nothing, says why, and exits as the guard does.
     let out = cli("run", &[]);

@@ -66,15 +66,17 @@ pub(crate) struct SessionArgs {
         allow_negative_numbers = true
     )]
     max_deletes: i64,
-    /// The guard refuses the run when orphans are more than this share of the resources judged
-    /// against the database (kept or orphaned)... (skipped resources, with no session id or
-    /// already being deleted, and those spared by --protect-label or --exclude-selector are left
-    /// out of both: they are never judged, so they do not dilute the share)
+    /// The guard refuses the run when the sessions that look gone (no row, or a --terminal-state)
+    /// are more than this share of the sessions judged against the database... (sessions are
+    /// distinct ids, each counted once however many resources carry it: more resources labelled
+    /// with a live id do not dilute the share; an id seen only on skipped resources, with no
+    /// session id or already being deleted, or on those spared by --protect-label or
+    /// --exclude-selector is counted on neither side)
     #[arg(long, default_value_t = 0.5, value_name = "RATIO")]
     guard_ratio: f64,
-    /// ...and more than this many. Whatever the floor, the guard also refuses a run where not one
-    /// scanned id has a row in the table (a wrong database, a wrong schema on `search_path`, an
-    /// empty replica).
+    /// ...and more than this many sessions (ids, not resources). Whatever the floor, the guard
+    /// also refuses a run where not one judged id has a row in the table (a wrong database, a
+    /// wrong schema on `search_path`, an empty replica).
     #[arg(
         long,
         default_value_t = 10,

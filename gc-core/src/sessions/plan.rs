@@ -5,18 +5,20 @@
 //! orphan when the database has no row for its id, or (when configured) a row in a terminal state
 //! such as StreamSpace's soft delete `deleted`. Orphans younger than the grace period (from
 //! `creationTimestamp`) are held; a per-run cap defers the rest; and a mass-deletion guard refuses
-//! the whole run when orphans are more than a set share of the resources judged against the
-//! database, or when not one scanned id has a row (however few they are): an empty or wrong
-//! database makes everything look orphaned, and that is a misconfiguration until proven
-//! otherwise. Ids match exactly.
+//! the whole run when the sessions that look gone are more than a set share of the sessions
+//! judged against the database, or when not one judged id has a row (however few they are): an
+//! empty or wrong database makes everything look orphaned, and that is a misconfiguration until
+//! proven otherwise. Ids match exactly.
 //!
-//! The guard weighs only resources judged against the database (kept, or an orphan). A resource
-//! skipped for having no session id or for being deleted already was never judged: counting it
-//! would let anyone who can create objects with the selector's labels dilute the share of
-//! orphans until a wrong database passed. A resource with the protect label, or one the exclude
-//! selector matches, is never deleted: it is judged `protected` or `excluded` before anything
-//! else, and is not weighed either (it can never be deleted, so it must not dilute the share of
-//! orphans among those that can).
+//! The guard weighs session ids, not resources: a session is judged when its id labels at least
+//! one resource judged against the database (kept, or an orphan), and looks gone when that id has
+//! no row (or a terminal one); each counts once however many resources carry its id. Counting
+//! resources would let anyone who can label objects dilute the share of orphans until a wrong
+//! database passed, with copies of a live id read off any session's resources. A resource skipped
+//! for having no session id or for being deleted already was never judged, and neither is one
+//! with the protect label or one the exclude selector matches (judged `protected` or `excluded`
+//! before anything else, and never deleted): an id seen only on such resources is counted by
+//! neither refusal.
 //!
 //! Like the Pod planner, this is pure: resources and the database's answers come in, decisions
 //! with reasons go out.
@@ -185,8 +187,8 @@ pub struct SessionPlan {
     pub scanned: usize,
     /// Orphans (held, due and deferred).
     pub orphans: usize,
-    /// Resources spared by the protect label or the exclude selector (scanned, but weighed by
-    /// neither side of the guard, like every other skipped resource).
+    /// Resources spared by the protect label or the exclude selector (scanned, but their ids
+    /// weighed by neither side of the guard, like every other skipped resource's).
     pub spared: usize,
 }
 
@@ -206,34 +208,37 @@ pub enum SessionPlanError {
     /// The database did not answer for an id: fail closed.
     #[error("the database gave no answer for session {0:?}: nothing is deleted")]
     NoAnswer(String),
-    /// Too many orphans: likely an empty or wrong database.
+    /// Too many sessions look gone: likely an empty or wrong database.
     #[error(
-        "refused: {orphans} of {scanned} session resources judged against the database look orphaned \
-         (more than {ratio} of them and more than {floor}; skipped, protected and excluded resources are \
-         not counted); an empty or wrong database looks like this. Check the database settings, or \
-         override the guard if this is expected"
+        "refused: {orphaned} of {judged} sessions judged against the database look gone (more than \
+         {ratio} of them and more than {floor}; a session counts once however many resources carry \
+         its id, and ids found only on skipped, protected or excluded resources are not counted); an \
+         empty or wrong database looks like this. Check the database settings, or override the guard \
+         if this is expected"
     )]
     MassDeletion {
-        /// Orphans found.
-        orphans: usize,
-        /// Resources weighed: those judged against the database (kept, or an orphan), not those
-        /// skipped (no session id, already being deleted) nor those the protect label or the
-        /// exclude selector spares.
-        scanned: usize,
+        /// Distinct session ids that look gone (no row, or a terminal one), each labelling at
+        /// least one resource judged against the database.
+        orphaned: usize,
+        /// Distinct session ids labelling at least one resource judged against the database
+        /// (kept, or an orphan); not ids seen only on resources skipped (already being deleted)
+        /// or spared by the protect label or the exclude selector.
+        judged: usize,
         /// The configured share.
         ratio: f64,
         /// The configured floor.
         floor: usize,
     },
-    /// Not one scanned id has a row: the table is not the application's (whatever the floor).
+    /// Not one judged id has a row: the table is not the application's (whatever the floor).
     #[error(
-        "refused: none of the {ids} session ids scanned has a row in the session table, so \
-         {orphans} session resources look orphaned; a wrong database, a wrong schema on \
+        "refused: none of the {ids} session ids judged against the database has a row in the \
+         session table, so {orphans} session resources look orphaned (ids found only on skipped, \
+         protected or excluded resources are not counted); a wrong database, a wrong schema on \
          search_path or an empty replica looks like this (ids match exactly, case-sensitive). Check \
          the database settings, or override the guard if this is expected"
     )]
     NoRowFound {
-        /// Distinct session ids looked up.
+        /// Distinct session ids labelling at least one resource judged against the database.
         ids: usize,
         /// Orphans found.
         orphans: usize,
@@ -287,10 +292,11 @@ pub fn plan_sessions(
 ///
 /// # Guarantees
 /// Only orphans past the grace period are marked `Delete`, at most `max_deletes`, and none at all
-/// when the mass-deletion guard trips (unless overridden): when orphans are both more than the
-/// ratio and more than the floor, or, whatever the floor, when not one scanned id has a row. The
-/// share is of the resources judged against the database (kept, or an orphan): whatever is
-/// `Skipped` (no session id, already being deleted, spared) counts neither as an orphan nor in
+/// when the mass-deletion guard trips (unless overridden): when the sessions that look gone are
+/// both more than the ratio and more than the floor, or, whatever the floor, when not one judged
+/// id has a row. Both count distinct session ids labelling a resource judged against the
+/// database (kept, or an orphan), each once however many resources carry it: an id seen only on
+/// what is `Skipped` (no session id, already being deleted, spared) counts neither as gone nor in
 /// the whole. A resource with the protect label or matched by the exclude selector is never
 /// marked `Delete`: it is `Skipped` as `protected` or `excluded`.
 ///
@@ -308,6 +314,9 @@ pub fn plan_labelled(
     let grace = f64::from(cfg.grace_hours) * 3600.0;
     let mut judged = Vec::with_capacity(resources.len());
     let (mut orphans, mut due, mut spared) = (0, 0, 0);
+    // Distinct ids of the resources judged against the database, and those of them that look
+    // gone: what the guard weighs.
+    let (mut judged_ids, mut orphaned_ids) = (BTreeSet::new(), BTreeSet::new());
     let skipped = |reason: String| SessionDecision::Skipped {
         reason,
         spared: None,
@@ -335,6 +344,8 @@ pub fn plan_labelled(
             Some(id) => match rows.get(id) {
                 None => return Err(SessionPlanError::NoAnswer(id.into())),
                 Some(Row::Present { state: Some(s) }) if cfg.terminal_states.contains(s) => {
+                    judged_ids.insert(id);
+                    orphaned_ids.insert(id);
                     orphans += 1;
                     orphan(
                         r,
@@ -345,13 +356,18 @@ pub fn plan_labelled(
                         cfg.max_deletes,
                     )
                 }
-                Some(Row::Present { state }) => SessionDecision::Kept {
-                    reason: format!(
-                        "session {id} exists ({})",
-                        state.as_deref().unwrap_or("no state")
-                    ),
-                },
+                Some(Row::Present { state }) => {
+                    judged_ids.insert(id);
+                    SessionDecision::Kept {
+                        reason: format!(
+                            "session {id} exists ({})",
+                            state.as_deref().unwrap_or("no state")
+                        ),
+                    }
+                }
                 Some(Row::Missing) => {
+                    judged_ids.insert(id);
+                    orphaned_ids.insert(id);
                     orphans += 1;
                     orphan(
                         r,
@@ -370,36 +386,35 @@ pub fn plan_labelled(
         });
     }
     let scanned = resources.len();
-    // The share is of the resources judged against the database. Skipped ones (no session id,
-    // already being deleted, spared) were never judged: counted, anyone able to label objects
-    // could dilute the orphans under the ratio.
-    let weighed = judged
-        .iter()
-        .filter(|j| !matches!(j.decision, SessionDecision::Skipped { .. }))
-        .count();
+    // The share is of the session ids judged against the database, each once. Counting
+    // resources, anyone able to label objects could dilute the gone sessions under the ratio
+    // (with copies of a live id); ids seen only on skipped resources (already being deleted,
+    // spared) were never judged.
+    let (orphaned, weighed) = (orphaned_ids.len(), judged_ids.len());
     #[allow(clippy::cast_precision_loss)]
     let share = if weighed == 0 {
         0.0
     } else {
-        orphans as f64 / weighed as f64
+        orphaned as f64 / weighed as f64
     };
-    if !cfg.override_guard && orphans > cfg.guard_floor && share > cfg.guard_ratio {
+    if !cfg.override_guard && orphaned > cfg.guard_floor && share > cfg.guard_ratio {
         return Err(SessionPlanError::MassDeletion {
-            orphans,
-            scanned: weighed,
+            orphaned,
+            judged: weighed,
             ratio: cfg.guard_ratio,
             floor: cfg.guard_floor,
         });
     }
-    // A table that holds none of the ids is not the application's table, however few they are:
-    // with a floor of 10, a small namespace would otherwise lose up to 10 objects (PVCs too).
-    let ids = session_ids(resources);
-    let any_row = ids
+    // A table that holds none of the judged ids is not the application's table, however few they
+    // are: with a floor of 10, a small namespace would otherwise lose up to 10 sessions (PVCs
+    // too). A row for an id only a protected, excluded or deleting resource carries proves
+    // nothing about the ids that would be deleted.
+    let any_row = judged_ids
         .iter()
-        .any(|id| matches!(rows.get(id), Some(Row::Present { .. })));
+        .any(|id| matches!(rows.get(*id), Some(Row::Present { .. })));
     if !cfg.override_guard && orphans > 0 && !any_row {
         return Err(SessionPlanError::NoRowFound {
-            ids: ids.len(),
+            ids: weighed,
             orphans,
         });
     }
@@ -605,7 +620,13 @@ mod tests {
             i.max_deletes = 2;
             i.exclude_selector = Some("team in (payments)".into());
         });
-        let plan = plan_labelled(&resources, &labels, &db, &c, NOW).unwrap();
+        // The live id is only on a protected resource: it shows nothing of the table, and the
+        // no-row refusal stands whatever the share.
+        let err = plan_labelled(&resources, &labels, &db, &c, NOW).unwrap_err();
+        assert_eq!(err, SessionPlanError::NoRowFound { ids: 3, orphans: 3 });
+        // With its Service judged (no labels known past the end of `labels`), it does.
+        let with_live = [&resources[..], &[res("Service", Some("live"), old)]].concat();
+        let plan = plan_labelled(&with_live, &labels, &db, &c, NOW).unwrap();
         assert_eq!(
             decisions(&plan),
             [
@@ -615,9 +636,10 @@ mod tests {
                 ("d-Deployment".into(), "delete"),
                 ("e-Deployment".into(), "deferred"),
                 ("live-Deployment".into(), "protected"),
+                ("live-Service".into(), "kept"),
             ]
         );
-        assert_eq!((plan.scanned, plan.orphans, plan.spared), (6, 3, 3));
+        assert_eq!((plan.scanned, plan.orphans, plan.spared), (7, 3, 3));
         let json = serde_json::to_value(&plan.judged[..2]).unwrap();
         assert_eq!(json[0]["decision"], "protected");
         assert_eq!(
@@ -634,8 +656,8 @@ mod tests {
         let plan = plan_sessions(&resources, &db, &c, NOW).unwrap();
         assert_eq!(plan.spared, 0);
         assert_eq!(plan.deletes().count(), 2);
-        // The guard weighs the three orphans among the three resources that can be deleted
-        // (all of them), not among the six scanned: a share of 1, over 0.9.
+        // The guard weighs the three gone sessions among the three judged (the live one is only
+        // on a protected resource), not among the six scanned: a share of 1, over 0.9.
         let guarded = cfg(|i| {
             i.guard_floor = 2;
             i.guard_ratio = 0.9;
@@ -646,14 +668,14 @@ mod tests {
             matches!(
                 err,
                 SessionPlanError::MassDeletion {
-                    orphans: 3,
-                    scanned: 3,
+                    orphaned: 3,
+                    judged: 3,
                     ..
                 }
             ),
             "{err}"
         );
-        // Unspared, the same resources are five orphans of six: under the ratio of 0.9.
+        // Unspared, the same resources are five gone sessions of six: under the ratio of 0.9.
         let plan = plan_labelled(&resources, &[], &db, &guarded, NOW).unwrap();
         assert_eq!(plan.orphans, 5);
     }
@@ -687,8 +709,8 @@ mod tests {
                 matches!(
                     err,
                     SessionPlanError::MassDeletion {
-                        orphans: 11,
-                        scanned: 12,
+                        orphaned: 11,
+                        judged: 12,
                         ..
                     }
                 ),
@@ -696,7 +718,7 @@ mod tests {
             );
             assert!(
                 err.to_string().starts_with(
-                    "refused: 11 of 12 session resources judged against the database look orphaned"
+                    "refused: 11 of 12 sessions judged against the database look gone"
                 ),
                 "{err}"
             );
@@ -732,8 +754,8 @@ mod tests {
             matches!(
                 err,
                 SessionPlanError::MassDeletion {
-                    orphans: 11,
-                    scanned: 12,
+                    orphaned: 11,
+                    judged: 12,
                     ..
                 }
             ),
@@ -765,7 +787,7 @@ mod tests {
         // Nothing judged at all: nothing to weigh, nothing refused.
         let plan = plan_sessions(&unlabelled, &db, &cfg(|i| i.guard_floor = 0), NOW).unwrap();
         assert_eq!((plan.scanned, plan.orphans), (12, 0));
-        // The no-row guard still looks at every scanned id, and ignores the unlabelled.
+        // The no-row guard looks at the judged ids, and ignores the unlabelled.
         let gone_only = rows(&[("gone-0", Row::Missing)]);
         let err = plan_sessions(
             &[&sessions[1..2], &unlabelled].concat(),
@@ -775,6 +797,165 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err, SessionPlanError::NoRowFound { ids: 1, orphans: 1 });
+    }
+
+    /// The guard weighs session ids, not resources: an id counts once however many resources
+    /// carry it, so resources labelled with a live id (readable off any of its resources) cannot
+    /// dilute the gone sessions under the ratio, and a gone session's many resources do not
+    /// count as many sessions against the floor. An id seen only on skipped, protected or
+    /// excluded resources is counted nowhere, by the share or by the no-row refusal.
+    #[test]
+    fn the_guard_weighs_session_ids_not_resources() {
+        let old = "2026-11-20T00:00:00Z";
+        let service = |session: &str, name: &str| Resource {
+            name: name.into(),
+            ..res("Service", Some(session), old)
+        };
+        let mass = |err: &SessionPlanError| match err {
+            SessionPlanError::MassDeletion {
+                orphaned, judged, ..
+            } => Some((*orphaned, *judged)),
+            _ => None,
+        };
+        // One live session and 11 whose rows are gone: 11 of 12 sessions.
+        let mut db = rows(&[("live", Row::Present { state: None })]);
+        let mut sessions = vec![service("live", "live")];
+        for i in 0..11 {
+            let id = format!("gone-{i}");
+            db.insert(id.clone(), Row::Missing);
+            sessions.push(service(&id, &id));
+        }
+        let defaults = cfg(|i| i.guard_floor = 10);
+        let err = plan_sessions(&sessions, &db, &defaults, NOW).unwrap_err();
+        assert_eq!(mass(&err), Some((11, 12)), "{err}");
+        assert!(
+            err.to_string().starts_with(
+                "refused: 11 of 12 sessions judged against the database look gone (more than 0.5 \
+                 of them and more than 10;"
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains(
+                "a session counts once however many resources carry its id, and ids found only \
+                 on skipped, protected or excluded resources are not counted"
+            ),
+            "{err}"
+        );
+        // 12 more Services labelled with the live id (11 of 24 resources): still 11 of 12.
+        let live_copies: Vec<_> = (0..12)
+            .map(|i| service("live", &format!("copy-{i}")))
+            .collect();
+        for resources in [
+            [&sessions[..], &live_copies].concat(),
+            [&live_copies[..], &sessions].concat(),
+        ] {
+            let err = plan_sessions(&resources, &db, &defaults, NOW).unwrap_err();
+            assert_eq!(mass(&err), Some((11, 12)), "{err}");
+        }
+        // Nor do the gone sessions count more for carrying more resources: 4 resources of each
+        // of 10 gone sessions, beside one live one, are 10 sessions, at the floor of 10: they go.
+        let mut many = vec![service("live", "live")];
+        for i in 0..10 {
+            for kind in ["Deployment", "Service", "PersistentVolumeClaim", "Session"] {
+                many.push(res(kind, Some(&format!("gone-{i}")), old));
+            }
+        }
+        let plan = plan_sessions(
+            &many,
+            &db,
+            &cfg(|i| {
+                i.guard_floor = 10;
+                i.max_deletes = 100;
+            }),
+            NOW,
+        )
+        .unwrap();
+        assert_eq!((plan.orphans, plan.deletes().count()), (40, 40));
+        // One more gone session is past the floor: 11 of 12.
+        many.push(service("gone-10", "gone-10"));
+        let err = plan_sessions(&many, &db, &defaults, NOW).unwrap_err();
+        assert_eq!(mass(&err), Some((11, 12)), "{err}");
+        // An id counts when it labels at least one judged resource, whatever else carries it;
+        // an id only on protected, excluded or deleting resources counts nowhere. Here the live
+        // id is only on spared or deleting resources: 11 of 11.
+        let c = cfg(|i| {
+            i.guard_floor = 10;
+            i.exclude_selector = Some("team in (payments)".into());
+        });
+        let mut deleting = service("live", "deleting");
+        deleting.deleting = true;
+        let spared_live = [
+            service("live", "protected"),
+            service("live", "excluded"),
+            deleting,
+        ];
+        let mut gone_spared = service("gone-0", "gone-0-protected");
+        gone_spared.uid = "uid-gone-0-protected".into();
+        let all = [&spared_live[..], &sessions[1..], &[gone_spared]].concat();
+        let mut labels = vec![Labels::new(); all.len()];
+        labels[0].insert("gc.example.com/protect".into(), "true".into());
+        labels[1].insert("team".into(), "payments".into());
+        labels[all.len() - 1].insert("gc.example.com/protect".into(), "true".into());
+        let err = plan_labelled(&all, &labels, &db, &c, NOW).unwrap_err();
+        assert_eq!(mass(&err), Some((11, 11)), "{err}");
+        // With the live session's own Service judged again: 11 of 12.
+        let all = [&all[..], &sessions[..1]].concat();
+        let err = plan_labelled(&all, &labels, &db, &c, NOW).unwrap_err();
+        assert_eq!(mass(&err), Some((11, 12)), "{err}");
+    }
+
+    /// The no-row refusal looks only at the ids of resources judged against the database: a
+    /// present id carried only by a protected, excluded or deleting resource does not show the
+    /// table is the application's.
+    #[test]
+    fn a_present_id_only_on_spared_or_deleting_resources_does_not_lift_the_no_row_refusal() {
+        let old = "2026-11-20T00:00:00Z";
+        let db = rows(&[
+            ("live", Row::Present { state: None }),
+            ("gone", Row::Missing),
+        ]);
+        let c = cfg(|i| {
+            i.guard_floor = 10;
+            i.exclude_selector = Some("team in (payments)".into());
+        });
+        let gone = res("Service", Some("gone"), old);
+        let live = res("Deployment", Some("live"), old);
+        let label = |k: &str, v: &str| Labels::from([(k.to_owned(), v.to_owned())]);
+        let mut deleting = live.clone();
+        deleting.deleting = true;
+        for (what, resource, labels) in [
+            (
+                "protected",
+                live.clone(),
+                label("gc.example.com/protect", "true"),
+            ),
+            ("excluded", live.clone(), label("team", "payments")),
+            ("deleting", deleting, Labels::new()),
+        ] {
+            let err = plan_labelled(
+                &[gone.clone(), resource],
+                &[Labels::new(), labels],
+                &db,
+                &c,
+                NOW,
+            )
+            .unwrap_err();
+            assert_eq!(
+                err,
+                SessionPlanError::NoRowFound { ids: 1, orphans: 1 },
+                "{what}"
+            );
+            assert!(
+                err.to_string().starts_with(
+                    "refused: none of the 1 session ids judged against the database has a row"
+                ),
+                "{what}: {err}"
+            );
+        }
+        // Judged, the live id is a row: the table is the right one, and the orphan goes.
+        let plan = plan_labelled(&[gone, live], &[], &db, &c, NOW).unwrap();
+        assert_eq!(plan.deletes().count(), 1);
     }
 
     #[test]
@@ -789,8 +970,8 @@ mod tests {
             matches!(
                 err,
                 SessionPlanError::MassDeletion {
-                    orphans: 8,
-                    scanned: 8,
+                    orphaned: 8,
+                    judged: 8,
                     ..
                 }
             ),
@@ -939,8 +1120,9 @@ mod tests {
         }
         let err = SessionPlanError::NoRowFound { ids: 1, orphans: 3 }.to_string();
         assert!(
-            err.starts_with("refused: none of the 1 session ids scanned has a row")
-                && err.contains("wrong schema on search_path")
+            err.starts_with(
+                "refused: none of the 1 session ids judged against the database has a row"
+            ) && err.contains("wrong schema on search_path")
                 && err.contains("override the guard"),
             "{err}"
         );
@@ -1146,7 +1328,7 @@ mod tests {
             match refused {
                 None => assert!(result.is_ok(), "{what}: {result:?}"),
                 Some(n) => assert!(
-                    matches!(result, Err(SessionPlanError::MassDeletion { orphans, .. }) if orphans == n),
+                    matches!(result, Err(SessionPlanError::MassDeletion { orphaned, .. }) if orphaned == n),
                     "{what}: {result:?}"
                 ),
             }
