@@ -474,6 +474,7 @@ mod tests {
         let guard = SessionPlanError::MassDeletion {
             orphaned: 12,
             judged: 12,
+            orphans: 48,
             ratio: 0.5,
             floor: 10,
         };

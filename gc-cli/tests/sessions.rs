@@ -583,20 +583,21 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     sqlx::raw_sql(SCHEMA).execute(&pool).await?;
     pool.close().await;
     let out = with("run", &["--database-url", empty.url()]);
-    // (8 sessions, 31 resources: the floor of 10 counts sessions, so the no-row refusal speaks;
-    // the Service without a session label is scanned, but not weighed)
+    // (8 sessions, 31 resources: the share counts sessions, the floor what would be deleted; the
+    // Service without a session label is scanned, but not weighed)
     refuse(
         &out,
         3,
-        "refused: none of the 8 session ids judged against the database has a row in the session \
-         table, so 31 session resources look orphaned",
+        "refused: 8 of 8 sessions judged against the database look gone (more than 0.5 of them;",
     );
-    let floor = ["--database-url", empty.url(), "--guard-floor", "7"];
+    refuse(&out, 3, "and their 31 resources are more than 10;");
+    // Above the floor, the no-row refusal speaks.
+    let floor = ["--database-url", empty.url(), "--guard-floor", "40"];
     refuse(
         &with("run", &floor),
         3,
-        "refused: 8 of 8 sessions judged against the database look gone (more than 0.5 of them \
-         and more than 7;",
+        "refused: none of the 8 session ids judged against the database has a row in the session \
+         table, so 31 session resources look orphaned",
     );
     let audit = lines(&text(&out.stdout));
     assert_eq!(audit.len(), 1);

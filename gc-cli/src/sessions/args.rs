@@ -74,9 +74,9 @@ pub(crate) struct SessionArgs {
     /// --exclude-selector is counted on neither side)
     #[arg(long, default_value_t = 0.5, value_name = "RATIO")]
     guard_ratio: f64,
-    /// ...and more than this many sessions (ids, not resources). Whatever the floor, the guard
-    /// also refuses a run where not one judged id has a row in the table (a wrong database, a
-    /// wrong schema on `search_path`, an empty replica).
+    /// ...and their resources (what would be deleted) are more than this many. Whatever the
+    /// floor, the guard also refuses a run where not one judged id has a row in the table (a
+    /// wrong database, a wrong schema on `search_path`, an empty replica).
     #[arg(
         long,
         default_value_t = 10,

@@ -6,7 +6,8 @@
 //! such as StreamSpace's soft delete `deleted`. Orphans younger than the grace period (from
 //! `creationTimestamp`) are held; a per-run cap defers the rest; and a mass-deletion guard refuses
 //! the whole run when the sessions that look gone are more than a set share of the sessions
-//! judged against the database, or when not one judged id has a row (however few they are): an
+//! judged against the database and their resources more than a set floor, or when not one judged
+//! id has a row (however few they are): an
 //! empty or wrong database makes everything look orphaned, and that is a misconfiguration until
 //! proven otherwise. Ids match exactly.
 //!
@@ -211,10 +212,10 @@ pub enum SessionPlanError {
     /// Too many sessions look gone: likely an empty or wrong database.
     #[error(
         "refused: {orphaned} of {judged} sessions judged against the database look gone (more than \
-         {ratio} of them and more than {floor}; a session counts once however many resources carry \
-         its id, and ids found only on skipped, protected or excluded resources are not counted); an \
-         empty or wrong database looks like this. Check the database settings, or override the guard \
-         if this is expected"
+         {ratio} of them; a session counts once however many resources carry its id, and ids found \
+         only on skipped, protected or excluded resources are not counted), and their {orphans} \
+         resources are more than {floor}; an empty or wrong database looks like this. Check the \
+         database settings, or override the guard if this is expected"
     )]
     MassDeletion {
         /// Distinct session ids that look gone (no row, or a terminal one), each labelling at
@@ -224,9 +225,12 @@ pub enum SessionPlanError {
         /// (kept, or an orphan); not ids seen only on resources skipped (already being deleted)
         /// or spared by the protect label or the exclude selector.
         judged: usize,
+        /// The resources of the sessions that look gone: what would be deleted, the count the
+        /// floor bounds.
+        orphans: usize,
         /// The configured share.
         ratio: f64,
-        /// The configured floor.
+        /// The configured floor, in resources.
         floor: usize,
     },
     /// Not one judged id has a row: the table is not the application's (whatever the floor).
@@ -397,10 +401,13 @@ pub fn plan_labelled(
     } else {
         orphaned as f64 / weighed as f64
     };
-    if !cfg.override_guard && orphaned > cfg.guard_floor && share > cfg.guard_ratio {
+    // The floor bounds what would be deleted, so it counts resources: a few gone sessions in a
+    // small namespace pass, ten of StreamSpace's four-resource sessions do not.
+    if !cfg.override_guard && orphans > cfg.guard_floor && share > cfg.guard_ratio {
         return Err(SessionPlanError::MassDeletion {
             orphaned,
             judged: weighed,
+            orphans,
             ratio: cfg.guard_ratio,
             floor: cfg.guard_floor,
         });
@@ -799,11 +806,11 @@ mod tests {
         assert_eq!(err, SessionPlanError::NoRowFound { ids: 1, orphans: 1 });
     }
 
-    /// The guard weighs session ids, not resources: an id counts once however many resources
-    /// carry it, so resources labelled with a live id (readable off any of its resources) cannot
-    /// dilute the gone sessions under the ratio, and a gone session's many resources do not
-    /// count as many sessions against the floor. An id seen only on skipped, protected or
-    /// excluded resources is counted nowhere, by the share or by the no-row refusal.
+    /// The guard's share weighs session ids, not resources: an id counts once however many
+    /// resources carry it, so resources labelled with a live id (readable off any of its
+    /// resources) cannot dilute the gone sessions under the ratio. The floor bounds what would
+    /// be deleted: it counts the gone sessions' resources. An id seen only on skipped, protected
+    /// or excluded resources is counted nowhere, by the share or by the no-row refusal.
     #[test]
     fn the_guard_weighs_session_ids_not_resources() {
         let old = "2026-11-20T00:00:00Z";
@@ -831,7 +838,7 @@ mod tests {
         assert!(
             err.to_string().starts_with(
                 "refused: 11 of 12 sessions judged against the database look gone (more than 0.5 \
-                 of them and more than 10;"
+                 of them;"
             ),
             "{err}"
         );
@@ -853,29 +860,32 @@ mod tests {
             let err = plan_sessions(&resources, &db, &defaults, NOW).unwrap_err();
             assert_eq!(mass(&err), Some((11, 12)), "{err}");
         }
-        // Nor do the gone sessions count more for carrying more resources: 4 resources of each
-        // of 10 gone sessions, beside one live one, are 10 sessions, at the floor of 10: they go.
-        let mut many = vec![service("live", "live")];
-        for i in 0..10 {
-            for kind in ["Deployment", "Service", "PersistentVolumeClaim", "Session"] {
-                many.push(res(kind, Some(&format!("gone-{i}")), old));
+        assert!(
+            err.to_string()
+                .contains("and their 11 resources are more than 10;"),
+            "{err}"
+        );
+        // The floor counts what would be deleted: 3 gone sessions of StreamSpace's four
+        // resources beside one live session (3 of 4 sessions, 12 resources) are refused at the
+        // floor of 10, 2 of them (8 resources) go.
+        let streamspace = |gone: usize| {
+            let mut resources = vec![service("live", "live")];
+            for i in 0..gone {
+                for kind in ["Deployment", "Service", "PersistentVolumeClaim", "Session"] {
+                    resources.push(res(kind, Some(&format!("gone-{i}")), old));
+                }
             }
-        }
-        let plan = plan_sessions(
-            &many,
-            &db,
-            &cfg(|i| {
-                i.guard_floor = 10;
-                i.max_deletes = 100;
-            }),
-            NOW,
-        )
-        .unwrap();
-        assert_eq!((plan.orphans, plan.deletes().count()), (40, 40));
-        // One more gone session is past the floor: 11 of 12.
-        many.push(service("gone-10", "gone-10"));
-        let err = plan_sessions(&many, &db, &defaults, NOW).unwrap_err();
-        assert_eq!(mass(&err), Some((11, 12)), "{err}");
+            resources
+        };
+        let err = plan_sessions(&streamspace(3), &db, &defaults, NOW).unwrap_err();
+        assert_eq!(mass(&err), Some((3, 4)), "{err}");
+        assert!(
+            err.to_string()
+                .contains("and their 12 resources are more than 10;"),
+            "{err}"
+        );
+        let plan = plan_sessions(&streamspace(2), &db, &defaults, NOW).unwrap();
+        assert_eq!((plan.orphans, plan.deletes().count()), (8, 8));
         // An id counts when it labels at least one judged resource, whatever else carries it;
         // an id only on protected, excluded or deleting resources counts nowhere. Here the live
         // id is only on spared or deleting resources: 11 of 11.
