@@ -101,6 +101,12 @@ fn invalid_input_exits_2() {
         ],
     );
     check(&out, 2, "--ledger-out with --now");
+    // A run acts now: it takes no other instant.
+    let out = gc_cli(
+        dir.path(),
+        &["run", "pods", "--now", "2020-01-01T00:00:00Z"],
+    );
+    check(&out, 2, "--now is for plan pods");
     // `serve` ends at once on flags no run could pass, rather than failing every round.
     let serve = ["serve", "--listen", "127.0.0.1:0", "--runs", "1"];
     for (collector, says) in [

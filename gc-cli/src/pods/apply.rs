@@ -63,9 +63,10 @@ pub(crate) struct Apply {
         value_parser = crate::dry_run::parse
     )]
     dry_run: bool,
-    /// An observation ledger kept outside the store (the plan's `--ledger-out` file, as the
-    /// Kestra flow keeps it): its first observations bound the plan's as the store's do. A target
-    /// without `finishedAt` whose first observation neither records is held from now.
+    /// One namespace's observation ledger kept outside the store (the plan's `--ledger-out` file,
+    /// as the Kestra flow keeps it): its first observations bound the plan's as the store's do. A
+    /// target without `finishedAt` whose first observation neither records is held (until a plan
+    /// records one and its retention passes).
     #[arg(long, value_name = "FILE")]
     ledger: Option<PathBuf>,
     #[command(flatten)]
@@ -219,6 +220,7 @@ pub(crate) fn check(args: &RunPods) -> anyhow::Result<()> {
         (p.ledger.is_some(), "--ledger"),
         (p.ledger_out.is_some(), "--ledger-out"),
         (p.out.is_some(), "--out"),
+        (p.now.is_some(), "--now"),
     ] {
         if given {
             return Err(UsageError::new(format!(

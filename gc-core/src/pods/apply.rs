@@ -212,10 +212,6 @@ impl Live {
     fn deleting(&self) -> bool {
         !self.meta("deletionTimestamp").is_null()
     }
-    /// The same uid, eligible, and its finalizers exactly the pin.
-    fn is_pinned(&self, uid: &str, pin: &str) -> bool {
-        self.uid() == uid && self.pinned(pin) && self.ineligible().is_none()
-    }
     /// `None` when eligible, else why not.
     fn ineligible(&self) -> Option<String> {
         match pod::assess(&self.facts) {
@@ -360,7 +356,7 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
 /// observation and those `records` hold (the store's ledger, and a ledger file apply was given).
 /// A plan cannot move the first observation earlier than recorded, nor supply one nothing
 /// records (an unkeyed plan can be re-sealed by anyone, and `plan --now` records nothing): then
-/// it is `now`, and retention runs from this apply.
+/// it is `now`, and the Pod is held until a plan records it and its retention has passed.
 fn first_observed<'l>(
     t: &Target,
     records: impl Iterator<Item = &'l PreviousLedger>,
@@ -514,10 +510,16 @@ async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         return Err(skipped(
             Step::Reread,
             format!(
-                "retention has not passed: anchored at {} ({}; a first observation as recorded \
-                 in the store or the ledger given, else now)",
+                "retention has not passed: anchored at {} ({}{})",
                 crate::isotime::format_timestamp(end.seconds()),
-                basis.as_str()
+                basis.as_str(),
+                match basis {
+                    Basis::FinishedAt => "",
+                    Basis::ObservedFailed => {
+                        "; the first observation recorded in the store or the ledger given, \
+                         never before its creation, else now"
+                    }
+                }
             ),
         ));
     }
@@ -551,8 +553,8 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     pod: Live,
     dry_run: bool,
 ) -> Result<Live, Outcome> {
-    // The Pod the pin patch answered with, when it was read back.
-    let mut answered = None;
+    // The labels it was judged by (the pin patch tests the resourceVersion they were read at).
+    let judged = pod.meta("labels").clone();
     let pinned = if pod.unpinned() {
         let patch = pin_patch(&t.uid, &pod.resource_version(), &cfg.pin_finalizer);
         let answer = p
@@ -560,12 +562,10 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
             .patch_pod(&cfg.namespace, name, &patch, dry_run)
             .await
             .map_err(|e| cluster_outcome(Step::Pin, e))?;
-        let pinned = Live::parse(&answer, cfg.rules()).map_err(|e| failed(Step::Pin, e))?;
         if dry_run {
             // A dry-run patch is not stored: its answer is what a read would show.
-            pinned
+            Live::parse(&answer, cfg.rules()).map_err(|e| failed(Step::Pin, e))?
         } else {
-            answered = Some(pinned);
             get(p.cluster, cfg, name, Step::Pin)
                 .await?
                 .ok_or_else(|| failed(Step::Pin, "the pinned Pod is gone"))?
@@ -573,42 +573,48 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     } else {
         pod
     };
-    if !pinned.is_pinned(&t.uid, &cfg.pin_finalizer) {
-        return Err(failed(Step::Pin, "identity pin invalid after pinning"));
+    let invalid = || failed(Step::Pin, "identity pin invalid after pinning");
+    if pinned.uid() != t.uid || !pinned.pinned(&cfg.pin_finalizer) {
+        return Err(invalid());
     }
-    if let Some(answered) = &answered {
-        relabelled(p, cfg, name, &pinned, answered, Step::Pin).await?;
+    if !dry_run {
+        relabelled(p, cfg, name, &pinned, &judged, Step::Pin).await?;
+    }
+    if pinned.ineligible().is_some() {
+        return Err(invalid());
     }
     Ok(pinned)
 }
 
-/// `Err` ([`Outcome::Changed`] at `step`) when `now`'s labels are not `then`'s: someone labelled
-/// the Pod (protected it, excluded it, anything) after it was pinned. The labels decide whether a
-/// Pod may be collected at all, so the Pod archived and deleted carries the labels it was judged
-/// by; the pin is released at once (fenced on what `now` shows) unless the Pod is being deleted,
-/// when recovery archives it again. Other metadata (annotations, which controllers write in
-/// reply to the pin) may change: the archive keeps the labels and the status as judged.
+/// `Err` ([`Outcome::Changed`] at `step`) when `now`'s labels are not `judged` (the labels the
+/// Pod was judged by): someone labelled it (protected it, excluded it, took its opt-in away,
+/// anything) after it was pinned. The labels decide whether a Pod may be collected at all, so the
+/// Pod archived and deleted carries the labels it was judged by; the pin is released at once
+/// (fenced on what `now` shows) unless the Pod is being deleted, when recovery judges it again.
+/// Other metadata (annotations, which controllers write in reply to the pin) may change: the
+/// archive keeps the labels and the status as judged.
 async fn relabelled<C: Cluster, S, A, K>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
     name: &str,
     now: &Live,
-    then: &Live,
+    judged: &Value,
     step: Step,
 ) -> Result<(), Outcome> {
-    if now.meta("labels") == then.meta("labels") {
+    if now.meta("labels") == judged {
         return Ok(());
     }
-    let changed = Outcome::Changed {
-        step,
-        message: "its labels changed after it was pinned: left alone, the pin released".into(),
-    };
+    let message = "its labels changed after it was pinned: left alone";
     if now.deleting() {
-        return Err(changed);
+        let message = format!("{message}; being deleted, the next run judges it again");
+        return Err(Outcome::Changed { step, message });
     }
     check_lock(p, Step::Release)?;
-    match release(p.cluster, cfg, &PinnedPod::of(name, now), false, "").await {
-        Outcome::Released { .. } => Err(changed),
+    match release(p.cluster, cfg, &PinnedPod::of(name, now), false, message).await {
+        Outcome::Released { .. } => Err(Outcome::Changed {
+            step,
+            message: format!("{message}, the pin released"),
+        }),
         failed => Err(failed),
     }
 }
@@ -687,11 +693,18 @@ async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
     let current = get(p.cluster, cfg, name, Step::Fence)
         .await?
         .ok_or_else(|| failed(Step::Fence, "the pinned Pod is gone"))?;
-    if !current.is_pinned(&t.uid, &cfg.pin_finalizer) {
-        return Err(failed(
+    let invalid = || {
+        failed(
             Step::Fence,
             "pre-delete fence invalid: not the same eligible pinned Pod",
-        ));
+        )
+    };
+    if current.uid() != t.uid || !current.pinned(&cfg.pin_finalizer) {
+        return Err(invalid());
+    }
+    relabelled(p, cfg, name, &current, pinned.meta("labels"), Step::Fence).await?;
+    if current.ineligible().is_some() {
+        return Err(invalid());
     }
     if current.status() != pinned.status() {
         return Err(skipped(
@@ -699,7 +712,6 @@ async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
             "the status changed after the archive; archived again next run",
         ));
     }
-    relabelled(p, cfg, name, &current, pinned, Step::Fence).await?;
     match p.store.get_receipt(&cfg.cluster_id, &t.uid).await {
         Ok(Some(r)) if r.sha256 == receipt.sha256 && r.uri == receipt.uri => {}
         Ok(_) => return Err(failed(Step::Fence, "archive receipt readback invalid")),

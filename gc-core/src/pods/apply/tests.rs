@@ -1389,8 +1389,8 @@ fn each_fence_stops_a_change_by_someone_else() {
         (
             "relabelled after the pin",
             meddle_at("get target-0", 1, Relabel),
-            "Failed Pin",
-            "[pin]",
+            "Changed Pin",
+            "[]",
             true,
         ),
         // Labels changed after the pin: the Pod archived and deleted carries the labels it was
@@ -1442,8 +1442,8 @@ fn each_fence_stops_a_change_by_someone_else() {
         (
             "relabelled before the fence",
             meddle_at("get target-0", 2, Relabel),
-            "Failed Fence",
-            "[pin]",
+            "Changed Fence",
+            "[]",
             true,
         ),
         (
@@ -1677,22 +1677,24 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_recorded() {
             assert!(fake.w().writes.is_empty(), "{case}");
         }
     }
-    // Nor earlier than the Pod's creation, whatever every record says.
-    for (created, outcome) in [
-        ("2026-11-29T11:59:00Z", "Skipped Reread"),
-        (OLD, "Collected"),
+    // Nor earlier than the Pod's creation, whatever every record says; a creation before the
+    // first observation moves nothing.
+    for (created, first, outcome) in [
+        ("2026-11-29T11:59:00Z", old, "Skipped Reread"),
+        (OLD, old, "Collected"),
+        (OLD, recent, "Skipped Reread"),
     ] {
         let fake = unfinished();
         let name = "target-0";
         fake.w().pods.get_mut(name).unwrap()["metadata"]["creationTimestamp"] = json!(created);
-        fake.w().ledger = ledger(old);
+        fake.w().ledger = ledger(first);
         fake.w().now = NOW;
         let target = Target {
             name: json!(name),
             uid: "uid-target-0".into(),
-            first: PyNum::Float(old),
+            first: PyNum::Float(first),
             basis: Basis::ObservedFailed,
-            end: PyNum::Float(old),
+            end: PyNum::Float(first),
             resource_version: fake.w().pods[name]["metadata"]["resourceVersion"]
                 .as_str()
                 .unwrap()
@@ -1792,7 +1794,7 @@ fn recovery_rechecks_a_pod_it_finishes() {
         (
             "relabelled before the fence",
             Some((at("get p", 2), Fault::Meddle(Relabel))),
-            "Failed Fence",
+            "Changed Fence",
             "[pin] deleting",
         ),
         (
