@@ -1627,6 +1627,19 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_recorded() {
         )
         .unwrap()
     };
+    // A plan (forged, or older than the records) naming target-0 first observed at `first`.
+    let target = |fake: &Fake, first: f64| Target {
+        name: json!("target-0"),
+        uid: "uid-target-0".into(),
+        first: PyNum::Float(first),
+        basis: Basis::ObservedFailed,
+        end: PyNum::Float(first),
+        resource_version: fake.w().pods["target-0"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        archive_bytes: 0,
+    };
     let (old, recent) = (NOW - 10.0 * DAY, NOW - 60.0);
     // (the plan's first observation, the store's, the file's, the outcome)
     for (planned, stored, file, outcome) in [
@@ -1642,22 +1655,12 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_recorded() {
         (recent, Some(old), Some(old), "Skipped Reread"),
     ] {
         let fake = unfinished();
-        let mut targets = plan(&fake, &cfg);
-        assert_eq!(targets.len(), 0, "a first observation now is held");
-        // A plan (forged, or older than the records) with its own first observation.
+        assert!(
+            plan(&fake, &cfg).is_empty(),
+            "a first observation now is held"
+        );
         fake.w().now = NOW;
-        targets = vec![Target {
-            name: json!("target-0"),
-            uid: "uid-target-0".into(),
-            first: PyNum::Float(planned),
-            basis: Basis::ObservedFailed,
-            end: PyNum::Float(planned),
-            resource_version: fake.w().pods["target-0"]["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-            archive_bytes: 0,
-        }];
+        let targets = [target(&fake, planned)];
         if let Some(first) = stored {
             fake.w().ledger = ledger(first);
         }
@@ -1685,23 +1688,11 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_recorded() {
         (OLD, recent, "Skipped Reread"),
     ] {
         let fake = unfinished();
-        let name = "target-0";
-        fake.w().pods.get_mut(name).unwrap()["metadata"]["creationTimestamp"] = json!(created);
+        fake.w().pods.get_mut("target-0").unwrap()["metadata"]["creationTimestamp"] =
+            json!(created);
         fake.w().ledger = ledger(first);
         fake.w().now = NOW;
-        let target = Target {
-            name: json!(name),
-            uid: "uid-target-0".into(),
-            first: PyNum::Float(first),
-            basis: Basis::ObservedFailed,
-            end: PyNum::Float(first),
-            resource_version: fake.w().pods[name]["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-            archive_bytes: 0,
-        };
-        let results = apply_only(&fake, &cfg, &[target]);
+        let results = apply_only(&fake, &cfg, &[target(&fake, first)]);
         assert_eq!(
             short(&results[0].outcome),
             outcome,
