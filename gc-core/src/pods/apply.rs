@@ -94,9 +94,10 @@ pub enum Outcome {
         /// Why.
         reason: String,
     },
-    /// A fence held: the object changed under us (409 or 422). Nothing else was written.
+    /// A fence held: the object changed under us (a write refused with 409 or 422, or labels
+    /// changed after the pin, which is then released). Nothing else was written.
     Changed {
-        /// The write that was refused.
+        /// The write that was refused, or the read that saw the change.
         step: Step,
         /// The server's message.
         message: String,
