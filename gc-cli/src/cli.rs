@@ -60,6 +60,8 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum PlanCommand {
     /// Plan the failed-Pod diagnostics collector over a Pod inventory.
+    // The one command that also prints the Kestra flow's output line.
+    #[command(mut_arg("form", |a| a.value_parser(crate::output::forms(crate::output::ALL_FORMS))))]
     Pods(Box<PlanPods>),
     /// Plan the orphaned-session collector against the cluster and the session database.
     ///

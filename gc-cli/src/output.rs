@@ -74,7 +74,7 @@ pub(crate) const ALL_FORMS: &[Output] = &[
 /// `-o/--output` of a command that prints objects: every form but `kestra`.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub(crate) struct OutputArgs {
-    /// Output format: table, wide, json, yaml or name (`--format` is the older spelling).
+    /// Output format (`--format` is the older spelling).
     #[arg(
         long = "output",
         short = 'o',

@@ -11,8 +11,6 @@ use crate::sessions::run::RunSessions;
 #[derive(Debug, Subcommand)]
 pub(crate) enum RunCommand {
     /// Plan and apply the failed-Pod diagnostics collector.
-    // It prints a report, never a plan for Kestra: `plan pods`' `-o` without `kestra`.
-    #[command(mut_arg("output", |a| a.value_parser(crate::output::forms(crate::output::FORMS))))]
     Pods(Box<RunPods>),
     /// Delete session resources whose session is gone from the database (fenced, audited).
     Sessions(Box<RunSessions>),

@@ -254,7 +254,7 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
         archive: &args.archive,
         lock: &args.lock,
         metrics: &args.metrics,
-        output: p.output,
+        output: p.output.form,
         events: &events,
     };
     live::block_on(async {

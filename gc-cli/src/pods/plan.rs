@@ -13,7 +13,7 @@ use gc_core::{PodConfig, PodPlan, PreviousLedger, plan_pods};
 use crate::exit::UsageError;
 use crate::files::{read_input, write_file};
 use crate::live::{self, ConnectArgs};
-use crate::output::{ALL_FORMS, Output, forms, write_doc};
+use crate::output::{Output, OutputArgs, write_doc};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use crate::pods::output::{self, PlanDoc};
 
@@ -58,16 +58,9 @@ pub(crate) struct PlanPods {
     /// (an `--inventory` plan, the reproducible kind, still writes it).
     #[arg(long, value_name = "RFC3339")]
     pub(crate) now: Option<String>,
-    /// Output format (`--format` is the older spelling; `run pods` prints its report in it).
-    #[arg(
-        long = "output",
-        short = 'o',
-        alias = "format",
-        value_name = "FORMAT",
-        default_value = "table",
-        value_parser = forms(ALL_FORMS)
-    )]
-    pub(crate) output: Output,
+    /// `-o`: `run pods` prints its report in it; `plan pods` adds `kestra`.
+    #[command(flatten)]
+    pub(crate) output: OutputArgs,
 }
 
 /// Streams an inventory file through the reader, a chunk at a time: only one Pod's text is held.
@@ -103,10 +96,10 @@ pub(crate) fn run(args: &PlanPods) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match &plans[..] {
         [(cfg, plan)] if failed.is_empty() => {
-            output::write_plan(&mut out, plan, cfg, args.output)
+            output::write_plan(&mut out, plan, cfg, args.output.form)
                 .context("cannot write the plan")?;
         }
-        _ => write_plans(&mut out, &plans, args.output).context("cannot write the plans")?,
+        _ => write_plans(&mut out, &plans, args.output.form).context("cannot write the plans")?,
     }
     crate::namespaces::outcome(plans.len() + failed.len(), failed)
 }
@@ -156,7 +149,7 @@ async fn plan_all(
             (args.inventory.is_some(), "--inventory"),
             (args.ledger.is_some(), "--ledger"),
             (args.ledger_out.is_some(), "--ledger-out"),
-            (args.output == Output::Kestra, "-o/--format kestra"),
+            (args.output.form == Output::Kestra, "-o/--format kestra"),
         ] {
             if given {
                 scope.one(PODS_NAMESPACE, flag)?;
