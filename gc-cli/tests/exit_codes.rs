@@ -116,6 +116,10 @@ fn invalid_input_exits_2() {
         ),
         (&["sessions", "--grace-hours", "-1"], "invalid grace_hours"),
         (
+            &["sessions", "-A", "--grace-hours", "-1"],
+            "invalid grace_hours",
+        ),
+        (
             &[
                 "pods",
                 "--pin-finalizer",

@@ -170,6 +170,17 @@ fn parse_kind(text: &str) -> Result<Kind, String> {
 }
 
 impl SessionArgs {
+    /// The checks of these flags alone, before anything connects: each named namespace's
+    /// settings (with `-A`, the settings in the default namespace; the listed ones are checked
+    /// when listed).
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        let named = self.namespaces.named(SESSIONS_NAMESPACE);
+        for ns in named.unwrap_or_else(|| vec![SESSIONS_NAMESPACE.to_owned()]) {
+            self.config(&ns)?;
+        }
+        Ok(())
+    }
+
     /// The validated settings of a run in `namespace`.
     pub(crate) fn config(&self, namespace: &str) -> anyhow::Result<SessionConfig> {
         let kinds = if self.kinds.is_empty() {

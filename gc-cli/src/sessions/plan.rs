@@ -14,9 +14,7 @@ use serde::Serialize;
 use crate::files::write_file;
 use crate::live;
 use crate::output::{Output, OutputArgs, object_name, rfc3339, write_columns, write_doc};
-use crate::sessions::args::{
-    SESSIONS_NAMESPACE, SessionArgs, configs, connect, refused, warn_missing,
-};
+use crate::sessions::args::{SessionArgs, configs, connect, refused, warn_missing};
 
 /// `gc-cli plan sessions`
 #[derive(Debug, Args)]
@@ -45,10 +43,7 @@ struct PlanDoc<'a> {
 const NO_PLAN: &str = "no plan (`plan sessions --override-guard` shows what a guard refused)";
 
 pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
-    let scope = &args.args.namespaces;
-    for ns in scope.named(SESSIONS_NAMESPACE).unwrap_or_default() {
-        args.args.config(&ns)?;
-    }
+    args.args.check()?;
     let now = crate::clock::at(args.args.now.as_deref())?;
     let (plans, mut failed) = live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;

@@ -164,21 +164,12 @@ fn now_of_clock() -> anyhow::Result<f64> {
 }
 
 /// The checks of `run sessions`' flags alone, which no later run could pass either (`serve`
-/// makes them before its first run): each named namespace's configuration.
+/// makes them before its first run).
 pub(crate) fn check(args: &RunSessions) -> anyhow::Result<()> {
-    for ns in args
-        .args
-        .namespaces
-        .named(SESSIONS_NAMESPACE)
-        .unwrap_or_default()
-    {
-        args.args.config(&ns)?;
-    }
-    Ok(())
+    args.args.check()
 }
 
 pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
-    // Named namespaces are checked before anything connects.
     check(args)?;
     let now = crate::clock::at(args.args.now.as_deref())?;
     // A future `--now` would treat young resources as past their grace period: a live run
