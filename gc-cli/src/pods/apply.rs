@@ -494,7 +494,8 @@ async fn work(
             (targets, recorded)
         }
         Targets::Planned(args) => {
-            let now = clock::at(args.now.as_deref()).map_err(|e| ("plan", e))?;
+            // A run plans at the clock (`check` refuses `--now`).
+            let now = clock::now();
             // The run's own connections: the cluster, and the store the ledger lives in.
             let live = Some((ports.cluster, Some(ports.store)));
             planned = plan::plan_in(args, cfg, now, None, live)
