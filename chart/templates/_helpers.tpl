@@ -54,6 +54,35 @@ gc.example.com/collector: {{ .collector }}
 {{- end -}}
 {{- end -}}
 
+{{/* The run locks of the rendered collectors, the Leases `gc-cli` names (gc-k8s
+`rbac::SESSIONS_LEASE`, `rbac::PODS_LEASE`), comma separated for a flow sequence. */}}
+{{- define "gc.leaseNames" -}}
+{{- $names := list -}}
+{{- if .Values.gc.enabled }}{{ $names = append $names "gc-sessions" }}{{ end -}}
+{{- if .Values.failedPods.enabled }}{{ $names = append $names "gc-pods" }}{{ end -}}
+{{- join ", " $names -}}
+{{- end -}}
+
+{{/* The namespaces the collectors never act in (gc-core's scope rule), which the admission
+policy closes to the chart's ServiceAccount. */}}
+{{- define "gc.systemNamespaces" -}}
+kube-system, kube-public, kube-node-lease
+{{- end -}}
+
+{{/* Fails the install when the collectors' namespace (`namespace`, or the release namespace) is
+a system namespace: the collectors refuse to run there, and their Role would be granted there. */}}
+{{- define "gc.notSystemNamespace" -}}
+{{- $ns := include "gc.namespace" . -}}
+{{- if has $ns (splitList ", " (include "gc.systemNamespaces" .)) -}}
+{{- fail (printf "namespace %s is a system namespace: the collectors never run there; install the chart in another namespace (--namespace, or the value `namespace`)" $ns) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The username the API server gives the collectors' ServiceAccount. */}}
+{{- define "gc.serviceAccountUser" -}}
+system:serviceaccount:{{ include "gc.namespace" . }}:{{ include "gc.serviceAccountName" . }}
+{{- end -}}
+
 {{- define "gc.image" -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}

@@ -269,7 +269,7 @@ the selector matches, less the excluded (and always less the system namespaces).
 {{- if .Values.clusterWide.enabled }}
 - --all-namespaces
 {{- with .Values.clusterWide.namespaceSelector }}
-- --namespace-selector={{ . }}
+- {{ printf "--namespace-selector=%s" . | quote }}
 {{- end }}
 {{- range .Values.clusterWide.excludeNamespaces }}
 - --exclude-namespace={{ . }}

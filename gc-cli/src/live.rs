@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -124,36 +124,92 @@ pub(crate) struct LockArgs {
     lock_lease_seconds: u32,
 }
 
-/// The run lock of a namespace, held and renewed in the background until released. When a
-/// renewal fails for longer than the lease allows, or another holder took the lease, or a
-/// termination signal asks the process to stop ([`crate::signals`]), [`stop`] is set and the
-/// run writes nothing more.
-///
-/// [`stop`]: RunLock::stop
+/// The run lock of a namespace, held and renewed in the background until released. When the
+/// lock is lost ([`RunLock::halt`]: another run wrote the Lease, it expired, or no renewal
+/// succeeded for two thirds of the lease, however the process spent that time, frozen
+/// included), or a termination signal asks the process to stop ([`crate::signals`]),
+/// [`RunLock::stop`] is set and the run writes nothing more. A dry run takes no Lease: it writes
+/// nothing but server-side dry runs, and only a signal stops it.
 pub(crate) struct RunLock {
     cluster: gc_k8s::KubeCluster,
     namespace: String,
     name: String,
     holder: String,
     stop: Arc<AtomicBool>,
-    lost: Arc<AtomicBool>,
-    renewer: tokio::task::JoinHandle<()>,
+    state: Arc<LockState>,
+    /// The renewal task; `None` for a dry run, which holds no Lease.
+    renewer: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// What the run and the renewal task share: when the Lease was last renewed, and whether (and
+/// why) it is lost. Once lost, never held again.
+struct LockState {
+    /// When the last successful renewal (or the acquisition) was sent.
+    renewed: Mutex<Instant>,
+    /// How long the run may go without a renewal: two thirds of the lease.
+    grace: Duration,
+    /// Why the lock is lost, once it is.
+    lost: Mutex<Option<String>>,
+    /// No Lease at all (a dry run): never lost.
+    none: bool,
+}
+
+impl LockState {
+    fn lose(&self, why: String) {
+        let mut lost = self.lost.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lost.is_none() {
+            tracing::error!("{why}; stopping");
+            *lost = Some(why);
+        }
+    }
+    fn lost(&self) -> Option<String> {
+        self.lost
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+    fn renewed(&self) -> Instant {
+        *self
+            .renewed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl gc_core::ports::Halt for LockState {
+    /// Lost, or not renewed for two thirds of the lease: read before every write, so that a
+    /// process frozen past its lease writes nothing after it resumes, whichever task runs first.
+    fn halted(&self) -> bool {
+        if self.none {
+            return false;
+        }
+        let since = self.renewed().elapsed();
+        if since >= self.grace {
+            self.lose(format!(
+                "the run lock was not renewed for {}s (it lasts {}s): another run may hold it",
+                since.as_secs(),
+                self.grace.as_secs() * 3 / 2
+            ));
+        }
+        self.lost().is_some()
+    }
 }
 
 impl RunLock {
     /// Waits for the lease `name` in `namespace` up to `--lock-wait-seconds`, polling every
     /// second, then renews it every third of its duration. Hooks the termination signals first:
-    /// once one arrives, no lock is taken and the held ones stop their runs.
+    /// once one arrives, no lock is taken and the held ones stop their runs. A dry run takes
+    /// no Lease and only hooks the signals.
     pub(crate) async fn take(
         cluster: &gc_k8s::KubeCluster,
         namespace: &str,
         name: &str,
         args: &LockArgs,
+        dry_run: bool,
     ) -> anyhow::Result<Self> {
         crate::signals::install()?;
         let holder = holder();
         let lease = args.lock_lease_seconds;
-        let deadline = Instant::now() + Duration::from_secs(args.lock_wait_seconds);
         let stopped = |when: &str| {
             crate::signals::received().map(|signal| {
                 anyhow::Error::new(crate::signals::Stopped::new(format!(
@@ -164,11 +220,41 @@ impl RunLock {
         if let Some(stopped) = stopped("before taking") {
             return Err(stopped);
         }
-        while !cluster
-            .try_acquire(namespace, name, &holder, lease)
-            .await
-            .context("cannot take the run lock")?
-        {
+        let stop = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(LockState {
+            renewed: Mutex::new(Instant::now()),
+            grace: Duration::from_secs(u64::from(lease)) * 2 / 3,
+            lost: Mutex::new(None),
+            none: dry_run,
+        });
+        let mut lock = Self {
+            cluster: cluster.clone(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            holder,
+            stop,
+            state,
+            renewer: None,
+        };
+        if dry_run {
+            crate::signals::register(&lock.stop);
+            return Ok(lock);
+        }
+        let deadline = Instant::now() + Duration::from_secs(args.lock_wait_seconds);
+        let held = loop {
+            let sent = Instant::now();
+            let taken = cluster
+                .acquire(namespace, name, &lock.holder, lease)
+                .await
+                .context("cannot take the run lock")?;
+            if let Some(held) = taken {
+                *lock
+                    .state
+                    .renewed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = sent;
+                break held;
+            }
             if let Some(stopped) = stopped("while waiting for") {
                 return Err(stopped);
             }
@@ -179,27 +265,21 @@ impl RunLock {
                 );
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        crate::signals::register(&stop);
-        let lost = Arc::new(AtomicBool::new(false));
-        let renewer = tokio::spawn(renew(
-            cluster.clone(),
-            namespace.to_owned(),
-            name.to_owned(),
-            holder.clone(),
-            lease,
-            [Arc::clone(&stop), Arc::clone(&lost)],
-        ));
-        Ok(Self {
-            cluster: cluster.clone(),
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            holder,
-            stop,
-            lost,
-            renewer,
-        })
+        };
+        crate::signals::register(&lock.stop);
+        lock.renewer = Some(tokio::spawn(renew(
+            Renewer {
+                cluster: cluster.clone(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                holder: lock.holder.clone(),
+                lease,
+            },
+            held,
+            Arc::clone(&lock.state),
+            Arc::clone(&lock.stop),
+        )));
+        Ok(lock)
     }
 
     /// Set when the lock is lost, or when a termination signal asks the process to stop.
@@ -207,22 +287,43 @@ impl RunLock {
         &self.stop
     }
 
-    /// Set only when the lock is lost, never by a signal: for a caller that finishes the target
-    /// in progress on a signal and checks [`crate::signals::received`] between targets.
-    pub(crate) fn lost(&self) -> &AtomicBool {
-        &self.lost
+    /// Halted only when the lock is lost (or may be), never by a signal: for a caller that
+    /// finishes the target in progress on a signal and checks [`crate::signals::received`]
+    /// between targets.
+    pub(crate) fn halt(&self) -> &dyn gc_core::ports::Halt {
+        &*self.state
+    }
+
+    /// The error of a run whose lock was lost, when it was: it wrote nothing after it noticed.
+    pub(crate) fn lost(&self) -> Option<anyhow::Error> {
+        use gc_core::ports::Halt as _;
+        self.state.halted();
+        self.state.lost().map(|why| {
+            anyhow::anyhow!(
+                "lost the run lock {} in namespace {}: {why}; this run wrote nothing after it \
+                 noticed, and the next run resumes",
+                self.name,
+                self.namespace
+            )
+        })
     }
 
     /// Stops renewing and gives the lease up. A failure is a warning: the lease expires by
-    /// itself within its duration.
+    /// itself within its duration. A lost lease is left as it is.
     pub(crate) async fn release(self) {
-        self.renewer.abort();
+        let Some(renewer) = self.renewer else {
+            return;
+        };
+        renewer.abort();
         if let Some(signal) = crate::signals::received() {
             tracing::warn!(
                 "{signal} received: releasing the run lock {} in namespace {}; the next run resumes",
                 self.name,
                 self.namespace
             );
+        }
+        if self.state.lost().is_some() {
+            return;
         }
         if let Err(e) = self
             .cluster
@@ -237,36 +338,54 @@ impl RunLock {
     }
 }
 
-/// Renews the lease every third of its duration; sets `stop` when another holder has it, or
-/// when no renewal succeeded for two thirds of the lease (before it could expire).
-async fn renew(
+/// Which Lease a renewal task renews.
+struct Renewer {
     cluster: gc_k8s::KubeCluster,
     namespace: String,
     name: String,
     holder: String,
     lease: u32,
-    flags: [Arc<AtomicBool>; 2],
-) {
-    let period = Duration::from_secs(u64::from(lease)) / 3;
-    let mut renewed = Instant::now();
+}
+
+/// Renews the lease every third of its duration, fenced on the last renewal; marks the lock
+/// lost, and sets `stop`, when the Lease expired or was written by anyone else since, or when no
+/// renewal succeeded for two thirds of the lease (before it could expire). It never takes back a
+/// lease it let lapse.
+async fn renew(r: Renewer, mut held: gc_k8s::Held, state: Arc<LockState>, stop: Arc<AtomicBool>) {
+    use gc_core::ports::Halt as _;
+    let period = Duration::from_secs(u64::from(r.lease)) / 3;
+    let name = &r.name;
     loop {
         tokio::time::sleep(period).await;
-        match cluster.try_acquire(&namespace, &name, &holder, lease).await {
-            Ok(true) => renewed = Instant::now(),
-            Ok(false) => {
-                tracing::error!("lost the run lock {name}: another run holds it; stopping");
+        if state.halted() {
+            break;
+        }
+        let sent = Instant::now();
+        match r
+            .cluster
+            .renew(&r.namespace, name, &r.holder, r.lease, &held)
+            .await
+        {
+            Ok(gc_k8s::Renewal::Renewed(now)) => {
+                held = now;
+                *state
+                    .renewed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = sent;
+            }
+            Ok(gc_k8s::Renewal::Lost(why)) => {
+                state.lose(format!("the run lock {name} is lost: {why}"));
                 break;
             }
-            Err(e) if renewed.elapsed() >= period * 2 => {
-                tracing::error!("cannot renew the run lock {name}: {e}; stopping");
-                break;
+            Err(e) => {
+                tracing::warn!("cannot renew the run lock {name}: {e}; trying again");
+                if state.halted() {
+                    break;
+                }
             }
-            Err(_) => {}
         }
     }
-    for flag in flags {
-        flag.store(true, Ordering::SeqCst);
-    }
+    stop.store(true, Ordering::SeqCst);
 }
 
 /// A one-line progress report on a terminal's stderr; silent when stderr is not a terminal.

@@ -232,8 +232,11 @@ fn step_name(step: Step) -> &'static str {
 }
 
 /// The stages of the failed-Pod collector that are not a step: the run as a whole, the archive
-/// sink's check, recovery, the plan, a pin left at the end, an archive over the ceiling.
-const POD_STAGES: [&str; 6] = ["run", "archive", "recover", "plan", "PinLeft", "TooLarge"];
+/// sink's probe, the store, recovery, the plan, a pin left at the end, an archive over the
+/// ceiling, the run lock lost.
+const POD_STAGES: [&str; 8] = [
+    "run", "archive", "store", "recover", "plan", "PinLeft", "TooLarge", "lock",
+];
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

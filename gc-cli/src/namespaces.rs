@@ -69,6 +69,11 @@ impl NamespaceArgs {
         }
     }
 
+    /// Whether the run covers `-A`'s choice of namespaces (so pins may lie outside it).
+    pub(crate) fn all(&self) -> bool {
+        self.all_namespaces
+    }
+
     /// The namespaces of the run: the named ones, or with `-A` the cluster's (matching
     /// `--namespace-selector`, less `--exclude-namespace` and the system namespaces), sorted.
     ///

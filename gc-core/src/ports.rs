@@ -260,6 +260,20 @@ pub trait SessionDirectory: Send + Sync {
     ) -> Result<std::collections::HashMap<String, crate::sessions::Row>, StoreError>;
 }
 
+/// Whether a run must write nothing more: its run lock is lost (or may be: it was not renewed in
+/// time, for example while the process was frozen). Read before every write.
+pub trait Halt: Send + Sync {
+    /// `true` once the run must stop writing; never `false` again after that.
+    fn halted(&self) -> bool;
+}
+
+/// A flag another task sets.
+impl Halt for std::sync::atomic::AtomicBool {
+    fn halted(&self) -> bool {
+        self.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// One run at a time per namespace: a `coordination.k8s.io` Lease, written with
 /// resourceVersion fencing so that two runs cannot both take it.
 ///

@@ -162,8 +162,8 @@ impl<'a> Leases<'a> {
             .map_err(|e| self.error("get", e))
     }
 
-    /// Creates `name` held by `holder`; `Ok(false)` when it already exists (409).
-    async fn create(&self, name: &str, spec: LeaseSpec) -> Result<bool, ClusterError> {
+    /// Creates `name` held by `holder`; `Ok(None)` when it already exists (409).
+    async fn create(&self, name: &str, spec: LeaseSpec) -> Result<Option<Lease>, ClusterError> {
         let lease = Lease {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
@@ -172,20 +172,185 @@ impl<'a> Leases<'a> {
             spec: Some(spec),
         };
         match self.api.create(&post_params(), &lease).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_conflict(&e) => Ok(false),
+            Ok(lease) => Ok(Some(lease)),
+            Err(e) if is_conflict(&e) => Ok(None),
             Err(e) => Err(self.error("create", e)),
         }
     }
 
-    /// Replaces `lease` (which carries the resourceVersion it was read at); `Ok(false)` when
+    /// Replaces `lease` (which carries the resourceVersion it was read at); `Ok(None)` when
     /// it changed since (409).
-    async fn replace(&self, name: &str, lease: &Lease) -> Result<bool, ClusterError> {
+    async fn replace(&self, name: &str, lease: &Lease) -> Result<Option<Lease>, ClusterError> {
         match self.api.replace(name, &post_params(), lease).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_conflict(&e) => Ok(false),
+            Ok(lease) => Ok(Some(lease)),
+            Err(e) if is_conflict(&e) => Ok(None),
             Err(e) => Err(self.error("update", e)),
         }
+    }
+
+    /// After a write that conflicted at `now`: the stored Lease when it is exactly what this
+    /// write made (a replayed request whose first attempt succeeded), else `None`.
+    async fn ours_after_conflict(
+        &self,
+        name: &str,
+        holder: &str,
+        now: Timestamp,
+    ) -> Result<Option<Lease>, ClusterError> {
+        let stored = self.get(name).await?;
+        let ours = is_our_write(stored.as_ref(), holder, now);
+        tracing::debug!(
+            namespace = self.namespace,
+            name,
+            holder,
+            ours,
+            "lease write conflicted"
+        );
+        Ok(stored.filter(|_| ours))
+    }
+}
+
+/// A Lease as its holder last wrote it: what a renewal must find unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The resourceVersion of the holder's last write.
+    resource_version: String,
+    /// The renew time it wrote.
+    renewed: Timestamp,
+}
+
+impl Held {
+    fn of(lease: &Lease, renewed: Timestamp) -> Self {
+        Self {
+            resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
+            renewed,
+        }
+    }
+}
+
+/// What a renewal found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Renewal {
+    /// Still held, renewed now.
+    Renewed(Held),
+    /// The lock is lost, and why: the Lease expired, or changed hands (or was written by
+    /// anyone else at all) since the holder's last write. A lost lease is never taken back.
+    Lost(String),
+}
+
+/// Whether `lease` is still exactly `held` by `holder` and not expired at `now`; `Err` says why
+/// not.
+fn still_held(
+    lease: Option<&Lease>,
+    holder: &str,
+    held: &Held,
+    seconds: i32,
+    now: Timestamp,
+) -> Result<(), String> {
+    let Some(lease) = lease else {
+        return Err("the Lease was deleted".into());
+    };
+    match holder_of(lease) {
+        Some(h) if h == holder => {}
+        Some(other) => return Err(format!("it is held by {other} now")),
+        None => return Err("it was released by someone else".into()),
+    }
+    if lease.metadata.resource_version.as_deref() != Some(held.resource_version.as_str()) {
+        return Err("it was written by another run since the last renewal".into());
+    }
+    let expiry = held
+        .renewed
+        .checked_add(SignedDuration::from_secs(i64::from(seconds)))
+        .unwrap_or(held.renewed);
+    if expiry <= now {
+        return Err(format!(
+            "it expired at {expiry} before it was renewed (the process was frozen or could not reach the API server)"
+        ));
+    }
+    Ok(())
+}
+
+impl KubeCluster {
+    /// [`Lock::try_acquire`], returning the Lease as taken for [`KubeCluster::renew`]; `None`
+    /// when another holder has it.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`].
+    pub async fn acquire(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl_seconds: u32,
+    ) -> Result<Option<Held>, ClusterError> {
+        check(namespace, name, holder)?;
+        let seconds = duration(ttl_seconds)?;
+        let leases = Leases::new(self, namespace);
+        let now = now();
+        let written = match leases.get(name).await? {
+            None => {
+                leases
+                    .create(name, taken(None, holder, seconds, now))
+                    .await?
+            }
+            Some(lease) if takeable(&lease, holder, now) => {
+                let lease = Lease {
+                    spec: Some(taken(lease.spec, holder, seconds, now)),
+                    ..lease
+                };
+                leases.replace(name, &lease).await?
+            }
+            Some(_) => return Ok(None),
+        };
+        let written = match written {
+            Some(lease) => Some(lease),
+            None => leases.ours_after_conflict(name, holder, now).await?,
+        };
+        if written.is_some() {
+            tracing::debug!(namespace, name, holder, "lease taken");
+        }
+        Ok(written.map(|lease| Held::of(&lease, now)))
+    }
+
+    /// Renews a Lease `holder` took ([`KubeCluster::acquire`]) and last wrote as `held`, fenced
+    /// on that write's resourceVersion. [`Renewal::Lost`] when the Lease expired or was written
+    /// by anyone else since (taken, released, taken back: `renewTime`, `leaseTransitions` and
+    /// the holder all move the resourceVersion): the run must write nothing more, and the Lease
+    /// is left as it is.
+    ///
+    /// # Errors
+    /// As [`Lock::try_acquire`]; an error is no loss by itself (the caller decides how long it
+    /// may go without a renewal).
+    pub async fn renew(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl_seconds: u32,
+        held: &Held,
+    ) -> Result<Renewal, ClusterError> {
+        check(namespace, name, holder)?;
+        let seconds = duration(ttl_seconds)?;
+        let leases = Leases::new(self, namespace);
+        let stored = leases.get(name).await?;
+        let now = now();
+        if let Err(why) = still_held(stored.as_ref(), holder, held, seconds, now) {
+            return Ok(Renewal::Lost(why));
+        }
+        let Some(lease) = stored else {
+            return Ok(Renewal::Lost("the Lease was deleted".into()));
+        };
+        let lease = Lease {
+            spec: Some(taken(lease.spec, holder, seconds, now)),
+            ..lease
+        };
+        let written = match leases.replace(name, &lease).await? {
+            Some(lease) => Some(lease),
+            None => leases.ours_after_conflict(name, holder, now).await?,
+        };
+        Ok(match written {
+            Some(lease) => Renewal::Renewed(Held::of(&lease, now)),
+            None => Renewal::Lost("another run wrote the Lease during the renewal".into()),
+        })
     }
 }
 
@@ -217,32 +382,10 @@ impl Lock for KubeCluster {
         holder: &str,
         ttl_seconds: u32,
     ) -> Result<bool, ClusterError> {
-        check(namespace, name, holder)?;
-        let seconds = duration(ttl_seconds)?;
-        let leases = Leases::new(self, namespace);
-        let now = now();
-        let written = match leases.get(name).await? {
-            None => {
-                leases
-                    .create(name, taken(None, holder, seconds, now))
-                    .await?
-            }
-            Some(lease) if takeable(&lease, holder, now) => {
-                let lease = Lease {
-                    spec: Some(taken(lease.spec, holder, seconds, now)),
-                    ..lease
-                };
-                leases.replace(name, &lease).await?
-            }
-            Some(_) => return Ok(false),
-        };
-        if written {
-            tracing::debug!(namespace, name, holder, "lease taken");
-            return Ok(true);
-        }
-        let ours = is_our_write(leases.get(name).await?.as_ref(), holder, now);
-        tracing::debug!(namespace, name, holder, ours, "lease write conflicted");
-        Ok(ours)
+        Ok(self
+            .acquire(namespace, name, holder, ttl_seconds)
+            .await?
+            .is_some())
     }
 
     async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {
@@ -261,7 +404,7 @@ impl Lock for KubeCluster {
                 spec: Some(spec),
                 ..lease
             };
-            if leases.replace(name, &released).await? {
+            if leases.replace(name, &released).await?.is_some() {
                 tracing::debug!(namespace, name, holder, "lease released");
                 return Ok(());
             }

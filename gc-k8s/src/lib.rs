@@ -44,6 +44,7 @@ mod connect;
 mod errors;
 mod events;
 mod lease;
+pub use lease::{Held, Renewal};
 mod list;
 mod namespaces;
 mod objects;

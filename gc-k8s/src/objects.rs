@@ -71,6 +71,34 @@ fn list_request(
     Ok(request)
 }
 
+impl KubeCluster {
+    /// One page of every Pod of every namespace the identity may list, whatever its labels and
+    /// phase, metadata only (a `PartialObjectMetadataList`'s JSON text): what finds pins in
+    /// namespaces a run does not cover. Needs `list` on Pods cluster-wide.
+    ///
+    /// # Errors
+    /// Mapped as for [`gc_core::ports::Cluster`]; a 403 names `pods` in all namespaces.
+    pub async fn list_all_pod_metadata(
+        &self,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let params = ListParams {
+            limit: (limit > 0).then_some(limit),
+            continue_token: continue_token.map(str::to_owned),
+            ..ListParams::default()
+        };
+        let mut request = built(Request::new("/api/v1/pods").list_metadata(&params))?;
+        request
+            .headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static(METADATA_LIST_ACCEPT));
+        page(
+            self.send(request, Call::list("pods", "(all namespaces)"))
+                .await?,
+        )
+    }
+}
+
 /// The fenced delete request: uid and resourceVersion preconditions, background propagation.
 fn delete_request(
     kind: &Kind,

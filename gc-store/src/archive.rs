@@ -1,4 +1,4 @@
-//! Archives as files in a folder: `<root>/<cluster>/<namespace>/<uid>.json`, written atomically.
+//! Archives as files in a folder: `<root>/<cluster>/<namespace>/<uid>.<sha256>.json`, written once.
 //!
 //! Every part of a file's path comes from the [`ArchiveKey`] and is checked against a pattern
 //! that has no room for `.`, `/` or anything a Pod's author chooses, so no key can name a file
@@ -66,9 +66,9 @@ impl DirectorySink {
         Ok(format!("file://{}/", root.trim_end_matches('/')))
     }
 
-    /// The file's path and URI for `key`, after checking every part.
-    fn locate(&self, key: &ArchiveKey) -> Result<Located, StoreError> {
-        let parts = Parts::check(&key.cluster_id, &key.namespace, &key.uid)?;
+    /// The file's path and URI for `key`'s archive of sha256 `digest`, after checking every part.
+    fn locate(&self, key: &ArchiveKey, digest: String) -> Result<Located, StoreError> {
+        let parts = Parts::of(key, digest)?;
         Ok(Located {
             uri: format!("{}{}", self.uri_prefix()?, parts.relative()),
             folder: self.root.join(&parts.cluster).join(&parts.namespace),
@@ -96,16 +96,12 @@ impl DirectorySink {
                 prefix.trim_end_matches('/')
             ));
         };
-        let mut split = relative.split('/');
-        let (Some(cluster), Some(namespace), Some(file), None) =
-            (split.next(), split.next(), split.next(), split.next())
-        else {
-            return refuse("not of the form <cluster>/<namespace>/<uid>.json under the root");
-        };
-        let Some(uid) = file.strip_suffix(".json") else {
-            return refuse("not a .json file");
-        };
-        let parts = Parts::check(cluster, namespace, uid)?;
+        let parts = Parts::parse(relative).map_err(|why| match why {
+            Refusal::Shape(why) => StoreError::Other(format!(
+                "refusing to read archive {uri:?}: {why}"
+            )),
+            Refusal::Part(e) => e,
+        })?;
         Ok(self.root.join(parts.relative()))
     }
 }
@@ -130,10 +126,8 @@ impl DirectorySink {
                 }
                 for namespace in entries(&root.join(&cluster))? {
                     for file in entries(&root.join(&cluster).join(&namespace))? {
-                        let Some(uid) = file.strip_suffix(".json") else {
-                            continue;
-                        };
-                        let Ok(parts) = Parts::check(&cluster, &namespace, uid) else {
+                        let Ok(parts) = Parts::parse(&format!("{cluster}/{namespace}/{file}"))
+                        else {
                             continue;
                         };
                         let path = root.join(parts.relative());
@@ -188,13 +182,29 @@ fn entries(folder: &Path) -> Result<Vec<String>, StoreError> {
     Ok(names)
 }
 
-/// A checked key: each part safe as one path component (and one object-key segment).
+/// A checked key: each part safe as one path component (and one object-key segment), and the
+/// archive's digest when its name carries one (every archive written since archives are
+/// write-once; `<uid>.json` names the archives written before).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Parts {
     pub(crate) cluster: String,
     pub(crate) namespace: String,
     pub(crate) uid: String,
+    pub(crate) digest: Option<String>,
 }
+
+/// Why a relative name is not an archive's.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// Not `<cluster>/<namespace>/<uid>[.<sha256>].json`.
+    Shape(&'static str),
+    /// A part fails its check.
+    Part(StoreError),
+}
+
+/// The folder (or key segment) of the sink probe, beside the clusters' folders: a cluster id
+/// never starts with `.`, so no probe is ever taken for an archive.
+pub(crate) const PROBE_FOLDER: &str = ".gc-probe";
 
 impl Parts {
     pub(crate) fn check(cluster: &str, namespace: &str, uid: &str) -> Result<Self, StoreError> {
@@ -216,13 +226,59 @@ impl Parts {
             cluster: cluster.to_owned(),
             namespace: namespace.to_owned(),
             uid: uid.to_owned(),
+            digest: None,
         })
     }
 
-    /// `<cluster>/<namespace>/<uid>.json`
-    pub(crate) fn relative(&self) -> String {
-        format!("{}/{}/{}.json", self.cluster, self.namespace, self.uid)
+    /// The parts of `key`, named for the archive whose sha256 is `digest`.
+    pub(crate) fn of(key: &ArchiveKey, digest: String) -> Result<Self, StoreError> {
+        let parts = Self::check(&key.cluster_id, &key.namespace, &key.uid)?;
+        Ok(Self {
+            digest: Some(digest),
+            ..parts
+        })
     }
+
+    /// The checked parts of a relative name `<cluster>/<namespace>/<uid>.<sha256>.json` (or
+    /// `<uid>.json`, the name of archives written before archives were write-once).
+    pub(crate) fn parse(relative: &str) -> Result<Self, Refusal> {
+        let mut split = relative.split('/');
+        let (Some(cluster), Some(namespace), Some(file), None) =
+            (split.next(), split.next(), split.next(), split.next())
+        else {
+            return Err(Refusal::Shape(
+                "not of the form <cluster>/<namespace>/<uid>.<sha256>.json under the root",
+            ));
+        };
+        let Some(stem) = file.strip_suffix(".json") else {
+            return Err(Refusal::Shape("not a .json archive"));
+        };
+        let (uid, digest) = match stem.split_once('.') {
+            Some((uid, digest)) if is_digest(digest) => (uid, Some(digest.to_owned())),
+            Some(_) => return Err(Refusal::Shape("not <uid>.<sha256>.json")),
+            None => (stem, None),
+        };
+        let parts = Self::check(cluster, namespace, uid).map_err(Refusal::Part)?;
+        Ok(Self { digest, ..parts })
+    }
+
+    /// `<cluster>/<namespace>/<uid>.<sha256>.json` (`<uid>.json` without a digest).
+    pub(crate) fn relative(&self) -> String {
+        format!("{}/{}/{}", self.cluster, self.namespace, self.file())
+    }
+
+    /// The file name: `<uid>.<sha256>.json`, or `<uid>.json`.
+    fn file(&self) -> String {
+        match &self.digest {
+            Some(digest) => format!("{}.{digest}.json", self.uid),
+            None => format!("{}.json", self.uid),
+        }
+    }
+}
+
+/// Lowercase hex sha256.
+fn is_digest(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 fn is_cluster(s: &str) -> bool {
@@ -266,11 +322,11 @@ struct Located {
 #[async_trait]
 impl ArchiveSink for DirectorySink {
     async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
-        let located = self.locate(key)?;
+        let located = self.locate(key, gc_core::pods::archive::digest(bytes))?;
         let root = self.root.clone();
         let bytes = bytes.to_vec();
         blocking(move || {
-            write_atomically(&root, &located, &bytes)?;
+            write_once(&root, &located, &bytes)?;
             Ok(located.uri)
         })
         .await
@@ -303,7 +359,10 @@ async fn blocking<T: Send + 'static>(
 /// Temporary names are unique within a process; the process id makes them unique across.
 static NEXT_TEMPORARY: AtomicU64 = AtomicU64::new(0);
 
-fn write_atomically(root: &Path, at: &Located, bytes: &[u8]) -> Result<(), StoreError> {
+/// Writes `bytes` at `at`, never over another file: a synced temporary file is linked to the
+/// archive's name (a link fails when the name exists) and its folder synced. An archive already
+/// there with the same bytes (the same archive written again) is as good as this write.
+fn write_once(root: &Path, at: &Located, bytes: &[u8]) -> Result<(), StoreError> {
     let io_err = |what: &str, path: &Path, e: io::Error| {
         StoreError::Unavailable(format!("cannot {what} {}: {e}", path.display()))
     };
@@ -315,21 +374,91 @@ fn write_atomically(root: &Path, at: &Located, bytes: &[u8]) -> Result<(), Store
     ensure_folder(root, &cluster).map_err(|e| io_err("create folder", &cluster, e))?;
     ensure_folder(&cluster, &at.folder).map_err(|e| io_err("create folder", &at.folder, e))?;
 
-    let n = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
-    let name = format!(".{}.json.{}.{n}.tmp", at.parts.uid, std::process::id());
-    let temporary = at.folder.join(name);
-    let target = at.folder.join(format!("{}.json", at.parts.uid));
+    let temporary = temporary_in(&at.folder, &at.parts.uid);
+    let target = at.folder.join(at.parts.file());
     let written = write_synced(&temporary, bytes)
         .map_err(|e| io_err("write", &temporary, e))
-        .and_then(|()| {
-            fs::rename(&temporary, &target).map_err(|e| io_err("rename over", &target, e))
+        .and_then(|()| match fs::hard_link(&temporary, &target) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                match fs::read(&target) {
+                    Ok(there) if there == bytes => Ok(()),
+                    Ok(_) => Err(StoreError::Other(format!(
+                        "archive {} exists with other bytes: not replaced",
+                        target.display()
+                    ))),
+                    Err(e) => Err(io_err("read", &target, e)),
+                }
+            }
+            Err(e) => Err(io_err("link", &target, e)),
         });
-    if written.is_err() {
-        // Best effort: the write already failed, and a leftover is never read.
-        let _ = fs::remove_file(&temporary);
-    }
+    // Best effort: a leftover temporary file is never read.
+    let _ = fs::remove_file(&temporary);
     written?;
     sync_folder(&at.folder).map_err(|e| io_err("sync folder", &at.folder, e))
+}
+
+/// A fresh temporary name in `folder` (`.<stem>.<pid>.<n>.tmp`): unique within a process, and
+/// across processes by the process id.
+fn temporary_in(folder: &Path, stem: &str) -> PathBuf {
+    let n = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
+    folder.join(format!(".{stem}.{}.{n}.tmp", std::process::id()))
+}
+
+impl DirectorySink {
+    /// Proves the folder takes archives: writes the probe file `<root>/.gc-probe/<cluster>`
+    /// (outside the archives' names; replaced each run), syncs it and reads it back. A
+    /// read-only or full file system, or a root that is not a writable folder, fails here.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] naming the path and the error.
+    pub async fn probe(&self, cluster_id: &str) -> Result<(), StoreError> {
+        Parts::check(cluster_id, "default", "0")?;
+        let folder = self.root.join(PROBE_FOLDER);
+        let target = folder.join(cluster_id);
+        let bytes = probe_bytes(cluster_id);
+        let cluster_id = cluster_id.to_owned();
+        blocking(move || {
+            let io_err = |what: &str, path: &Path, e: io::Error| {
+                StoreError::Unavailable(format!("cannot {what} {}: {e}", path.display()))
+            };
+            folder_builder()
+                .recursive(true)
+                .create(&folder)
+                .map_err(|e| io_err("create folder", &folder, e))?;
+            let temporary = temporary_in(&folder, &cluster_id);
+            let written = write_synced(&temporary, &bytes)
+                .and_then(|()| fs::rename(&temporary, &target))
+                .map_err(|e| io_err("write the probe file", &target, e));
+            if written.is_err() {
+                let _ = fs::remove_file(&temporary);
+            }
+            written?;
+            match fs::read(&target) {
+                Ok(back) if back == bytes => Ok(()),
+                Ok(_) => Err(StoreError::Unavailable(format!(
+                    "the probe file {} read back other bytes",
+                    target.display()
+                ))),
+                Err(e) => Err(io_err("read back the probe file", &target, e)),
+            }
+        })
+        .await
+    }
+}
+
+/// What a sink probe writes: unique to this write, so that reading it back proves this write.
+pub(crate) fn probe_bytes(cluster_id: &str) -> Vec<u8> {
+    let n = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!(
+        "gc sink probe: cluster {cluster_id}, process {}, {at}.{n}\n",
+        std::process::id()
+    )
+    .into_bytes()
 }
 
 /// Creates `folder` (mode 0700) inside `parent` unless it exists, syncing `parent` when it was
@@ -398,10 +527,11 @@ mod tests {
     #[test]
     fn uris_are_the_root_and_the_key() {
         let sink = DirectorySink::new(PathBuf::from("/var/lib/gc/arch ives/"));
-        let at = sink.locate(&key("primary", "jobs", "0a-B9")).unwrap();
+        let digest = "0f".repeat(32);
+        let at = sink.locate(&key("primary", "jobs", "0a-B9"), digest.clone()).unwrap();
         assert_eq!(
             at.uri,
-            "file:///var/lib/gc/arch%20ives/primary/jobs/0a-B9.json"
+            format!("file:///var/lib/gc/arch%20ives/primary/jobs/0a-B9.{digest}.json")
         );
         assert_eq!(
             at.folder,
@@ -409,6 +539,12 @@ mod tests {
         );
         assert_eq!(
             sink.path_of_uri(&at.uri).unwrap(),
+            PathBuf::from(format!("/var/lib/gc/arch ives/primary/jobs/0a-B9.{digest}.json"))
+        );
+        // Archives written before archives were write-once keep their name.
+        assert_eq!(
+            sink.path_of_uri("file:///var/lib/gc/arch%20ives/primary/jobs/0a-B9.json")
+                .unwrap(),
             PathBuf::from("/var/lib/gc/arch ives/primary/jobs/0a-B9.json")
         );
     }
@@ -420,7 +556,7 @@ mod tests {
         assert!(sink.root().ends_with("archives/x"));
         let empty = DirectorySink::new(PathBuf::new());
         let err = empty
-            .locate(&key("c", "ns", "u"))
+            .locate(&key("c", "ns", "u"), "0".repeat(64))
             .map(|l| l.uri)
             .unwrap_err();
         assert!(matches!(err, StoreError::Other(_)), "{err}");
@@ -435,7 +571,10 @@ mod tests {
         let namespaces = ["..", "-ns", "n.s"].map(|n| ("c", n, "u"));
         let uids = ["", "..", "a/b", "a.json", "a b", &long].map(|u| ("c", "ns", u));
         for (c, n, u) in clusters.into_iter().chain(namespaces).chain(uids) {
-            let err = sink.locate(&key(c, n, u)).map(|l| l.uri).unwrap_err();
+            let err = sink
+                .locate(&key(c, n, u), "0".repeat(64))
+                .map(|l| l.uri)
+                .unwrap_err();
             assert!(matches!(err, StoreError::Other(_)), "{c:?} {n:?} {u:?}");
         }
     }
@@ -443,9 +582,13 @@ mod tests {
     #[test]
     fn only_this_roots_uris_are_read() {
         let sink = DirectorySink::new(PathBuf::from("/a/archives"));
+        let named = format!("file:///a/archives/c/ns/u.{}.json", "ab".repeat(32));
+        let upper = format!("file:///a/archives/c/ns/u.{}.json", "AB".repeat(32));
+        let short = format!("file:///a/archives/c/ns/u.{}.json", "ab".repeat(31));
         for uri in [
             "file:///a/archives/c/ns/u.json",
             "file:///a/archives/c/ns/u-2.json",
+            named.as_str(),
         ] {
             assert!(sink.path_of_uri(uri).is_ok(), "{uri}");
         }
@@ -463,6 +606,10 @@ mod tests {
             "file:///a/archives/c/ns/u%2Fx.json",
             "file:///a/archives//c/ns/u.json",
             "file:///a/archives/c/ns",
+            upper.as_str(),
+            short.as_str(),
+            "file:///a/archives/c/ns/u.x.json",
+            "file:///a/archives/.gc-probe/c",
         ] {
             let err = sink.path_of_uri(uri).unwrap_err();
             assert!(matches!(err, StoreError::Other(_)), "{uri}");

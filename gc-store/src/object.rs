@@ -1,5 +1,5 @@
 //! Archives as objects in an S3-compatible store:
-//! `s3://BUCKET/PREFIX/<cluster>/<namespace>/<uid>.json`.
+//! `s3://BUCKET/PREFIX/<cluster>/<namespace>/<uid>.<sha256>.json`, written create-only.
 //!
 //! As with [`crate::DirectorySink`], every segment of an object's key after the sink's prefix comes
 //! from the [`ArchiveKey`] and is checked against a pattern with no room for `.`, `/` or anything
@@ -19,11 +19,11 @@ use object_store::client::{HttpError, HttpErrorKind};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    BackoffConfig, ClientConfigKey, ObjectStoreExt, PutPayload, RetryConfig,
+    BackoffConfig, ClientConfigKey, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
     StaticCredentialProvider,
 };
 
-use crate::archive::{ArchiveEntry, Parts};
+use crate::archive::{ArchiveEntry, PROBE_FOLDER, Parts, Refusal, probe_bytes};
 
 /// How long a connection may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -230,7 +230,7 @@ impl ObjectSink {
                 let Some(relative) = object.location.as_ref().strip_prefix(&self.key_prefix) else {
                     continue;
                 };
-                if let Ok(parts) = parts_of(relative) {
+                if let Ok(parts) = Parts::parse(relative) {
                     entries.push(ArchiveEntry {
                         uri: format!("{}{relative}", self.uri_prefix()),
                         key: parts.key(),
@@ -268,9 +268,9 @@ impl ObjectSink {
         (!prefix.is_empty()).then_some(prefix)
     }
 
-    /// The object key and URI for `key`, after checking every part.
-    fn locate(&self, key: &ArchiveKey) -> Result<(ObjectPath, String), StoreError> {
-        let parts = Parts::check(&key.cluster_id, &key.namespace, &key.uid)?;
+    /// The object key and URI for `key`'s archive of sha256 `digest`, after checking every part.
+    fn locate(&self, key: &ArchiveKey, digest: String) -> Result<(ObjectPath, String), StoreError> {
+        let parts = Parts::of(key, digest)?;
         let relative = parts.relative();
         let uri = format!("{}{relative}", self.uri_prefix());
         Ok((self.object_path(&relative, &uri)?, uri))
@@ -285,7 +285,7 @@ impl ObjectSink {
                 &format!("not an object URI under {}", prefix.trim_end_matches('/')),
             ));
         };
-        let parts = parts_of(relative).map_err(|why| match why {
+        let parts = Parts::parse(relative).map_err(|why| match why {
             Refusal::Shape(why) => refuse_uri(uri, why),
             Refusal::Part(e) => e,
         })?;
@@ -332,15 +332,72 @@ impl ObjectSink {
     }
 }
 
+impl ObjectSink {
+    /// Proves the store takes archives: writes the probe object `PREFIX/.gc-probe/<cluster>`
+    /// (outside the archives' keys; replaced each run) and reads it back. Denied writes or
+    /// reads, a read-only or missing bucket, an unreachable store or refused credentials fail
+    /// here, before anything is pinned: the permissions a bucket needs stay list, put and get.
+    ///
+    /// # Errors
+    /// As [`ObjectSink::check`], and [`StoreError::Unavailable`] when the probe reads back other
+    /// bytes.
+    pub async fn probe(&self, cluster_id: &str) -> Result<(), StoreError> {
+        Parts::check(cluster_id, "default", "0")?;
+        let relative = format!("{PROBE_FOLDER}/{cluster_id}");
+        let uri = format!("{}{relative}", self.uri_prefix());
+        let path = self.object_path(&relative, &uri)?;
+        let bytes = probe_bytes(cluster_id);
+        self.store
+            .put(&path, PutPayload::from(bytes.clone()))
+            .await
+            .map_err(|e| self.error(&format!("cannot write the probe {uri}"), None, &e))?;
+        let doing = format!("cannot read back the probe {uri}");
+        let back = self
+            .store
+            .get(&path)
+            .await
+            .map_err(|e| self.error(&doing, None, &e))?
+            .bytes()
+            .await
+            .map_err(|e| self.error(&doing, None, &e))?;
+        if back != bytes {
+            return Err(StoreError::Unavailable(format!(
+                "{doing}: it holds other bytes than were written"
+            )));
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl ArchiveSink for ObjectSink {
+    /// Writes create-only (`If-None-Match: *`) under a key that names the archive's sha256, so
+    /// no upload, however late, replaces an archive: the same archive lands on its own key
+    /// (refused, or the same bytes again where a store ignores the condition), another one
+    /// beside it. An archive already there is read back and must hold exactly these bytes.
     async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
-        let (path, uri) = self.locate(key)?;
-        self.store
-            .put(&path, PutPayload::from(bytes.to_vec()))
+        let (path, uri) = self.locate(key, gc_core::pods::archive::digest(bytes))?;
+        let create = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match self
+            .store
+            .put_opts(&path, PutPayload::from(bytes.to_vec()), create)
             .await
-            .map_err(|e| self.error(&format!("cannot write archive {uri}"), None, &e))?;
-        Ok(uri)
+        {
+            Ok(_) => Ok(uri),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                if self.read(&uri).await? == bytes {
+                    Ok(uri)
+                } else {
+                    Err(StoreError::Other(format!(
+                        "archive {uri} exists with other bytes: not replaced"
+                    )))
+                }
+            }
+            Err(e) => Err(self.error(&format!("cannot write archive {uri}"), None, &e)),
+        }
     }
 
     async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError> {
@@ -585,30 +642,6 @@ fn read_credentials(path: &Path, profile: Option<&str>) -> Result<AwsCredential,
     })
 }
 
-/// Why a relative object name is not an archive's.
-enum Refusal {
-    /// Not `<cluster>/<namespace>/<uid>.json`.
-    Shape(&'static str),
-    /// A part fails its check.
-    Part(StoreError),
-}
-
-/// The checked parts of `<cluster>/<namespace>/<uid>.json`.
-fn parts_of(relative: &str) -> Result<Parts, Refusal> {
-    let mut split = relative.split('/');
-    let (Some(cluster), Some(namespace), Some(file), None) =
-        (split.next(), split.next(), split.next(), split.next())
-    else {
-        return Err(Refusal::Shape(
-            "not of the form <cluster>/<namespace>/<uid>.json under the prefix",
-        ));
-    };
-    let Some(uid) = file.strip_suffix(".json") else {
-        return Err(Refusal::Shape("not a .json object"));
-    };
-    Parts::check(cluster, namespace, uid).map_err(Refusal::Part)
-}
-
 fn refuse_uri(uri: &str, why: &str) -> StoreError {
     StoreError::Other(format!("refusing to read archive {uri:?}: {why}"))
 }
@@ -803,15 +836,18 @@ mod tests {
 
     #[test]
     fn uris_round_trip_with_and_without_a_prefix() {
+        let digest = "7e".repeat(32);
         for (url, uri) in [
-            ("s3://bkt", "s3://bkt/c/ns/0a-B9.json"),
+            ("s3://bkt", format!("s3://bkt/c/ns/0a-B9.{digest}.json")),
             (
                 "s3://bkt/gc/archives",
-                "s3://bkt/gc/archives/c/ns/0a-B9.json",
+                format!("s3://bkt/gc/archives/c/ns/0a-B9.{digest}.json"),
             ),
         ] {
             let sink = sink(url);
-            let (path, written) = sink.locate(&key("c", "ns", "0a-B9")).unwrap();
+            let (path, written) = sink
+                .locate(&key("c", "ns", "0a-B9"), digest.clone())
+                .unwrap();
             assert_eq!(written, uri);
             assert_eq!(sink.path_of_uri(&written).unwrap(), path);
             let object = uri.strip_prefix("s3://bkt/").unwrap();
@@ -823,6 +859,9 @@ mod tests {
     fn only_this_sinks_uris_are_read() {
         let sink = sink("s3://bkt/gc");
         assert!(sink.path_of_uri("s3://bkt/gc/c/ns/u-2.json").is_ok());
+        let named = format!("s3://bkt/gc/c/ns/u-2.{}.json", "09".repeat(32));
+        assert!(sink.path_of_uri(&named).is_ok());
+        let upper = format!("s3://bkt/gc/c/ns/u-2.{}.json", "AB".repeat(32));
         for uri in [
             "s3://bkt/c/ns/u.json",
             "s3://other/gc/c/ns/u.json",
@@ -838,6 +877,9 @@ mod tests {
             "s3://bkt/gc/c/ns",
             "file:///bkt/gc/c/ns/u.json",
             "S3://bkt/gc/c/ns/u.json",
+            "s3://bkt/gc/.gc-probe/c",
+            "s3://bkt/gc/c/ns/u.1.json",
+            upper.as_str(),
         ] {
             let e = sink.path_of_uri(uri).unwrap_err();
             assert!(message(e).starts_with("refusing"), "{uri}");
@@ -857,7 +899,7 @@ mod tests {
             ("c", "ns", "a/b"),
             ("c", "ns", "a.json"),
         ] {
-            let e = sink.locate(&key(c, n, u)).unwrap_err();
+            let e = sink.locate(&key(c, n, u), "0".repeat(64)).unwrap_err();
             assert!(
                 message(e).contains("refusing archive key"),
                 "{c:?} {n:?} {u:?}"

@@ -15,16 +15,17 @@ pub enum Archives {
 }
 
 impl Archives {
-    /// Proves the sink usable before anything is pinned: for an object store, one listing
-    /// request (the endpoint answers, the credentials and the bucket are good). A folder is
-    /// created on the first write.
+    /// Proves the sink takes archives before anything is pinned, dry runs too: writes the
+    /// probe of `cluster_id` (one fixed name per cluster outside the archives' names, replaced
+    /// each run) and reads it back, so that denied writes, a read-only bucket or file system, a
+    /// full disk, an unreachable store or refused credentials stop the run.
     ///
     /// # Errors
     /// [`StoreError`] saying what is wrong with the sink.
-    pub async fn check(&self) -> Result<(), StoreError> {
+    pub async fn probe(&self, cluster_id: &str) -> Result<(), StoreError> {
         match self {
-            Self::Directory(_) => Ok(()),
-            Self::Object(sink) => sink.check().await,
+            Self::Directory(sink) => sink.probe(cluster_id).await,
+            Self::Object(sink) => sink.probe(cluster_id).await,
         }
     }
 

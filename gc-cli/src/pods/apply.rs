@@ -137,6 +137,24 @@ struct Report {
     results: Vec<TargetResult>,
     /// Pods that still carry the pin at the end of a live run: each is a failure.
     pins_left: Vec<String>,
+    /// The store or the archive sink was unusable (the metrics stage, and why): recovery
+    /// released what it could and the run stopped before planning. A failure.
+    #[serde(
+        rename = "stoppedBeforePlanning",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "unusable_why"
+    )]
+    unusable: Option<(&'static str, String)>,
+}
+
+fn unusable_why<S: serde::Serializer>(
+    unusable: &Option<(&'static str, String)>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match unusable {
+        Some((_, why)) => s.serialize_str(why),
+        None => s.serialize_none(),
+    }
 }
 
 /// One namespace's run: its report when it got that far, its error when it failed, and its
@@ -266,8 +284,108 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
             let run = execute(&job, &cfg, Targets::Planned(p), !live_run, namespaces.len());
             runs.push(run.await);
         }
+        if scope.all() {
+            let inputs = |ns: &str| p.pod.inputs(ns).validate();
+            runs.extend(outside(&job, &namespaces, inputs, !live_run).await);
+        }
         finish(&job, runs)
     })
+}
+
+/// With `-A`: the pins in namespaces the run does not cover (outside `--namespace-selector`, or
+/// excluded), found by one metadata-only list of every namespace's Pods (paged), each released
+/// under that namespace's run lock, fenced, and never collected: a namespace that leaves the
+/// selection keeps no pin, so no delete of its Pods hangs. One run per such namespace, reported
+/// as any other (system namespaces are never touched).
+async fn outside(
+    job: &Job<'_>,
+    covered: &[String],
+    inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
+    dry_run: bool,
+) -> Vec<NamespaceRun> {
+    let failed = |namespace: &str, error: anyhow::Error| NamespaceRun {
+        namespace: namespace.to_owned(),
+        report: None,
+        error: Some(error),
+        metrics: String::new(),
+    };
+    let all = "(outside the selection)";
+    let cluster = match job.connect.connection() {
+        Ok(connection) => gc_k8s::connect(&connection).await,
+        Err(e) => return vec![failed(all, e.into())],
+    };
+    let cluster = match cluster.context("cannot connect to the cluster") {
+        Ok(cluster) => cluster,
+        Err(e) => return vec![failed(all, e)],
+    };
+    let pin = match inputs("default") {
+        Ok(cfg) => cfg.pin_finalizer,
+        Err(e) => return vec![failed(all, e.into())],
+    };
+    let pinned = gc_core::pages::collect(
+        async |token| cluster.list_all_pod_metadata(500, token).await,
+        |item| {
+            let meta = &item["metadata"];
+            let pinned = meta["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f == pin.as_str()));
+            Ok(pinned
+                .then(|| meta["namespace"].as_str().map(str::to_owned))
+                .flatten())
+        },
+    )
+    .await;
+    let mut namespaces = match pinned {
+        Ok(namespaces) => namespaces,
+        Err(e) => {
+            let e = anyhow::Error::new(e).context("cannot list pinned Pods in every namespace");
+            return vec![failed(all, e)];
+        }
+    };
+    namespaces.sort();
+    namespaces.dedup();
+    namespaces.retain(|ns| {
+        !covered.contains(ns) && !gc_core::input::SYSTEM_NAMESPACES.contains(&ns.as_str())
+    });
+    let mut runs = Vec::with_capacity(namespaces.len());
+    for ns in namespaces {
+        let released = async {
+            let cfg = inputs(&ns)?;
+            let lock = RunLock::take(&cluster, &ns, PODS_LOCK, job.lock, dry_run).await?;
+            let why = "its namespace is outside the run's selection (--namespace-selector, \
+                       --exclude-namespace): never collected";
+            let recovered = apply::release_pins(&cluster, &cfg, lock.halt(), dry_run, why, false)
+                .await
+                .with_context(|| format!("cannot list pinned Pods in namespace {ns}"));
+            let lost = lock.lost();
+            lock.release().await;
+            match lost {
+                Some(lost) => Err(lost),
+                None => recovered,
+            }
+        };
+        runs.push(match released.await {
+            Ok(recovered) => {
+                let results = recovered.iter();
+                job.events.pods(&cluster, &ns, results).await;
+                let failed = recovered.iter().any(|r| r.outcome.is_failure());
+                NamespaceRun {
+                    error: failed.then(|| anyhow::anyhow!("a pin outside the selection could not be released; the next run tries again")),
+                    namespace: ns,
+                    report: Some(Report {
+                        dry_run,
+                        recovered,
+                        results: Vec::new(),
+                        pins_left: Vec::new(),
+                        unusable: None,
+                    }),
+                    metrics: String::new(),
+                }
+            }
+            Err(e) => failed(&ns, e),
+        });
+    }
+    runs
 }
 
 /// The namespaces of the run; when they cannot be known (`-A`, the cluster unreachable or its
@@ -390,8 +508,17 @@ async fn execute(
         metrics.stopped(elapsed);
         metrics.deliver(&delivery, None, &summary);
         run.error = Some(crate::signals::Stopped::new(why).into());
-    } else if failed > 0 || !report.pins_left.is_empty() {
+    } else if failed > 0 || !report.pins_left.is_empty() || report.unusable.is_some() {
         let mut why = format!("{failed} target(s) failed; the next run resumes them");
+        if let Some((stage, unusable)) = &report.unusable {
+            metrics.error(stage);
+            why = format!("{unusable}: stopped before planning, {summary}");
+            if failed > 0 {
+                why.push_str(&format!(
+                    "; {failed} pin(s) stay on Pods being deleted until their archives are written"
+                ));
+            }
+        }
         if !report.pins_left.is_empty() {
             why = format!("{why}; the pin is still on {}", report.pins_left.join(", "));
         }
@@ -432,15 +559,20 @@ async fn act(
             let results = report.recovered.iter().chain(&report.results);
             job.events.pods(&cluster, &cfg.namespace, results).await;
         }
-        // A run a signal stopped (waiting for its lock) did not fail.
+        // A run a signal stopped (waiting for its lock) did not fail; a run that lost its lock
+        // writes nothing more, Events included.
         Err((_, error)) if crate::signals::stopped(error) => {}
+        Err(("lock", _)) => {}
         Err((_, error)) => job.events.run_failed(&cluster, &cfg.namespace, error).await,
     }
     outcome
 }
 
-/// Takes the run lock, recovers every pin first, plans (when this run plans), applies, checks
-/// that no pin is left, releases the lock. An error names the metrics stage.
+/// Takes the run lock (a live run), proves the store and the archive sink usable, recovers
+/// every pin, plans (when this run plans), applies, checks that no pin is left, releases the
+/// lock. With the store or the sink unusable, recovery still runs: it releases every pin it can
+/// and the run stops there (failed). A run whose lock was lost fails at stage `lock`. An error
+/// names the metrics stage.
 async fn connected(
     job: &Job<'_>,
     cluster: &gc_k8s::KubeCluster,
@@ -450,27 +582,59 @@ async fn connected(
     metrics: &RunMetrics,
 ) -> Result<Report, (&'static str, anyhow::Error)> {
     let run = |e: anyhow::Error| ("run", e);
-    let store = live::open_store(job.store).await.map_err(run)?;
     let sink = job.archive.sink().map_err(|e| run(e.into()))?;
-    // Before anything is pinned, dry run or not: a sink that cannot take archives stops here.
-    sink.check()
+    let lock = RunLock::take(cluster, &cfg.namespace, PODS_LOCK, job.lock, dry_run)
+        .await
+        .map_err(run)?;
+    let report = match usable(job.store, &sink, &cfg.cluster_id).await {
+        Ok(store) => {
+            let ports = Ports {
+                cluster,
+                store: &store,
+                sink: &sink,
+                clock: &clock::SystemClock,
+                // A lost lock stops the writes at once; a signal only between targets (`work`).
+                stop: lock.halt(),
+            };
+            work(&ports, cfg, targets, dry_run, lock.stop(), metrics).await
+        }
+        Err((stage, error)) => {
+            let why = format!("{error:#}");
+            apply::release_pins(cluster, cfg, lock.halt(), dry_run, &why, true)
+                .await
+                .with_context(|| format!("{why}; and cannot list pinned Pods in namespace {}", cfg.namespace))
+                .map_err(|e| ("recover", e))
+                .map(|recovered| Report {
+                    dry_run,
+                    recovered,
+                    results: Vec::new(),
+                    pins_left: Vec::new(),
+                    unusable: Some((stage, why)),
+                })
+        }
+    };
+    let lost = lock.lost();
+    lock.release().await;
+    match lost {
+        Some(lost) => Err(("lock", lost)),
+        None => report,
+    }
+}
+
+/// The store and the archive sink, proven usable: the store opened, the sink's probe written
+/// and read back (dry runs too, so that a dry run meets what a live run would). `Err` names
+/// the metrics stage, `store` or `archive`.
+async fn usable(
+    store: Option<&str>,
+    sink: &gc_store::Archives,
+    cluster_id: &str,
+) -> Result<gc_store::Store, (&'static str, anyhow::Error)> {
+    let store = live::open_store(store).await.map_err(|e| ("store", e))?;
+    sink.probe(cluster_id)
         .await
         .with_context(|| format!("cannot use the archive sink {}", sink.shown()))
         .map_err(|e| ("archive", e))?;
-    let lock = RunLock::take(cluster, &cfg.namespace, PODS_LOCK, job.lock)
-        .await
-        .map_err(run)?;
-    let ports = Ports {
-        cluster,
-        store: &store,
-        sink: &sink,
-        clock: &clock::SystemClock,
-        // A lost lock stops the writes at once; a signal only between targets (`work`).
-        stop: lock.lost(),
-    };
-    let report = work(&ports, cfg, targets, dry_run, lock.stop(), metrics).await;
-    lock.release().await;
-    report
+    Ok(store)
 }
 
 /// Under the lock: recovery, the plan when this run makes it, the apply (asked to stop between
@@ -522,6 +686,7 @@ async fn work(
         recovered,
         results,
         pins_left,
+        unusable: None,
     })
 }
 
@@ -620,6 +785,7 @@ mod tests {
             recovered: Vec::new(),
             results,
             pins_left: Vec::new(),
+            unusable: None,
         }
     }
 

@@ -409,10 +409,17 @@ async fn run_once(
     } = *run;
     let time = rfc3339(now);
     let outcome = async {
-        let lock = live::RunLock::take(cluster, &cfg.namespace, SESSIONS_LOCK, &args.lock).await?;
+        let lock = live::RunLock::take(
+            cluster,
+            &cfg.namespace,
+            SESSIONS_LOCK,
+            &args.lock,
+            args.dry_run,
+        )
+        .await?;
         // A lost lock fails what is left; a signal leaves it not started.
         let stop = Stop {
-            lock_lost: lock.lost(),
+            lock_lost: lock.halt(),
             stopping: lock.stop(),
         };
         let report = collect_sessions::run(cluster, table, cfg, now, args.dry_run, stop).await;

@@ -11,7 +11,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 
-use super::{allowed, container_args, documents, install, object, pod_spec, template_as};
+use super::{
+    allowed, allowed_named, container_args, documents, install, object, pod_spec, template_as,
+};
 use crate::common::{Result, command, one_live_session, sqlite, target};
 
 /// `postgres://USER:PASSWORD@HOST:PORT/NAME[?...]`, split.
@@ -166,10 +168,23 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
 
     // Least privilege: the run lock and the session kinds, no Pods.
     let client = ns.service_account_client(&account).await?;
+    for (verb, name, want) in [
+        ("get", "gc-sessions", true),
+        ("update", "gc-sessions", true),
+        ("get", "gc-pods", false),
+        ("update", "gc-pods", false),
+        ("delete", "gc-sessions", false),
+    ] {
+        let lease = Some(name);
+        assert_eq!(
+            allowed_named(&client, verb, "coordination.k8s.io", "leases", Some(ns.name()), lease)
+                .await?,
+            want,
+            "{verb} lease {name}"
+        );
+    }
     for (verb, group, resource, want) in [
-        ("get", "coordination.k8s.io", "leases", true),
         ("create", "coordination.k8s.io", "leases", true),
-        ("update", "coordination.k8s.io", "leases", true),
         ("delete", "coordination.k8s.io", "leases", false),
         ("list", "stream.space", "sessions", true),
         ("delete", "stream.space", "sessions", true),
@@ -483,7 +498,8 @@ async fn cluster_wide_install_collects_in_the_selected_namespaces_only() -> Resu
         ("list", "", "pods", elsewhere, true),
         ("delete", "", "pods", elsewhere, true),
         ("create", "", "pods", elsewhere, false),
-        ("update", "coordination.k8s.io", "leases", elsewhere, true),
+        ("update", "coordination.k8s.io", "leases", elsewhere, false),
+        ("create", "coordination.k8s.io", "leases", elsewhere, true),
         ("delete", "coordination.k8s.io", "leases", elsewhere, false),
         ("get", "", "secrets", elsewhere, false),
         ("list", "", "secrets", None, false),
@@ -493,6 +509,18 @@ async fn cluster_wide_install_collects_in_the_selected_namespaces_only() -> Resu
             want,
             "{verb} {group}/{resource} in {namespace:?}"
         );
+    }
+
+    // The failed-Pod collector's run lock by name, anywhere; not the session collector's.
+    for (name, want) in [("gc-pods", true), ("gc-sessions", false)] {
+        for verb in ["get", "update"] {
+            assert_eq!(
+                allowed_named(&client, verb, "coordination.k8s.io", "leases", elsewhere, Some(name))
+                    .await?,
+                want,
+                "{verb} lease {name}"
+            );
+        }
     }
 
     let dir = tempfile::tempdir()?;

@@ -20,7 +20,9 @@ mod common;
 
 mod docs;
 mod install;
+mod privilege;
 mod rbac;
+mod schema;
 mod serve;
 mod templates;
 
@@ -133,6 +135,19 @@ async fn allowed(
     resource: &str,
     namespace: Option<&str>,
 ) -> Result<bool> {
+    allowed_named(client, verb, group, resource, namespace, None).await
+}
+
+/// Whether `client` may `verb` the object `name` (any object when `None`) of `resource`: a
+/// SelfSubjectAccessReview.
+async fn allowed_named(
+    client: &kube::Client,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Result<bool> {
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {
             resource_attributes: Some(ResourceAttributes {
@@ -140,6 +155,7 @@ async fn allowed(
                 group: Some(group.into()),
                 resource: Some(resource.into()),
                 namespace: namespace.map(Into::into),
+                name: name.map(Into::into),
                 ..Default::default()
             }),
             ..Default::default()

@@ -8,56 +8,110 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
 use serde_json::Value;
 
-use super::{allowed, container_args, documents, install, names, object, pod_spec, template};
+use super::{allowed, allowed_named, container_args, documents, install, names, object, pod_spec, template};
 use crate::common::{Result, command, namespace, one_live_session, run_pods, sqlite, target};
 
-/// The chart's Role grants exactly `gc_k8s::rbac::required_rules` with both collectors and Events
-/// on, its ClusterRole exactly `cluster_rules`; each collector alone, or Events off, a part of them.
+/// The chart's Role grants exactly `gc_k8s::rbac::rules_for` its values (`required_rules` with
+/// both collectors and Events on), its ClusterRole exactly `cluster_rules_for` them, Lease names
+/// included: Leases are read and renewed only by the enabled collectors' own names, and only
+/// `create` (which RBAC cannot limit by name) is unnamed.
 #[test]
 fn the_roles_grant_exactly_the_rules_of_gc_k8s() {
-    let required = triples(gc_k8s::rbac::required_rules());
-    let cluster = triples(gc_k8s::rbac::cluster_rules());
+    use gc_k8s::rbac::{Collectors, cluster_rules_for, rules_for};
     let both = documents(&template(&["failedPods.enabled=true"]));
-    assert_eq!(granted(&both, "Role"), required);
+    assert_eq!(
+        granted(&both, "Role"),
+        grants(gc_k8s::rbac::required_rules())
+    );
     let wide = documents(&template(&[
         "failedPods.enabled=true",
         "clusterWide.enabled=true",
     ]));
-    assert_eq!(granted(&wide, "ClusterRole"), cluster);
-    for sets in [
-        &["gc.enabled=false", "failedPods.enabled=true"][..],
-        &[],
-        &["events.enabled=false", "failedPods.enabled=true"],
-    ] {
-        let rules = granted(&documents(&template(sets)), "Role");
-        assert!(
-            rules.is_subset(&required) && rules != required,
-            "{sets:?}: {rules:?}"
-        );
+    assert_eq!(
+        granted(&wide, "ClusterRole"),
+        grants(gc_k8s::rbac::cluster_rules())
+    );
+    for failed_pods in [false, true] {
+        for sessions in [false, true] {
+            for events in [false, true] {
+                let collectors = Collectors {
+                    failed_pods,
+                    sessions,
+                    events,
+                };
+                if !failed_pods && !sessions {
+                    continue;
+                }
+                for wide in [false, true] {
+                    let sets = [
+                        format!("failedPods.enabled={failed_pods}"),
+                        format!("gc.enabled={sessions}"),
+                        format!("events.enabled={events}"),
+                        format!("clusterWide.enabled={wide}"),
+                    ];
+                    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+                    let objects = documents(&template(&sets));
+                    let (kind, rules) = if wide {
+                        ("ClusterRole", cluster_rules_for(collectors))
+                    } else {
+                        ("Role", rules_for(collectors))
+                    };
+                    let rendered = granted(&objects, kind);
+                    assert_eq!(rendered, grants(rules), "{sets:?}");
+                    // No Lease verb but `create` without a name.
+                    assert!(
+                        rendered
+                            .iter()
+                            .filter(|g| g.1 == "leases" && g.3.is_none())
+                            .all(|g| g.2 == "create"),
+                        "{sets:?}: {rendered:?}"
+                    );
+                    let names: std::collections::BTreeSet<&str> = rendered
+                        .iter()
+                        .filter_map(|g| g.3.as_deref())
+                        .collect();
+                    let want: std::collections::BTreeSet<&str> =
+                        collectors.leases().into_iter().collect();
+                    assert_eq!(names, want, "{sets:?}");
+                }
+            }
+        }
     }
 }
 
-/// The Role's (or ClusterRole's) rules of `objects` as (group, resource, verb) triples.
-fn granted(objects: &[Value], kind: &str) -> std::collections::BTreeSet<(String, String, String)> {
+/// One grant: (API group, resource, verb, the object's name when the rule names objects).
+type Grant = (String, String, String, Option<String>);
+
+/// The Role's (or ClusterRole's) rules of `objects` as grants.
+fn granted(objects: &[Value], kind: &str) -> std::collections::BTreeSet<Grant> {
     let role = objects
         .iter()
         .find(|o| o["kind"] == kind)
         .unwrap_or_else(|| panic!("no {kind} in {}", names(objects)));
     let rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule> =
         serde_json::from_value(role["rules"].clone()).unwrap();
-    triples(rules)
+    grants(rules)
 }
 
-fn triples(
-    rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
-) -> std::collections::BTreeSet<(String, String, String)> {
+/// Every (group, resource, verb, name) a rule grants: one per `resourceNames` entry, or one
+/// without a name (any object) when the rule names none.
+fn grants(rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>) -> std::collections::BTreeSet<Grant> {
     let mut set = std::collections::BTreeSet::new();
     for rule in rules {
-        assert!(rule.resource_names.is_none() && rule.non_resource_urls.is_none());
+        assert!(rule.non_resource_urls.is_none());
+        let names: Vec<Option<String>> = match rule.resource_names {
+            Some(names) => {
+                assert!(!names.is_empty(), "empty resourceNames grant every name");
+                names.into_iter().map(Some).collect()
+            }
+            None => vec![None],
+        };
         for group in rule.api_groups.unwrap_or_default() {
             for resource in rule.resources.clone().unwrap_or_default() {
                 for verb in &rule.verbs {
-                    set.insert((group.clone(), resource.clone(), verb.clone()));
+                    for name in &names {
+                        set.insert((group.clone(), resource.clone(), verb.clone(), name.clone()));
+                    }
                 }
             }
         }
@@ -164,6 +218,7 @@ fn service_account_names_events_and_pod_values() {
         "events.k8s.io".to_owned(),
         "events".to_owned(),
         "create".to_owned(),
+        None,
     );
     for (enabled, sets) in [
         (true, &[][..]),
@@ -181,7 +236,7 @@ fn service_account_names_events_and_pod_values() {
         let rules = granted(&objects, role);
         assert_eq!(rules.contains(&event_rule), enabled, "{sets:?}");
         assert!(
-            !rules.iter().any(|(_, r, v)| r == "events" && v != "create"),
+            !rules.iter().any(|(_, r, v, _)| r == "events" && v != "create"),
             "{sets:?}: {rules:?}"
         );
         let workloads: Vec<&Value> = objects
@@ -298,9 +353,11 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
         ("list", "", "pods", true),
         ("patch", "", "pods", true),
         ("delete", "", "pods", true),
-        ("get", "coordination.k8s.io", "leases", true),
         ("create", "coordination.k8s.io", "leases", true),
-        ("update", "coordination.k8s.io", "leases", true),
+        ("get", "coordination.k8s.io", "leases", false),
+        ("update", "coordination.k8s.io", "leases", false),
+        ("list", "coordination.k8s.io", "leases", false),
+        ("patch", "coordination.k8s.io", "leases", false),
         ("list", "apps", "deployments", true),
         ("delete", "apps", "deployments", true),
         ("list", "", "services", true),
@@ -335,6 +392,25 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
                 "{verb} {resource} in another namespace"
             );
         }
+    }
+    // The run locks by name: the collectors' own, and no other.
+    for (verb, name, want) in [
+        ("get", "gc-pods", true),
+        ("update", "gc-pods", true),
+        ("get", "gc-sessions", true),
+        ("update", "gc-sessions", true),
+        ("delete", "gc-pods", false),
+        ("patch", "gc-sessions", false),
+        ("get", "gc-pods-prod", false),
+        ("update", "kube-controller-manager", false),
+    ] {
+        let lease = Some(name);
+        assert_eq!(
+            allowed_named(&client, verb, "coordination.k8s.io", "leases", Some(ns.name()), lease)
+                .await?,
+            want,
+            "{verb} lease {name}"
+        );
     }
     for (verb, resource) in [("list", "nodes"), ("list", "namespaces"), ("list", "pods")] {
         assert!(

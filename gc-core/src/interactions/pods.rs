@@ -403,7 +403,7 @@ impl Script {
             store: &self.store,
             sink: &self.sink,
             clock: &self.clock,
-            stop: &self.stop,
+            stop: &*self.stop,
         }
     }
     /// `apply` of `targets`, then the next run's `recover`, as one sequence of calls.

@@ -40,7 +40,7 @@ use crate::pods::ledger::{PreviousLedger, PyNum};
 use crate::pods::plan::Target;
 
 use crate::ports::{
-    ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Preconditions, Receipt, Store,
+    ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Halt, Preconditions, Receipt, Store,
 };
 
 /// A step of the protocol, as results name it.
@@ -160,8 +160,8 @@ pub struct Ports<'p, C, S, A, K> {
     pub sink: &'p A,
     /// Time.
     pub clock: &'p K,
-    /// Set when the run lock is lost: the engine then writes nothing more.
-    pub stop: &'p AtomicBool,
+    /// Halted when the run lock is lost (or may be): the engine then writes nothing more.
+    pub stop: &'p dyn Halt,
 }
 
 /// The longest wait, after the release, for the uid to be gone (the flow's fixed `settle`).
@@ -320,7 +320,7 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         .await;
     for t in targets {
         let outcome = match &ledger {
-            _ if stopping.load(Ordering::SeqCst) && !ports.stop.load(Ordering::SeqCst) => {
+            _ if stopping.load(Ordering::SeqCst) && !ports.stop.halted() => {
                 Outcome::NotStarted {
                     reason: "the run was asked to stop (the next run collects it)".into(),
                 }
@@ -401,7 +401,12 @@ async fn get<C: Cluster>(
 
 /// `Err` with the outcome when the run lock is lost: nothing more is written.
 fn check_lock<C, S, A, K>(p: &Ports<'_, C, S, A, K>, step: Step) -> Result<(), Outcome> {
-    if p.stop.load(Ordering::SeqCst) {
+    halted(p.stop, step)
+}
+
+/// `Err` with the outcome when `stop` is halted: nothing more is written.
+fn halted(stop: &dyn Halt, step: Step) -> Result<(), Outcome> {
+    if stop.halted() {
         Err(failed(
             step,
             "the run lock was lost or the process is stopping; stopped before this write (the next run resumes)",
@@ -435,7 +440,10 @@ async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         return Ok(dry_run_rest(p, cfg, name, &pinned, stored_rv, sha256, doc.len()).await);
     }
     check_lock(p, Step::Archive)?;
-    let uri = write_archive(p, cfg, t, &doc, &sha256).await?;
+    let uri = match write_archive(p, cfg, t, &doc, &sha256).await {
+        Ok(uri) => uri,
+        Err(failure) => return Err(unpin_after(p, cfg, name, &pinned, failure).await),
+    };
     let receipt = Receipt {
         cluster_id: cfg.cluster_id.clone(),
         namespace: cfg.namespace.clone(),
@@ -446,10 +454,10 @@ async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         bytes: doc.len() as u64,
     };
     check_lock(p, Step::Receipt)?;
-    p.store
-        .put_receipt(&receipt)
-        .await
-        .map_err(|e| failed(Step::Receipt, e.to_string()))?;
+    if let Err(e) = p.store.put_receipt(&receipt).await {
+        let failure = failed(Step::Receipt, e.to_string());
+        return Err(unpin_after(p, cfg, name, &pinned, failure).await);
+    }
     let current = fence(p, cfg, name, t, &pinned, &receipt).await?;
     check_lock(p, Step::Delete)?;
     let collected = Outcome::Collected {
@@ -678,6 +686,37 @@ async fn write_archive<C, S, A: ArchiveSink, K>(
         .await
         .map_err(|e| failed(Step::VerifyArchive, e))?;
     Ok(uri)
+}
+
+/// A target whose archive or receipt could not be written: its pin is released at once (fenced
+/// on the Pod as pinned), so no pin outlives a sink or store that fails, and the next run pins
+/// it again. A pinned Pod being deleted keeps its pin: its archive must still be written.
+async fn unpin_after<C: Cluster, S, A, K>(
+    p: &Ports<'_, C, S, A, K>,
+    cfg: &PodConfig,
+    name: &str,
+    pinned: &Live,
+    failure: Outcome,
+) -> Outcome {
+    let Outcome::Failed { step, error } = failure else {
+        return failure;
+    };
+    let kept = |why: &str| Outcome::Failed {
+        step,
+        error: format!("{error}; {why}"),
+    };
+    if pinned.deleting() {
+        return kept("the pin stays on this Pod being deleted until its archive is written");
+    }
+    if p.stop.halted() {
+        return kept("the pin stays (the run lock was lost); the next run releases it");
+    }
+    let reason = "archive not written";
+    match release(p.cluster, cfg, &PinnedPod::of(name, pinned), false, reason).await {
+        Outcome::Released { .. } => kept("pin released; the next run pins it again"),
+        Outcome::Failed { error: why, .. } => kept(&format!("the pin stays: {why}")),
+        other => kept(&format!("the pin stays: {other:?}")),
+    }
 }
 
 /// Step 5: The pre-delete fence: the same eligible pinned Pod, its status as archived, nothing
@@ -916,6 +955,44 @@ pub async fn recover<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
                     "pin released: not being deleted; a later plan decides again",
                 )
                 .await
+            }
+        };
+        results.push(TargetResult {
+            name: pod.name,
+            uid: pod.uid,
+            outcome,
+        });
+    }
+    Ok(results)
+}
+
+/// Releases (fenced) every pin in the namespace without archiving anything, when a run cannot
+/// collect there: its sink or store is unusable (`keep_deleting`: a pinned Pod being deleted
+/// keeps its pin, as its archive must still be written, and is reported failed), or the
+/// namespace is outside the run's selection (every pin released, none collected). Writes
+/// nothing once `stop` is halted.
+///
+/// # Errors
+/// [`ClusterError`] when the Pods cannot be listed; per-Pod outcomes are in the results.
+pub async fn release_pins<C: Cluster>(
+    cluster: &C,
+    cfg: &PodConfig,
+    stop: &dyn Halt,
+    dry_run: bool,
+    why: &str,
+    keep_deleting: bool,
+) -> Result<Vec<TargetResult>, ClusterError> {
+    let mut results = Vec::new();
+    for pod in pinned_pods(cluster, cfg).await? {
+        let outcome = match halted(stop, Step::Release) {
+            Err(o) => o,
+            Ok(()) if pod.deleting && keep_deleting => failed(
+                Step::Archive,
+                format!("{why}: the pin stays on this Pod being deleted until its archive is written"),
+            ),
+            Ok(()) => {
+                let reason = format!("pin released without an archive: {why}");
+                release(cluster, cfg, &pod, dry_run, &reason).await
             }
         };
         results.push(TargetResult {

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::ports::{ClusterError, ObjectCluster, Preconditions, SessionDirectory, StoreError};
+use crate::ports::{
+    ClusterError, Halt, ObjectCluster, Preconditions, SessionDirectory, StoreError,
+};
 use crate::sessions::{
     self, Judged, Kind, Resource, SessionConfig, SessionDecision, SessionPlan, SessionPlanError,
 };
@@ -97,11 +99,11 @@ impl std::fmt::Display for DeleteResult {
 
 /// When a run sends no more deletes, as its caller learns it: each flag may be set at any time,
 /// and is read before each delete.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Stop<'a> {
     /// The run lock was lost: another run may be working, so each remaining delete is
     /// [`DeleteResult::Failed`]. Checked first.
-    pub lock_lost: &'a AtomicBool,
+    pub lock_lost: &'a dyn Halt,
     /// The caller asked the run to stop (the process is shutting down): each remaining delete is
     /// [`DeleteResult::NotStarted`], which is no failure.
     pub stopping: &'a AtomicBool,
@@ -110,7 +112,7 @@ pub struct Stop<'a> {
 impl Stop<'_> {
     /// The result of a delete not sent because of these flags, if one is set.
     fn result(&self) -> Option<DeleteResult> {
-        if self.lock_lost.load(Ordering::SeqCst) {
+        if self.lock_lost.halted() {
             return Some(DeleteResult::Failed(
                 "not deleted: the run lock was lost".into(),
             ));

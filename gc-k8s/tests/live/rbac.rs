@@ -1,10 +1,11 @@
 //! A ServiceAccount granted exactly `gc_k8s::rbac::required_rules()` can make every call of both
-//! collectors and the run lock, and is refused anything else.
+//! collectors and take both collectors' run locks, and is refused anything else (another Lease
+//! among them).
 
 use gc_core::ports::{Cluster, ClusterError, Lock, ObjectCluster, PodQuery};
 use gc_core::sessions::Kind;
 use gc_k8s::KubeCluster;
-use gc_k8s::rbac::required_rules;
+use gc_k8s::rbac::{PODS_LEASE, SESSIONS_LEASE, required_rules};
 use gc_testbed::FailedPod;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
@@ -78,19 +79,22 @@ async fn the_required_rules_allow_every_collector_call_and_nothing_else() -> Res
     };
     assert_eq!(gc.delete_pod(ns.name(), "p", &fence, false).await?, None);
 
-    // The run lock: create, renew (update), release (update).
+    // The run lock, each collector's own Lease: create, renew (update), release (update).
+    for lease in [PODS_LEASE, SESSIONS_LEASE] {
+        assert!(gc.try_acquire(ns.name(), lease, "run-a", 60).await?);
+        assert!(gc.try_acquire(ns.name(), lease, "run-a", 60).await?);
+        gc.release(ns.name(), lease, "run-a").await?;
+        assert!(gc.try_acquire(ns.name(), lease, "run-b", 60).await?);
+    }
+    // No other Lease: not even read (`get` is granted by name only).
+    let error = gc
+        .try_acquire(ns.name(), "gc-pods-prod", "run-a", 60)
+        .await
+        .expect_err("only the collectors' Leases are granted");
     assert!(
-        gc.try_acquire(ns.name(), "gc-pods-prod", "run-a", 60)
-            .await?
-    );
-    assert!(
-        gc.try_acquire(ns.name(), "gc-pods-prod", "run-a", 60)
-            .await?
-    );
-    gc.release(ns.name(), "gc-pods-prod", "run-a").await?;
-    assert!(
-        gc.try_acquire(ns.name(), "gc-pods-prod", "run-b", 60)
-            .await?
+        matches!(&error, ClusterError::Forbidden { verb, resource, .. }
+            if verb == "get" && resource == "leases"),
+        "{error:?}"
     );
 
     // Nothing else: Secrets, another kind, another namespace.
@@ -134,7 +138,7 @@ async fn the_required_rules_allow_every_collector_call_and_nothing_else() -> Res
         .expect_err("the Role is namespaced");
     assert!(matches!(error, ClusterError::Forbidden { .. }), "{error:?}");
     let error = gc
-        .try_acquire(elsewhere.name(), "gc-pods-prod", "run-a", 60)
+        .try_acquire(elsewhere.name(), PODS_LEASE, "run-a", 60)
         .await
         .expect_err("the Role is namespaced");
     assert!(
