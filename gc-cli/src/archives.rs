@@ -95,7 +95,8 @@ pub(crate) enum ArchivesCommand {
     /// `-o yaml` the same document as YAML, `-o name` `pod/NAME`.
     Show(Show),
     /// Every receipt against its archive's sha256 and size, and every archive without a receipt.
-    /// Exits 1 when anything does not match.
+    /// Exits 1 when a receipt and its archive do not match (an archive without a receipt is
+    /// listed, not a failure: archives are write-once).
     ///
     /// `-o table` lists the problems only, `-o wide` every archive, `-o name` the Pods with a
     /// problem.
@@ -436,6 +437,9 @@ struct Checked {
     detail: String,
 }
 
+/// The result of an archive no receipt records.
+const NO_RECEIPT: &str = "noReceipt";
+
 fn verify(args: &Verify) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let namespace = args.namespace.as_deref();
@@ -493,14 +497,21 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
                 name: String::new(),
                 uid: e.key.uid,
                 uri: e.uri,
-                result: "noReceipt",
-                detail: "an archive no receipt records (a run stopped before its receipt?)"
+                result: NO_RECEIPT,
+                detail: "an archive no receipt records: a run stopped between the write and the \
+                         receipt, or an upload that arrived late; no Pod was deleted against it"
                     .to_owned(),
             });
         }
         Ok(checked)
     })?;
-    let problems = checked.iter().filter(|c| c.result != "ok").count();
+    // Archives are write-once: an archive without a receipt is never replaced by a later run,
+    // so it is reported, not a problem (no Pod was deleted against it).
+    let problems = checked
+        .iter()
+        .filter(|c| c.result != "ok" && c.result != NO_RECEIPT)
+        .count();
+    let unreceipted = checked.iter().filter(|c| c.result == NO_RECEIPT).count();
     let mut out = std::io::stdout().lock();
     match args.output.form {
         Output::Json | Output::Yaml => write_doc(&mut out, &checked, args.output.form)?,
@@ -535,8 +546,11 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
             )?;
         }
     }
-    let ok = checked.len() - problems;
-    tracing::info!("{ok} archive(s) match their receipts, {problems} problem(s)");
+    let ok = checked.len() - problems - unreceipted;
+    tracing::info!(
+        "{ok} archive(s) match their receipts, {problems} problem(s), {unreceipted} archive(s) \
+         without a receipt"
+    );
     if problems > 0 {
         anyhow::bail!("{problems} archive(s) or receipt(s) do not match");
     }

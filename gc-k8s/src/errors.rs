@@ -30,7 +30,8 @@ impl<'a> Call<'a> {
 /// Maps a kube error to the port's error, following the contract of
 /// [`gc_core::ports::Cluster`] (which [`gc_core::ports::ObjectCluster`] and
 /// [`gc_core::ports::Lock`] share): 404 `NotFound`, 409/422 `Changed`, 403 `Forbidden`, 410
-/// `Expired`, 5xx/429/transport `Unavailable`, anything else (401 included) `Other`.
+/// `Expired`, 5xx/429/transport `Unavailable`, anything else (401 included) `Other`; a 400 to a
+/// list says it is a bad request (a selector the server cannot parse), never a permission.
 pub(crate) fn cluster_error(error: kube::Error, call: Call<'_>) -> ClusterError {
     match error {
         kube::Error::Api(status) => status_error(&status, call),
@@ -63,6 +64,14 @@ fn status_error(status: &Status, call: Call<'_>) -> ClusterError {
         410 => ClusterError::Expired,
         401 => ClusterError::Other(format!(
             "unauthorized (401): the API server rejected the credentials: {message}"
+        )),
+        // A list the API server cannot parse: its label or field selector, not a permission.
+        400 if call.verb == "list" => ClusterError::Other(format!(
+            "bad request listing {} in {}: {} (a label or field selector the API server cannot \
+             parse)",
+            call.resource,
+            call.namespace,
+            describe(status)
         )),
         429 | 500..=599 => ClusterError::Unavailable(describe(status)),
         _ => ClusterError::Other(describe(status)),
@@ -189,12 +198,47 @@ mod tests {
         );
         check(429, ClusterError::Unavailable("429 Reason: msg".into()));
         check(503, ClusterError::Unavailable("503 Reason: msg".into()));
-        check(400, ClusterError::Other("400 Reason: msg".into()));
+        check(
+            400,
+            ClusterError::Other(
+                "bad request listing pods in team-a: 400 Reason: msg (a label or field selector \
+                 the API server cannot parse)"
+                    .into(),
+            ),
+        );
         check(
             401,
             ClusterError::Other(
                 "unauthorized (401): the API server rejected the credentials: msg".into(),
             ),
+        );
+    }
+
+    #[test]
+    fn a_bad_request_to_a_list_blames_the_selector_and_to_a_write_is_plain() {
+        let list = Call::list("namespaces", "(all namespaces)");
+        let bad = api(
+            400,
+            "BadRequest",
+            "found '=', expected: ',' or 'end of string'",
+        );
+        let ClusterError::Other(message) = cluster_error(bad, list) else {
+            panic!("not Other");
+        };
+        assert!(
+            message.starts_with("bad request listing namespaces in (all namespaces): 400")
+                && message.contains("selector")
+                && !message.contains("forbidden"),
+            "{message}"
+        );
+        let patch = Call {
+            verb: "patch",
+            resource: "pods",
+            namespace: "n",
+        };
+        assert_eq!(
+            cluster_error(api(400, "BadRequest", "msg"), patch),
+            ClusterError::Other("400 BadRequest: msg".into())
         );
     }
 

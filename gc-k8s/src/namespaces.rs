@@ -4,7 +4,10 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::ListParams;
 
+use gc_core::ports::ClusterError;
+
 use crate::KubeCluster;
+use crate::errors::{Call, cluster_error};
 
 /// Namespaces per page.
 const PAGE: u32 = 500;
@@ -14,12 +17,13 @@ const PAGE: u32 = 500;
 /// should start in them.
 ///
 /// # Errors
-/// The kube error of a failed list (a 403 when the identity may not list Namespaces: a
-/// namespaced install can only name its namespaces).
+/// A failed list, mapped as for [`gc_core::ports::Cluster`]: `Forbidden` when the identity may
+/// not list Namespaces (a namespaced install can only name its namespaces), `Other` saying so
+/// for a selector the API server cannot parse (400).
 pub async fn list_namespaces(
     cluster: &KubeCluster,
     selector: Option<&str>,
-) -> Result<Vec<String>, kube::Error> {
+) -> Result<Vec<String>, ClusterError> {
     let api: Api<Namespace> = Api::all(cluster.client().clone());
     let mut params = ListParams::default().limit(PAGE);
     if let Some(selector) = selector {
@@ -27,7 +31,10 @@ pub async fn list_namespaces(
     }
     let mut names = Vec::new();
     loop {
-        let page = api.list_metadata(&params).await?;
+        let page = api
+            .list_metadata(&params)
+            .await
+            .map_err(|e| cluster_error(e, Call::list("namespaces", "(all namespaces)")))?;
         names.extend(
             page.items
                 .into_iter()

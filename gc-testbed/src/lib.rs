@@ -19,6 +19,7 @@
 mod apiserver;
 mod binaries;
 mod crd;
+mod fault;
 mod namespace;
 mod pods;
 mod postgres;
@@ -28,6 +29,7 @@ mod service_account;
 
 pub use apiserver::TestBed;
 pub use binaries::BIN_ENV;
+pub use fault::{Fault, FaultProxy};
 pub use crd::{SESSION_GROUP, SESSION_KIND, SESSION_PLURAL, SESSION_VERSION, session_resource};
 pub use namespace::TestNamespace;
 pub use pods::FailedPod;

@@ -177,8 +177,15 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     ] {
         let lease = Some(name);
         assert_eq!(
-            allowed_named(&client, verb, "coordination.k8s.io", "leases", Some(ns.name()), lease)
-                .await?,
+            allowed_named(
+                &client,
+                verb,
+                "coordination.k8s.io",
+                "leases",
+                Some(ns.name()),
+                lease
+            )
+            .await?,
             want,
             "{verb} lease {name}"
         );
@@ -515,8 +522,15 @@ async fn cluster_wide_install_collects_in_the_selected_namespaces_only() -> Resu
     for (name, want) in [("gc-pods", true), ("gc-sessions", false)] {
         for verb in ["get", "update"] {
             assert_eq!(
-                allowed_named(&client, verb, "coordination.k8s.io", "leases", elsewhere, Some(name))
-                    .await?,
+                allowed_named(
+                    &client,
+                    verb,
+                    "coordination.k8s.io",
+                    "leases",
+                    elsewhere,
+                    Some(name)
+                )
+                .await?,
                 want,
                 "{verb} lease {name}"
             );

@@ -18,9 +18,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use super::install;
@@ -332,12 +330,7 @@ async fn apiserver_lease(admin: &Client) -> Result<String> {
 /// In gc's namespace `ns`, a Lease that is not gc's (`someone-elses-lock`, the admin's): not
 /// readable, updatable, patchable or deletable by `client`. A new Lease of another name:
 /// created only without the admission policy (RBAC cannot limit `create` by name).
-async fn others_leases_refuse(
-    admin: &Client,
-    client: &Client,
-    ns: &str,
-    policy: bool,
-) -> Result {
+async fn others_leases_refuse(admin: &Client, client: &Client, ns: &str, policy: bool) -> Result {
     let mut failures = Vec::new();
     let lease = probes().remove(4);
     ensure(admin, ns, &lease, "someone-elses-lock").await?;
@@ -382,8 +375,14 @@ async fn others_leases_refuse(
 async fn own_leases_work(client: &Client, ns: &str, leases: &[&str]) -> Result {
     let cluster = gc_k8s::KubeCluster::new(client.clone());
     for name in leases {
-        assert!(cluster.try_acquire(ns, name, "probe-run", 30).await?, "{name}");
-        assert!(cluster.try_acquire(ns, name, "probe-run", 30).await?, "{name}");
+        assert!(
+            cluster.try_acquire(ns, name, "probe-run", 30).await?,
+            "{name}"
+        );
+        assert!(
+            cluster.try_acquire(ns, name, "probe-run", 30).await?,
+            "{name}"
+        );
         cluster.release(ns, name, "probe-run").await?;
     }
     let refused = cluster

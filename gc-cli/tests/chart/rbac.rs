@@ -8,7 +8,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
 use serde_json::Value;
 
-use super::{allowed, allowed_named, container_args, documents, install, names, object, pod_spec, template};
+use super::{
+    allowed, allowed_named, container_args, documents, install, names, object, pod_spec, template,
+};
 use crate::common::{Result, command, namespace, one_live_session, run_pods, sqlite, target};
 
 /// The chart's Role grants exactly `gc_k8s::rbac::rules_for` its values (`required_rules` with
@@ -66,10 +68,8 @@ fn the_roles_grant_exactly_the_rules_of_gc_k8s() {
                             .all(|g| g.2 == "create"),
                         "{sets:?}: {rendered:?}"
                     );
-                    let names: std::collections::BTreeSet<&str> = rendered
-                        .iter()
-                        .filter_map(|g| g.3.as_deref())
-                        .collect();
+                    let names: std::collections::BTreeSet<&str> =
+                        rendered.iter().filter_map(|g| g.3.as_deref()).collect();
                     let want: std::collections::BTreeSet<&str> =
                         collectors.leases().into_iter().collect();
                     assert_eq!(names, want, "{sets:?}");
@@ -236,7 +236,9 @@ fn service_account_names_events_and_pod_values() {
         let rules = granted(&objects, role);
         assert_eq!(rules.contains(&event_rule), enabled, "{sets:?}");
         assert!(
-            !rules.iter().any(|(_, r, v, _)| r == "events" && v != "create"),
+            !rules
+                .iter()
+                .any(|(_, r, v, _)| r == "events" && v != "create"),
             "{sets:?}: {rules:?}"
         );
         let workloads: Vec<&Value> = objects
@@ -406,8 +408,15 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
     ] {
         let lease = Some(name);
         assert_eq!(
-            allowed_named(&client, verb, "coordination.k8s.io", "leases", Some(ns.name()), lease)
-                .await?,
+            allowed_named(
+                &client,
+                verb,
+                "coordination.k8s.io",
+                "leases",
+                Some(ns.name()),
+                lease
+            )
+            .await?,
             want,
             "{verb} lease {name}"
         );
@@ -509,4 +518,108 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
         );
     }
     Ok(())
+}
+
+/// The admission policy and its binding: rendered in cluster-wide mode and with
+/// `admissionPolicy.enabled`, never otherwise; judging only the chart's ServiceAccount (by its
+/// username), failing closed, denying; the Lease names those of the enabled collectors. The
+/// chart refuses to install into a system namespace.
+#[test]
+fn the_admission_policy_names_the_account_and_its_leases() {
+    for (sets, account, leases) in [
+        (&[][..], None, ""),
+        (&["failedPods.enabled=true"], None, ""),
+        (
+            &["clusterWide.enabled=true"],
+            Some("system:serviceaccount:streamspace:gc"),
+            "['gc-sessions']",
+        ),
+        (
+            &[
+                "admissionPolicy.enabled=true",
+                "failedPods.enabled=true",
+                "serviceAccount.create=false",
+                "serviceAccount.name=existing",
+            ],
+            Some("system:serviceaccount:streamspace:existing"),
+            "['gc-sessions', 'gc-pods']",
+        ),
+        (
+            &[
+                "clusterWide.enabled=true",
+                "gc.enabled=false",
+                "failedPods.enabled=true",
+            ],
+            Some("system:serviceaccount:streamspace:gc"),
+            "['gc-pods']",
+        ),
+        (&["clusterWide.enabled=true", "gc.enabled=false"], None, ""),
+    ] {
+        let objects = documents(&template(sets));
+        let policies: Vec<&Value> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ValidatingAdmissionPolicy")
+            .collect();
+        let bindings: Vec<&Value> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ValidatingAdmissionPolicyBinding")
+            .collect();
+        let Some(account) = account else {
+            assert!(
+                policies.is_empty() && bindings.is_empty(),
+                "{sets:?}: {}",
+                names(&objects)
+            );
+            continue;
+        };
+        let ([policy], [binding]) = (&policies[..], &bindings[..]) else {
+            panic!("{sets:?}: {}", names(&objects));
+        };
+        let spec = &policy["spec"];
+        assert_eq!(policy["metadata"]["name"], "gc-streamspace", "{sets:?}");
+        assert_eq!(spec["failurePolicy"], "Fail", "{sets:?}");
+        assert_eq!(
+            spec["matchConditions"][0]["expression"],
+            format!("request.userInfo.username == '{account}'"),
+            "{sets:?}"
+        );
+        let rules = &spec["matchConstraints"]["resourceRules"][0];
+        assert_eq!(
+            rules["operations"],
+            serde_json::json!(["CREATE", "UPDATE", "DELETE", "CONNECT"])
+        );
+        assert_eq!(rules["resources"], serde_json::json!(["*/*"]));
+        let validations = spec["validations"].as_array().unwrap();
+        assert_eq!(validations.len(), 2, "{sets:?}");
+        assert_eq!(
+            validations[0]["expression"],
+            "!(request.namespace in ['kube-system', 'kube-public', 'kube-node-lease'])"
+        );
+        let lease_rule = validations[1]["expression"].as_str().unwrap();
+        assert!(
+            lease_rule.ends_with(&format!("object.metadata.name in {leases}")),
+            "{sets:?}: {lease_rule}"
+        );
+        assert!(validations.iter().all(|v| v["reason"] == "Forbidden"));
+        assert_eq!(binding["spec"]["policyName"], "gc-streamspace");
+        assert_eq!(
+            binding["spec"]["validationActions"],
+            serde_json::json!(["Deny"])
+        );
+    }
+    for (namespace, sets) in [
+        ("kube-system", &[][..]),
+        ("kube-node-lease", &["clusterWide.enabled=true"]),
+    ] {
+        let mut args = vec!["template", "gc", super::CHART, "--namespace", namespace];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let out = super::helm(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("is a system namespace"),
+            "{namespace}: {stderr}"
+        );
+    }
 }

@@ -699,23 +699,28 @@ fn a_lost_fence_stops_the_target_and_the_next_recovery_releases_its_pin_once() {
 
 #[test]
 fn no_delete_before_the_receipt_is_stored_and_the_archive_read_back() {
-    // Each row ends where the protocol must stop: no `Delete` (and no release: the pin stays
-    // for recovery) after a failed write, a read-back that does not match, or a receipt that is
-    // not stored or not read back as stored.
+    // Each row ends where the protocol must stop: no `Delete` after a failed write, a read-back
+    // that does not match, or a receipt that is not stored or not read back as stored. Before
+    // the receipt, the pin is released at once (fenced on the Pod as pinned), so that no pin
+    // outlives a failing sink or store; after it, the pin stays for recovery.
+    let release = || release(&pinned(2));
     let rows: Vec<(&str, Vec<Call>, &str)> = vec![
         (
             "the archive write fails",
-            vec![Write(Err(StoreError::Unavailable("sink down".into())))],
+            vec![
+                Write(Err(StoreError::Unavailable("sink down".into()))),
+                release(),
+            ],
             "p failed archive",
         ),
         (
             "the archive reads back other bytes",
-            vec![Write(Ok(())), Read(Back::Other)],
+            vec![Write(Ok(())), Read(Back::Other), release()],
             "p failed verifyArchive",
         ),
         (
             "the archive cannot be read back",
-            vec![Write(Ok(())), Read(Back::Fails)],
+            vec![Write(Ok(())), Read(Back::Fails), release()],
             "p failed verifyArchive",
         ),
         (
@@ -724,8 +729,17 @@ fn no_delete_before_the_receipt_is_stored_and_the_archive_read_back() {
                 Write(Ok(())),
                 Read(Back::Same),
                 PutReceipt(Err(StoreError::Unavailable("db down".into()))),
+                release(),
             ],
             "p failed receipt",
+        ),
+        (
+            "the archive write fails and the release is refused",
+            vec![
+                Write(Err(StoreError::Unavailable("sink down".into()))),
+                Release(pinned(2), Err(conflict())),
+            ],
+            "p failed archive",
         ),
         (
             "the receipt is missing at the fence",

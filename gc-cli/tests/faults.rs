@@ -1,0 +1,283 @@
+//! The failed-Pod collector under faults of what it depends on, on the real API server and a
+//! real S3-compatible server behind a fault proxy (`gc_testbed::FaultProxy`): a key that may
+//! list but not write, an outage, an archive write that fails after the pin, an upload
+//! delivered after the run gave up, and a run frozen past its lease while another run works.
+//! In each, no pin outlives the fault (but on a Pod being deleted, whose archive is owed), no
+//! receipted archive is replaced, and a run that lost its lock writes nothing more.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use gc_testbed::{Fault, FaultProxy, FailedPod, S3Server, TestBed, TestNamespace};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams};
+
+mod common;
+
+use common::{COLLECT, PIN, Result, command, ok, old, sqlite, target};
+
+const BUCKET: &str = "diagnostics";
+const URL: &str = "s3://diagnostics/gc";
+
+/// One namespace, a store, an object store behind a fault proxy.
+struct Env {
+    ns: TestNamespace,
+    _dir: tempfile::TempDir,
+    kubeconfig: String,
+    store: String,
+    s3: S3Server,
+    proxy: FaultProxy,
+}
+
+impl Env {
+    async fn new(prefix: &str) -> Result<Self> {
+        let bed = TestBed::shared().await?;
+        let dir = tempfile::tempdir()?;
+        let s3 = S3Server::start().await?;
+        s3.create_bucket(BUCKET)?;
+        let proxy = FaultProxy::start(&s3.endpoint()).await?;
+        Ok(Self {
+            ns: bed.namespace(prefix).await?,
+            kubeconfig: bed.kubeconfig_path().to_str().unwrap().to_owned(),
+            store: sqlite(dir.path(), "gc.sqlite3"),
+            _dir: dir,
+            s3,
+            proxy,
+        })
+    }
+
+    /// `gc-cli ARGS` with the store, the object store through the proxy, and its credentials.
+    fn gc_cli(&self, args: &[&str]) -> Command {
+        let mut c = command();
+        c.args(args)
+            .args(["--store", &self.store])
+            .args(["--archive-url", URL])
+            .args(["--archive-endpoint", self.proxy.endpoint()]);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("AWS_") || k.starts_with("GC_ARCHIVE") {
+                c.env_remove(k);
+            }
+        }
+        c.env("AWS_ACCESS_KEY_ID", self.s3.access_key())
+            .env("AWS_SECRET_ACCESS_KEY", self.s3.secret_key());
+        c
+    }
+
+    /// `run pods` in the namespace, live unless `dry_run`, with a lease of `lease` seconds.
+    fn run(&self, dry_run: bool, lease: &str) -> Command {
+        let mode = if dry_run { "server" } else { "none" };
+        let mut c = self.gc_cli(&[
+            "run",
+            "pods",
+            "--retention-seconds",
+            "3600",
+            &format!("--dry-run={mode}"),
+            "--auto-remediate",
+            "--lock-lease-seconds",
+            lease,
+        ]);
+        c.args(["--kubeconfig", &self.kubeconfig, "-n", self.ns.name()]);
+        c
+    }
+
+    /// Each Pod of the namespace: its resourceVersion and finalizers.
+    async fn pods(&self) -> Result<BTreeMap<String, (String, Vec<String>)>> {
+        let list = self.ns.api::<Pod>().list(&ListParams::default()).await?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|p| {
+                let m = p.metadata;
+                (
+                    m.name.unwrap(),
+                    (
+                        m.resource_version.unwrap(),
+                        m.finalizers.unwrap_or_default(),
+                    ),
+                )
+            })
+            .collect())
+    }
+
+    /// The reasons of the Events on objects of the namespace.
+    async fn event_reasons(&self) -> Result<Vec<String>> {
+        let api: Api<Event> = self.ns.api();
+        let list = api.list(&ListParams::default()).await?;
+        Ok(list.items.into_iter().filter_map(|e| e.reason).collect())
+    }
+}
+
+fn failed(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "the run should have failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn a_key_that_may_list_but_not_write_stops_every_run_before_any_pin() -> Result {
+    let env = Env::new("fault-refuse").await?;
+    target(&env.ns, "a").await?;
+    target(&env.ns, "b").await?;
+    let before = env.pods().await?;
+    env.proxy.set(Fault::RefuseWrites(""));
+    for dry_run in [false, true] {
+        let err = failed(&env.run(dry_run, "30").output()?);
+        assert!(
+            err.contains("cannot use the archive sink") && err.contains("refused the credentials"),
+            "dry run {dry_run}: {err}"
+        );
+        // Nothing written to any Pod, dry run or not: not even the pin.
+        assert_eq!(env.pods().await?, before, "dry run {dry_run}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_archive_write_that_fails_after_the_pin_releases_the_pin_at_once() -> Result {
+    let env = Env::new("fault-after-pin").await?;
+    target(&env.ns, "a").await?;
+    // The probe passes; the archive's upload is refused (the store failing between the probe
+    // and the upload).
+    env.proxy.set(Fault::RefuseWrites(".json"));
+    let err = failed(&env.run(false, "30").output()?);
+    assert!(err.contains("1 target(s) failed"), "{err}");
+    let pods = env.pods().await?;
+    assert_eq!(pods["a"].1, Vec::<String>::new(), "the pin is released");
+    // The store comes back: the next run collects it.
+    env.proxy.set(Fault::Pass);
+    ok(&env.run(false, "30").output()?);
+    assert!(env.pods().await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_outage_still_releases_every_pin_but_on_pods_being_deleted() -> Result {
+    let env = Env::new("fault-outage").await?;
+    let api = env.ns.api::<Pod>();
+    // Pins an earlier run left: one on a Pod nobody deletes, one on a Pod a user deleted.
+    for name in ["left", "deleting"] {
+        FailedPod::new(name)
+            .label(COLLECT, "true")
+            .finished_at(old())
+            .finalizer(PIN)
+            .create(&api)
+            .await?;
+    }
+    api.delete("deleting", &DeleteParams::default()).await?;
+    env.proxy.set(Fault::Down);
+    let out = env.run(false, "30").output()?;
+    let err = failed(&out);
+    assert!(err.contains("cannot use the archive sink"), "{err}");
+    assert!(
+        err.contains("until their archives are written"),
+        "the kept pin is named: {err}"
+    );
+    let pods = env.pods().await?;
+    assert_eq!(pods["left"].1, Vec::<String>::new(), "released: {pods:?}");
+    assert_eq!(pods["deleting"].1, [PIN], "its archive is owed: {pods:?}");
+    // The store comes back: the Pod being deleted is archived and goes.
+    env.proxy.set(Fault::Pass);
+    ok(&env.run(false, "30").output()?);
+    let pods = env.pods().await?;
+    assert!(!pods.contains_key("deleting"), "{pods:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_late_upload_lands_beside_the_receipted_archive_never_over_it() -> Result {
+    let env = Env::new("fault-late").await?;
+    target(&env.ns, "a").await?;
+    // The first run's upload never reaches the store in time: it gives up, releases the pin.
+    env.proxy.set(Fault::HoldWrites(".json"));
+    failed(&env.run(false, "30").output()?);
+    assert!(env.proxy.held() > 0, "the upload was held");
+    assert_eq!(env.pods().await?["a"].1, Vec::<String>::new());
+    // The next run collects the Pod against its own archive.
+    env.proxy.set(Fault::Pass);
+    ok(&env.run(false, "30").output()?);
+    assert!(env.pods().await?.is_empty());
+    // Then the slow gateway delivers the first run's upload(s).
+    let statuses = env.proxy.deliver_held().await?;
+    assert!(statuses.iter().all(|s| *s != 0), "{statuses:?}");
+    // Every receipt still matches its archive; the late one is listed beside it.
+    let out = env
+        .gc_cli(&["archives", "verify", "-o", "json"])
+        .output()?;
+    let checked: Vec<serde_json::Value> = serde_json::from_str(&ok(&out))?;
+    let results: Vec<&str> = checked
+        .iter()
+        .map(|c| c["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results.iter().filter(|r| **r == "ok").count(), 1, "{checked:?}");
+    assert!(
+        results.iter().all(|r| *r == "ok" || *r == "noReceipt"),
+        "{checked:?}"
+    );
+    Ok(())
+}
+
+/// Waits until `done` holds, for at most `seconds`.
+async fn until(seconds: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn a_run_frozen_past_its_lease_finds_the_lock_lost_and_writes_nothing_more() -> Result {
+    let env = Env::new("fault-frozen").await?;
+    target(&env.ns, "a").await?;
+    // Run A pins the Pod, then its upload hangs; it is frozen there past its 5 s lease.
+    env.proxy.set(Fault::StallWrites(".json"));
+    let mut a = env
+        .run(false, "5")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    until(60, || env.proxy.stalled() > 0).await;
+    signal(&a, "-STOP");
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Run B takes the expired Lease, releases A's pin, collects the Pod and releases the Lease.
+    env.proxy.set(Fault::Pass);
+    let b = env.run(false, "5").output()?;
+    let out = ok(&b);
+    assert!(out.contains("collected"), "{out}");
+    assert!(env.pods().await?.is_empty());
+    // A resumes: its upload completes late, then it finds the lock lost and stops.
+    signal(&a, "-CONT");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while a.try_wait()?.is_none() {
+        assert!(Instant::now() < deadline, "run A did not end");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let a = a.wait_with_output()?;
+    let err = failed(&a);
+    assert!(err.contains("lost the run lock gc-pods"), "{err}");
+    // No Warning from A for a Pod another run collected cleanly.
+    let reasons = env.event_reasons().await?;
+    assert!(
+        !reasons.iter().any(|r| r == "CollectFailed" || r == "RunFailed"),
+        "{reasons:?}"
+    );
+    assert!(reasons.iter().any(|r| r == "Collected"), "{reasons:?}");
+    // B's receipted archive is intact.
+    ok(&env.gc_cli(&["archives", "verify"]).output()?);
+    Ok(())
+}
