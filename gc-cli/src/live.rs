@@ -3,8 +3,8 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -156,7 +156,10 @@ struct LockState {
 
 impl LockState {
     fn lose(&self, why: String) {
-        let mut lost = self.lost.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut lost = self
+            .lost
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if lost.is_none() {
             tracing::error!("{why}; stopping");
             *lost = Some(why);

@@ -149,7 +149,8 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
         "{report:#}"
     );
     assert_eq!(snapshot(&ns).await?, before);
-    assert!(!archives.exists());
+    // The dry run's one write is the sink probe: no archive.
+    assert!(!archives.join("primary").exists());
 
     // Tampered, misdirected and held-lock applies are refused and change nothing.
     let text = std::fs::read_to_string(&plan)?;

@@ -282,15 +282,17 @@ async fn an_archive_too_large_gets_a_too_large_warning() -> Result {
     Ok(())
 }
 
-/// A Pod whose archive cannot be written: a `CollectFailed` Warning on it. A run that fails
+/// A Pod whose archive cannot be written: a `CollectFailed` Warning on it. A run that stops
 /// before any Pod (its store cannot be opened): a `RunFailed` Warning on the Namespace, whose
 /// note is the run's error.
 #[tokio::test]
 async fn failures_get_a_warning_on_the_pod_or_on_the_namespace() -> Result {
     let env = Env::new("events-failed").await?;
     let a = uid(&target(&env.ns, "a").await?);
-    // The archive folder is a file.
-    std::fs::write(env.path("archives"), "not a folder")?;
+    // The archive folder takes the sink's probe, but not this cluster's archives: its folder
+    // is a file.
+    std::fs::create_dir(env.path("archives"))?;
+    std::fs::write(env.path("archives").join("primary"), "not a folder")?;
     let out = env.run_live(&[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(
@@ -303,7 +305,10 @@ async fn failures_get_a_warning_on_the_pod_or_on_the_namespace() -> Result {
 
     let bad_store = format!(
         "sqlite:{}",
-        env.path("archives").join("gc.sqlite3").display()
+        env.path("archives")
+            .join("primary")
+            .join("gc.sqlite3")
+            .display()
     );
     let out = command()
         .args(["run", "pods", "--dry-run", "false", "--auto-remediate"])

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use gc_testbed::{Fault, FaultProxy, FailedPod, S3Server, TestBed, TestNamespace};
+use gc_testbed::{FailedPod, Fault, FaultProxy, S3Server, TestBed, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
@@ -207,15 +207,17 @@ async fn a_late_upload_lands_beside_the_receipted_archive_never_over_it() -> Res
     let statuses = env.proxy.deliver_held().await?;
     assert!(statuses.iter().all(|s| *s != 0), "{statuses:?}");
     // Every receipt still matches its archive; the late one is listed beside it.
-    let out = env
-        .gc_cli(&["archives", "verify", "-o", "json"])
-        .output()?;
+    let out = env.gc_cli(&["archives", "verify", "-o", "json"]).output()?;
     let checked: Vec<serde_json::Value> = serde_json::from_str(&ok(&out))?;
     let results: Vec<&str> = checked
         .iter()
         .map(|c| c["result"].as_str().unwrap())
         .collect();
-    assert_eq!(results.iter().filter(|r| **r == "ok").count(), 1, "{checked:?}");
+    assert_eq!(
+        results.iter().filter(|r| **r == "ok").count(),
+        1,
+        "{checked:?}"
+    );
     assert!(
         results.iter().all(|r| *r == "ok" || *r == "noReceipt"),
         "{checked:?}"
@@ -273,7 +275,9 @@ async fn a_run_frozen_past_its_lease_finds_the_lock_lost_and_writes_nothing_more
     // No Warning from A for a Pod another run collected cleanly.
     let reasons = env.event_reasons().await?;
     assert!(
-        !reasons.iter().any(|r| r == "CollectFailed" || r == "RunFailed"),
+        !reasons
+            .iter()
+            .any(|r| r == "CollectFailed" || r == "RunFailed"),
         "{reasons:?}"
     );
     assert!(reasons.iter().any(|r| r == "Collected"), "{reasons:?}");

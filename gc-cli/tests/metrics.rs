@@ -876,7 +876,13 @@ async fn healthz_fails_once_a_run_outlasts_the_stall_deadline() -> Result {
         &run_pods(ns.name())[1..],
         &["--kubeconfig", kubeconfig, "--store", &store],
         &["--archive-dir", archives.to_str().unwrap()],
-        &["--lock-wait-seconds", "300"],
+        // A live run waits for the held lock (a dry run takes none).
+        &[
+            "--lock-wait-seconds",
+            "300",
+            "--dry-run=none",
+            "--auto-remediate",
+        ],
     ]
     .concat();
     let serve = ["--interval-seconds", "3600", "--stall-seconds", "3"];

@@ -352,3 +352,51 @@ async fn sessions_are_collected_in_each_namespace_with_its_audit_lines() -> Resu
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_pin_in_a_namespace_that_left_the_selection_is_released_never_collected() -> Result {
+    let env = Env::new("left", 2).await?;
+    let team = env.name(0).to_owned();
+    for i in 0..2 {
+        env.label(i, json!({"gc-test-left": team})).await?;
+    }
+    // A pin an earlier run left in namespace 1, which then leaves the selection (relabelled).
+    let pinned = gc_testbed::FailedPod::new("pinned")
+        .label(common::COLLECT, "true")
+        .finished_at(common::old())
+        .finalizer(common::PIN)
+        .create(&env.namespaces[1].api::<Pod>())
+        .await?;
+    env.label(1, json!({"gc-test-left": "elsewhere"})).await?;
+    let selector = format!("gc-test-left={team}");
+    for dry_run in [true, false] {
+        let mode = if dry_run { "server" } else { "none" };
+        let out = env
+            .gc(&["run", "pods", "--retention-seconds", "3600", "-o", "json"])
+            .args([&format!("--dry-run={mode}"), "--auto-remediate"])
+            .args(["--archive-dir", &env.archives()])
+            .args(["-A", "--namespace-selector", &selector])
+            .output()?;
+        let reports: Vec<Value> = serde_json::from_str(&ok(&out))?;
+        let outside = reports
+            .iter()
+            .find(|r| r["namespace"] == env.name(1))
+            .unwrap_or_else(|| panic!("namespace 1 reported: {reports:?}"));
+        let released = &outside["report"]["recovered"][0];
+        assert_eq!(released["outcome"], "released", "{outside}");
+        assert_eq!(released["uid"], *pinned.metadata.uid.as_ref().unwrap());
+        assert!(
+            released["reason"]
+                .as_str()
+                .unwrap()
+                .contains("outside the run's selection"),
+            "{released}"
+        );
+        let now = env.namespaces[1].api::<Pod>().get("pinned").await?;
+        let finalizers = now.metadata.finalizers.unwrap_or_default();
+        // A dry run releases nothing; a live run releases the pin, and collects nothing there.
+        assert_eq!(finalizers.is_empty(), !dry_run, "dry run {dry_run}");
+    }
+    assert_eq!(env.pods(1).await?, ["pinned"], "never collected");
+    Ok(())
+}

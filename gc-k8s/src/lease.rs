@@ -487,6 +487,43 @@ mod tests {
     }
 
     #[test]
+    fn a_renewal_finds_the_lease_lost_once_anyone_else_wrote_it_or_it_expired() {
+        let ours = |rv: &str, holder: Option<&str>| Lease {
+            metadata: ObjectMeta {
+                resource_version: Some(rv.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..lease(holder, Some(0), Some(30))
+        };
+        let held = Held {
+            resource_version: "7".into(),
+            renewed: at(0),
+        };
+        let cases = [
+            ("as last written", Some(ours("7", Some("me"))), 29, true),
+            (
+                "expired, even if nobody took it",
+                Some(ours("7", Some("me"))),
+                30,
+                false,
+            ),
+            (
+                "taken and given back",
+                Some(ours("9", Some("me"))),
+                10,
+                false,
+            ),
+            ("held by another", Some(ours("9", Some("other"))), 10, false),
+            ("released by another", Some(ours("9", None)), 10, false),
+            ("deleted", None, 10, false),
+        ];
+        for (what, lease, seconds, kept) in cases {
+            let found = still_held(lease.as_ref(), "me", &held, 30, at(seconds));
+            assert_eq!(found.is_ok(), kept, "{what}: {found:?}");
+        }
+    }
+
+    #[test]
     fn a_conflict_is_ours_only_when_the_stored_lease_is_our_write() {
         let ours = lease(Some("me"), Some(5), Some(60));
         assert!(is_our_write(Some(&ours), "me", at(5)));

@@ -97,9 +97,9 @@ impl DirectorySink {
             ));
         };
         let parts = Parts::parse(relative).map_err(|why| match why {
-            Refusal::Shape(why) => StoreError::Other(format!(
-                "refusing to read archive {uri:?}: {why}"
-            )),
+            Refusal::Shape(why) => {
+                StoreError::Other(format!("refusing to read archive {uri:?}: {why}"))
+            }
             Refusal::Part(e) => e,
         })?;
         Ok(self.root.join(parts.relative()))
@@ -380,16 +380,14 @@ fn write_once(root: &Path, at: &Located, bytes: &[u8]) -> Result<(), StoreError>
         .map_err(|e| io_err("write", &temporary, e))
         .and_then(|()| match fs::hard_link(&temporary, &target) {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                match fs::read(&target) {
-                    Ok(there) if there == bytes => Ok(()),
-                    Ok(_) => Err(StoreError::Other(format!(
-                        "archive {} exists with other bytes: not replaced",
-                        target.display()
-                    ))),
-                    Err(e) => Err(io_err("read", &target, e)),
-                }
-            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match fs::read(&target) {
+                Ok(there) if there == bytes => Ok(()),
+                Ok(_) => Err(StoreError::Other(format!(
+                    "archive {} exists with other bytes: not replaced",
+                    target.display()
+                ))),
+                Err(e) => Err(io_err("read", &target, e)),
+            },
             Err(e) => Err(io_err("link", &target, e)),
         });
     // Best effort: a leftover temporary file is never read.
@@ -528,7 +526,9 @@ mod tests {
     fn uris_are_the_root_and_the_key() {
         let sink = DirectorySink::new(PathBuf::from("/var/lib/gc/arch ives/"));
         let digest = "0f".repeat(32);
-        let at = sink.locate(&key("primary", "jobs", "0a-B9"), digest.clone()).unwrap();
+        let at = sink
+            .locate(&key("primary", "jobs", "0a-B9"), digest.clone())
+            .unwrap();
         assert_eq!(
             at.uri,
             format!("file:///var/lib/gc/arch%20ives/primary/jobs/0a-B9.{digest}.json")
@@ -539,7 +539,9 @@ mod tests {
         );
         assert_eq!(
             sink.path_of_uri(&at.uri).unwrap(),
-            PathBuf::from(format!("/var/lib/gc/arch ives/primary/jobs/0a-B9.{digest}.json"))
+            PathBuf::from(format!(
+                "/var/lib/gc/arch ives/primary/jobs/0a-B9.{digest}.json"
+            ))
         );
         // Archives written before archives were write-once keep their name.
         assert_eq!(

@@ -19,8 +19,8 @@ use object_store::client::{HttpError, HttpErrorKind};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    BackoffConfig, ClientConfigKey, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
-    StaticCredentialProvider,
+    BackoffConfig, ClientConfigKey, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    RetryConfig, StaticCredentialProvider,
 };
 
 use crate::archive::{ArchiveEntry, PROBE_FOLDER, Parts, Refusal, probe_bytes};
@@ -333,8 +333,9 @@ impl ObjectSink {
 }
 
 impl ObjectSink {
-    /// Proves the store takes archives: writes the probe object `PREFIX/.gc-probe/<cluster>`
-    /// (outside the archives' keys; replaced each run) and reads it back. Denied writes or
+    /// Proves the store takes archives: lists the prefix ([`ObjectSink::check`]), writes the
+    /// probe object `PREFIX/.gc-probe/<cluster>` (outside the archives' keys; replaced each run)
+    /// and reads it back. Denied writes or
     /// reads, a read-only or missing bucket, an unreachable store or refused credentials fail
     /// here, before anything is pinned: the permissions a bucket needs stay list, put and get.
     ///
@@ -343,6 +344,8 @@ impl ObjectSink {
     /// bytes.
     pub async fn probe(&self, cluster_id: &str) -> Result<(), StoreError> {
         Parts::check(cluster_id, "default", "0")?;
+        // A listing first: some stores (s3s-fs) take a write into a missing bucket.
+        self.check().await?;
         let relative = format!("{PROBE_FOLDER}/{cluster_id}");
         let uri = format!("{}{relative}", self.uri_prefix());
         let path = self.object_path(&relative, &uri)?;

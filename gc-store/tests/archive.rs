@@ -40,7 +40,10 @@ async fn an_archive_comes_back_as_written_at_its_keys_path() {
         .await
         .unwrap();
 
-    let expected = dir.path().join(format!("archives/primary/jobs/{uid}.json"));
+    let digest = gc_core::archive::digest(bytes);
+    let expected = dir
+        .path()
+        .join(format!("archives/primary/jobs/{uid}.{digest}.json"));
     assert_eq!(uri, format!("file://{}", expected.display()));
     assert_eq!(std::fs::read(&expected).unwrap(), bytes);
     assert_eq!(sink.read(&uri).await.unwrap(), bytes);
@@ -63,7 +66,8 @@ async fn files_are_0600_and_folders_0700_and_no_temporary_file_is_left() {
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(entries, ["u.json"]);
+    let digest = gc_core::archive::digest(b"{}");
+    assert_eq!(entries, [format!("u.{digest}.json").as_str()]);
 }
 
 #[tokio::test]
@@ -138,7 +142,7 @@ async fn a_missing_archive_is_an_error_naming_it() {
 }
 
 #[tokio::test]
-async fn a_second_write_replaces_the_archive_whole() {
+async fn archives_are_write_once_a_second_write_lands_beside_never_over() {
     let dir = tempfile::tempdir().unwrap();
     let sink = sink_in(&dir);
     let k = key("c", "ns", "u");
@@ -146,32 +150,60 @@ async fn a_second_write_replaces_the_archive_whole() {
     let inode =
         |uri: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path_of(uri)).unwrap());
     let before = inode(&first);
+    // Other bytes (a late write of the same Pod): their own name, the first untouched.
     let second = sink.write(&k, b"short").await.unwrap();
-    assert_eq!(first, second);
+    assert_ne!(first, second);
     assert_eq!(sink.read(&second).await.unwrap(), b"short");
-    // A new file renamed into place, not the old one truncated and rewritten.
-    assert_ne!(inode(&second), before);
+    assert_eq!(sink.read(&first).await.unwrap(), vec![b'a'; 1 << 20]);
+    assert_eq!(inode(&first), before);
     assert_eq!(mode(path_of(&second)), 0o600);
+    // The same bytes again: the same archive, as good as written, not rewritten.
+    let again = sink.write(&k, &vec![b'a'; 1 << 20]).await.unwrap();
+    assert_eq!(again, first);
+    assert_eq!(inode(&again), before);
+    // A file edited under an archive's name is never replaced by a write of those bytes.
+    std::fs::write(path_of(&second), b"edited").unwrap();
+    let err = sink.write(&k, b"short").await.unwrap_err();
+    assert!(err.to_string().contains("not replaced"), "{err}");
+    assert_eq!(std::fs::read(path_of(&second)).unwrap(), b"edited");
 }
 
 #[tokio::test]
-async fn concurrent_writes_of_one_key_leave_one_whole_archive() {
+async fn concurrent_writes_of_one_key_each_land_whole_under_their_own_name() {
     let dir = tempfile::tempdir().unwrap();
     let sink = sink_in(&dir);
     let k = key("c", "ns", "u");
-    let bodies: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'0' + i; 256 * 1024]).collect();
+    let bodies: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'0' + i % 4; 256 * 1024]).collect();
     let mut writes = tokio::task::JoinSet::new();
     for body in bodies.clone() {
         let (sink, k) = (sink.clone(), k.clone());
-        writes.spawn(async move { sink.write(&k, &body).await });
+        writes.spawn(async move { (sink.write(&k, &body).await, body) });
     }
-    let uris = writes.join_all().await;
-    let uri = uris[0].as_ref().unwrap();
-    assert!(uris.iter().all(|u| u.as_ref() == Ok(uri)), "{uris:?}");
-    let back = sink.read(uri).await.unwrap();
-    assert!(bodies.contains(&back), "a mix of writes");
-    let entries = std::fs::read_dir(path_of(uri).parent().unwrap()).unwrap();
-    assert_eq!(entries.count(), 1, "temporary files left behind");
+    let mut uris = std::collections::BTreeSet::new();
+    for (uri, body) in writes.join_all().await {
+        let uri = uri.unwrap();
+        assert_eq!(sink.read(&uri).await.unwrap(), body, "a mix of writes");
+        uris.insert(uri);
+    }
+    assert_eq!(uris.len(), 4, "one archive per distinct body");
+    let entries = std::fs::read_dir(path_of(uris.first().unwrap()).parent().unwrap()).unwrap();
+    assert_eq!(entries.count(), 4, "temporary files left behind");
+}
+
+#[tokio::test]
+async fn the_probe_writes_outside_the_archives_and_fails_on_a_read_only_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    sink.probe("primary").await.unwrap();
+    sink.probe("primary").await.unwrap();
+    assert!(dir.path().join("archives/.gc-probe/primary").is_file());
+    assert!(sink.list(None).await.unwrap().is_empty(), "not an archive");
+    // A file where the folder should be: the probe fails, naming the path.
+    let blocked = tempfile::tempdir().unwrap();
+    std::fs::write(blocked.path().join("archives"), b"a file").unwrap();
+    let err = sink_in(&blocked).probe("primary").await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+    assert!(err.to_string().contains("archives"), "{err}");
 }
 
 #[tokio::test]

@@ -96,11 +96,12 @@ async fn an_archive_comes_back_as_written_and_is_listed_under_its_cluster() {
         .await
         .unwrap();
 
+    let digest = gc_core::archive::digest(bytes);
     assert_eq!(
         uri,
-        format!("s3://archives/gc/prod/primary/jobs/{UID}.json")
+        format!("s3://archives/gc/prod/primary/jobs/{UID}.{digest}.json")
     );
-    let file = f.file(&format!("gc/prod/primary/jobs/{UID}.json"));
+    let file = f.file(&format!("gc/prod/primary/jobs/{UID}.{digest}.json"));
     assert_eq!(std::fs::read(file).unwrap(), bytes);
     assert_eq!(sink.read(&uri).await.unwrap(), bytes);
     assert_eq!(sink.url(), "s3://archives/gc/prod");
@@ -143,8 +144,9 @@ async fn without_a_prefix_keys_start_at_the_buckets_top() {
     let f = Fixture::start().await;
     let sink = f.sink("s3://archives");
     let uri = sink.write(&key("c", "ns", "u"), b"{}").await.unwrap();
-    assert_eq!(uri, "s3://archives/c/ns/u.json");
-    assert!(f.file("c/ns/u.json").is_file());
+    let name = format!("c/ns/u.{}.json", gc_core::archive::digest(b"{}"));
+    assert_eq!(uri, format!("s3://archives/{name}"));
+    assert!(f.file(&name).is_file());
     assert_eq!(sink.read(&uri).await.unwrap(), b"{}");
     assert_eq!(sink.list(None).await.unwrap().len(), 1);
 }
@@ -213,11 +215,34 @@ async fn a_stopped_server_is_unavailable_within_seconds() {
 }
 
 #[tokio::test]
+async fn archives_are_write_once_and_the_probe_writes_outside_them() {
+    let f = Fixture::start().await;
+    let sink = f.sink("s3://archives/gc");
+    let k = key("c", "ns", "u");
+    let first = sink.write(&k, b"first").await.unwrap();
+    let second = sink.write(&k, b"second").await.unwrap();
+    assert_ne!(first, second, "other bytes land beside");
+    assert_eq!(sink.read(&first).await.unwrap(), b"first");
+    // The same bytes again: refused by the store (If-None-Match) or the same bytes; either
+    // way the archive reads back as written.
+    assert_eq!(sink.write(&k, b"first").await.unwrap(), first);
+    assert_eq!(sink.read(&first).await.unwrap(), b"first");
+    sink.probe("c").await.unwrap();
+    assert!(f.file("gc/.gc-probe/c").is_file());
+    assert_eq!(
+        sink.list(None).await.unwrap().len(),
+        2,
+        "the probe is no archive"
+    );
+}
+
+#[tokio::test]
 async fn a_missing_archive_is_not_found() {
     let f = Fixture::start().await;
     let sink = f.sink("s3://archives/gc");
     let uri = sink.write(&key("c", "ns", "u"), b"{}").await.unwrap();
-    std::fs::remove_file(f.file("gc/c/ns/u.json")).unwrap();
+    let name = format!("gc/c/ns/u.{}.json", gc_core::archive::digest(b"{}"));
+    std::fs::remove_file(f.file(&name)).unwrap();
     let e = sink.read(&uri).await.unwrap_err();
     assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");
     assert!(
@@ -233,6 +258,8 @@ async fn only_uris_of_its_bucket_and_prefix_are_read() {
     f.server.create_bucket("other").unwrap();
     let sink = f.sink("s3://archives/gc");
     sink.write(&key("c", "ns", "u"), b"{}").await.unwrap();
+    // An archive written before archives were write-once, under its old name: still read.
+    f.plant(BUCKET, "gc/c/ns/u.json", b"{}");
     // Every refused URI names an object that exists, so only the refusal keeps it unread.
     f.plant("other", "gc/c/ns/u.json", b"{}");
     f.plant(BUCKET, "c/ns/u.json", b"{}");

@@ -303,7 +303,12 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// The status of an HTTP answer.
 fn status_of(answer: &[u8]) -> Option<u16> {
     let line = answer.split(|b| *b == b'\n').next()?;
-    std::str::from_utf8(line).ok()?.split(' ').nth(1)?.parse().ok()
+    std::str::from_utf8(line)
+        .ok()?
+        .split(' ')
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -318,6 +323,9 @@ mod tests {
             closed,
             b"PUT /b/k HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nbody".to_vec()
         );
-        assert_eq!(status_of(b"HTTP/1.1 412 Precondition Failed\r\n"), Some(412));
+        assert_eq!(
+            status_of(b"HTTP/1.1 412 Precondition Failed\r\n"),
+            Some(412)
+        );
     }
 }

@@ -29,8 +29,8 @@ mod service_account;
 
 pub use apiserver::TestBed;
 pub use binaries::BIN_ENV;
-pub use fault::{Fault, FaultProxy};
 pub use crd::{SESSION_GROUP, SESSION_KIND, SESSION_PLURAL, SESSION_VERSION, session_resource};
+pub use fault::{Fault, FaultProxy};
 pub use namespace::TestNamespace;
 pub use pods::FailedPod;
 pub use postgres::{DATABASE_URL_ENV, TestDatabase};

@@ -558,6 +558,12 @@ async fn act(
         Ok(report) => {
             let results = report.recovered.iter().chain(&report.results);
             job.events.pods(&cluster, &cfg.namespace, results).await;
+            if let Some((_, why)) = &report.unusable {
+                let error = anyhow::anyhow!("{why}: stopped before planning");
+                job.events
+                    .run_failed(&cluster, &cfg.namespace, &error)
+                    .await;
+            }
         }
         // A run a signal stopped (waiting for its lock) did not fail; a run that lost its lock
         // writes nothing more, Events included.
@@ -602,7 +608,12 @@ async fn connected(
             let why = format!("{error:#}");
             apply::release_pins(cluster, cfg, lock.halt(), dry_run, &why, true)
                 .await
-                .with_context(|| format!("{why}; and cannot list pinned Pods in namespace {}", cfg.namespace))
+                .with_context(|| {
+                    format!(
+                        "{why}; and cannot list pinned Pods in namespace {}",
+                        cfg.namespace
+                    )
+                })
                 .map_err(|e| ("recover", e))
                 .map(|recovered| Report {
                     dry_run,

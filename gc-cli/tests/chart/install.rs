@@ -412,15 +412,15 @@ async fn object_store_install_runs_the_rendered_failed_pod_collector() -> Result
     );
     assert!(out.status.success(), "{log}");
     assert!(ns.api::<Pod>().get_opt("due").await?.is_none(), "{log}");
-    let object = s3.object_path(
-        "diagnostics",
-        &format!("pods/primary/{}/{uid}.json", ns.name()),
-    );
     let store = gc_store::open(db.url()).await?;
     let receipt = gc_core::ports::Store::get_receipt(&store, "primary", &uid)
         .await?
         .expect("a receipt in PostgreSQL");
     store.close().await;
+    let object = s3.object_path(
+        "diagnostics",
+        &format!("pods/primary/{}/{uid}.{}.json", ns.name(), receipt.sha256),
+    );
     assert_eq!(
         gc_core::archive::digest(&std::fs::read(&object)?),
         receipt.sha256,
@@ -669,7 +669,12 @@ async fn failed_pod_collector_acts_only_when_dry_run_and_auto_remediate_allow_it
             assert!(stdout.contains(summary), "{log}");
             let kept = ns.api::<Pod>().get_opt("due").await?.is_some();
             assert_eq!(kept, !live, "{log}");
-            let archived = std::fs::read_dir(&archives).map_or(0, Iterator::count);
+            // The dry run's one write is the sink probe (`.gc-probe`): no archive.
+            let archived = std::fs::read_dir(&archives).map_or(0, |entries| {
+                entries
+                    .filter(|e| e.as_ref().is_ok_and(|e| e.file_name() != ".gc-probe"))
+                    .count()
+            });
             assert_eq!(archived > 0, live, "{log}");
         }
     }

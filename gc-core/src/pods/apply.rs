@@ -320,11 +320,9 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         .await;
     for t in targets {
         let outcome = match &ledger {
-            _ if stopping.load(Ordering::SeqCst) && !ports.stop.halted() => {
-                Outcome::NotStarted {
-                    reason: "the run was asked to stop (the next run collects it)".into(),
-                }
-            }
+            _ if stopping.load(Ordering::SeqCst) && !ports.stop.halted() => Outcome::NotStarted {
+                reason: "the run was asked to stop (the next run collects it)".into(),
+            },
             Ok(ledger) => {
                 let records = [Some(ledger), recorded];
                 let t = Target {
@@ -988,7 +986,9 @@ pub async fn release_pins<C: Cluster>(
             Err(o) => o,
             Ok(()) if pod.deleting && keep_deleting => failed(
                 Step::Archive,
-                format!("{why}: the pin stays on this Pod being deleted until its archive is written"),
+                format!(
+                    "{why}: the pin stays on this Pod being deleted until its archive is written"
+                ),
             ),
             Ok(()) => {
                 let reason = format!("pin released without an archive: {why}");
