@@ -343,7 +343,12 @@ async fn a_run_killed_at_any_step_leaves_no_deleted_pod_without_a_verified_archi
                     .get_receipt("primary", uid)
                     .await?
                     .unwrap_or_else(|| panic!("{after}: {name} deleted without a receipt"));
-                let bytes = std::fs::read(env.object(uid))
+                // The archive the receipt names (a killed run may have left another beside it).
+                let key = receipt
+                    .uri
+                    .strip_prefix(&format!("s3://{BUCKET}/"))
+                    .unwrap();
+                let bytes = std::fs::read(env.s3.object_path(BUCKET, key))
                     .unwrap_or_else(|e| panic!("{after}: {name} deleted, archive: {e}"));
                 assert_eq!(sha256(&bytes), receipt.sha256, "{after}: {name}");
             }
