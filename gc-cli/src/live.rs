@@ -79,6 +79,19 @@ impl ConnectArgs {
     }
 }
 
+impl ConnectArgs {
+    /// Connects to the cluster as these flags say.
+    ///
+    /// # Errors
+    /// A [`UsageError`] when `--token-file` cannot be read; the connection's error otherwise.
+    pub(crate) async fn cluster(&self) -> anyhow::Result<gc_k8s::KubeCluster> {
+        let connection = self.connection()?;
+        gc_k8s::connect(&connection)
+            .await
+            .context("cannot connect to the cluster")
+    }
+}
+
 /// Opens the store at `url`, or the embedded SQLite default.
 pub(crate) async fn open_store(url: Option<&str>) -> anyhow::Result<gc_store::Store> {
     let url = match url {

@@ -2,7 +2,6 @@
 //! `--exclude-namespace`. Each namespace is then run on its own (its own ledger, Lease, plan
 //! section, metrics labels and audit lines); one namespace's failure does not stop the others.
 
-use anyhow::Context;
 use clap::Args;
 use gc_core::input::SYSTEM_NAMESPACES;
 use gc_core::ports::ClusterError;
@@ -163,10 +162,7 @@ impl NamespaceArgs {
         if let Some(named) = self.named(default) {
             return Ok(named);
         }
-        let cluster = gc_k8s::connect(&connect.connection()?)
-            .await
-            .context("cannot connect to the cluster")?;
-        self.resolve(&cluster, default).await
+        self.resolve(&connect.cluster().await?, default).await
     }
 }
 

@@ -310,11 +310,7 @@ async fn outside(
         metrics: String::new(),
     };
     let all = "(outside the selection)";
-    let cluster = match job.connect.connection() {
-        Ok(connection) => gc_k8s::connect(&connection).await,
-        Err(e) => return vec![failed(all, e.into())],
-    };
-    let cluster = match cluster.context("cannot connect to the cluster") {
+    let cluster = match job.connect.cluster().await {
         Ok(cluster) => cluster,
         Err(e) => return vec![failed(all, e)],
     };
@@ -369,8 +365,10 @@ async fn outside(
                 let results = recovered.iter();
                 job.events.pods(&cluster, &ns, results).await;
                 let failed = recovered.iter().any(|r| r.outcome.is_failure());
+                let why = "a pin outside the selection could not be released; the next run tries \
+                           again";
                 NamespaceRun {
-                    error: failed.then(|| anyhow::anyhow!("a pin outside the selection could not be released; the next run tries again")),
+                    error: failed.then(|| anyhow::Error::msg(why)),
                     namespace: ns,
                     report: Some(Report {
                         dry_run,
@@ -549,10 +547,7 @@ async fn act(
     metrics: &RunMetrics,
 ) -> Result<Report, (&'static str, anyhow::Error)> {
     let run = |e: anyhow::Error| ("run", e);
-    let cluster = gc_k8s::connect(&job.connect.connection().map_err(|e| run(e.into()))?)
-        .await
-        .context("cannot connect to the cluster")
-        .map_err(run)?;
+    let cluster = job.connect.cluster().await.map_err(run)?;
     let outcome = connected(job, &cluster, cfg, targets, dry_run, metrics).await;
     match &outcome {
         Ok(report) => {

@@ -173,9 +173,7 @@ async fn plan_all(
     let (cluster, store) = match &args.inventory {
         Some(_) => (None, None),
         None => {
-            let cluster = gc_k8s::connect(&args.connect.connection()?)
-                .await
-                .context("cannot connect to the cluster")?;
+            let cluster = args.connect.cluster().await?;
             let store = match (&file_ledger, &args.ledger_out) {
                 (Some(_), Some(_)) => None,
                 _ => Some(live::open_store(args.store.as_deref()).await?),

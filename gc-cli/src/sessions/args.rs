@@ -1,7 +1,6 @@
 //! The session collector's flags, validated into its settings, and the cluster and session
 //! table they name.
 
-use anyhow::Context;
 use clap::Args;
 use gc_core::collect_sessions::SessionRunError;
 use gc_core::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Selector};
@@ -281,11 +280,7 @@ pub(crate) async fn try_connect(
         error,
     };
     let url = args.database.url().map_err(|e| alone(e.into()))?;
-    let connection = args.connect.connection().map_err(|e| alone(e.into()))?;
-    let cluster = gc_k8s::connect(&connection)
-        .await
-        .context("cannot connect to the cluster")
-        .map_err(alone)?;
+    let cluster = args.connect.cluster().await.map_err(alone)?;
     match gc_store::connect_sessions(&url, args.database.spec()).await {
         Ok(table) => Ok((cluster, table)),
         Err(e) => Err(Unconnected {
