@@ -237,19 +237,19 @@ pub enum Renewal {
     Lost(String),
 }
 
-/// Whether `lease` is still exactly `held` by `holder` and not expired at `now`; `Err` says why
+/// `lease` when it is still exactly `held` by `holder` and not expired at `now`; `Err` says why
 /// not.
 fn still_held(
-    lease: Option<&Lease>,
+    lease: Option<Lease>,
     holder: &str,
     held: &Held,
     seconds: i32,
     now: Timestamp,
-) -> Result<(), String> {
+) -> Result<Lease, String> {
     let Some(lease) = lease else {
         return Err("the Lease was deleted".into());
     };
-    match holder_of(lease) {
+    match holder_of(&lease) {
         Some(h) if h == holder => {}
         Some(other) => return Err(format!("it is held by {other} now")),
         None => return Err("it was released by someone else".into()),
@@ -266,7 +266,7 @@ fn still_held(
             "it expired at {expiry} before it was renewed (the process was frozen or could not reach the API server)"
         ));
     }
-    Ok(())
+    Ok(lease)
 }
 
 impl KubeCluster {
@@ -333,11 +333,9 @@ impl KubeCluster {
         let leases = Leases::new(self, namespace);
         let stored = leases.get(name).await?;
         let now = now();
-        if let Err(why) = still_held(stored.as_ref(), holder, held, seconds, now) {
-            return Ok(Renewal::Lost(why));
-        }
-        let Some(lease) = stored else {
-            return Ok(Renewal::Lost("the Lease was deleted".into()));
+        let lease = match still_held(stored, holder, held, seconds, now) {
+            Ok(lease) => lease,
+            Err(why) => return Ok(Renewal::Lost(why)),
         };
         let lease = Lease {
             spec: Some(taken(lease.spec, holder, seconds, now)),
@@ -518,7 +516,7 @@ mod tests {
             ("deleted", None, 10, false),
         ];
         for (what, lease, seconds, kept) in cases {
-            let found = still_held(lease.as_ref(), "me", &held, 30, at(seconds));
+            let found = still_held(lease, "me", &held, 30, at(seconds));
             assert_eq!(found.is_ok(), kept, "{what}: {found:?}");
         }
     }

@@ -712,8 +712,12 @@ async fn unpin_after<C: Cluster, S, A, K>(
     let reason = "archive not written";
     match release(p.cluster, cfg, &PinnedPod::of(name, pinned), false, reason).await {
         Outcome::Released { .. } => kept("pin released; the next run pins it again"),
+        Outcome::Skipped { reason, .. } => kept(&reason),
+        Outcome::Changed { message, .. } => kept(&format!(
+            "the pin stays (the Pod changed since it was pinned: {message}); the next run releases it"
+        )),
         Outcome::Failed { error: why, .. } => kept(&format!("the pin stays: {why}")),
-        other => kept(&format!("the pin stays: {other:?}")),
+        other => kept(&format!("the pin stays ({other:?})")),
     }
 }
 
