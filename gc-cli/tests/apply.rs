@@ -3,19 +3,19 @@
 //! left, decoys are untouched; dry run changes nothing; altered or misdirected plans and a held
 //! run lock are refused.
 
-use std::collections::BTreeMap;
 use std::process::Command;
 
 use gc_core::ports::{Lock, Store as _};
 use gc_testbed::{FailedPod, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::ListParams;
 use serde_json::Value;
 
 mod common;
 
-use common::{COLLECT, PIN, Result, gc_cli, namespace, ok, old, run_pods, sqlite, target};
+use common::{
+    COLLECT, PIN, Result, gc_cli, namespace, ok, old, run_pods, snapshot, sqlite, target,
+};
 
 async fn populate(ns: &TestNamespace) -> Result {
     let pods = ns.api::<Pod>();
@@ -65,26 +65,6 @@ async fn populate(ns: &TestNamespace) -> Result {
         .create(&pods)
         .await?;
     Ok(())
-}
-
-/// name -> (uid, resourceVersion, finalizers)
-async fn snapshot(ns: &TestNamespace) -> Result<BTreeMap<String, (String, String, Vec<String>)>> {
-    let list = ns.api::<Pod>().list(&ListParams::default()).await?;
-    Ok(list
-        .items
-        .into_iter()
-        .map(|p| {
-            let m = p.metadata;
-            (
-                m.name.unwrap(),
-                (
-                    m.uid.unwrap(),
-                    m.resource_version.unwrap(),
-                    m.finalizers.unwrap_or_default(),
-                ),
-            )
-        })
-        .collect())
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 mod common;
 
-use common::{COLLECT, Result, command, ok, old, sqlite, target};
+use common::{COLLECT, Result, command, ok, old, sqlite, target, with_s3_credentials};
 
 const BUCKET: &str = "diagnostics";
 const URL: &str = "s3://diagnostics/gc";
@@ -57,13 +57,7 @@ impl Env {
             c.args(["--archive-url", url])
                 .args(["--archive-endpoint", &self.s3.endpoint()]);
         }
-        for (k, _) in std::env::vars() {
-            if k.starts_with("AWS_") || k.starts_with("GC_ARCHIVE") {
-                c.env_remove(k);
-            }
-        }
-        c.env("AWS_ACCESS_KEY_ID", self.s3.access_key())
-            .env("AWS_SECRET_ACCESS_KEY", self.s3.secret_key());
+        with_s3_credentials(&mut c, &self.s3);
         c
     }
 

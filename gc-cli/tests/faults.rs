@@ -5,7 +5,6 @@
 //! In each, no pin outlives the fault (but on a Pod being deleted, whose archive is owed), no
 //! receipted archive is replaced, and a run that lost its lock writes nothing more.
 
-use std::collections::BTreeMap;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,9 @@ use kube::api::{DeleteParams, ListParams};
 
 mod common;
 
-use common::{COLLECT, PIN, Result, command, ok, old, sqlite, target};
+use common::{
+    COLLECT, PIN, Result, command, ok, old, snapshot, sqlite, target, with_s3_credentials,
+};
 
 const BUCKET: &str = "diagnostics";
 const URL: &str = "s3://diagnostics/gc";
@@ -56,13 +57,7 @@ impl Env {
             .args(["--store", &self.store])
             .args(["--archive-url", URL])
             .args(["--archive-endpoint", self.proxy.endpoint()]);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("AWS_") || k.starts_with("GC_ARCHIVE") {
-                c.env_remove(k);
-            }
-        }
-        c.env("AWS_ACCESS_KEY_ID", self.s3.access_key())
-            .env("AWS_SECRET_ACCESS_KEY", self.s3.secret_key());
+        with_s3_credentials(&mut c, &self.s3);
         c
     }
 
@@ -81,25 +76,6 @@ impl Env {
         ]);
         c.args(["--kubeconfig", &self.kubeconfig, "-n", self.ns.name()]);
         c
-    }
-
-    /// Each Pod of the namespace: its resourceVersion and finalizers.
-    async fn pods(&self) -> Result<BTreeMap<String, (String, Vec<String>)>> {
-        let list = self.ns.api::<Pod>().list(&ListParams::default()).await?;
-        Ok(list
-            .items
-            .into_iter()
-            .map(|p| {
-                let m = p.metadata;
-                (
-                    m.name.unwrap(),
-                    (
-                        m.resource_version.unwrap(),
-                        m.finalizers.unwrap_or_default(),
-                    ),
-                )
-            })
-            .collect())
     }
 
     /// The reasons of the Events on objects of the namespace.
@@ -125,7 +101,7 @@ async fn a_key_that_may_list_but_not_write_stops_every_run_before_any_pin() -> R
     let env = Env::new("fault-refuse").await?;
     target(&env.ns, "a").await?;
     target(&env.ns, "b").await?;
-    let before = env.pods().await?;
+    let before = snapshot(&env.ns).await?;
     env.proxy.set(Fault::RefuseWrites(""));
     for dry_run in [false, true] {
         let err = failed(&env.run(dry_run, "30").output()?);
@@ -134,7 +110,7 @@ async fn a_key_that_may_list_but_not_write_stops_every_run_before_any_pin() -> R
             "dry run {dry_run}: {err}"
         );
         // Nothing written to any Pod, dry run or not: not even the pin.
-        assert_eq!(env.pods().await?, before, "dry run {dry_run}");
+        assert_eq!(snapshot(&env.ns).await?, before, "dry run {dry_run}");
     }
     Ok(())
 }
@@ -148,12 +124,12 @@ async fn an_archive_write_that_fails_after_the_pin_releases_the_pin_at_once() ->
     env.proxy.set(Fault::RefuseWrites(".json"));
     let err = failed(&env.run(false, "30").output()?);
     assert!(err.contains("1 target(s) failed"), "{err}");
-    let pods = env.pods().await?;
-    assert_eq!(pods["a"].1, Vec::<String>::new(), "the pin is released");
+    let pods = snapshot(&env.ns).await?;
+    assert_eq!(pods["a"].2, Vec::<String>::new(), "the pin is released");
     // The store comes back: the next run collects it.
     env.proxy.set(Fault::Pass);
     ok(&env.run(false, "30").output()?);
-    assert!(env.pods().await?.is_empty());
+    assert!(snapshot(&env.ns).await?.is_empty());
     Ok(())
 }
 
@@ -179,13 +155,13 @@ async fn an_outage_still_releases_every_pin_but_on_pods_being_deleted() -> Resul
         err.contains("until their archives are written"),
         "the kept pin is named: {err}"
     );
-    let pods = env.pods().await?;
-    assert_eq!(pods["left"].1, Vec::<String>::new(), "released: {pods:?}");
-    assert_eq!(pods["deleting"].1, [PIN], "its archive is owed: {pods:?}");
+    let pods = snapshot(&env.ns).await?;
+    assert_eq!(pods["left"].2, Vec::<String>::new(), "released: {pods:?}");
+    assert_eq!(pods["deleting"].2, [PIN], "its archive is owed: {pods:?}");
     // The store comes back: the Pod being deleted is archived and goes.
     env.proxy.set(Fault::Pass);
     ok(&env.run(false, "30").output()?);
-    let pods = env.pods().await?;
+    let pods = snapshot(&env.ns).await?;
     assert!(!pods.contains_key("deleting"), "{pods:?}");
     Ok(())
 }
@@ -198,11 +174,11 @@ async fn a_late_upload_lands_beside_the_receipted_archive_never_over_it() -> Res
     env.proxy.set(Fault::HoldWrites(".json"));
     failed(&env.run(false, "30").output()?);
     assert!(env.proxy.held() > 0, "the upload was held");
-    assert_eq!(env.pods().await?["a"].1, Vec::<String>::new());
+    assert_eq!(snapshot(&env.ns).await?["a"].2, Vec::<String>::new());
     // The next run collects the Pod against its own archive.
     env.proxy.set(Fault::Pass);
     ok(&env.run(false, "30").output()?);
-    assert!(env.pods().await?.is_empty());
+    assert!(snapshot(&env.ns).await?.is_empty());
     // Then the slow gateway delivers the first run's upload(s).
     let statuses = env.proxy.deliver_held().await?;
     assert!(statuses.iter().all(|s| *s != 0), "{statuses:?}");
@@ -261,7 +237,7 @@ async fn a_run_frozen_past_its_lease_finds_the_lock_lost_and_writes_nothing_more
     let b = env.run(false, "5").output()?;
     let out = ok(&b);
     assert!(out.contains("collected"), "{out}");
-    assert!(env.pods().await?.is_empty());
+    assert!(snapshot(&env.ns).await?.is_empty());
     // A resumes: its upload completes late, then it finds the lock lost and stops.
     signal(&a, "-CONT");
     let deadline = Instant::now() + Duration::from_secs(60);

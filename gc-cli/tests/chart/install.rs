@@ -12,7 +12,7 @@ use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 
 use super::{
-    allowed, allowed_named, container_args, documents, install, object, pod_spec, template_as,
+    allowed, assert_lease_access, container_args, documents, install, object, pod_spec, template_as,
 };
 use crate::common::{Result, command, one_live_session, sqlite, target};
 
@@ -168,28 +168,14 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
 
     // Least privilege: the run lock and the session kinds, no Pods.
     let client = ns.service_account_client(&account).await?;
-    for (verb, name, want) in [
+    let leases = [
         ("get", "gc-sessions", true),
         ("update", "gc-sessions", true),
         ("get", "gc-pods", false),
         ("update", "gc-pods", false),
         ("delete", "gc-sessions", false),
-    ] {
-        let lease = Some(name);
-        assert_eq!(
-            allowed_named(
-                &client,
-                verb,
-                "coordination.k8s.io",
-                "leases",
-                Some(ns.name()),
-                lease
-            )
-            .await?,
-            want,
-            "{verb} lease {name}"
-        );
-    }
+    ];
+    assert_lease_access(&client, Some(ns.name()), &leases).await?;
     for (verb, group, resource, want) in [
         ("create", "coordination.k8s.io", "leases", true),
         ("delete", "coordination.k8s.io", "leases", false),
@@ -519,23 +505,13 @@ async fn cluster_wide_install_collects_in_the_selected_namespaces_only() -> Resu
     }
 
     // The failed-Pod collector's run lock by name, anywhere; not the session collector's.
-    for (name, want) in [("gc-pods", true), ("gc-sessions", false)] {
-        for verb in ["get", "update"] {
-            assert_eq!(
-                allowed_named(
-                    &client,
-                    verb,
-                    "coordination.k8s.io",
-                    "leases",
-                    elsewhere,
-                    Some(name)
-                )
-                .await?,
-                want,
-                "{verb} lease {name}"
-            );
-        }
-    }
+    let leases = [
+        ("get", "gc-pods", true),
+        ("update", "gc-pods", true),
+        ("get", "gc-sessions", false),
+        ("update", "gc-sessions", false),
+    ];
+    assert_lease_access(&client, elsewhere, &leases).await?;
 
     let dir = tempfile::tempdir()?;
     let token_file = token_file(&home, &account, &dir).await?;

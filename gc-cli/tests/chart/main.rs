@@ -138,6 +138,21 @@ async fn allowed(
     allowed_named(client, verb, group, resource, namespace, None).await
 }
 
+/// Asserts, for each `(verb, lease, allowed)`, whether `client` may `verb` the Lease named
+/// `lease` in `namespace` (every namespace when `None`).
+async fn assert_lease_access(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    cases: &[(&str, &str, bool)],
+) -> Result {
+    for &(verb, name, want) in cases {
+        let group = "coordination.k8s.io";
+        let got = allowed_named(client, verb, group, "leases", namespace, Some(name)).await?;
+        assert_eq!(got, want, "{verb} lease {name} in {namespace:?}");
+    }
+    Ok(())
+}
+
 /// Whether `client` may `verb` the object `name` (any object when `None`) of `resource`: a
 /// SelfSubjectAccessReview.
 async fn allowed_named(

@@ -10,9 +10,6 @@ use std::time::Duration;
 use gc_core::ports::{ClusterError, Lock};
 use gc_testbed::{TestBed, TestNamespace};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::events::v1::Event;
@@ -181,24 +178,9 @@ async fn rbac_allows(
     namespace: &str,
     name: &str,
 ) -> Result<bool> {
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                verb: Some(verb.into()),
-                group: Some(resource.group.clone()),
-                resource: Some(resource.plural.clone()),
-                namespace: Some(namespace.into()),
-                name: (verb != "create").then(|| name.to_owned()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await?;
-    Ok(answer.status.is_some_and(|s| s.allowed))
+    let name = (verb != "create").then_some(name);
+    let (group, plural) = (&resource.group, &resource.plural);
+    super::allowed_named(client, verb, group, plural, Some(namespace), name).await
 }
 
 /// What a write must meet.

@@ -9,7 +9,8 @@ use kube::api::PostParams;
 use serde_json::Value;
 
 use super::{
-    allowed, allowed_named, container_args, documents, install, names, object, pod_spec, template,
+    allowed, assert_lease_access, container_args, documents, install, names, object, pod_spec,
+    template,
 };
 use crate::common::{Result, command, namespace, one_live_session, run_pods, sqlite, target};
 
@@ -396,7 +397,7 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
         }
     }
     // The run locks by name: the collectors' own, and no other.
-    for (verb, name, want) in [
+    let leases = [
         ("get", "gc-pods", true),
         ("update", "gc-pods", true),
         ("get", "gc-sessions", true),
@@ -405,22 +406,8 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
         ("patch", "gc-sessions", false),
         ("get", "gc-pods-prod", false),
         ("update", "kube-controller-manager", false),
-    ] {
-        let lease = Some(name);
-        assert_eq!(
-            allowed_named(
-                &client,
-                verb,
-                "coordination.k8s.io",
-                "leases",
-                Some(ns.name()),
-                lease
-            )
-            .await?,
-            want,
-            "{verb} lease {name}"
-        );
-    }
+    ];
+    assert_lease_access(&client, Some(ns.name()), &leases).await?;
     for (verb, resource) in [("list", "nodes"), ("list", "namespaces"), ("list", "pods")] {
         assert!(
             !allowed(&client, verb, "", resource, None).await?,

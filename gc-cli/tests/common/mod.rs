@@ -7,9 +7,12 @@
 use std::ffi::OsStr;
 use std::process::{Command, Output};
 
-use gc_testbed::{FailedPod, TestBed, TestNamespace};
+use std::collections::BTreeMap;
+
+use gc_testbed::{FailedPod, S3Server, TestBed, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
+use kube::api::ListParams;
 
 pub(crate) type Result<T = (), E = Box<dyn std::error::Error + Send + Sync>> =
     std::result::Result<T, E>;
@@ -64,6 +67,40 @@ pub(crate) fn run_pods(namespace: &str) -> [&str; 6] {
         "--retention-seconds",
         "3600",
     ]
+}
+
+/// The Pods of `ns`: name -> (uid, resourceVersion, finalizers).
+pub(crate) async fn snapshot(
+    ns: &TestNamespace,
+) -> Result<BTreeMap<String, (String, String, Vec<String>)>> {
+    let list = ns.api::<Pod>().list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|p| {
+            let m = p.metadata;
+            (
+                m.name.unwrap(),
+                (
+                    m.uid.unwrap(),
+                    m.resource_version.unwrap(),
+                    m.finalizers.unwrap_or_default(),
+                ),
+            )
+        })
+        .collect())
+}
+
+/// `c` with the object store's credentials in its environment (as a Secret would give them),
+/// and no other AWS or archive setting of the machine's.
+pub(crate) fn with_s3_credentials<'c>(c: &'c mut Command, s3: &S3Server) -> &'c mut Command {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") || k.starts_with("GC_ARCHIVE") {
+            c.env_remove(k);
+        }
+    }
+    c.env("AWS_ACCESS_KEY_ID", s3.access_key())
+        .env("AWS_SECRET_ACCESS_KEY", s3.secret_key())
 }
 
 /// A SQLite store URL for the file `name` in `dir`.
