@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: builds (once, cached) the real kube-apiserver, etcd, helm and the
-# S3-compatible server s3s-fs, makes sure PostgreSQL and a Pushgateway run on loopback and
-# Prometheus is installed, then runs every test of the workspace against them.
+# S3-compatible servers s3s-fs and moto, makes sure PostgreSQL and a Pushgateway run on loopback
+# and Prometheus is installed, then runs every test of the workspace against them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +21,9 @@ export GC_TEST_PROMETHEUS
 # own on a free loopback port).
 GC_TEST_S3S_FS=$(scripts/s3.sh | tail -n 1)
 export GC_TEST_S3S_FS
+# The second one, moto, which answers as AWS does: the fault tests run against both.
+GC_TEST_MOTO=$(scripts/moto.sh | tail -n 1)
+export GC_TEST_MOTO
 # Arguments go to cargo test: `scripts/test.sh -p gc-core` runs one package, no argument all.
 case " $* " in
   *" -p "* | *" --package "*) cargo test --all-targets "$@" ;;
