@@ -34,7 +34,7 @@ pub use fault::{Fault, FaultProxy};
 pub use namespace::TestNamespace;
 pub use pods::FailedPod;
 pub use postgres::{DATABASE_URL_ENV, TestDatabase};
-pub use s3::{S3S_FS_ENV, S3Server};
+pub use s3::{MOTO_ENV, S3Kind, S3S_FS_ENV, S3Server};
 
 /// What can go wrong while setting up a test fixture.
 #[derive(Debug, thiserror::Error)]
