@@ -3,12 +3,17 @@
 //! list but not write, an outage, an archive write that fails after the pin, an upload
 //! delivered after the run gave up, and a run frozen past its lease while another run works.
 //! In each, no pin outlives the fault (but on a Pod being deleted, whose archive is owed), no
-//! receipted archive is replaced, and a run that lost its lock writes nothing more.
+//! receipted archive is replaced, and a run that lost its lock writes nothing more. A run whose
+//! bucket does not exist stops before any pin.
+//!
+//! Every test runs against two S3-compatible servers (`gc_testbed::S3Kind`): `s3s-fs`, and
+//! `moto`, which answers as AWS does (`NoSuchBucket` on a write into a missing bucket, where
+//! `s3s-fs` takes it): `s3s_fs::NAME` and `moto::NAME`.
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use gc_testbed::{FailedPod, Fault, FaultProxy, S3Server, TestBed, TestNamespace};
+use gc_testbed::{FailedPod, Fault, FaultProxy, S3Kind, S3Server, TestBed, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
@@ -23,7 +28,38 @@ use common::{
 const BUCKET: &str = "diagnostics";
 const URL: &str = "s3://diagnostics/gc";
 
-/// One namespace, a store, an object store behind a fault proxy.
+/// Each named test once against each server, as `s3s_fs::NAME` and `moto::NAME`.
+macro_rules! against_each_server {
+    ($($name:ident),* $(,)?) => {
+        mod s3s_fs {
+            $(
+                #[tokio::test]
+                async fn $name() -> super::Result {
+                    super::$name(super::S3Kind::S3sFs).await
+                }
+            )*
+        }
+        mod moto {
+            $(
+                #[tokio::test]
+                async fn $name() -> super::Result {
+                    super::$name(super::S3Kind::Moto).await
+                }
+            )*
+        }
+    };
+}
+
+against_each_server!(
+    a_missing_bucket_stops_every_run_before_any_pin,
+    a_key_that_may_list_but_not_write_stops_every_run_before_any_pin,
+    an_archive_write_that_fails_after_the_pin_releases_the_pin_at_once,
+    an_outage_still_releases_every_pin_but_on_pods_being_deleted,
+    a_late_upload_lands_beside_the_receipted_archive_never_over_it,
+    a_run_frozen_past_its_lease_finds_the_lock_lost_and_writes_nothing_more,
+);
+
+/// One namespace, a store, an object store of a kind behind a fault proxy.
 struct Env {
     ns: TestNamespace,
     _dir: tempfile::TempDir,
@@ -34,14 +70,14 @@ struct Env {
 }
 
 impl Env {
-    async fn new(prefix: &str) -> Result<Self> {
+    async fn new(prefix: &str, kind: S3Kind) -> Result<Self> {
         let bed = TestBed::shared().await?;
         let dir = tempfile::tempdir()?;
-        let s3 = S3Server::start().await?;
+        let s3 = S3Server::start_kind(kind).await?;
         s3.create_bucket(BUCKET)?;
         let proxy = FaultProxy::start(&s3.endpoint()).await?;
         Ok(Self {
-            ns: bed.namespace(prefix).await?,
+            ns: bed.namespace(&format!("{prefix}-{}", kind.name())).await?,
             kubeconfig: bed.kubeconfig_path().to_str().unwrap().to_owned(),
             store: sqlite(dir.path(), "gc.sqlite3"),
             _dir: dir,
@@ -52,10 +88,15 @@ impl Env {
 
     /// `gc-cli ARGS` with the store, the object store through the proxy, and its credentials.
     fn gc_cli(&self, args: &[&str]) -> Command {
+        self.gc_cli_at(URL, args)
+    }
+
+    /// [`Env::gc_cli`] with archives at `url` instead of [`URL`].
+    fn gc_cli_at(&self, url: &str, args: &[&str]) -> Command {
         let mut c = command();
         c.args(args)
             .args(["--store", &self.store])
-            .args(["--archive-url", URL])
+            .args(["--archive-url", url])
             .args(["--archive-endpoint", self.proxy.endpoint()]);
         with_s3_credentials(&mut c, &self.s3);
         c
@@ -63,17 +104,25 @@ impl Env {
 
     /// `run pods` in the namespace, live unless `dry_run`, with a lease of `lease` seconds.
     fn run(&self, dry_run: bool, lease: &str) -> Command {
+        self.run_at(URL, dry_run, lease)
+    }
+
+    /// [`Env::run`] with archives at `url` instead of [`URL`].
+    fn run_at(&self, url: &str, dry_run: bool, lease: &str) -> Command {
         let mode = if dry_run { "server" } else { "none" };
-        let mut c = self.gc_cli(&[
-            "run",
-            "pods",
-            "--retention-seconds",
-            "3600",
-            &format!("--dry-run={mode}"),
-            "--auto-remediate",
-            "--lock-lease-seconds",
-            lease,
-        ]);
+        let mut c = self.gc_cli_at(
+            url,
+            &[
+                "run",
+                "pods",
+                "--retention-seconds",
+                "3600",
+                &format!("--dry-run={mode}"),
+                "--auto-remediate",
+                "--lock-lease-seconds",
+                lease,
+            ],
+        );
         c.args(["--kubeconfig", &self.kubeconfig, "-n", self.ns.name()]);
         c
     }
@@ -96,9 +145,28 @@ fn failed(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-#[tokio::test]
-async fn a_key_that_may_list_but_not_write_stops_every_run_before_any_pin() -> Result {
-    let env = Env::new("fault-refuse").await?;
+async fn a_missing_bucket_stops_every_run_before_any_pin(kind: S3Kind) -> Result {
+    let env = Env::new("fault-no-bucket", kind).await?;
+    target(&env.ns, "a").await?;
+    target(&env.ns, "b").await?;
+    let before = snapshot(&env.ns).await?;
+    for dry_run in [false, true] {
+        let out = env.run_at("s3://missing/gc", dry_run, "30").output()?;
+        let err = failed(&out);
+        assert_eq!(out.status.code(), Some(1), "dry run {dry_run}: {err}");
+        assert!(
+            err.contains("cannot use the archive sink s3://missing/gc")
+                && err.contains(r#"bucket "missing" does not exist"#),
+            "dry run {dry_run}: {err}"
+        );
+        // Nothing written to any Pod, dry run or not: not even the pin.
+        assert_eq!(snapshot(&env.ns).await?, before, "dry run {dry_run}");
+    }
+    Ok(())
+}
+
+async fn a_key_that_may_list_but_not_write_stops_every_run_before_any_pin(kind: S3Kind) -> Result {
+    let env = Env::new("fault-refuse", kind).await?;
     target(&env.ns, "a").await?;
     target(&env.ns, "b").await?;
     let before = snapshot(&env.ns).await?;
@@ -115,9 +183,10 @@ async fn a_key_that_may_list_but_not_write_stops_every_run_before_any_pin() -> R
     Ok(())
 }
 
-#[tokio::test]
-async fn an_archive_write_that_fails_after_the_pin_releases_the_pin_at_once() -> Result {
-    let env = Env::new("fault-after-pin").await?;
+async fn an_archive_write_that_fails_after_the_pin_releases_the_pin_at_once(
+    kind: S3Kind,
+) -> Result {
+    let env = Env::new("fault-after-pin", kind).await?;
     target(&env.ns, "a").await?;
     // The probe passes; the archive's upload is refused (the store failing between the probe
     // and the upload).
@@ -133,9 +202,8 @@ async fn an_archive_write_that_fails_after_the_pin_releases_the_pin_at_once() ->
     Ok(())
 }
 
-#[tokio::test]
-async fn an_outage_still_releases_every_pin_but_on_pods_being_deleted() -> Result {
-    let env = Env::new("fault-outage").await?;
+async fn an_outage_still_releases_every_pin_but_on_pods_being_deleted(kind: S3Kind) -> Result {
+    let env = Env::new("fault-outage", kind).await?;
     let api = env.ns.api::<Pod>();
     // Pins an earlier run left: one on a Pod nobody deletes, one on a Pod a user deleted.
     for name in ["left", "deleting"] {
@@ -166,9 +234,8 @@ async fn an_outage_still_releases_every_pin_but_on_pods_being_deleted() -> Resul
     Ok(())
 }
 
-#[tokio::test]
-async fn a_late_upload_lands_beside_the_receipted_archive_never_over_it() -> Result {
-    let env = Env::new("fault-late").await?;
+async fn a_late_upload_lands_beside_the_receipted_archive_never_over_it(kind: S3Kind) -> Result {
+    let env = Env::new("fault-late", kind).await?;
     target(&env.ns, "a").await?;
     // The first run's upload never reaches the store in time: it gives up, releases the pin.
     env.proxy.set(Fault::HoldWrites(".json"));
@@ -218,9 +285,10 @@ fn signal(child: &Child, signal: &str) {
     assert!(status.success());
 }
 
-#[tokio::test]
-async fn a_run_frozen_past_its_lease_finds_the_lock_lost_and_writes_nothing_more() -> Result {
-    let env = Env::new("fault-frozen").await?;
+async fn a_run_frozen_past_its_lease_finds_the_lock_lost_and_writes_nothing_more(
+    kind: S3Kind,
+) -> Result {
+    let env = Env::new("fault-frozen", kind).await?;
     target(&env.ns, "a").await?;
     // Run A pins the Pod, then its upload hangs; it is frozen there past its 5 s lease.
     env.proxy.set(Fault::StallWrites(".json"));

@@ -1,6 +1,8 @@
 //! The S3 archive sink against a real S3-compatible server (`s3s-fs`, see `scripts/s3.sh`):
 //! round trips and listings, the start-up check's verdicts, refused URIs and URLs, and faults that
-//! a proxy between the sink and the server injects into uploads and downloads.
+//! a proxy between the sink and the server injects into uploads and downloads. What only a store
+//! that answers as AWS does can show (a write into a missing bucket, a create-only write over an
+//! archive answered `412`) runs against moto (`scripts/moto.sh`).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use gc_core::ports::{ArchiveKey, ArchiveSink, StoreError};
 use gc_store::{ArchiveEntry, ObjectOptions, ObjectSink};
-use gc_testbed::S3Server;
+use gc_testbed::{S3Kind, S3Server};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -35,7 +37,13 @@ struct Fixture {
 
 impl Fixture {
     async fn start() -> Self {
-        let server = S3Server::start().await.expect("start s3s-fs");
+        Self::start_kind(S3Kind::S3sFs).await
+    }
+
+    async fn start_kind(kind: S3Kind) -> Self {
+        let server = S3Server::start_kind(kind)
+            .await
+            .unwrap_or_else(|e| panic!("start {}: {e}", kind.name()));
         server.create_bucket(BUCKET).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let fixture = Self { server, dir };
@@ -168,7 +176,34 @@ async fn check_passes_on_a_good_bucket_and_names_a_missing_one() {
     let e = message(missing.list(None).await);
     assert!(e.contains(&expected), "{e}");
     // Not asserted for `write`: s3s-fs makes a missing bucket's folder on `PutObject`, where S3
-    // answers `NoSuchBucket` (mapped as above); its `GetObject` answers `NoSuchKey`.
+    // answers `NoSuchBucket` (mapped as above; see the moto test below); its `GetObject` answers
+    // `NoSuchKey`.
+}
+
+#[tokio::test]
+async fn against_moto_a_missing_bucket_fails_every_request_and_archives_are_write_once() {
+    let f = Fixture::start_kind(S3Kind::Moto).await;
+    let missing = f.sink("s3://no-such-bucket/gc");
+    let expected = "bucket \"no-such-bucket\" does not exist";
+    let e = missing
+        .write(&key("c", "ns", "u"), b"{}")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}");
+    assert!(e.to_string().contains(expected), "{e}");
+    let e = missing.probe("c").await.unwrap_err();
+    assert!(e.to_string().contains(expected), "{e}");
+
+    let sink = f.sink("s3://archives/gc");
+    sink.probe("c").await.unwrap();
+    let k = key("c", "ns", "u");
+    let first = sink.write(&k, b"first").await.unwrap();
+    // The same bytes again: moto answers `412 PreconditionFailed`, as S3 does, and the archive
+    // there is read back and found equal.
+    assert_eq!(sink.write(&k, b"first").await.unwrap(), first);
+    assert_ne!(sink.write(&k, b"second").await.unwrap(), first);
+    assert_eq!(sink.read(&first).await.unwrap(), b"first");
+    assert_eq!(sink.list(None).await.unwrap().len(), 2);
 }
 
 #[tokio::test]
