@@ -1,7 +1,7 @@
 //! Where archives go (`--archive-dir` or `--archive-url`), and `gc-cli archives list|show|verify`:
 //! reading them back, from either sink, through the receipts in the store.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::clock;
 use crate::exit::UsageError;
 use crate::live::block_on;
-use crate::output::{Output, OutputArgs, rfc3339, write_columns, write_doc};
+use crate::output::{Output, OutputArgs, escape, rfc3339, write_columns, write_doc};
 
 /// Where the failed-Pod collector's archives are: a folder (the default) or an object store.
 #[derive(Debug, Args, Default)]
@@ -73,14 +73,18 @@ impl ArchiveArgs {
                 .unwrap_or_else(gc_store::default_archive_dir);
             return Ok(Archives::Directory(gc_store::DirectorySink::new(dir)));
         };
-        let options = gc_store::ObjectOptions {
+        gc_store::ObjectSink::open(url, &self.options())
+            .map(Archives::Object)
+            .map_err(|e| UsageError::because(format!("invalid --archive-url {url:?}"), e))
+    }
+
+    /// How an object store is reached: the endpoint, region and credentials these flags name.
+    fn options(&self) -> gc_store::ObjectOptions {
+        gc_store::ObjectOptions {
             endpoint: self.archive_endpoint.clone(),
             region: self.archive_region.clone(),
             credentials_file: self.archive_credentials_file.clone(),
-        };
-        gc_store::ObjectSink::open(url, &options)
-            .map(Archives::Object)
-            .map_err(|e| UsageError::because(format!("invalid --archive-url {url:?}"), e))
+        }
     }
 }
 
@@ -387,7 +391,7 @@ fn write_archive(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::i
     ];
     for (name, value) in fields {
         if !value.is_empty() {
-            writeln!(out, "{:<10}{value}", format!("{name}:"))?;
+            writeln!(out, "{:<10}{}", format!("{name}:"), escape(&value))?;
         }
     }
     let mut rows = Vec::new();
@@ -432,46 +436,86 @@ struct Checked {
     name: String,
     uid: String,
     uri: String,
-    /// `ok`, `mismatch`, `missing`, `unreadable` or `noReceipt`.
+    /// `ok`, `mismatch`, `missing`, `unreadable`, `skipped`, `noReceipt` or `unexpected`.
     result: &'static str,
     detail: String,
 }
 
-/// The result of an archive no receipt records.
-const NO_RECEIPT: &str = "noReceipt";
+/// Results that are findings, not problems: verify still passes.
+const NOT_PROBLEMS: [&str; 4] = ["ok", "skipped", "noReceipt", "unexpected"];
+
+/// Each receipt against its archive, read from the sink its URI names: the sink given, or the
+/// folder or bucket another receipt's URI names (a store that moved from a folder to a bucket),
+/// reached with the same flags. A folder that is not on this machine is skipped, and said so.
+async fn check_receipt(
+    r: &Receipt,
+    given: &Archives,
+    others: &mut HashMap<String, Option<Archives>>,
+    args: &ArchiveArgs,
+) -> (&'static str, String) {
+    let sink = if given.holds(&r.uri) {
+        given
+    } else {
+        let Some(root) = r.uri.rsplitn(4, '/').nth(3) else {
+            return ("skipped", "not an archive URI gc writes".to_owned());
+        };
+        let found = others
+            .entry(root.to_owned())
+            .or_insert_with(|| Archives::of_uri(&r.uri, &args.options()));
+        match found {
+            None => return ("skipped", "not an archive URI gc writes".to_owned()),
+            Some(Archives::Directory(dir)) if !dir.root().is_dir() => {
+                return (
+                    "skipped",
+                    format!(
+                        "written to the folder {}, which is not on this machine: verify it \
+                         where it is (--archive-dir)",
+                        dir.root().display()
+                    ),
+                );
+            }
+            Some(sink) => sink,
+        }
+    };
+    match sink.read(&r.uri).await {
+        Ok(bytes) => match mismatch(r, &bytes) {
+            Some(problem) => ("mismatch", problem),
+            None => ("ok", String::new()),
+        },
+        Err(StoreError::NotFound(_)) => {
+            ("missing", "the receipt's archive does not exist".to_owned())
+        }
+        Err(e) => ("unreadable", e.to_string()),
+    }
+}
 
 fn verify(args: &Verify) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let namespace = args.namespace.as_deref();
-    let checked = block_on(async {
+    let cluster = &args.scope.cluster_id;
+    let (checked, receipts, clusters) = block_on(async {
         let store = crate::live::open_store(args.scope.store.as_deref()).await?;
         let receipts = store
-            .list_receipts(&args.scope.cluster_id, namespace, None)
+            .list_receipts(cluster, namespace, None)
             .await
             .context("cannot list the receipts")?;
+        let clusters = if receipts.is_empty() {
+            store
+                .receipt_clusters()
+                .await
+                .context("cannot list the receipts")?
+        } else {
+            Vec::new()
+        };
         store.close().await;
-        let mut checked = Vec::with_capacity(receipts.len());
+        let count = receipts.len();
+        let mut checked = Vec::with_capacity(count);
         let mut receipted = HashSet::new();
+        let mut others = HashMap::new();
         for listed in receipts {
             let r = listed.receipt;
+            let (result, detail) = check_receipt(&r, &sink, &mut others, &args.archive).await;
             receipted.insert(r.uri.clone());
-            let (result, detail) = if sink.holds(&r.uri) {
-                match sink.read(&r.uri).await {
-                    Ok(bytes) => match mismatch(&r, &bytes) {
-                        Some(problem) => ("mismatch", problem),
-                        None => ("ok", String::new()),
-                    },
-                    Err(StoreError::NotFound(_)) => {
-                        ("missing", "the receipt's archive does not exist".to_owned())
-                    }
-                    Err(e) => ("unreadable", e.to_string()),
-                }
-            } else {
-                (
-                    "unreadable",
-                    format!("not in {}: give the sink that wrote it", sink.shown()),
-                )
-            };
             checked.push(Checked {
                 namespace: r.namespace,
                 name: r.name,
@@ -481,10 +525,8 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
                 detail,
             });
         }
-        let held = sink
-            .list(Some(&args.scope.cluster_id))
-            .await
-            .with_context(|| format!("cannot list the archives in {}", sink.shown()))?;
+        let cannot_list = || format!("cannot list the archives in {}", sink.shown());
+        let held = sink.list(Some(cluster)).await.with_context(cannot_list)?;
         let mut orphans: Vec<_> = held
             .into_iter()
             .filter(|e| namespace.is_none_or(|ns| e.key.namespace == ns))
@@ -497,21 +539,33 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
                 name: String::new(),
                 uid: e.key.uid,
                 uri: e.uri,
-                result: NO_RECEIPT,
+                result: "noReceipt",
                 detail: "an archive no receipt records: a run stopped between the write and the \
                          receipt, or an upload that arrived late; no Pod was deleted against it"
                     .to_owned(),
             });
         }
-        Ok(checked)
+        for uri in sink.unexpected().await.with_context(cannot_list)? {
+            checked.push(Checked {
+                namespace: String::new(),
+                name: String::new(),
+                uid: String::new(),
+                uri,
+                result: "unexpected",
+                detail: "not an archive: gc never reads it (a temporary file an interrupted write \
+                         left, or put there by other means)"
+                    .to_owned(),
+            });
+        }
+        Ok((checked, count, clusters))
     })?;
     // Archives are write-once: an archive without a receipt is never replaced by a later run,
     // so it is reported, not a problem (no Pod was deleted against it).
+    let count = |result: &str| checked.iter().filter(|c| c.result == result).count();
     let problems = checked
         .iter()
-        .filter(|c| c.result != "ok" && c.result != NO_RECEIPT)
+        .filter(|c| !NOT_PROBLEMS.contains(&c.result))
         .count();
-    let unreceipted = checked.iter().filter(|c| c.result == NO_RECEIPT).count();
     let mut out = std::io::stdout().lock();
     match args.output.form {
         Output::Json | Output::Yaml => write_doc(&mut out, &checked, args.output.form)?,
@@ -519,7 +573,7 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
             // An archive no receipt records has no Pod name to give: the table shows its uid.
             for c in checked
                 .iter()
-                .filter(|c| c.result != "ok" && !c.name.is_empty())
+                .filter(|c| !NOT_PROBLEMS.contains(&c.result) && !c.name.is_empty())
             {
                 writeln!(out, "pod/{}", c.name)?;
             }
@@ -546,13 +600,28 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
             )?;
         }
     }
-    let ok = checked.len() - problems - unreceipted;
     tracing::info!(
-        "{ok} archive(s) match their receipts, {problems} problem(s), {unreceipted} archive(s) \
-         without a receipt"
+        "{} archive(s) match their receipts, {problems} problem(s), {} skipped, {} archive(s) \
+         without a receipt, {} unexpected object(s)",
+        count("ok"),
+        count("skipped"),
+        count("noReceipt"),
+        count("unexpected"),
     );
     if problems > 0 {
         anyhow::bail!("{problems} archive(s) or receipt(s) do not match");
+    }
+    if receipts == 0 {
+        let scope = namespace.map_or(String::new(), |ns| format!(" in namespace {ns}"));
+        let elsewhere = if clusters.is_empty() {
+            "the store holds no receipt at all".to_owned()
+        } else {
+            format!("receipts exist for --cluster-id {}", clusters.join(", "))
+        };
+        anyhow::bail!("nothing to verify: no receipt of cluster {cluster}{scope}; {elsewhere}");
+    }
+    if count("skipped") == receipts {
+        anyhow::bail!("nothing verified: every one of the {receipts} receipt(s) was skipped");
     }
     Ok(())
 }

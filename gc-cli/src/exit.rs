@@ -49,6 +49,13 @@ fn class(error: &(dyn Error + 'static)) -> Option<u8> {
     {
         return Some(PLAN);
     }
+    if let Some(several) = error.downcast_ref::<crate::namespaces::NamespacesFailed>() {
+        return Some(if several.refused_on_data {
+            PLAN
+        } else {
+            FAILURE
+        });
+    }
     if let Some(run) = error.downcast_ref::<SessionRunError>() {
         // The plan's refusals (no answer for an id, the guard) are about the data; a list or a
         // database failure is not.

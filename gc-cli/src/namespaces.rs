@@ -167,7 +167,9 @@ impl NamespaceArgs {
 }
 
 /// The outcome of a run over `total` namespaces of which `failed` failed: one namespace's error
-/// as it is; with several, each named on stderr and an error that names them all.
+/// as it is; with several, each named on stderr and one error that names them all, whose exit
+/// code is 3 when every namespace that failed was refused on its data, 1 when any failed
+/// otherwise, and which is a stop (not a failure) when a signal stopped every one of them.
 pub(crate) fn outcome(
     total: usize,
     mut failed: Vec<(String, anyhow::Error)>,
@@ -180,13 +182,37 @@ pub(crate) fn outcome(
                 tracing::error!("{}", in_namespace(namespace, error));
             }
             let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
-            Err(anyhow::anyhow!(
-                "{n} of {total} namespaces failed: {}",
-                names.join(", ")
-            ))
+            let message = format!("{n} of {total} namespaces failed: {}", names.join(", "));
+            if failed.iter().all(|(_, e)| crate::signals::stopped(e)) {
+                return Err(crate::signals::Stopped::new(message).into());
+            }
+            let refused_on_data = failed
+                .iter()
+                .all(|(_, e)| crate::exit::code(e) == crate::exit::PLAN);
+            Err(NamespacesFailed {
+                message,
+                refused_on_data,
+            }
+            .into())
         }
     }
 }
+
+/// Several namespaces of a run failed ([`outcome`]).
+#[derive(Debug)]
+pub(crate) struct NamespacesFailed {
+    message: String,
+    /// Every namespace that failed was refused on its data (exit 3).
+    pub(crate) refused_on_data: bool,
+}
+
+impl std::fmt::Display for NamespacesFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NamespacesFailed {}
 
 /// `error` in full, after its namespace unless it starts by naming it already.
 fn in_namespace(namespace: &str, error: &anyhow::Error) -> String {
@@ -212,6 +238,31 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<NamespaceArgs, clap::Error> {
         Cli::try_parse_from([&["gc"], args].concat()).map(|c| c.ns)
+    }
+
+    /// Several namespaces: 1 when any failed, else 3 when any was refused on its data; a stop
+    /// when a signal stopped every one.
+    #[test]
+    fn several_namespaces_exit_as_their_worst_failure() {
+        use crate::exit::{FAILURE, PLAN, code};
+        let refused = || anyhow::Error::new(gc_core::ledger::LedgerError("not an object".into()));
+        let failed = || anyhow::anyhow!("the cluster is unreachable");
+        let stopped = || anyhow::Error::new(crate::signals::Stopped::new("stopped by SIGTERM"));
+        let run = |errors: Vec<anyhow::Error>| {
+            let named = errors.into_iter().enumerate();
+            outcome(3, named.map(|(i, e)| (format!("ns{i}"), e)).collect()).unwrap_err()
+        };
+        assert_eq!(code(&run(vec![refused()])), PLAN);
+        assert_eq!(code(&run(vec![refused(), refused()])), PLAN);
+        assert_eq!(code(&run(vec![refused(), failed()])), FAILURE);
+        assert_eq!(code(&run(vec![failed()])), FAILURE);
+        assert_eq!(code(&run(vec![refused(), stopped()])), FAILURE);
+        assert!(crate::signals::stopped(&run(vec![stopped(), stopped()])));
+        assert!(!crate::signals::stopped(&run(vec![stopped(), failed()])));
+        // One namespace of one: its own error, as it is.
+        let one = outcome(1, vec![("a".into(), refused())]).unwrap_err();
+        assert_eq!(code(&one), PLAN);
+        assert!(outcome(3, Vec::new()).is_ok());
     }
 
     #[test]

@@ -5,7 +5,31 @@ use std::io::Write;
 /// An instant in seconds as RFC 3339 (UTC, whole seconds).
 pub(crate) use gc_core::isotime::format_timestamp as rfc3339;
 
-/// Writes `rows` under `header` in aligned columns; nothing when there is no row.
+/// `text` safe to print on a terminal, as `kubectl` escapes what objects carry (Pod status and
+/// termination messages are written by the Pod's own code): ESC as `^[`; a carriage return, a
+/// line break and a tab as `\r`, `\n`, `\t` (a table cell or a `show` field is one line); every
+/// other control character and bidirectional-text override as `\u{..}`.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\x1b' => out.push_str("^["),
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control()
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Writes `rows` under `header` in aligned columns, each cell [`escape`]d; nothing when there
+/// is no row.
 pub(crate) fn write_columns<const N: usize>(
     out: &mut impl Write,
     header: [&str; N],
@@ -14,6 +38,11 @@ pub(crate) fn write_columns<const N: usize>(
     if rows.is_empty() {
         return Ok(());
     }
+    let rows: Vec<[String; N]> = rows
+        .iter()
+        .map(|row| row.each_ref().map(|c| escape(c)))
+        .collect();
+    let rows = &rows[..];
     let header = header.map(String::from);
     let mut widths = header.clone().map(|h| h.chars().count());
     for row in rows {
@@ -125,6 +154,21 @@ pub(crate) fn object_name(api_version: &str, kind: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_sent() {
+        assert_eq!(escape("plain: ok, é"), "plain: ok, é");
+        assert_eq!(escape("\x1b[2J\x1b]0;owned\x07"), "^[[2J^[]0;owned\\u{7}");
+        assert_eq!(escape("a\rb\nc\td"), "a\\rb\\nc\\td");
+        assert_eq!(escape("\u{9b}31m \u{202e}txt"), "\\u{9b}31m \\u{202e}txt");
+        let mut table = Vec::new();
+        let rows = [["\x1b[31mred".to_owned(), "x\ny".to_owned()]];
+        write_columns(&mut table, ["A", "B"], &rows).unwrap();
+        assert_eq!(
+            String::from_utf8(table).unwrap(),
+            "A          B\n^[[31mred  x\\ny\n"
+        );
+    }
 
     #[test]
     fn names_are_kubectls() {

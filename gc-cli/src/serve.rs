@@ -37,7 +37,7 @@ pub(crate) struct Serve {
     /// Seconds between runs.
     #[arg(long, default_value_t = 21_600, value_name = "SECONDS")]
     interval_seconds: u64,
-    /// Stop after this many runs (default: never).
+    /// Stop after this many runs (default: never); then exit 1 when any of them failed.
     #[arg(long, value_name = "N")]
     runs: Option<u64>,
     /// `/healthz` answers 503 once a run has lasted this long (waiting for its lock included), so
@@ -70,19 +70,23 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     });
     let server = Server::start(listener, Arc::clone(&app))?;
     tracing::info!("serving /metrics on {shown}");
-    let done = schedule(&args, &app.health);
+    let (done, failed) = schedule(&args, &app.health);
     if let Some(signal) = signals::received() {
         tracing::info!("{signal} received: exiting after {done} run(s)");
     }
     server.stop();
+    // A bounded serve (`--runs`, a job) says whether its runs succeeded, as `run` would.
+    if args.runs.is_some() && failed > 0 {
+        anyhow::bail!("{failed} of {done} run(s) failed");
+    }
     Ok(())
 }
 
 /// Runs the collector every interval until `--runs` runs are done or a signal asks the process
-/// to stop; how many runs started.
-fn schedule(args: &Serve, health: &Health) -> u64 {
+/// to stop; how many runs started, and how many of them failed (a stopped run did not).
+fn schedule(args: &Serve, health: &Health) -> (u64, u64) {
     let interval = Duration::from_secs(args.interval_seconds);
-    let mut done = 0;
+    let (mut done, mut failed) = (0, 0);
     while signals::received().is_none() {
         done += 1;
         tracing::info!("run {done} starting");
@@ -93,6 +97,7 @@ fn schedule(args: &Serve, health: &Health) -> u64 {
             if signals::stopped(&error) {
                 tracing::info!("run stopped: {error:#}");
             } else {
+                failed += 1;
                 tracing::error!("run failed: {error:#}");
             }
         }
@@ -100,7 +105,7 @@ fn schedule(args: &Serve, health: &Health) -> u64 {
             break;
         }
     }
-    done
+    (done, failed)
 }
 
 /// What the HTTP server shows: the metrics, and whether the process is healthy.

@@ -222,10 +222,26 @@ async fn a_live_collect_archives_to_the_object_store_and_reads_back() -> Result 
     let out = env.archives(&["verify"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let report = String::from_utf8(out.stdout.clone())?;
-    // An archive without a receipt alone is listed, not a failure: no Pod was deleted against
-    // it, and archives are write-once (no later run replaces it).
-    let alone = env.archives(&["verify", "-n", "no-such-namespace"]);
-    ok(&alone);
+    // Nothing to verify is said, and fails, naming the clusters that have receipts.
+    let none = env.archives(&["verify", "-n", "no-such-namespace"]);
+    assert_eq!(none.status.code(), Some(1), "{}", stderr(&none));
+    assert!(
+        stderr(&none).contains(
+            "nothing to verify: no receipt of cluster primary in namespace no-such-namespace; \
+             receipts exist for --cluster-id primary"
+        ),
+        "{}",
+        stderr(&none)
+    );
+    let other = env.archives(&["verify", "--cluster-id", "prod"]);
+    assert_eq!(other.status.code(), Some(1), "{}", stderr(&other));
+    assert!(
+        stderr(&other).contains(
+            "nothing to verify: no receipt of cluster prod; receipts exist for --cluster-id primary"
+        ),
+        "{}",
+        stderr(&other)
+    );
     let result_of = |needle: &str| {
         report
             .lines()
@@ -250,11 +266,128 @@ async fn a_live_collect_archives_to_the_object_store_and_reads_back() -> Result 
     );
     assert!(
         stderr(&out).contains(
-            "0 archive(s) match their receipts, 2 problem(s), 1 archive(s) without a receipt"
+            "0 archive(s) match their receipts, 2 problem(s), 0 skipped, 1 archive(s) without a \
+             receipt, 0 unexpected object(s)"
         ),
         "{}",
         stderr(&out)
     );
+    Ok(())
+}
+
+/// `verify` reads each receipt from the sink its URI names (a store whose archives moved from a
+/// folder to a bucket verifies both), says plainly which it skipped (a folder not on this
+/// machine), lists objects under the prefix that are not archives, and passes on an archive
+/// without a receipt alone (archives are write-once: no later run replaces it).
+#[tokio::test]
+async fn verify_reads_each_receipt_from_its_own_sink_and_lists_what_is_not_an_archive() -> Result {
+    let env = Env::new("s3-verify").await?;
+    let pods = env.ns.api::<Pod>();
+    let folder = tempfile::tempdir()?;
+    let dir = folder.path().join("archives");
+    let in_folder = FailedPod::new("in-folder")
+        .label(COLLECT, "true")
+        .finished_at(old())
+        .create(&pods)
+        .await?;
+    let mut c = env.gc_cli(
+        &[
+            "run",
+            "pods",
+            "--retention-seconds",
+            "3600",
+            "--dry-run=none",
+            "--auto-remediate",
+        ],
+        None,
+    );
+    c.args(["--archive-dir", dir.to_str().unwrap()]).args([
+        "--kubeconfig",
+        &env.kubeconfig,
+        "-n",
+        env.ns.name(),
+    ]);
+    ok(&c.output()?);
+    let in_bucket = FailedPod::new("in-bucket")
+        .label(COLLECT, "true")
+        .finished_at(old())
+        .create(&pods)
+        .await?;
+    // The Pod's own code writes its messages: escape sequences included.
+    let hostile = "\u{1b}[2J\u{1b}]0;owned\u{7}done\r\nnext";
+    let patch = serde_json::json!({ "status": { "message": hostile } });
+    pods.patch_status(
+        "in-bucket",
+        &Default::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    ok(&env.run(URL).output()?);
+    assert!(env.pods().await?.is_empty(), "both collected");
+    let out = env.archives(&["show", in_bucket.metadata.uid.as_deref().unwrap()]);
+    let shown = ok(&out);
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains("Message:  ^[[2J^[]0;owned\\u{7}done"),
+        "{shown}"
+    );
+
+    // Both verified, each from where it was written.
+    let out = env.archives(&["verify", "-o", "wide"]);
+    let report = ok(&out);
+    let folder_uid = in_folder.metadata.uid.unwrap();
+    let row = report
+        .lines()
+        .find(|l| l.contains(&folder_uid))
+        .unwrap_or_default();
+    assert!(row.starts_with("ok") && row.contains("file://"), "{report}");
+    assert!(
+        stderr(&out).contains("2 archive(s) match their receipts, 0 problem(s), 0 skipped"),
+        "{}",
+        stderr(&out)
+    );
+
+    // What is not an archive under the prefix is listed; an archive without a receipt alone
+    // is listed too; neither fails.
+    std::fs::write(env.s3.object_path(BUCKET, "gc/notes.txt"), "by hand")?;
+    let stray = env.object("0000-not-receipted");
+    std::fs::create_dir_all(stray.parent().unwrap())?;
+    std::fs::write(&stray, "{}")?;
+    let out = env.archives(&["verify", "-o", "json"]);
+    let checked: Vec<Value> = serde_json::from_str(&ok(&out))?;
+    let result = |uri_part: &str| {
+        checked
+            .iter()
+            .find(|c| c["uri"].as_str().unwrap().contains(uri_part))
+            .map(|c| c["result"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        result(&format!("{URL}/notes.txt")).as_deref(),
+        Some("unexpected")
+    );
+    assert_eq!(result("0000-not-receipted").as_deref(), Some("noReceipt"));
+    assert_eq!(result(&folder_uid).as_deref(), Some("ok"));
+
+    // A folder not on this machine: its receipts are skipped, said so, not failed.
+    std::fs::remove_dir_all(&dir)?;
+    let out = env.archives(&["verify"]);
+    let report = ok(&out);
+    let row = report
+        .lines()
+        .find(|l| l.contains(&folder_uid))
+        .unwrap_or_default();
+    assert!(
+        row.starts_with("skipped") && row.contains("not on this machine"),
+        "{report}"
+    );
+    // But a folder that is here and lost the archive: missing.
+    std::fs::create_dir_all(&dir)?;
+    let out = env.archives(&["verify", "-o", "name"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout)?.trim(), "pod/in-folder");
     Ok(())
 }
 

@@ -25,13 +25,13 @@ pub fn default_archive_dir() -> PathBuf {
 ///
 /// # Guarantees
 /// A write is durable before it returns: the bytes go to a temporary file in the target's folder
-/// (created exclusively, mode 0600), which is synced, renamed over the target and whose folder is
-/// synced; so a reader sees the old archive or the new one, never part of one. Folders are
-/// created with mode 0700.
+/// (created exclusively, mode 0600), which is synced, linked to the target's name (never over
+/// another file: archives are write-once) and whose folder is synced; so a reader sees a whole
+/// archive or none. Folders are created with mode 0700.
 ///
 /// # Caveats
-/// A crash mid-write can leave a temporary file (`.<uid>.json.<pid>.<n>.tmp`) next to the target;
-/// it is never read and a later write of the same key does not reuse its name. Unix only for the
+/// A crash mid-write can leave a temporary file (`.<uid>.<pid>.<n>.tmp`) next to the target;
+/// it is never read, a later write does not reuse its name, and `archives verify` lists it. Unix only for the
 /// modes; elsewhere files get the platform's defaults.
 #[derive(Debug, Clone)]
 pub struct DirectorySink {
@@ -150,6 +150,55 @@ impl DirectorySink {
     }
 }
 
+impl DirectorySink {
+    /// The URIs of the files under the root that are neither archives (of any cluster) nor
+    /// sink probes, sorted: temporary files an interrupted write left, anything put there by
+    /// hand. gc never reads them; `archives verify` lists them. Links are not followed.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when a folder cannot be read.
+    pub async fn unexpected(&self) -> Result<Vec<String>, StoreError> {
+        let prefix = self.uri_prefix()?;
+        let root = self.root.clone();
+        blocking(move || {
+            let mut found = Vec::new();
+            let mut folders = vec![String::new()];
+            while let Some(folder) = folders.pop() {
+                let path = root.join(&folder);
+                let read = match fs::read_dir(&path) {
+                    Ok(read) => read,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        return Err(StoreError::Unavailable(format!(
+                            "cannot list {}: {e}",
+                            path.display()
+                        )));
+                    }
+                };
+                for entry in read {
+                    let entry = entry.map_err(|e| {
+                        StoreError::Unavailable(format!("cannot list {}: {e}", path.display()))
+                    })?;
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let relative = if folder.is_empty() {
+                        name
+                    } else {
+                        format!("{folder}/{name}")
+                    };
+                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        folders.push(relative);
+                    } else if !is_known(&relative) {
+                        found.push(format!("{prefix}{}", encode_path(Path::new(&relative))));
+                    }
+                }
+            }
+            found.sort();
+            Ok(found)
+        })
+        .await
+    }
+}
+
 /// The names in `folder` that are valid UTF-8 (no archive has another name); none when the
 /// folder does not exist or is not a folder.
 fn entries(folder: &Path) -> Result<Vec<String>, StoreError> {
@@ -205,6 +254,16 @@ pub(crate) enum Refusal {
 /// The folder (or key segment) of the sink probe, beside the clusters' folders: a cluster id
 /// never starts with `.`, so no probe is ever taken for an archive.
 pub(crate) const PROBE_FOLDER: &str = ".gc-probe";
+
+/// Whether `relative` (a name under a sink's root or prefix, `/`-separated) is an archive's
+/// name or a sink probe's: anything else is not gc's to read.
+pub(crate) fn is_known(relative: &str) -> bool {
+    Parts::parse(relative).is_ok()
+        || relative
+            .strip_prefix(PROBE_FOLDER)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|cluster| Parts::check(cluster, "default", "0").is_ok())
+}
 
 impl Parts {
     pub(crate) fn check(cluster: &str, namespace: &str, uid: &str) -> Result<Self, StoreError> {

@@ -206,6 +206,23 @@ fn percent_encode(bytes: &[u8], keep: &[u8]) -> String {
     out
 }
 
+/// The text `percent_encode` encoded, or `None` when it is not (a stray `%`, or not UTF-8).
+fn percent_decode(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
 /// Awaits a first connection, for at most [`CONNECT_TIMEOUT`].
 async fn connect<C>(
     connecting: impl Future<Output = Result<C, sqlx::Error>>,
@@ -297,6 +314,7 @@ pub struct ListedReceipt {
 }
 
 const LOAD_LEDGER: &str = "SELECT ledger FROM gc_ledgers WHERE cluster_id = $1 AND namespace = $2";
+const RECEIPT_CLUSTERS: &str = "SELECT DISTINCT cluster_id FROM gc_receipts ORDER BY cluster_id";
 const GET_RECEIPT: &str = "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes \
      FROM gc_receipts WHERE cluster_id = $1 AND uid = $2";
 
@@ -388,6 +406,17 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// The cluster ids that have receipts, sorted.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the database cannot be read.
+    pub async fn receipt_clusters(&self) -> Result<Vec<String>, StoreError> {
+        with_pool!(self, |pool, _sql| {
+            sqlx::query_scalar(RECEIPT_CLUSTERS).fetch_all(pool).await
+        })
+        .map_err(|e| self.err(e))
     }
 
     fn receipt(&self, row: ReceiptRow) -> Result<Receipt, StoreError> {

@@ -23,7 +23,7 @@ use object_store::{
     RetryConfig, StaticCredentialProvider,
 };
 
-use crate::archive::{ArchiveEntry, PROBE_FOLDER, Parts, Refusal, probe_bytes};
+use crate::archive::{ArchiveEntry, PROBE_FOLDER, Parts, Refusal, is_known, probe_bytes};
 
 /// How long a connection may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -213,8 +213,46 @@ impl ObjectSink {
             // Checks the cluster alone: the namespace and uid given with it are valid.
             Parts::check(cluster, "default", "0")?;
         }
-        let prefix = self.list_prefix(cluster_id);
         let mut entries = Vec::new();
+        self.walk(cluster_id, |relative, size| {
+            if let Ok(parts) = Parts::parse(relative) {
+                entries.push(ArchiveEntry {
+                    uri: format!("{}{relative}", self.uri_prefix()),
+                    key: parts.key(),
+                    bytes: size,
+                });
+            }
+        })
+        .await?;
+        entries.sort_by(|a, b| a.uri.cmp(&b.uri));
+        Ok(entries)
+    }
+
+    /// The URIs of the objects under the prefix that are neither archives (of any cluster) nor
+    /// sink probes, in key order: gc never reads them, `archives verify` lists them.
+    ///
+    /// # Errors
+    /// As [`ObjectSink::check`].
+    pub async fn unexpected(&self) -> Result<Vec<String>, StoreError> {
+        let mut found = Vec::new();
+        self.walk(None, |relative, _| {
+            if !is_known(relative) {
+                found.push(format!("{}{relative}", self.uri_prefix()));
+            }
+        })
+        .await?;
+        found.sort();
+        Ok(found)
+    }
+
+    /// Calls `each` with the name (relative to the prefix) and size of every object under the
+    /// prefix, or under `cluster_id`'s folder of it, page by page.
+    async fn walk(
+        &self,
+        cluster_id: Option<&str>,
+        mut each: impl FnMut(&str, u64),
+    ) -> Result<(), StoreError> {
+        let prefix = self.list_prefix(cluster_id);
         let mut page_token = None;
         loop {
             let options = PaginatedListOptions {
@@ -227,24 +265,15 @@ impl ObjectSink {
                 .await
                 .map_err(|e| self.error(&format!("cannot list {}", self.url), None, &e))?;
             for object in page.result.objects {
-                let Some(relative) = object.location.as_ref().strip_prefix(&self.key_prefix) else {
-                    continue;
-                };
-                if let Ok(parts) = Parts::parse(relative) {
-                    entries.push(ArchiveEntry {
-                        uri: format!("{}{relative}", self.uri_prefix()),
-                        key: parts.key(),
-                        bytes: object.size,
-                    });
+                if let Some(relative) = object.location.as_ref().strip_prefix(&self.key_prefix) {
+                    each(relative, object.size);
                 }
             }
             match page.page_token {
                 Some(token) => page_token = Some(token),
-                None => break,
+                None => return Ok(()),
             }
         }
-        entries.sort_by(|a, b| a.uri.cmp(&b.uri));
-        Ok(entries)
     }
 
     /// Whether `uri` names a place under this sink's bucket and prefix (whether or not an

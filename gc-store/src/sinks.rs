@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use gc_core::ports::{ArchiveKey, ArchiveSink, StoreError};
 
-use crate::{ArchiveEntry, DirectorySink, ObjectSink};
+use crate::{ArchiveEntry, DirectorySink, ObjectOptions, ObjectSink};
 
 /// The archive sink of a run: a folder ([`DirectorySink`]) or an object store.
 #[derive(Debug, Clone)]
@@ -37,6 +37,35 @@ impl Archives {
         match self {
             Self::Directory(sink) => sink.list(cluster_id).await,
             Self::Object(sink) => sink.list(cluster_id).await,
+        }
+    }
+
+    /// The sink that wrote the archive `uri` names: the folder, or the bucket and prefix (opened
+    /// with `options`), above its `<cluster>/<namespace>/<file>`. Makes no request. `None` when
+    /// the URI names no sink gc writes to.
+    pub fn of_uri(uri: &str, options: &ObjectOptions) -> Option<Self> {
+        let mut segments = uri.rsplitn(4, '/');
+        let (_file, _namespace, _cluster) = (segments.next()?, segments.next()?, segments.next()?);
+        let root = segments.next()?;
+        let sink = if let Some(path) = root.strip_prefix("file://") {
+            let path = crate::percent_decode(path).filter(|p| p.starts_with('/'))?;
+            Self::Directory(DirectorySink::new(path.into()))
+        } else if root.starts_with("s3://") {
+            Self::Object(ObjectSink::open(root, options).ok()?)
+        } else {
+            return None;
+        };
+        sink.holds(uri).then_some(sink)
+    }
+
+    /// The URIs of what the sink holds that is neither an archive nor a sink probe, sorted.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the sink cannot be listed.
+    pub async fn unexpected(&self) -> Result<Vec<String>, StoreError> {
+        match self {
+            Self::Directory(sink) => sink.unexpected().await,
+            Self::Object(sink) => sink.unexpected().await,
         }
     }
 

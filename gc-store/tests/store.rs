@@ -280,6 +280,7 @@ async fn receipts_are_listed_newest_first_by_namespace_and_name() {
     on_each_backend("list_receipts", async |b| {
         let s = &b.store;
         assert_eq!(s.list_receipts("primary", None, None).await.unwrap(), []);
+        assert!(s.receipt_clusters().await.unwrap().is_empty());
         let mut other_ns = receipt("w", "file:///w", 1);
         other_ns.namespace = "web".into();
         let mut other_cluster = receipt("x", "file:///x", 1);
@@ -322,6 +323,7 @@ async fn receipts_are_listed_newest_first_by_namespace_and_name() {
             []
         );
         assert_eq!(s.list_receipts("other", None, None).await.unwrap().len(), 1);
+        assert_eq!(s.receipt_clusters().await.unwrap(), ["other", "primary"]);
     })
     .await;
 }

@@ -19,7 +19,7 @@ use crate::events::{EventArgs, Events};
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs, LockArgs, RunLock};
 use crate::metrics::{MetricsArgs, RunMetrics};
-use crate::output::{Output, OutputArgs, write_doc};
+use crate::output::{Output, OutputArgs, escape, write_doc};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use crate::pods::plan::{self, PlanPods};
 
@@ -219,7 +219,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
             let targets = Targets::Reviewed(&file.targets, ledger.as_ref());
             runs.push(execute(&job, &cfg, targets, args.dry_run, files.len()).await);
         }
-        finish(&job, runs)
+        finish(&job, runs, files.len() > 1 || several(scope))
     })
 }
 
@@ -288,7 +288,7 @@ pub(crate) fn run(args: &RunPods) -> anyhow::Result<()> {
             let inputs = |ns: &str| p.pod.inputs(ns).validate();
             runs.extend(outside(&job, &namespaces, inputs, !live_run).await);
         }
-        finish(&job, runs)
+        finish(&job, runs, several(scope))
     })
 }
 
@@ -400,10 +400,19 @@ async fn resolve(
     resolved
 }
 
+/// Whether the flags name several namespaces, or `-A`'s (however many match): the output is
+/// then a list, one entry per namespace, an empty list too.
+fn several(scope: &crate::namespaces::NamespaceArgs) -> bool {
+    scope
+        .named(PODS_NAMESPACE)
+        .is_none_or(|named| named.len() > 1)
+}
+
 /// Prints what each namespace's run did and writes their metrics; the error names the
-/// namespaces that failed. One namespace prints as it always has.
-fn finish(job: &Job<'_>, runs: Vec<NamespaceRun>) -> anyhow::Result<()> {
-    if let [run] = &runs[..] {
+/// namespaces that failed. One namespace prints its report alone, as it always has; `several`
+/// (the flags may name several) a list, each failed namespace's error in it.
+fn finish(job: &Job<'_>, runs: Vec<NamespaceRun>, several: bool) -> anyhow::Result<()> {
+    if let (false, [run]) = (several, &runs[..]) {
         if let Some(report) = &run.report {
             print_report(report, job.output)?;
         }
@@ -676,6 +685,11 @@ async fn work(
         }
     };
     let results = apply::apply_until(ports, cfg, targets, dry_run, stopping, recorded).await;
+    // A Pod whose pin recovery released and that this run then worked on as a target is
+    // reported (counted, evented) once, by what the run last did to it.
+    let mut recovered = recovered;
+    let started = |t: &&TargetResult| !matches!(t.outcome, Outcome::NotStarted { .. });
+    recovered.retain(|r| !results.iter().filter(started).any(|t| t.uid == r.uid));
     let pins_left = if dry_run {
         Vec::new()
     } else {
@@ -737,7 +751,7 @@ fn print_report(r: &Report, output: Output) -> anyhow::Result<()> {
                     t.outcome,
                     Outcome::Collected { .. } | Outcome::WouldCollect { .. }
                 ) {
-                    println!("pod/{}", t.name);
+                    println!("pod/{}", escape(&t.name));
                 }
             }
             return Ok(());
@@ -766,7 +780,10 @@ fn print_report(r: &Report, output: Output) -> anyhow::Result<()> {
             Outcome::NotStarted { reason } => format!("not started   {reason}"),
             Outcome::Failed { step, error } => format!("FAILED at {step:?}: {error}"),
         };
-        println!("{:<32} {:<38} {line}", t.name, t.uid);
+        println!(
+            "{}",
+            escape(&format!("{:<32} {:<38} {line}", t.name, t.uid))
+        );
     }
     println!("{}", summary(r));
     Ok(())

@@ -9,7 +9,7 @@ use gc_core::pyjson::{self, Layout};
 use gc_core::selector::Spared;
 use serde::Serialize;
 
-use crate::output::{Output, rfc3339, write_columns, write_doc};
+use crate::output::{Output, escape, rfc3339, write_columns, write_doc};
 
 /// A plan as JSON and YAML show it: the settings, the plan, the count of targets.
 #[derive(Serialize)]
@@ -55,7 +55,7 @@ pub(crate) fn write_names(out: &mut impl Write, plan: &PodPlan) -> std::io::Resu
             .name
             .as_str()
             .map_or_else(|| t.name.to_string(), str::to_owned);
-        writeln!(out, "pod/{name}")?;
+        writeln!(out, "pod/{}", escape(&name))?;
     }
     Ok(())
 }

@@ -17,7 +17,7 @@ use crate::events::{EventArgs, Events};
 use crate::exit::UsageError;
 use crate::live;
 use crate::metrics::{MetricsArgs, RunMetrics};
-use crate::output::{FORMS, Output, forms, rfc3339, write_columns, write_doc};
+use crate::output::{FORMS, Output, escape, forms, rfc3339, write_columns, write_doc};
 use crate::sessions::args::{
     SESSIONS_NAMESPACE, SessionArgs, Unconnected, configs, refused, try_connect, warn_missing,
 };
@@ -207,7 +207,13 @@ pub(crate) fn run(args: &RunSessions) -> anyhow::Result<()> {
         let (mut texts, mut failed) = (Vec::new(), Vec::new());
         let mut shown = Shown {
             output: args.output,
-            several,
+            // As the flags say (`-A` however many match), so that the output's shape is known.
+            several: several
+                || args
+                    .args
+                    .namespaces
+                    .named(SESSIONS_NAMESPACE)
+                    .is_none_or(|named| named.len() > 1),
             records: Vec::new(),
         };
         for cfg in &configs {
@@ -374,6 +380,21 @@ impl Shown {
         Ok(())
     }
 
+    /// A namespace whose run failed: its refusal line in the document (so that each namespace
+    /// is in it), its error under its name in a table of several.
+    fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()> {
+        match self.output {
+            Some(Output::Json | Output::Yaml) => self.records.push(serde_json::to_value(line)?),
+            Some(Output::Table | Output::Wide) if self.several => {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "namespace {}:", line.namespace)?;
+                writeln!(out, "FAILED: {}", escape(&line.reason))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
     fn finish(self) -> anyhow::Result<()> {
         if let Some(output @ (Output::Json | Output::Yaml)) = self.output {
             write_doc(&mut std::io::stdout().lock(), &self.records, output)?;
@@ -442,7 +463,8 @@ async fn run_once(
                 reason: format!("{error:#}"),
                 dry_run: args.dry_run,
             };
-            write_lines(sink, &[line])?;
+            write_lines(sink, &[&line])?;
+            shown.refused(&line)?;
             return Err(error);
         }
     };
