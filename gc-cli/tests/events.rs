@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 mod common;
 
 use common::{
-    COLLECT, Result, Webhook, command, old, one_live_session, pushed, pushgateway, scrape, sqlite,
-    target,
+    COLLECT, PIN, Result, Webhook, command, old, one_live_session, pushed, pushgateway, scrape,
+    sqlite, target,
 };
 
 /// The `reportingController` of gc's Events.
@@ -204,6 +204,36 @@ async fn a_live_pod_run_posts_a_normal_event_on_each_pod_it_deletes() -> Result 
     assert_eq!(listed[0].reason.as_deref(), Some("Collected"));
     assert_eq!(listed[0].type_.as_deref(), Some("Normal"));
     assert_eq!(listed[0].involved_object.kind.as_deref(), Some("Pod"));
+    Ok(())
+}
+
+/// A Pod a stopped run left pinned, which recovery releases and the same run then collects, is
+/// reported, counted and evented once: by what the run last did to it.
+#[tokio::test]
+async fn a_pod_recovered_then_collected_in_one_run_is_reported_once() -> Result {
+    let env = Env::new("events-once").await?;
+    let pinned = FailedPod::new("pinned")
+        .label(COLLECT, "true")
+        .finished_at(old())
+        .finalizer(PIN)
+        .create(&env.ns.api::<Pod>())
+        .await?;
+    let out = env.run_live(&[]);
+    let r = report(&out);
+    assert!(out.status.success(), "{r:#}");
+    assert_eq!(r["recovered"], json!([]), "{r:#}");
+    assert_eq!(r["results"].as_array().map(Vec::len), Some(1), "{r:#}");
+    assert_eq!(r["results"][0]["outcome"], "collected", "{r:#}");
+    assert_eq!(
+        env.posted().await?,
+        BTreeSet::from([expect(
+            "Normal",
+            "Collected",
+            "Pod",
+            "pinned",
+            &uid(&pinned)
+        )])
+    );
     Ok(())
 }
 

@@ -190,6 +190,19 @@ fn an_unreachable_cluster_exits_1() {
         &["plan", "pods", "--api-url", "https://127.0.0.1:1"],
     );
     check(&out, 1, "cannot connect to the cluster");
+    // `serve --runs N` (a job) exits as its runs went: 1 when any failed.
+    let serve = [
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--runs",
+        "2",
+        "--interval-seconds",
+        "0",
+    ];
+    let pods = ["pods", "--api-url", "https://127.0.0.1:1"];
+    let out = gc_cli(dir.path(), &[&serve[..], &pods].concat());
+    check(&out, 1, "2 of 2 run(s) failed");
 }
 
 /// The store fails after it was opened: its ledger table is gone. This exited 3, as if the

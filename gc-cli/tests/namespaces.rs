@@ -350,6 +350,126 @@ async fn sessions_are_collected_in_each_namespace_with_its_audit_lines() -> Resu
         let leases: Api<k8s_openapi::api::coordination::v1::Lease> = env.namespaces[i].api();
         assert!(leases.get_opt("gc-sessions").await?.is_some());
     }
+
+    // -o json over several namespaces: every namespace is in the document, a failed one (its
+    // lock held by another run) by its refusal.
+    let other = gc_k8s::KubeCluster::new(env.namespaces[0].client().clone());
+    assert!(
+        other
+            .try_acquire(env.name(0), "gc-sessions", "another-run", 60)
+            .await?
+    );
+    let out = command()
+        .args(["run", "sessions", "--kinds", "Service", "-o", "json"])
+        .args(["--now", &later.to_string()])
+        .env("GC_ALLOW_FUTURE_NOW", "1")
+        .args(["--kubeconfig", env.bed.kubeconfig_path().to_str().unwrap()])
+        .args(["--database-url", db.url()])
+        .args([
+            "-n",
+            env.name(0),
+            "-n",
+            env.name(1),
+            "--lock-wait-seconds",
+            "1",
+        ])
+        .output()?;
+    other
+        .release(env.name(0), "gc-sessions", "another-run")
+        .await?;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let records: Vec<Value> = serde_json::from_slice(&out.stdout)?;
+    let refused: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["decision"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{records:?}");
+    assert_eq!(refused[0]["namespace"], env.name(0));
+    assert!(
+        refused[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("another run holds lease gc-sessions"),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r["namespace"] == env.name(1)),
+        "{records:?}"
+    );
+    Ok(())
+}
+
+/// However many namespaces `-A` matches (none, one), the output is a list; several
+/// namespaces all refused on their data exit 3, as one would; one refused and one failed exit 1.
+#[tokio::test]
+async fn several_namespaces_print_a_list_and_exit_as_their_worst_failure() -> Result {
+    let env = Env::new("shape", 2).await?;
+    let team = format!("team-{}", env.name(0));
+    env.label(0, json!({"gc-test-team": team})).await?;
+    for i in 0..2 {
+        target(&env.namespaces[i], "due-a").await?;
+        target(&env.namespaces[i], "due-b").await?;
+    }
+    let one = format!("gc-test-team={team}");
+    let dry = |flags: &[&str]| {
+        env.gc(&["run", "pods", "--retention-seconds", "3600", "-o", "json"])
+            .args(["--archive-dir", &env.archives()])
+            .args(flags)
+            .output()
+            .unwrap()
+    };
+    let out = dry(&["-A", "--namespace-selector", &one]);
+    let reports: Vec<Value> = serde_json::from_str(&ok(&out))?;
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0]["namespace"], env.name(0));
+    let out = dry(&["-A", "--namespace-selector", "gc-test-team=no-such-team"]);
+    assert_eq!(ok(&out).trim(), "[]");
+
+    // Both refused on their data (more Pods than --max-inventory): 3, each error in the list.
+    let both = [
+        "-n",
+        env.name(0),
+        "-n",
+        env.name(1),
+        "--max-pods",
+        "1",
+        "--max-inventory",
+        "1",
+    ];
+    let out = dry(&both);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let reports: Vec<Value> = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    for report in &reports {
+        assert!(
+            report["error"].as_str().unwrap().contains("max_inventory"),
+            "{report}"
+        );
+    }
+    // One refused on its data, one failed (its lock held): 1.
+    let other = gc_k8s::KubeCluster::new(env.namespaces[1].client().clone());
+    assert!(
+        other
+            .try_acquire(env.name(1), "gc-pods", "another-run", 60)
+            .await?
+    );
+    let out = env.run_pods(&[
+        "-n",
+        env.name(0),
+        "-n",
+        env.name(1),
+        "--max-pods",
+        "1",
+        "--max-inventory",
+        "1",
+        "--lock-wait-seconds",
+        "1",
+    ]);
+    other.release(env.name(1), "gc-pods", "another-run").await?;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    for i in 0..2 {
+        assert_eq!(env.pods(i).await?.len(), 2, "nothing collected");
+    }
     Ok(())
 }
 
