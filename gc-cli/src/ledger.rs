@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use gc_core::PodInputs;
+use gc_core::ledger::{PreviousLedger, SCOPE_KEY};
 use serde_json::Value;
 
 use crate::exit::UsageError;
@@ -72,7 +73,7 @@ fn import(args: &Import) -> anyhow::Result<()> {
     key.validate()?;
     let bytes = read_input(&args.file, "ledger file")?;
     // Not a ledger the flow wrote: the input file is invalid.
-    let (text, entries) = check_ledger(&bytes)
+    let (text, entries) = check_ledger(&bytes, &key.cluster_id, &key.namespace)
         .map_err(|e| UsageError::new(format!("ledger file {}: {e:#}", args.file.display())))?;
     let location = block_on(async {
         let store = key.open().await?;
@@ -143,9 +144,15 @@ impl LedgerKey {
     }
 }
 
-/// Checks that `bytes` is a ledger the flow wrote: a JSON object whose every entry is an object
-/// with a numeric `first`. Returns the text, unchanged, and the number of entries.
-fn check_ledger(bytes: &[u8]) -> anyhow::Result<(&str, usize)> {
+/// Checks that `bytes` is a ledger the flow (or gc) wrote for `cluster_id` and `namespace`: a
+/// JSON object whose every entry is an object with a numeric `first`, and which names no other
+/// cluster or namespace ([`gc_core::ledger::SCOPE_KEY`]). Returns the text, unchanged, and the
+/// number of entries.
+fn check_ledger<'a>(
+    bytes: &'a [u8],
+    cluster_id: &str,
+    namespace: &str,
+) -> anyhow::Result<(&'a str, usize)> {
     let text = std::str::from_utf8(bytes).context("not UTF-8 text")?;
     let value: Value = serde_json::from_str(text).context("not JSON")?;
     let Value::Object(entries) = &value else {
@@ -154,7 +161,9 @@ fn check_ledger(bytes: &[u8]) -> anyhow::Result<(&str, usize)> {
             kind(&value)
         );
     };
-    for (uid, entry) in entries {
+    PreviousLedger::parse(bytes)?.check_scope(cluster_id, namespace)?;
+    let entries: Vec<_> = entries.iter().filter(|(k, _)| *k != SCOPE_KEY).collect();
+    for (uid, entry) in &entries {
         let Value::Object(fields) = entry else {
             anyhow::bail!("entry {uid:?}: expected an object, found {}", kind(entry));
         };
@@ -175,7 +184,7 @@ mod tests {
     use super::check_ledger;
 
     fn check(input: &str, expected: Result<usize, &str>) {
-        let got = check_ledger(input.as_bytes())
+        let got = check_ledger(input.as_bytes(), "prod", "batch")
             .map(|(text, n)| {
                 assert_eq!(text, input);
                 n
@@ -213,7 +222,19 @@ mod tests {
             r#"{"u-1": {"name": "p"}}"#,
             Err(r#"entry "u-1": "first" is missing"#),
         );
-        assert!(check_ledger(b"{").is_err());
-        assert!(check_ledger(b"").is_err());
+        assert!(check_ledger(b"{", "prod", "batch").is_err());
+        assert!(check_ledger(b"", "prod", "batch").is_err());
+        // A ledger gc wrote names its cluster and namespace: its own is taken, another's not.
+        let scoped =
+            r#"{"gc:scope": {"cluster": "prod", "namespace": "batch"}, "a": {"first": 1}}"#;
+        check(scoped, Ok(1));
+        let other = scoped.replace("\"batch\"", "\"x-batch\"");
+        check(
+            &other,
+            Err(
+                "malformed observation ledger: this is the ledger of cluster prod namespace \
+                 x-batch, not of cluster prod namespace batch: refused",
+            ),
+        );
     }
 }

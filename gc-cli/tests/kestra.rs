@@ -573,8 +573,16 @@ async fn the_flows_commands_plan_and_collect_on_a_real_api_server() -> Result {
         .collect();
     assert_eq!(names, BTreeSet::from(["due", "unfinished"]));
     let ledger: PathBuf = plan_dir.path().join("ledger.json");
+    // save_observation stores the reference flow's `state`, led by the entry that names its
+    // cluster and namespace (the KV key alone cannot tell `prod-x`+`batch` from `prod`+`x-batch`).
+    let mut stored: Value = serde_json::from_str(&std::fs::read_to_string(&ledger)?)?;
+    let scope = stored.as_object_mut().unwrap().remove("gc:scope");
     assert_eq!(
-        serde_json::from_str::<Value>(&std::fs::read_to_string(&ledger)?)?,
+        scope.unwrap()["namespace"],
+        *given["namespace"].as_str().unwrap()
+    );
+    assert_eq!(
+        stored,
         serde_json::from_str::<Value>(vars["state"].as_str().unwrap())?,
         "save_observation stores the same ledger as the reference flow's `state`"
     );

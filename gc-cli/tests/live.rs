@@ -144,9 +144,16 @@ async fn live_plan_equals_the_offline_plan_and_keeps_its_ledger() -> Result {
     let recorded = outputs(&gc_cli(&base));
     let ledger1: Value = serde_json::from_str(recorded["state"].as_str().unwrap())?;
     assert_eq!(ledger1.as_object().unwrap().len(), 2);
+    // The store's ledger is the flow's, led by the entry naming its cluster and namespace.
+    let mut scoped =
+        serde_json::json!({"gc:scope": {"cluster": "primary", "namespace": ns.name()}});
+    scoped
+        .as_object_mut()
+        .unwrap()
+        .extend(ledger1.as_object().unwrap().clone());
     assert_eq!(
         serde_json::from_str::<Value>(&ok(&gc_cli(&export)))?,
-        ledger1
+        scoped
     );
     let second = outputs(&gc_cli(&[&base[..], &["--now", &t2]].concat()));
     let ledger2: Value = serde_json::from_str(second["state"].as_str().unwrap())?;

@@ -208,14 +208,31 @@ fn ledger_out_is_the_flow_state() {
     let line = String::from_utf8(out.stdout).unwrap();
     let outputs: Value = serde_json::from_str(line.trim().trim_matches(':')).unwrap();
     let written = std::fs::read_to_string(&out_path).unwrap();
-    assert_eq!(outputs["outputs"]["state"].as_str().unwrap(), written);
+    let state = outputs["outputs"]["state"].as_str().unwrap();
+    // The file is the flow's state led by the entry naming its cluster and namespace.
+    let scope = r#"{"gc:scope": {"cluster": "primary", "namespace": "work"}"#;
+    let entries = state.strip_prefix('{').unwrap();
+    let sep = if entries == "}" { "" } else { ", " };
+    assert_eq!(written, format!("{scope}{sep}{entries}"));
     // The written ledger feeds the next plan unchanged: an hour later, first observations stay.
     let next = set_arg(&case.args, "--ledger", &path_str(&out_path));
     let next = set_arg(&next, "--now", "2026-11-29T13:00:00Z");
     let again = gc_cli(&with_format(&next, "kestra"));
     let line = String::from_utf8(again.stdout).unwrap();
     let outputs: Value = serde_json::from_str(line.trim().trim_matches(':')).unwrap();
-    assert_eq!(outputs["outputs"]["state"].as_str().unwrap(), written);
+    assert_eq!(outputs["outputs"]["state"].as_str().unwrap(), state);
+    // Another cluster's or namespace's plan refuses it (exit 3), naming both.
+    let elsewhere = set_arg(&next, "--cluster-id", "other");
+    let out = gc_cli(&elsewhere);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "this is the ledger of cluster primary namespace work, not of cluster other \
+             namespace work: refused"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

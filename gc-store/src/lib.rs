@@ -473,8 +473,8 @@ impl ports::Store for Store {
         namespace: &str,
         ledger: &Ledger,
     ) -> Result<(), StoreError> {
-        self.save_ledger_json(cluster_id, namespace, &ledger.to_json())
-            .await
+        let json = ledger.to_scoped_json(cluster_id, namespace);
+        self.save_ledger_json(cluster_id, namespace, &json).await
     }
 
     async fn put_receipt(&self, receipt: &Receipt) -> Result<(), StoreError> {

@@ -212,6 +212,12 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
             )
             .into());
         }
+        if let (Some(ledger), [file], Some(path)) = (&ledger, &files[..], &args.ledger) {
+            let cfg = &file.config;
+            ledger
+                .check_scope(&cfg.cluster_id, &cfg.namespace)
+                .with_context(|| format!("ledger {}", path.display()))?;
+        }
         let mut runs = Vec::with_capacity(files.len());
         for file in &files {
             // The plan's policy equals apply's (checked); apply acts under its own.

@@ -198,8 +198,11 @@ async fn plan_all(
             Err(e) => return Err(e),
         }
     }
-    if let (Some(path), [(_, plan)]) = (&args.ledger_out, &plans[..]) {
-        write_file(path, &plan.ledger.to_json())?;
+    if let (Some(path), [(cfg, plan)]) = (&args.ledger_out, &plans[..]) {
+        write_file(
+            path,
+            &plan.ledger.to_scoped_json(&cfg.cluster_id, &cfg.namespace),
+        )?;
     }
     if let Some(path) = &args.out {
         if !failed.is_empty() {

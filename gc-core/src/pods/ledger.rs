@@ -3,6 +3,14 @@
 //! Its JSON form is the reference flow's, `{uid: {"first": seconds, "name": name}}`, so a ledger
 //! moves between the flow and this tool unchanged. Numbers keep their Python type (an `int` first
 //! observation stays an `int`), so a ledger written back is the ledger read.
+//!
+//! A ledger gc writes to a file or the store is led by one more entry, [`SCOPE_KEY`], naming the
+//! cluster and namespace it belongs to; a ledger that names others is refused
+//! ([`PreviousLedger::check_scope`]), so that one flow's ledger is never taken for another's
+//! (the reference flow's store key, `pod-diagnostics-<cluster>-<namespace>`, is the same for
+//! cluster `prod-x` and namespace `batch` as for cluster `prod` and namespace `x-batch`). A
+//! ledger without it (the reference flow's) is accepted; the flow, which looks entries up by
+//! uid, ignores it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -136,9 +144,27 @@ impl Ledger {
 
     /// The ledger as the flow stores it: `json.dumps(state)` with Python's default separators.
     pub fn to_json(&self) -> String {
+        self.write_json(None)
+    }
+
+    /// [`Ledger::to_json`] led by the [`SCOPE_KEY`] entry naming `cluster_id` and `namespace`:
+    /// the form gc writes to files and the store.
+    pub fn to_scoped_json(&self, cluster_id: &str, namespace: &str) -> String {
+        self.write_json(Some((cluster_id, namespace)))
+    }
+
+    fn write_json(&self, scope: Option<(&str, &str)>) -> String {
         let mut out = String::from("{");
+        if let Some((cluster_id, namespace)) = scope {
+            pyjson::write_str(&mut out, SCOPE_KEY);
+            out.push_str(": {\"cluster\": ");
+            pyjson::write_str(&mut out, cluster_id);
+            out.push_str(", \"namespace\": ");
+            pyjson::write_str(&mut out, namespace);
+            out.push('}');
+        }
         for (i, (uid, obs)) in self.entries.iter().enumerate() {
-            if i > 0 {
+            if i > 0 || scope.is_some() {
                 out.push_str(", ");
             }
             pyjson::write_str(&mut out, uid);
@@ -158,6 +184,10 @@ impl Serialize for Ledger {
         s.collect_map(self.entries.iter().map(|(k, v)| (k, v)))
     }
 }
+
+/// The entry of a ledger gc wrote that names the cluster and namespace it belongs to:
+/// `{"cluster": ID, "namespace": NS}`. No Pod uid has a `:`.
+pub const SCOPE_KEY: &str = "gc:scope";
 
 /// A previous ledger as read: entries are checked only when the plan uses them, as the flow does.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -180,6 +210,31 @@ impl PreviousLedger {
             other => Err(LedgerError(format!(
                 "expected an object, found {}",
                 kind(&other)
+            ))),
+        }
+    }
+}
+
+impl PreviousLedger {
+    /// Refuses a ledger that names another cluster or namespace than `cluster_id` and
+    /// `namespace` (or whose [`SCOPE_KEY`] entry is not the object gc writes); a ledger that
+    /// names none is accepted.
+    ///
+    /// # Errors
+    /// [`LedgerError`] naming both scopes.
+    pub fn check_scope(&self, cluster_id: &str, namespace: &str) -> Result<(), LedgerError> {
+        let Some(scope) = self.0.get(SCOPE_KEY) else {
+            return Ok(());
+        };
+        let part = |name: &str| scope.get(name).and_then(Value::as_str);
+        match (part("cluster"), part("namespace")) {
+            (Some(c), Some(n)) if c == cluster_id && n == namespace => Ok(()),
+            (Some(c), Some(n)) => Err(LedgerError(format!(
+                "this is the ledger of cluster {c} namespace {n}, not of cluster {cluster_id} \
+                 namespace {namespace}: refused"
+            ))),
+            _ => Err(LedgerError(format!(
+                "its {SCOPE_KEY:?} entry is not {{\"cluster\": ID, \"namespace\": NS}}: {scope}"
             ))),
         }
     }

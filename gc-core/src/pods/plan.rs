@@ -207,7 +207,8 @@ struct Candidate {
 /// `previous`.
 ///
 /// # Errors
-/// [`PlanError`] for an inventory over its ceiling, any Pod with unreadable data (naming Pod and
+/// [`PlanError`] for a previous ledger of another cluster or namespace, an inventory over its
+/// ceiling, any Pod with unreadable data (naming Pod and
 /// field), a first observation or anchor that is not in `(0, now]`, or an archive over its
 /// ceiling.
 pub fn plan_pods(
@@ -216,6 +217,7 @@ pub fn plan_pods(
     cfg: &PodConfig,
     now: f64,
 ) -> Result<PodPlan, PlanError> {
+    previous.check_scope(&cfg.cluster_id, &cfg.namespace)?;
     if inventory.count > cfg.max_inventory {
         return Err(PlanError::InventoryCeiling {
             count: inventory.count,

@@ -175,3 +175,48 @@ fn insert_keeps_the_first_position_and_the_last_value() {
         r#"{"uid-b":{"first":3,"name":"b2"},"uid-a":{"first":2,"name":"a"}}"#
     );
 }
+
+#[test]
+fn a_scoped_ledger_names_its_cluster_and_namespace_and_is_refused_elsewhere() {
+    let mut ledger = Ledger::default();
+    ledger.insert(
+        "u1".into(),
+        Observation {
+            first: PyNum::Int(5),
+            name: "a".into(),
+        },
+    );
+    let text = ledger.to_scoped_json("prod-x", "batch");
+    assert_eq!(
+        text,
+        r#"{"gc:scope": {"cluster": "prod-x", "namespace": "batch"}, "u1": {"first": 5, "name": "a"}}"#
+    );
+    assert_eq!(
+        Ledger::default().to_scoped_json("c", "n"),
+        r#"{"gc:scope": {"cluster": "c", "namespace": "n"}}"#
+    );
+    let read = PreviousLedger::parse(text.as_bytes()).unwrap();
+    assert_eq!(read.check_scope("prod-x", "batch"), Ok(()));
+    // The reference flow's key is the same for these two: the ledger tells them apart.
+    let e = read.check_scope("prod", "x-batch").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "malformed observation ledger: this is the ledger of cluster prod-x namespace batch, not \
+         of cluster prod namespace x-batch: refused"
+    );
+    assert!(read.check_scope("prod-x", "other").is_err());
+    assert!(read.check_scope("other", "batch").is_err());
+    // The reference flow's ledger names nothing: accepted anywhere.
+    let plain = PreviousLedger::parse(ledger.to_json().as_bytes()).unwrap();
+    assert_eq!(plain.check_scope("any", "where"), Ok(()));
+    for bad in [
+        r#"{"gc:scope": "prod"}"#,
+        r#"{"gc:scope": {"cluster": "prod"}}"#,
+    ] {
+        let e = PreviousLedger::parse(bad.as_bytes())
+            .unwrap()
+            .check_scope("prod", "batch")
+            .unwrap_err();
+        assert!(e.to_string().contains("\"gc:scope\" entry is not"), "{e}");
+    }
+}
