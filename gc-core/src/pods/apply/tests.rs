@@ -1218,6 +1218,79 @@ fn recovery_finishes_or_releases_every_pin() {
     }
 }
 
+/// When a run cannot collect (its sink or store unusable, or the namespace outside the
+/// selection), every pin is released, fenced, and nothing is archived; with `keep_deleting`, a
+/// pinned Pod being deleted keeps its pin (its archive is owed) and fails at the archive step,
+/// without it (a namespace outside the selection) it is released too. Someone else's finalizer stays; a dry run and a halted run
+/// write nothing.
+#[test]
+fn release_pins_releases_every_pin_but_on_a_pod_being_deleted_when_asked() {
+    let pods = || {
+        vec![
+            left("pinned", true, &[PIN], false),
+            left("deleting", true, &[PIN], true),
+            left("shared", false, &[OTHER, PIN], false),
+            left("theirs", true, &[OTHER], false),
+        ]
+    };
+    let release = |fake: &Fake, dry_run: bool, keep_deleting: bool| {
+        let why = "the sink is down";
+        block_on(release_pins(
+            fake,
+            &config(),
+            &fake.1,
+            dry_run,
+            why,
+            keep_deleting,
+        ))
+        .unwrap()
+    };
+    for keep_deleting in [true, false] {
+        let fake = with_pods(pods());
+        let results = release(&fake, false, keep_deleting);
+        let w = fake.w();
+        let case = format!("keep_deleting {keep_deleting}: {results:#?}");
+        assert_eq!(outcome_of(&results, "pinned"), "Released", "{case}");
+        assert_eq!(state_of(&w, "pinned"), "[]", "{case}");
+        assert_eq!(outcome_of(&results, "shared"), "Released", "{case}");
+        assert_eq!(state_of(&w, "shared"), "[other]", "{case}");
+        assert_eq!(outcome_of(&results, "theirs"), "-", "{case}");
+        assert_eq!(state_of(&w, "theirs"), "[other]", "{case}");
+        let (outcome, after) = if keep_deleting {
+            ("Failed Archive", "[pin] deleting")
+        } else {
+            ("Released", "gone")
+        };
+        assert_eq!(outcome_of(&results, "deleting"), outcome, "{case}");
+        assert_eq!(state_of(&w, "deleting"), after, "{case}");
+        if let Some(r) = results.iter().find(|r| r.name == "pinned") {
+            let Outcome::Released { reason } = &r.outcome else {
+                panic!("{case}")
+            };
+            assert_eq!(reason, "pin released without an archive: the sink is down");
+        }
+        assert!(w.archives.is_empty() && w.receipts.is_empty(), "{case}");
+        // Outside the selection the namespace is no longer collected: the delete someone asked
+        // for goes ahead without an archive (the in-memory server flags that removal).
+        let removed: Vec<&str> = w.violations.iter().map(|v| &v[..20]).collect();
+        let expected: &[&str] = if keep_deleting {
+            &[]
+        } else {
+            &["removed uid-deleting"]
+        };
+        assert_eq!(removed, expected, "{case}");
+    }
+    for halted in [false, true] {
+        let fake = with_pods(pods());
+        fake.1.store(halted, std::sync::atomic::Ordering::SeqCst);
+        let results = release(&fake, !halted, false);
+        let w = fake.w();
+        assert!(w.writes.is_empty(), "{:?} {results:#?}", w.writes);
+        assert_eq!(state_of(&w, "pinned"), "[pin]");
+        assert_eq!(state_of(&w, "deleting"), "[pin] deleting");
+    }
+}
+
 /// At each write, a failed `test` op or precondition (409, 422 from a test) ends the target as
 /// `Changed`; a validation error (any other 422) or a timeout as `Failed`; nothing more is
 /// written to that Pod; the next run finishes it.
