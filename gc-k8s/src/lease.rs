@@ -512,6 +512,19 @@ mod tests {
                 false,
             ),
             ("held by another", Some(ours("9", Some("other"))), 10, false),
+            // Each check stands alone: another holder is refused at our own resourceVersion.
+            (
+                "another holder at our resourceVersion",
+                Some(ours("7", Some("other"))),
+                10,
+                false,
+            ),
+            (
+                "released at our resourceVersion",
+                Some(ours("7", None)),
+                10,
+                false,
+            ),
             ("released by another", Some(ours("9", None)), 10, false),
             ("deleted", None, 10, false),
         ];

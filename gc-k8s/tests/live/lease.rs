@@ -6,6 +6,8 @@ use std::time::Duration;
 use gc_core::ports::{ClusterError, Lock};
 use k8s_openapi::api::coordination::v1::Lease;
 
+use gc_k8s::Renewal;
+
 use crate::{Result, admin, namespace};
 
 const TTL: u32 = 60;
@@ -144,5 +146,65 @@ async fn bad_names_are_refused_before_any_request() -> Result {
         );
     }
     assert!(ns.api::<Lease>().get_opt("gc-pods").await?.is_none());
+    Ok(())
+}
+
+/// `acquire` hands back the Lease as written; `renew` renews only that exact write: once anyone
+/// else wrote the Lease (taken and given back, taken by another, released) or it expired, the
+/// renewal is `Lost` and the Lease is left as it is, never taken back.
+#[tokio::test]
+async fn a_renewal_keeps_only_the_lease_as_last_written() -> Result {
+    let ns = namespace("lease-renew").await?;
+    let (lock, other) = (admin(&ns), admin(&ns));
+    let name = "gc-pods";
+    let held = lock.acquire(ns.name(), name, "run-a", TTL).await?;
+    let held = held.ok_or("a free Lease is taken")?;
+    assert!(
+        other
+            .acquire(ns.name(), name, "run-b", TTL)
+            .await?
+            .is_none()
+    );
+    let renewed = match lock.renew(ns.name(), name, "run-a", TTL, &held).await? {
+        Renewal::Renewed(next) => next,
+        Renewal::Lost(why) => return Err(format!("renewal lost: {why}").into()),
+    };
+    // Renewed again from the renewal's write.
+    let renewed = match lock.renew(ns.name(), name, "run-a", TTL, &renewed).await? {
+        Renewal::Renewed(next) => next,
+        Renewal::Lost(why) => return Err(format!("second renewal lost: {why}").into()),
+    };
+    // The old write is no longer the Lease: a renewal against it is lost.
+    let stale = lock.renew(ns.name(), name, "run-a", TTL, &held).await?;
+    assert!(matches!(stale, Renewal::Lost(_)), "{stale:?}");
+
+    // Released and taken by another: lost, and the other keeps it.
+    lock.release(ns.name(), name, "run-a").await?;
+    assert!(
+        other
+            .acquire(ns.name(), name, "run-b", TTL)
+            .await?
+            .is_some()
+    );
+    let lost = lock.renew(ns.name(), name, "run-a", TTL, &renewed).await?;
+    let Renewal::Lost(why) = lost else {
+        return Err(format!("{lost:?}").into());
+    };
+    assert!(why.contains("held by run-b"), "{why}");
+    assert_eq!(holder(&stored(&ns, name).await?), Some("run-b"));
+
+    // Expired while nobody took it: lost all the same, and not taken back.
+    let short = lock.acquire(ns.name(), "gc-short", "run-a", 1).await?;
+    let short = short.ok_or("a free Lease is taken")?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = stored(&ns, "gc-short").await?;
+    let expired = lock
+        .renew(ns.name(), "gc-short", "run-a", 1, &short)
+        .await?;
+    let Renewal::Lost(why) = expired else {
+        return Err(format!("{expired:?}").into());
+    };
+    assert!(why.contains("expired"), "{why}");
+    assert_eq!(stored(&ns, "gc-short").await?.metadata, before.metadata);
     Ok(())
 }

@@ -511,3 +511,49 @@ async fn forbidden_names_the_verb_the_resource_and_the_namespace() -> Result {
     );
     Ok(())
 }
+
+/// Every namespace's Pods, metadata only, in pages: each Pod once, whatever its labels.
+#[tokio::test]
+async fn every_namespaces_pods_are_listed_by_metadata_in_pages() -> Result {
+    let (a, b) = (
+        namespace("all-pods-a").await?,
+        namespace("all-pods-b").await?,
+    );
+    let mut expected = BTreeSet::new();
+    for (ns, count) in [(&a, 3), (&b, 2)] {
+        for i in 0..count {
+            let name = format!("p{i}");
+            FailedPod::new(&name).create(&ns.api::<Pod>()).await?;
+            expected.insert(format!("{}/{name}", ns.name()));
+        }
+    }
+    let cluster = admin(&a);
+    let (mut seen, mut pages, mut token) = (Vec::new(), 0, None::<String>);
+    loop {
+        let page = cluster.list_all_pod_metadata(2, token.as_deref()).await?;
+        let doc: Value = serde_json::from_slice(&page.text)?;
+        assert_eq!(doc["kind"], "PartialObjectMetadataList", "{doc}");
+        let items = doc["items"].as_array().ok_or("a list has items")?;
+        assert!(items.len() <= 2, "pages of 2: {doc}");
+        for item in items {
+            assert_eq!(item["status"], Value::Null, "{item}");
+            let meta = &item["metadata"];
+            let ns = meta["namespace"].as_str().unwrap_or_default();
+            if ns == a.name() || ns == b.name() {
+                seen.push(format!(
+                    "{ns}/{}",
+                    meta["name"].as_str().unwrap_or_default()
+                ));
+            }
+        }
+        pages += 1;
+        token = page.continue_token;
+        if token.is_none() || pages > 1000 {
+            break;
+        }
+    }
+    assert!(pages >= 3, "5 Pods at least, 2 a page: {pages} page(s)");
+    assert_eq!(seen.len(), expected.len(), "no Pod twice: {seen:?}");
+    assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), expected);
+    Ok(())
+}
