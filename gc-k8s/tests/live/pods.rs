@@ -557,3 +557,34 @@ async fn every_namespaces_pods_are_listed_by_metadata_in_pages() -> Result {
     assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), expected);
     Ok(())
 }
+
+/// The Namespaces a selector picks, sorted; a selector the server refuses (400) is an error,
+/// not a permission one.
+#[tokio::test]
+async fn namespaces_are_listed_by_selector() -> Result {
+    let (a, b) = (namespace("ns-sel-a").await?, namespace("ns-sel-b").await?);
+    let team = format!("team-{}", a.name());
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(a.client().clone());
+    for ns in [&a, &b] {
+        let patch = json!({"metadata": {"labels": {"gc-test-team": team}}});
+        api.patch(
+            ns.name(),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    }
+    let cluster = admin(&a);
+    let mut expected = vec![a.name().to_owned(), b.name().to_owned()];
+    expected.sort();
+    let selector = format!("gc-test-team={team}");
+    assert_eq!(
+        gc_k8s::list_namespaces(&cluster, Some(&selector)).await?,
+        expected
+    );
+    let all = gc_k8s::list_namespaces(&cluster, None).await?;
+    assert!(all.contains(&a.name().to_owned()) && all.contains(&"default".to_owned()));
+    let bad = gc_k8s::list_namespaces(&cluster, Some("app in (")).await;
+    assert!(matches!(bad, Err(ClusterError::Other(_))), "{bad:?}");
+    Ok(())
+}
