@@ -315,12 +315,11 @@ impl RunLock {
         use gc_core::ports::Halt as _;
         self.state.halted();
         self.state.lost().map(|why| {
-            anyhow::anyhow!(
+            anyhow::Error::new(LockLost(format!(
                 "lost the run lock {} in namespace {}: {why}; this run wrote nothing after it \
                  noticed, and the next run resumes",
-                self.name,
-                self.namespace
-            )
+                self.name, self.namespace
+            )))
         })
     }
 
@@ -354,6 +353,23 @@ impl RunLock {
     }
 }
 
+/// A run that lost its lock: it wrote nothing after it noticed, and posts no Event.
+#[derive(Debug)]
+pub(crate) struct LockLost(String);
+
+impl std::fmt::Display for LockLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LockLost {}
+
+/// Whether the run that ended with `error` lost its lock ([`LockLost`] in its chain).
+pub(crate) fn lock_lost(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| e.is::<LockLost>())
+}
+
 /// Which Lease a renewal task renews.
 struct Renewer {
     cluster: gc_k8s::KubeCluster,
@@ -363,16 +379,21 @@ struct Renewer {
     lease: u32,
 }
 
-/// Renews the lease every third of its duration, fenced on the last renewal; marks the lock
+/// Renews the lease every third of its duration (every second after a failed renewal), fenced
+/// on the last renewal; marks the lock
 /// lost, and sets `stop`, when the Lease expired or was written by anyone else since, or when no
 /// renewal succeeded for two thirds of the lease (before it could expire). It never takes back a
 /// lease it let lapse.
 async fn renew(r: Renewer, mut held: gc_k8s::Held, state: Arc<LockState>, stop: Arc<AtomicBool>) {
     use gc_core::ports::Halt as _;
     let period = Duration::from_secs(u64::from(r.lease)) / 3;
+    // After a failed renewal, tries again soon: the lock is lost two thirds of the lease after
+    // the last renewal, only one period after a failed one.
+    let retry = Duration::from_secs(1).min(period);
     let name = &r.name;
+    let mut wait = period;
     loop {
-        tokio::time::sleep(period).await;
+        tokio::time::sleep(wait).await;
         if state.halted() {
             break;
         }
@@ -384,6 +405,7 @@ async fn renew(r: Renewer, mut held: gc_k8s::Held, state: Arc<LockState>, stop: 
         {
             Ok(gc_k8s::Renewal::Renewed(now)) => {
                 held = now;
+                wait = period;
                 *state
                     .renewed
                     .lock()
@@ -398,6 +420,7 @@ async fn renew(r: Renewer, mut held: gc_k8s::Held, state: Arc<LockState>, stop: 
                 if state.halted() {
                     break;
                 }
+                wait = retry;
             }
         }
     }

@@ -843,3 +843,76 @@ async fn a_kind_not_installed_is_reported_not_fatal() -> Result {
     assert_eq!(f.snapshot().await?, before);
     Ok(())
 }
+
+/// A run whose Lease another run takes while it waits (here on a slow database) has lost its lock:
+/// it deletes nothing more, posts no Event, says `lost the run lock ...` and exits 1; the other
+/// run keeps the Lease.
+#[tokio::test]
+async fn a_run_that_lost_its_lock_deletes_nothing_more_and_says_so() -> Result {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::events::v1::Event;
+    use kube::api::{Patch, PatchParams};
+    let Some((f, before)) = Fixture::new("sess_lost").await? else {
+        panic!("scripts/test.sh sets GC_TEST_DATABASE_URL");
+    };
+    // The run takes its Lease, then waits on the table: a view that answers after 5 s.
+    let pool = f.db.pool().await?;
+    sqlx::query("CREATE VIEW slow_sessions AS SELECT s.* FROM sessions s, pg_sleep(5)")
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    let mut child = command()
+        .args([
+            "run",
+            "sessions",
+            "-n",
+            f.ns.name(),
+            "--kubeconfig",
+            &f.kubeconfig,
+        ])
+        .args(["--now", &f.now, "--database-url", f.db.url()])
+        .args(["--table", "slow_sessions", "--lock-lease-seconds", "5"])
+        .env("GC_ALLOW_FUTURE_NOW", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let leases: Api<Lease> = f.ns.api();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while leases.get_opt("gc-sessions").await?.is_none() {
+        if child.try_wait()?.is_some() {
+            let out = child.wait_with_output()?;
+            panic!("the run ended first: {}", text(&out.stderr));
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run took no Lease"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Another run takes the Lease over.
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let patch = json!({"spec": {
+        "holderIdentity": "another-run",
+        "leaseDurationSeconds": 60,
+        "renewTime": k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(now),
+    }});
+    leases
+        .patch(
+            "gc-sessions",
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+    let out = child.wait_with_output()?;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("lost the run lock gc-sessions"), "{stderr}");
+    assert_eq!(f.snapshot().await?, before, "nothing deleted");
+    let events: Api<Event> = f.ns.api();
+    let posted = events.list(&ListParams::default()).await?.items;
+    assert!(posted.is_empty(), "{posted:?}");
+    let lease = leases.get("gc-sessions").await?;
+    let holder = lease.spec.and_then(|s| s.holder_identity);
+    assert_eq!(holder.as_deref(), Some("another-run"));
+    Ok(())
+}

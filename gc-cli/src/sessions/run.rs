@@ -444,14 +444,20 @@ async fn run_once(
             stopping: lock.stop(),
         };
         let report = collect_sessions::run(cluster, table, cfg, now, args.dry_run, stop).await;
+        // A run that lost its lock says so, and nothing else: what it did not finish is the
+        // next run's.
+        let lost = lock.lost();
         lock.release().await;
-        report.map_err(|e| refused(e, cfg, "nothing deleted"))
+        match lost {
+            Some(lost) => Err(lost),
+            None => report.map_err(|e| refused(e, cfg, "nothing deleted")),
+        }
     }
     .await;
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
-            if !signals::stopped(&error) {
+            if !signals::stopped(&error) && !live::lock_lost(&error) {
                 events.run_failed(cluster, &cfg.namespace, &error).await;
             }
             // The audit log says why this run deleted nothing.
