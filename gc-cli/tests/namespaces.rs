@@ -481,10 +481,13 @@ async fn a_pin_in_a_namespace_that_left_the_selection_is_released_never_collecte
         env.label(i, json!({"gc-test-left": team})).await?;
     }
     // A pin an earlier run left in namespace 1, which then leaves the selection (relabelled).
+    // A pin of this test's own: the live -A runs of the tests beside it release the default
+    // pin in every namespace of the shared API server.
+    let pin = format!("{}.example.com/pin", env.name(0));
     let pinned = gc_testbed::FailedPod::new("pinned")
         .label(common::COLLECT, "true")
         .finished_at(common::old())
-        .finalizer(common::PIN)
+        .finalizer(&pin)
         .create(&env.namespaces[1].api::<Pod>())
         .await?;
     env.label(1, json!({"gc-test-left": "elsewhere"})).await?;
@@ -496,6 +499,7 @@ async fn a_pin_in_a_namespace_that_left_the_selection_is_released_never_collecte
             .args([&format!("--dry-run={mode}"), "--auto-remediate"])
             .args(["--archive-dir", &env.archives()])
             .args(["-A", "--namespace-selector", &selector])
+            .args(["--pin-finalizer", &pin])
             .output()?;
         let reports: Vec<Value> = serde_json::from_str(&ok(&out))?;
         let outside = reports
@@ -517,6 +521,43 @@ async fn a_pin_in_a_namespace_that_left_the_selection_is_released_never_collecte
         // A dry run releases nothing; a live run releases the pin, and collects nothing there.
         assert_eq!(finalizers.is_empty(), !dry_run, "dry run {dry_run}");
     }
+    assert_eq!(env.pods(1).await?, ["pinned"], "never collected");
+
+    // `apply -A` of a reviewed plan releases it too.
+    let patch = Patch::Merge(json!({"metadata": {"finalizers": [&pin]}}));
+    env.namespaces[1]
+        .api::<Pod>()
+        .patch("pinned", &PatchParams::default(), &patch)
+        .await?;
+    let plan = env.dir.path().join("outside-plan.json");
+    let scope = [
+        "-A",
+        "--namespace-selector",
+        &selector,
+        "--pin-finalizer",
+        &pin,
+    ];
+    let policy = ["--retention-seconds", "3600"];
+    let out = env
+        .gc(&["plan", "pods", "--out", plan.to_str().unwrap()])
+        .args(scope)
+        .args(policy)
+        .output()?;
+    ok(&out);
+    let out = env
+        .gc(&["apply", plan.to_str().unwrap(), "-o", "json"])
+        .args(["--archive-dir", &env.archives()])
+        .args(scope)
+        .args(policy)
+        .output()?;
+    let reports: Vec<Value> = serde_json::from_str(&ok(&out))?;
+    assert!(
+        reports.iter().any(|r| r["namespace"] == env.name(1)
+            && r["report"]["recovered"][0]["outcome"] == "released"),
+        "{reports:?}"
+    );
+    let now = env.namespaces[1].api::<Pod>().get("pinned").await?;
+    assert_eq!(now.metadata.finalizers, None, "released by apply -A");
     assert_eq!(env.pods(1).await?, ["pinned"], "never collected");
     Ok(())
 }

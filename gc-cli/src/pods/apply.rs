@@ -225,6 +225,10 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
             let targets = Targets::Reviewed(&file.targets, ledger.as_ref());
             runs.push(execute(&job, &cfg, targets, args.dry_run, files.len()).await);
         }
+        if scope.all() {
+            let inputs = |ns: &str| args.pod.inputs(ns).validate();
+            runs.extend(outside(&job, &namespaces, inputs, args.dry_run).await);
+        }
         finish(&job, runs, files.len() > 1 || several(scope))
     })
 }
@@ -370,7 +374,10 @@ async fn outside(
             Ok(recovered) => {
                 let results = recovered.iter();
                 job.events.pods(&cluster, &ns, results).await;
-                let failed = recovered.iter().any(|r| r.outcome.is_failure());
+                // A pin still on (its Pod kept changing) fails the run: the next run tries again.
+                let failed = recovered.iter().any(|r| {
+                    r.outcome.is_failure() || matches!(r.outcome, Outcome::Changed { .. })
+                });
                 let why = "a pin outside the selection could not be released; the next run tries \
                            again";
                 NamespaceRun {

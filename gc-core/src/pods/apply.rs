@@ -971,7 +971,9 @@ pub async fn recover<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
 /// Releases (fenced) every pin in the namespace without archiving anything, when a run cannot
 /// collect there: its sink or store is unusable (`keep_deleting`: a pinned Pod being deleted
 /// keeps its pin, as its archive must still be written, and is reported failed), or the
-/// namespace is outside the run's selection (every pin released, none collected). Writes
+/// namespace is outside the run's selection (every pin released, none collected). A release
+/// that meets a change (the Pod written since it was listed) is tried again at what a new list
+/// reads, up to three passes; one still `Changed` after them is left for the next run. Writes
 /// nothing once `stop` is halted.
 ///
 /// # Errors
@@ -984,29 +986,53 @@ pub async fn release_pins<C: Cluster>(
     why: &str,
     keep_deleting: bool,
 ) -> Result<Vec<TargetResult>, ClusterError> {
-    let mut results = Vec::new();
-    for pod in pinned_pods(cluster, cfg).await? {
-        let outcome = match halted(stop, Step::Release) {
-            Err(o) => o,
-            Ok(()) if pod.deleting && keep_deleting => failed(
-                Step::Archive,
-                format!(
-                    "{why}: the pin stays on this Pod being deleted until its archive is written"
-                ),
-            ),
-            Ok(()) => {
-                let reason = format!("pin released without an archive: {why}");
-                release(cluster, cfg, &pod, dry_run, &reason).await
+    let mut results: Vec<TargetResult> = Vec::new();
+    // The uids whose release met a change (someone wrote the Pod since it was listed): listed
+    // again and released at what is read then, a few times, so that a Pod a kubelet or a
+    // controller keeps writing is not left pinned until the next run.
+    let mut again: Option<Vec<String>> = None;
+    for _ in 0..RELEASE_PASSES {
+        let mut changed = Vec::new();
+        for pod in pinned_pods(cluster, cfg).await? {
+            if again.as_ref().is_some_and(|uids| !uids.contains(&pod.uid)) {
+                continue;
             }
-        };
-        results.push(TargetResult {
-            name: pod.name,
-            uid: pod.uid,
-            outcome,
-        });
+            let outcome = match halted(stop, Step::Release) {
+                Err(o) => o,
+                Ok(()) if pod.deleting && keep_deleting => failed(
+                    Step::Archive,
+                    format!(
+                        "{why}: the pin stays on this Pod being deleted until its archive is \
+                         written"
+                    ),
+                ),
+                Ok(()) => {
+                    let reason = format!("pin released without an archive: {why}");
+                    release(cluster, cfg, &pod, dry_run, &reason).await
+                }
+            };
+            if matches!(outcome, Outcome::Changed { .. }) {
+                changed.push(pod.uid.clone());
+            }
+            match results.iter_mut().find(|r| r.uid == pod.uid) {
+                Some(r) => r.outcome = outcome,
+                None => results.push(TargetResult {
+                    name: pod.name,
+                    uid: pod.uid,
+                    outcome,
+                }),
+            }
+        }
+        if changed.is_empty() {
+            break;
+        }
+        again = Some(changed);
     }
     Ok(results)
 }
+
+/// How many times [`release_pins`] lists and releases a pin whose release met a change.
+const RELEASE_PASSES: usize = 3;
 
 /// A fenced release of `pod`'s pin, reported as [`Outcome::Released`].
 async fn release<C: Cluster>(

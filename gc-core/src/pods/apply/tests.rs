@@ -1291,6 +1291,28 @@ fn release_pins_releases_every_pin_but_on_a_pod_being_deleted_when_asked() {
     }
 }
 
+/// A release that meets a change (a controller annotates the Pod just before it) is tried again
+/// at what a new list reads, so the pin does not outlive the run; a Pod that keeps changing is
+/// `Changed` after three passes, left for the next run.
+#[test]
+fn release_pins_tries_a_changed_pod_again() {
+    fn pinned() -> Fake {
+        with_pods(vec![left("pinned", true, &[PIN], false)])
+    }
+    let cfg = config();
+    let release =
+        |fake: &Fake| block_on(release_pins(fake, &cfg, &fake.1, false, "outside", false)).unwrap();
+    let first = call_number_in(pinned, &cfg, "patch pinned", 0, |f, _, _| {
+        release(f);
+    });
+    let fake = pinned();
+    fake.w().fault = Some((first, Fault::Meddle(Change::Annotate)));
+    let results = release(&fake);
+    assert_eq!(outcome_of(&results, "pinned"), "Released", "{results:#?}");
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert_eq!(state_of(&fake.w(), "pinned"), "[]");
+}
+
 /// At each write, a failed `test` op or precondition (409, 422 from a test) ends the target as
 /// `Changed`; a validation error (any other 422) or a timeout as `Failed`; nothing more is
 /// written to that Pod; the next run finishes it.
