@@ -541,7 +541,8 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
                 uri: e.uri,
                 result: "noReceipt",
                 detail: "an archive no receipt records: a run stopped between the write and the \
-                         receipt, or an upload that arrived late; no Pod was deleted against it"
+                         receipt, an upload that arrived late, or an earlier archive of a Pod \
+                         whose receipt names a newer one"
                     .to_owned(),
             });
         }
@@ -560,7 +561,7 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
         Ok((checked, count, clusters))
     })?;
     // Archives are write-once: an archive without a receipt is never replaced by a later run,
-    // so it is reported, not a problem (no Pod was deleted against it).
+    // so it is reported, not a problem (a receipt names each Pod's archive last verified).
     let count = |result: &str| checked.iter().filter(|c| c.result == result).count();
     let problems = checked
         .iter()

@@ -174,7 +174,9 @@ async fn a_key_that_may_list_but_not_write_stops_every_run_before_any_pin(kind: 
     for dry_run in [false, true] {
         let err = failed(&env.run(dry_run, "30").output()?);
         assert!(
-            err.contains("cannot use the archive sink") && err.contains("refused the credentials"),
+            err.contains("cannot use the archive sink")
+                && err.contains("denied it (403 AccessDenied")
+                && err.contains("the key needs list, put and get"),
             "dry run {dry_run}: {err}"
         );
         // Nothing written to any Pod, dry run or not: not even the pin.

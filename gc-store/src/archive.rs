@@ -464,7 +464,8 @@ fn temporary_in(folder: &Path, stem: &str) -> PathBuf {
 
 impl DirectorySink {
     /// Proves the folder takes archives: writes the probe file `<root>/.gc-probe/<cluster>`
-    /// (outside the archives' names; replaced each run), syncs it and reads it back. A
+    /// (outside the archives' names; replaced each run), syncs it, links it to a second name
+    /// as archives are linked (a file system without hard links fails here) and reads it back. A
     /// read-only or full file system, or a root that is not a writable folder, fails here.
     ///
     /// # Errors
@@ -491,8 +492,18 @@ impl DirectorySink {
                 let _ = fs::remove_file(&temporary);
             }
             written?;
+            // Archives are linked to their names: the folder must take a hard link.
+            let link = temporary_in(&folder, &cluster_id);
+            fs::hard_link(&target, &link).map_err(|e| {
+                io_err(
+                    "link the probe file (archives are linked to their names)",
+                    &link,
+                    e,
+                )
+            })?;
+            let _ = fs::remove_file(&link);
             match fs::read(&target) {
-                Ok(back) if back == bytes => Ok(()),
+                Ok(back) if probe_read_back(&back, &bytes, &cluster_id) => Ok(()),
                 Ok(_) => Err(StoreError::Unavailable(format!(
                     "the probe file {} read back other bytes",
                     target.display()
@@ -502,6 +513,16 @@ impl DirectorySink {
         })
         .await
     }
+}
+
+/// Whether `back`, read back from the probe of `cluster_id` just written as `ours`, proves the
+/// write: `ours`, or the probe another run of the same cluster wrote since (two runs sharing a
+/// sink, one in each namespace, probe at the same time).
+pub(crate) fn probe_read_back(back: &[u8], ours: &[u8], cluster_id: &str) -> bool {
+    back == ours
+        || (back.starts_with(format!("gc sink probe: cluster {cluster_id}, process ").as_bytes())
+            && back.ends_with(b"\n")
+            && back.len() <= 200)
 }
 
 /// What a sink probe writes: unique to this write, so that reading it back proves this write.
@@ -572,6 +593,22 @@ fn encode_path(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_probe_reads_back_as_written_or_as_another_run_of_its_cluster_wrote_it() {
+        let ours = probe_bytes("prod");
+        let theirs = probe_bytes("prod");
+        assert_ne!(ours, theirs, "each probe is unique");
+        assert!(probe_read_back(&ours, &ours, "prod"));
+        assert!(probe_read_back(&theirs, &ours, "prod"));
+        assert!(!probe_read_back(&probe_bytes("prod-x"), &ours, "prod"));
+        assert!(!probe_read_back(b"", &ours, "prod"));
+        assert!(!probe_read_back(&ours[..ours.len() - 1], &ours, "prod"));
+        let mut long = ours.clone();
+        long.extend(vec![b'x'; 300]);
+        long.push(b'\n');
+        assert!(!probe_read_back(&long, &ours, "prod"));
+    }
 
     fn key(cluster: &str, namespace: &str, uid: &str) -> ArchiveKey {
         ArchiveKey {

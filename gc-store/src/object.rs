@@ -23,7 +23,9 @@ use object_store::{
     RetryConfig, StaticCredentialProvider,
 };
 
-use crate::archive::{ArchiveEntry, PROBE_FOLDER, Parts, Refusal, is_known, probe_bytes};
+use crate::archive::{
+    ArchiveEntry, PROBE_FOLDER, Parts, Refusal, is_known, probe_bytes, probe_read_back,
+};
 
 /// How long a connection may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -187,7 +189,8 @@ impl ObjectSink {
     ///
     /// # Errors
     /// [`StoreError::Unavailable`] when the store cannot be reached, refuses the credentials
-    /// (`the store ... refused the credentials (403 ...)`) or has no such bucket
+    /// (`the store ... refused the credentials (403 ...)`), denies the key the request (`the store
+    /// ... denied it (403 AccessDenied ...)`) or has no such bucket
     /// (`bucket "x" does not exist at ENDPOINT`); [`StoreError::Other`] for any other answer.
     pub async fn check(&self) -> Result<(), StoreError> {
         let options = PaginatedListOptions {
@@ -345,6 +348,12 @@ impl ObjectSink {
                     ))
                 } else if let (404, Some(uri)) = (status, missing) {
                     StoreError::NotFound(format!("archive {uri} does not exist ({said})"))
+                } else if status == 403 && answer.code.as_deref() == Some("AccessDenied") {
+                    // Valid credentials without the permission: say which, not "credentials".
+                    StoreError::Unavailable(format!(
+                        "{doing}: the store at {endpoint} denied it ({said}): the key needs list, \
+                         put and get on the bucket"
+                    ))
                 } else if status == 401 || status == 403 {
                     StoreError::Unavailable(format!(
                         "{doing}: the store at {endpoint} refused the credentials ({said})"
@@ -363,8 +372,9 @@ impl ObjectSink {
 
 impl ObjectSink {
     /// Proves the store takes archives: lists the prefix ([`ObjectSink::check`]), writes the
-    /// probe object `PREFIX/.gc-probe/<cluster>` (outside the archives' keys; replaced each run)
-    /// and reads it back. Denied writes or
+    /// probe object `PREFIX/.gc-probe/<cluster>` (outside the archives' keys; replaced each run),
+    /// writes it again create-only as archives are written (`If-None-Match: *`: a 412 is the
+    /// answer expected, a store that refuses conditional writes fails here) and reads it back. Denied writes or
     /// reads, a read-only or missing bucket, an unreachable store or refused credentials fail
     /// here, before anything is pinned: the permissions a bucket needs stay list, put and get.
     ///
@@ -383,6 +393,26 @@ impl ObjectSink {
             .put(&path, PutPayload::from(bytes.clone()))
             .await
             .map_err(|e| self.error(&format!("cannot write the probe {uri}"), None, &e))?;
+        // Archives are written create-only: the store must take such a write (and refuse it
+        // over an existing object, 412; one that ignores the condition replaces nothing here).
+        let create = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match self
+            .store
+            .put_opts(&path, PutPayload::from(bytes.clone()), create)
+            .await
+        {
+            Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => {}
+            Err(e) => {
+                let doing = format!(
+                    "cannot write the probe {uri} create-only (If-None-Match: *), as archives are \
+                     written"
+                );
+                return Err(self.error(&doing, None, &e));
+            }
+        }
         let doing = format!("cannot read back the probe {uri}");
         let back = self
             .store
@@ -392,7 +422,7 @@ impl ObjectSink {
             .bytes()
             .await
             .map_err(|e| self.error(&doing, None, &e))?;
-        if back != bytes {
+        if !probe_read_back(&back, &bytes, cluster_id) {
             return Err(StoreError::Unavailable(format!(
                 "{doing}: it holds other bytes than were written"
             )));

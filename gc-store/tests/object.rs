@@ -90,6 +90,52 @@ impl Fixture {
     }
 }
 
+impl Fixture {
+    /// Puts `bytes` at `key` of [`BUCKET`] through the S3 API, behind the sink's back, as a
+    /// late upload or another writer would (on either server).
+    async fn put_behind(&self, key: &str, bytes: &[u8]) {
+        use object_store::ObjectStoreExt as _;
+        let store = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(self.server.endpoint())
+            .with_allow_http(true)
+            .with_region("us-east-1")
+            .with_bucket_name(BUCKET)
+            .with_access_key_id(self.server.access_key())
+            .with_secret_access_key(self.server.secret_key())
+            .build()
+            .unwrap();
+        let path = object_store::path::Path::parse(key).unwrap();
+        store.put(&path, bytes.to_vec().into()).await.unwrap();
+    }
+}
+
+/// The create-only write itself: an archive's key already holding other bytes (written there
+/// behind the sink's back) is refused, named, and left as it is, on both servers.
+#[tokio::test]
+async fn a_write_never_replaces_what_its_key_holds() {
+    for kind in S3Kind::ALL {
+        let f = Fixture::start_kind(kind).await;
+        let sink = f.sink("s3://archives/gc");
+        let k = key("c", "ns", "u");
+        let uri = sink.write(&k, b"first").await.unwrap();
+        let object = uri.strip_prefix("s3://archives/").unwrap();
+        f.put_behind(object, b"other bytes").await;
+        let e = sink.write(&k, b"first").await.unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("exists with other bytes: not replaced"),
+            "{}: {e}",
+            kind.name()
+        );
+        assert_eq!(
+            sink.read(&uri).await.unwrap(),
+            b"other bytes",
+            "{}",
+            kind.name()
+        );
+    }
+}
+
 fn message(result: Result<impl std::fmt::Debug, StoreError>) -> String {
     result.unwrap_err().to_string()
 }
