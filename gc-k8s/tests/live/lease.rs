@@ -208,3 +208,40 @@ async fn a_renewal_keeps_only_the_lease_as_last_written() -> Result {
     assert_eq!(stored(&ns, "gc-short").await?.metadata, before.metadata);
     Ok(())
 }
+
+/// A write the server refuses for another reason than a conflict (here: an identity that may
+/// read Leases but not create or update them) is an error naming it, never a race lost to
+/// another run.
+#[tokio::test]
+async fn a_refused_lease_write_is_an_error_not_a_lost_race() -> Result {
+    use k8s_openapi::api::rbac::v1::PolicyRule;
+    let ns = namespace("lease-refused").await?;
+    let read_only = PolicyRule {
+        api_groups: Some(vec!["coordination.k8s.io".into()]),
+        resources: Some(vec!["leases".into()]),
+        verbs: vec!["get".into(), "list".into()],
+        ..PolicyRule::default()
+    };
+    ns.grant("reader", vec![read_only]).await?;
+    let reader = gc_k8s::KubeCluster::new(ns.service_account_client("reader").await?);
+    // No Lease yet: the create is refused.
+    let created = reader.acquire(ns.name(), "gc-pods", "run-r", TTL).await;
+    assert!(
+        matches!(created, Err(ClusterError::Forbidden { ref verb, .. }) if verb == "create"),
+        "{created:?}"
+    );
+    // A free Lease: the replace is refused.
+    let admin = admin(&ns);
+    assert!(
+        admin
+            .try_acquire(ns.name(), "gc-pods", "run-a", TTL)
+            .await?
+    );
+    admin.release(ns.name(), "gc-pods", "run-a").await?;
+    let replaced = reader.acquire(ns.name(), "gc-pods", "run-r", TTL).await;
+    assert!(
+        matches!(replaced, Err(ClusterError::Forbidden { ref verb, .. }) if verb == "update"),
+        "{replaced:?}"
+    );
+    Ok(())
+}
