@@ -49,7 +49,7 @@ fn class(error: &(dyn Error + 'static)) -> Option<u8> {
     {
         return Some(PLAN);
     }
-    if let Some(several) = error.downcast_ref::<crate::namespaces::NamespacesFailed>() {
+    if let Some(several) = error.downcast_ref::<NamespacesFailed>() {
         return Some(if several.refused_on_data {
             PLAN
         } else {
@@ -71,6 +71,33 @@ fn class(error: &(dyn Error + 'static)) -> Option<u8> {
     }
     None
 }
+
+/// Several namespaces of a run failed: exit code [`PLAN`] when every one that failed was refused
+/// on its data, [`FAILURE`] otherwise (`namespaces::outcome` makes it).
+#[derive(Debug)]
+pub(crate) struct NamespacesFailed {
+    message: String,
+    refused_on_data: bool,
+}
+
+impl NamespacesFailed {
+    /// Namespaces failed as `message` says; `refused_on_data` when every one was refused on its
+    /// data.
+    pub(crate) fn new(message: String, refused_on_data: bool) -> Self {
+        Self {
+            message,
+            refused_on_data,
+        }
+    }
+}
+
+impl fmt::Display for NamespacesFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl Error for NamespacesFailed {}
 
 /// An input that only the command line checks: a flag's value, a combination of flags, an input
 /// file that cannot be read. Exit code [`USAGE`].

@@ -189,30 +189,10 @@ pub(crate) fn outcome(
             let refused_on_data = failed
                 .iter()
                 .all(|(_, e)| crate::exit::code(e) == crate::exit::PLAN);
-            Err(NamespacesFailed {
-                message,
-                refused_on_data,
-            }
-            .into())
+            Err(crate::exit::NamespacesFailed::new(message, refused_on_data).into())
         }
     }
 }
-
-/// Several namespaces of a run failed ([`outcome`]).
-#[derive(Debug)]
-pub(crate) struct NamespacesFailed {
-    message: String,
-    /// Every namespace that failed was refused on its data (exit 3).
-    pub(crate) refused_on_data: bool,
-}
-
-impl std::fmt::Display for NamespacesFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for NamespacesFailed {}
 
 /// `error` in full, after its namespace unless it starts by naming it already.
 fn in_namespace(namespace: &str, error: &anyhow::Error) -> String {
