@@ -459,12 +459,19 @@ impl ports::Store for Store {
         let Some(text) = self.ledger_json(cluster_id, namespace).await? else {
             return Ok(PreviousLedger::default());
         };
-        PreviousLedger::parse(text.as_bytes()).map_err(|e| {
+        let malformed = |e: gc_core::ledger::LedgerError| {
             StoreError::Malformed(format!(
                 "{}: the ledger of cluster {cluster_id} namespace {namespace}: {e}",
                 self.shown
             ))
-        })
+        };
+        let mut ledger = PreviousLedger::parse(text.as_bytes()).map_err(malformed)?;
+        // The entry naming its cluster and namespace is checked here, and is no observation.
+        ledger
+            .check_scope(cluster_id, namespace)
+            .map_err(malformed)?;
+        ledger.0.remove(gc_core::ledger::SCOPE_KEY);
+        Ok(ledger)
     }
 
     async fn save_ledger(

@@ -83,11 +83,13 @@ async fn a_ledger_comes_back_as_saved() {
         ]);
         b.store.save_ledger("primary", "jobs", &saved).await.unwrap();
 
+        // Stored as the flow's text, led by the entry that names its cluster and namespace.
         let text = b.store.ledger_json("primary", "jobs").await.unwrap();
-        assert_eq!(text.as_deref(), Some(saved.to_json().as_str()));
+        let scoped = saved.to_scoped_json("primary", "jobs");
+        assert_eq!(text.as_deref(), Some(scoped.as_str()));
         assert_eq!(
             text.unwrap(),
-            r#"{"uid-int": {"first": 1795000000, "name": "pod-a"}, "uid-float": {"first": 1795900000.25, "name": "p\u00f6d-\"b\""}}"#
+            r#"{"gc:scope": {"cluster": "primary", "namespace": "jobs"}, "uid-int": {"first": 1795000000, "name": "pod-a"}, "uid-float": {"first": 1795900000.25, "name": "p\u00f6d-\"b\""}}"#
         );
 
         let loaded = b.store.load_ledger("primary", "jobs").await.unwrap();
@@ -171,6 +173,15 @@ async fn ledger_text_is_stored_byte_for_byte() {
         assert_eq!(back.as_deref(), Some(text));
         let loaded = b.store.load_ledger("c", "ns").await.unwrap();
         assert!(loaded.0["u"]["first"].is_f64());
+        // A ledger naming another cluster or namespace, stored as it is, is refused on load.
+        let other = r#"{"gc:scope": {"cluster": "c", "namespace": "other"}, "u": {"first": 1}}"#;
+        b.store.save_ledger_json("c", "ns", other).await.unwrap();
+        let err = b.store.load_ledger("c", "ns").await.unwrap_err();
+        assert!(matches!(err, StoreError::Malformed(_)), "{err}");
+        assert!(
+            err.to_string().contains("not of cluster c namespace ns"),
+            "{err}"
+        );
     })
     .await;
 }
