@@ -132,7 +132,12 @@ async fn a_second_save_replaces_the_ledger() {
             .await
             .unwrap();
         let text = b.store.ledger_json("primary", "jobs").await.unwrap();
-        assert_eq!(text.as_deref(), Some("{}"));
+        assert_eq!(
+            text.as_deref(),
+            Some(r#"{"gc:scope": {"cluster": "primary", "namespace": "jobs"}}"#)
+        );
+        let loaded = b.store.load_ledger("primary", "jobs").await.unwrap();
+        assert!(loaded.0.is_empty(), "{loaded:?}");
     })
     .await;
 }
