@@ -3,13 +3,10 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::ports::Lock as _;
 use gc_k8s::{Connection, Explicit, SecretString, Source};
 
 use crate::exit::UsageError;
@@ -113,18 +110,6 @@ pub(crate) fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyh
     runtime.block_on(work)
 }
 
-/// Who holds the run lock: the host (the Pod's name in a cluster) and the process.
-/// The start instant makes it unique even where two processes share a host name and a pid (a
-/// container restarted in the same Pod runs as pid 1 again).
-fn holder() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "gc-cli".into());
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    format!("{host}-{}-{started:x}", std::process::id())
-}
-
 /// How a run takes the one-run-at-a-time lock of its namespace.
 #[derive(Debug, Args)]
 pub(crate) struct LockArgs {
@@ -137,294 +122,69 @@ pub(crate) struct LockArgs {
     lock_lease_seconds: u32,
 }
 
-/// The run lock of a namespace, held and renewed in the background until released. When the
-/// lock is lost ([`RunLock::halt`]: another run wrote the Lease, it expired, or no renewal
-/// succeeded for two thirds of the lease, however the process spent that time, frozen
-/// included), or a termination signal asks the process to stop ([`crate::signals`]),
-/// [`RunLock::stop`] is set and the run writes nothing more. A dry run takes no Lease: it writes
-/// nothing but server-side dry runs, and only a signal stops it.
-pub(crate) struct RunLock {
-    cluster: gc_k8s::KubeCluster,
-    namespace: String,
-    name: String,
-    holder: String,
-    stop: Arc<AtomicBool>,
-    state: Arc<LockState>,
-    /// The renewal task; `None` for a dry run, which holds no Lease.
-    renewer: Option<tokio::task::JoinHandle<()>>,
-}
-
-/// What the run and the renewal task share: when the Lease was last renewed, and whether (and
-/// why) it is lost. Once lost, never held again.
-struct LockState {
-    /// When the last successful renewal (or the acquisition) was sent.
-    renewed: Mutex<Instant>,
-    /// How long the run may go without a renewal: two thirds of the lease.
-    grace: Duration,
-    /// Why the lock is lost, once it is.
-    lost: Mutex<Option<String>>,
-    /// No Lease at all (a dry run): never lost.
-    none: bool,
-}
-
-impl LockState {
-    fn lose(&self, why: String) {
-        let mut lost = self
-            .lost
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if lost.is_none() {
-            tracing::error!("{why}; stopping");
-            *lost = Some(why);
+impl LockArgs {
+    /// The lock's options these flags give.
+    fn options(&self) -> gc_runtime::LockOptions {
+        gc_runtime::LockOptions {
+            wait: Duration::from_secs(self.lock_wait_seconds),
+            lease_seconds: self.lock_lease_seconds,
         }
-    }
-    fn lost(&self) -> Option<String> {
-        self.lost
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-    fn renewed(&self) -> Instant {
-        *self
-            .renewed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
-impl gc_core::ports::Halt for LockState {
-    /// Lost, or not renewed for two thirds of the lease: read before every write, so that a
-    /// process frozen past its lease writes nothing after it resumes, whichever task runs first.
-    fn halted(&self) -> bool {
-        if self.none {
-            return false;
-        }
-        let since = self.renewed().elapsed();
-        if since >= self.grace {
-            self.lose(format!(
-                "the run lock was not renewed for {}s (it lasts {}s): another run may hold it",
-                since.as_secs(),
-                self.grace.as_secs() * 3 / 2
-            ));
-        }
-        self.lost().is_some()
+/// The termination signals, as the run lock's cancellation.
+struct Signals;
+
+impl gc_runtime::Cancel for Signals {
+    fn cancelled(&self) -> Option<String> {
+        crate::signals::received().map(|signal| format!("stopped by {signal}"))
     }
 }
 
-impl RunLock {
-    /// Waits for the lease `name` in `namespace` up to `--lock-wait-seconds`, polling every
-    /// second, then renews it every third of its duration. Hooks the termination signals first:
-    /// once one arrives, no lock is taken and the held ones stop their runs. A dry run takes
-    /// no Lease and only hooks the signals.
-    pub(crate) async fn take(
-        cluster: &gc_k8s::KubeCluster,
-        namespace: &str,
-        name: &str,
-        args: &LockArgs,
-        dry_run: bool,
-    ) -> anyhow::Result<Self> {
-        crate::signals::install()?;
-        let holder = holder();
-        let lease = args.lock_lease_seconds;
-        let stopped = |when: &str| {
-            crate::signals::received().map(|signal| {
-                anyhow::Error::new(crate::signals::Stopped::new(format!(
-                    "stopped by {signal} {when} the run lock {name} in namespace {namespace}; nothing was changed"
-                )))
-            })
-        };
-        if let Some(stopped) = stopped("before taking") {
-            return Err(stopped);
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        let state = Arc::new(LockState {
-            renewed: Mutex::new(Instant::now()),
-            grace: Duration::from_secs(u64::from(lease)) * 2 / 3,
-            lost: Mutex::new(None),
-            none: dry_run,
-        });
-        let mut lock = Self {
-            cluster: cluster.clone(),
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            holder,
-            stop,
-            state,
-            renewer: None,
-        };
-        if dry_run {
-            crate::signals::register(&lock.stop);
-            return Ok(lock);
-        }
-        let deadline = Instant::now() + Duration::from_secs(args.lock_wait_seconds);
-        let held = loop {
-            let sent = Instant::now();
-            let taken = cluster
-                .acquire(namespace, name, &lock.holder, lease)
-                .await
-                .context("cannot take the run lock")?;
-            if let Some(held) = taken {
-                *lock
-                    .state
-                    .renewed
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = sent;
-                break held;
+/// Takes the run lock of `namespace` as the flags say ([`gc_runtime::RunLock::take`]), after
+/// hooking the termination signals: once one arrives, no lock is taken (the run is
+/// [`crate::signals::Stopped`]) and a held lock's run stops after the target in progress.
+pub(crate) async fn take_lock(
+    cluster: &gc_k8s::KubeCluster,
+    namespace: &str,
+    name: &str,
+    args: &LockArgs,
+    dry_run: bool,
+) -> anyhow::Result<gc_runtime::RunLock> {
+    crate::signals::install()?;
+    let options = args.options();
+    let lock = gc_runtime::RunLock::take(cluster, namespace, name, &options, dry_run, &Signals)
+        .await
+        .map_err(|e| match e {
+            gc_runtime::LockError::Cancelled(why) => {
+                anyhow::Error::new(crate::signals::Stopped::new(why))
             }
-            if let Some(stopped) = stopped("while waiting for") {
-                return Err(stopped);
-            }
-            if Instant::now() >= deadline {
-                anyhow::bail!(
-                    "another run holds lease {name} in namespace {namespace}; waited {}s; nothing was changed",
-                    args.lock_wait_seconds
-                );
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        };
-        crate::signals::register(&lock.stop);
-        lock.renewer = Some(tokio::spawn(renew(
-            Renewer {
-                cluster: cluster.clone(),
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                holder: lock.holder.clone(),
-                lease,
-            },
-            held,
-            Arc::clone(&lock.state),
-            Arc::clone(&lock.stop),
-        )));
-        Ok(lock)
-    }
-
-    /// Set when the lock is lost, or when a termination signal asks the process to stop.
-    pub(crate) fn stop(&self) -> &AtomicBool {
-        &self.stop
-    }
-
-    /// Halted only when the lock is lost (or may be), never by a signal: for a caller that
-    /// finishes the target in progress on a signal and checks [`crate::signals::received`]
-    /// between targets.
-    pub(crate) fn halt(&self) -> &dyn gc_core::ports::Halt {
-        &*self.state
-    }
-
-    /// The error of a run whose lock was lost, when it was: it wrote nothing after it noticed.
-    pub(crate) fn lost(&self) -> Option<anyhow::Error> {
-        use gc_core::ports::Halt as _;
-        self.state.halted();
-        self.state.lost().map(|why| {
-            anyhow::Error::new(LockLost(format!(
-                "lost the run lock {} in namespace {}: {why}; this run wrote nothing after it \
-                 noticed, and the next run resumes",
-                self.name, self.namespace
-            )))
-        })
-    }
-
-    /// Stops renewing and gives the lease up. A failure is a warning: the lease expires by
-    /// itself within its duration. A lost lease is left as it is.
-    pub(crate) async fn release(self) {
-        let Some(renewer) = self.renewer else {
-            return;
-        };
-        renewer.abort();
-        if let Some(signal) = crate::signals::received() {
-            tracing::warn!(
-                "{signal} received: releasing the run lock {} in namespace {}; the next run resumes",
-                self.name,
-                self.namespace
-            );
-        }
-        if self.state.lost().is_some() {
-            return;
-        }
-        if let Err(e) = self
-            .cluster
-            .release(&self.namespace, &self.name, &self.holder)
-            .await
-        {
-            tracing::warn!(
-                "cannot release the run lock {} (it expires by itself): {e}",
-                self.name
-            );
-        }
-    }
+            other => anyhow::Error::new(other),
+        })?;
+    crate::signals::register(lock.stop_flag());
+    Ok(lock)
 }
 
-/// A run that lost its lock: it wrote nothing after it noticed, and posts no Event.
-#[derive(Debug)]
-pub(crate) struct LockLost(String);
-
-impl std::fmt::Display for LockLost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+/// Releases `lock`, saying so when a signal stopped its run.
+pub(crate) async fn release_lock(lock: gc_runtime::RunLock) {
+    if let Some(signal) = crate::signals::received() {
+        tracing::warn!(
+            "{signal} received: releasing the run lock {} in namespace {}; the next run resumes",
+            lock.name(),
+            lock.namespace()
+        );
     }
+    lock.release().await;
 }
 
-impl std::error::Error for LockLost {}
+/// The error of a run whose lock `lock` was lost, when it was.
+pub(crate) fn lost(lock: &gc_runtime::RunLock) -> Option<anyhow::Error> {
+    lock.lost().map(anyhow::Error::new)
+}
 
-/// Whether the run that ended with `error` lost its lock ([`LockLost`] in its chain).
+/// Whether the run that ended with `error` lost its lock ([`gc_runtime::LockLost`] in its chain).
 pub(crate) fn lock_lost(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.is::<LockLost>())
-}
-
-/// Which Lease a renewal task renews.
-struct Renewer {
-    cluster: gc_k8s::KubeCluster,
-    namespace: String,
-    name: String,
-    holder: String,
-    lease: u32,
-}
-
-/// Renews the lease every third of its duration (every second after a failed renewal), fenced
-/// on the last renewal; marks the lock
-/// lost, and sets `stop`, when the Lease expired or was written by anyone else since, or when no
-/// renewal succeeded for two thirds of the lease (before it could expire). It never takes back a
-/// lease it let lapse.
-async fn renew(r: Renewer, mut held: gc_k8s::Held, state: Arc<LockState>, stop: Arc<AtomicBool>) {
-    use gc_core::ports::Halt as _;
-    let period = Duration::from_secs(u64::from(r.lease)) / 3;
-    // After a failed renewal, tries again soon: the lock is lost two thirds of the lease after
-    // the last renewal, only one period after a failed one.
-    let retry = Duration::from_secs(1).min(period);
-    let name = &r.name;
-    let mut wait = period;
-    loop {
-        tokio::time::sleep(wait).await;
-        if state.halted() {
-            break;
-        }
-        let sent = Instant::now();
-        match r
-            .cluster
-            .renew(&r.namespace, name, &r.holder, r.lease, &held)
-            .await
-        {
-            Ok(gc_k8s::Renewal::Renewed(now)) => {
-                held = now;
-                wait = period;
-                *state
-                    .renewed
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = sent;
-            }
-            Ok(gc_k8s::Renewal::Lost(why)) => {
-                state.lose(format!("the run lock {name} is lost: {why}"));
-                break;
-            }
-            Err(e) => {
-                tracing::warn!("cannot renew the run lock {name}: {e}; trying again");
-                if state.halted() {
-                    break;
-                }
-                wait = retry;
-            }
-        }
-    }
-    stop.store(true, Ordering::SeqCst);
+    error.chain().any(|e| e.is::<gc_runtime::LockLost>())
 }
 
 /// A one-line progress report on a terminal's stderr; silent when stderr is not a terminal.

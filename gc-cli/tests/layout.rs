@@ -247,6 +247,26 @@ fn only_main_imports_the_command_line_and_nothing_imports_main() {
 }
 
 /// The reader itself, on small texts: groups, `self`, `super`, relative child paths, tests.
+/// The run lock is `gc-runtime`'s: the CLI takes, renews and releases no Lease itself.
+#[test]
+fn the_cli_holds_no_lease_itself() {
+    let src = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));
+    for (module, text) in modules(src) {
+        for call in [
+            ".acquire(",
+            ".renew(",
+            "try_acquire(",
+            "ports::Lock",
+            "Renewal::",
+        ] {
+            assert!(
+                !text.contains(call),
+                "{module} calls {call}: use gc_runtime::RunLock"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_reader_sees_every_kind_of_path() {
     let known: BTreeMap<Module, String> = [

@@ -85,6 +85,18 @@ impl Env {
             .collect())
     }
 
+    /// Takes the Lease `lease` of namespace `i` as another run would; release it with the
+    /// adapter returned.
+    async fn held_by_another(&self, i: usize, lease: &str) -> Result<gc_k8s::KubeCluster> {
+        let other = gc_k8s::KubeCluster::new(self.namespaces[i].client().clone());
+        assert!(
+            other
+                .try_acquire(self.name(i), lease, "another-run", 60)
+                .await?
+        );
+        Ok(other)
+    }
+
     /// Labels namespace `i` with `labels`.
     async fn label(&self, i: usize, labels: Value) -> Result {
         let api: Api<Namespace> = Api::all(self.bed.client());
@@ -134,12 +146,7 @@ async fn one_namespaces_failure_does_not_stop_the_others_but_fails_the_run() -> 
         target(&env.namespaces[i], "due").await?;
     }
     // Another run holds the first namespace's lock.
-    let other = gc_k8s::KubeCluster::new(env.namespaces[0].client().clone());
-    assert!(
-        other
-            .try_acquire(env.name(0), "gc-pods", "another-run", 60)
-            .await?
-    );
+    let other = env.held_by_another(0, "gc-pods").await?;
     let out = env.run_pods(&[
         "-n",
         env.name(0),
@@ -353,12 +360,7 @@ async fn sessions_are_collected_in_each_namespace_with_its_audit_lines() -> Resu
 
     // -o json over several namespaces: every namespace is in the document, a failed one (its
     // lock held by another run) by its refusal.
-    let other = gc_k8s::KubeCluster::new(env.namespaces[0].client().clone());
-    assert!(
-        other
-            .try_acquire(env.name(0), "gc-sessions", "another-run", 60)
-            .await?
-    );
+    let other = env.held_by_another(0, "gc-sessions").await?;
     let out = command()
         .args(["run", "sessions", "--kinds", "Service", "-o", "json"])
         .args(["--now", &later.to_string()])
@@ -447,12 +449,7 @@ async fn several_namespaces_print_a_list_and_exit_as_their_worst_failure() -> Re
         );
     }
     // One refused on its data, one failed (its lock held): 1.
-    let other = gc_k8s::KubeCluster::new(env.namespaces[1].client().clone());
-    assert!(
-        other
-            .try_acquire(env.name(1), "gc-pods", "another-run", 60)
-            .await?
-    );
+    let other = env.held_by_another(1, "gc-pods").await?;
     let out = env.run_pods(&[
         "-n",
         env.name(0),

@@ -17,7 +17,7 @@ use crate::archives::ArchiveArgs;
 use crate::clock;
 use crate::events::{EventArgs, Events};
 use crate::exit::UsageError;
-use crate::live::{self, ConnectArgs, LockArgs, RunLock};
+use crate::live::{self, ConnectArgs, LockArgs};
 use crate::metrics::{MetricsArgs, RunMetrics};
 use crate::output::{Output, OutputArgs, escape, write_doc};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
@@ -357,14 +357,14 @@ async fn outside(
     for ns in namespaces {
         let released = async {
             let cfg = inputs(&ns)?;
-            let lock = RunLock::take(&cluster, &ns, PODS_LOCK, job.lock, dry_run).await?;
+            let lock = live::take_lock(&cluster, &ns, PODS_LOCK, job.lock, dry_run).await?;
             let why = "its namespace is outside the run's selection (--namespace-selector, \
                        --exclude-namespace): never collected";
             let recovered = apply::release_pins(&cluster, &cfg, lock.halt(), dry_run, why, false)
                 .await
                 .with_context(|| format!("cannot list pinned Pods in namespace {ns}"));
-            let lost = lock.lost();
-            lock.release().await;
+            let lost = live::lost(&lock);
+            live::release_lock(lock).await;
             match lost {
                 Some(lost) => Err(lost),
                 None => recovered,
@@ -606,7 +606,7 @@ async fn connected(
 ) -> Result<Report, (&'static str, anyhow::Error)> {
     let run = |e: anyhow::Error| ("run", e);
     let sink = job.archive.sink().map_err(|e| run(e.into()))?;
-    let lock = RunLock::take(cluster, &cfg.namespace, PODS_LOCK, job.lock, dry_run)
+    let lock = live::take_lock(cluster, &cfg.namespace, PODS_LOCK, job.lock, dry_run)
         .await
         .map_err(run)?;
     let report = match usable(job.store, &sink, &cfg.cluster_id).await {
@@ -641,8 +641,8 @@ async fn connected(
                 })
         }
     };
-    let lost = lock.lost();
-    lock.release().await;
+    let lost = live::lost(&lock);
+    live::release_lock(lock).await;
     match lost {
         Some(lost) => Err(("lock", lost)),
         None => report,

@@ -430,7 +430,7 @@ async fn run_once(
     } = *run;
     let time = rfc3339(now);
     let outcome = async {
-        let lock = live::RunLock::take(
+        let lock = live::take_lock(
             cluster,
             &cfg.namespace,
             SESSIONS_LOCK,
@@ -446,8 +446,8 @@ async fn run_once(
         let report = collect_sessions::run(cluster, table, cfg, now, args.dry_run, stop).await;
         // A run that lost its lock says so, and nothing else: what it did not finish is the
         // next run's.
-        let lost = lock.lost();
-        lock.release().await;
+        let lost = live::lost(&lock);
+        live::release_lock(lock).await;
         match lost {
             Some(lost) => Err(lost),
             None => report.map_err(|e| refused(e, cfg, "nothing deleted")),
