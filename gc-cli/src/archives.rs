@@ -331,17 +331,7 @@ fn show(args: &Show) -> anyhow::Result<()> {
 
 /// What is wrong with `bytes` as the archive `receipt` records, if anything.
 fn mismatch(receipt: &Receipt, bytes: &[u8]) -> Option<String> {
-    let digest = gc_core::archive::digest(bytes);
-    if digest != receipt.sha256 || bytes.len() as u64 != receipt.bytes {
-        Some(format!(
-            "does not match its receipt: sha256 {digest} ({} bytes), receipt {} ({} bytes)",
-            bytes.len(),
-            receipt.sha256,
-            receipt.bytes
-        ))
-    } else {
-        None
-    }
+    gc_core::archive::mismatch(bytes, &receipt.sha256, Some(receipt.bytes), &receipt.uid)
 }
 
 /// Text at `pointer` in `doc`, or "".

@@ -1108,15 +1108,10 @@ async fn verify_archive<A: ArchiveSink>(
     uid: &str,
 ) -> Result<(), String> {
     let back = sink.read(uri).await.map_err(|e| e.to_string())?;
-    if archive::digest(&back) != sha256 {
-        return Err("archive readback mismatch".into());
+    match archive::mismatch(&back, sha256, None, uid) {
+        Some(problem) => Err(format!("archive {uri} {problem}")),
+        None => Ok(()),
     }
-    let doc: Value =
-        serde_json::from_slice(&back).map_err(|e| format!("archive unreadable: {e}"))?;
-    if doc["metadata"]["uid"] != uid {
-        return Err("archive identity mismatch".into());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -34,10 +34,53 @@ pub fn digest(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// What is wrong with `bytes` as the archive of Pod `uid` that a receipt records with `sha256`
+/// (and `size`, when it records one), if anything. The one check of an archive read back: by
+/// apply before the receipt and the delete, and by `archives show|verify`.
+pub fn mismatch(bytes: &[u8], sha256: &str, size: Option<u64>, uid: &str) -> Option<String> {
+    let found = digest(bytes);
+    let length = bytes.len() as u64;
+    if found != sha256 || size.is_some_and(|s| s != length) {
+        let recorded = size.map_or_else(String::new, |s| format!(" ({s} bytes)"));
+        return Some(format!(
+            "does not match its receipt: sha256 {found} ({length} bytes), receipt {sha256}{recorded}"
+        ));
+    }
+    let doc: Value = match serde_json::from_slice(bytes) {
+        Ok(doc) => doc,
+        Err(e) => return Some(format!("is not readable: {e}")),
+    };
+    let named = &doc["metadata"]["uid"];
+    (named != uid).then(|| format!("is not the archive of Pod {uid}: it names uid {named}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_archive_matches_its_receipt_by_digest_size_and_pod() {
+        let doc = br#"{"metadata":{"uid":"u-1"},"status":{}}"#;
+        let sha = digest(doc);
+        assert_eq!(mismatch(doc, &sha, Some(doc.len() as u64), "u-1"), None);
+        assert_eq!(mismatch(doc, &sha, None, "u-1"), None);
+        let other = mismatch(b"{}", &sha, None, "u-1").unwrap();
+        assert!(
+            other.starts_with("does not match its receipt: sha256 "),
+            "{other}"
+        );
+        let short = mismatch(doc, &sha, Some(1), "u-1").unwrap();
+        assert!(
+            short.ends_with(&format!("receipt {sha} (1 bytes)")),
+            "{short}"
+        );
+        let pod = mismatch(doc, &sha, None, "u-2").unwrap();
+        assert_eq!(pod, "is not the archive of Pod u-2: it names uid \"u-1\"");
+        let text = b"not json";
+        let unreadable = mismatch(text, &digest(text), None, "u-1").unwrap();
+        assert!(unreadable.starts_with("is not readable: "), "{unreadable}");
+    }
 
     #[test]
     fn the_digest_is_sha256sums() {
