@@ -68,16 +68,22 @@ pub enum LockError {
 #[error("{0}")]
 pub struct LockLost(String);
 
-/// Who holds a run lock: the host (the Pod's name in a cluster), the process and the instant it
-/// asked, so that two processes are told apart even where they share a host name and a pid (a
-/// container restarted in the same Pod runs as pid 1 again).
+/// Who holds a run lock: the host (the Pod's name in a cluster), the process, the instant it
+/// asked and 64 random bits, so that two processes are told apart even where they share a host
+/// name and a pid (a container restarted in the same Pod runs as pid 1 again; two replicas of a
+/// Deployment started at once).
 pub fn holder() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "gc".into());
     let asked = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_nanos();
-    format!("{host}-{}-{asked:x}", std::process::id())
+    // The standard library seeds each `RandomState` from the system's random source.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!("{host}-{}-{asked:x}-{random:016x}", std::process::id())
 }
 
 /// The run lock of a namespace, held and renewed in the background until released. When the
