@@ -73,9 +73,7 @@ impl Archives {
     pub fn holds(&self, uri: &str) -> bool {
         match self {
             Self::Directory(sink) => sink.holds(uri),
-            Self::Object(sink) => {
-                uri.starts_with(&format!("{}/", sink.url().trim_end_matches('/')))
-            }
+            Self::Object(sink) => sink.holds(uri),
         }
     }
 
