@@ -450,18 +450,7 @@ async fn several_namespaces_print_a_list_and_exit_as_their_worst_failure() -> Re
     }
     // One refused on its data, one failed (its lock held): 1.
     let other = env.held_by_another(1, "gc-pods").await?;
-    let out = env.run_pods(&[
-        "-n",
-        env.name(0),
-        "-n",
-        env.name(1),
-        "--max-pods",
-        "1",
-        "--max-inventory",
-        "1",
-        "--lock-wait-seconds",
-        "1",
-    ]);
+    let out = env.run_pods(&[&both[..], &["--lock-wait-seconds", "1"]].concat());
     other.release(env.name(1), "gc-pods", "another-run").await?;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     for i in 0..2 {
