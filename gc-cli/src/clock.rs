@@ -1,20 +1,8 @@
-//! The binary's one clock: the current instant as float seconds since the epoch (as Python's
-//! `time.time()`), the instant a `--now` flag gives, and the engine's [`Clock`] port over it.
-
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use async_trait::async_trait;
-use gc_core::ports::Clock;
+//! The instant a `--now` flag gives, and the run's clock (`gc_runtime::clock`).
 
 use crate::exit::UsageError;
 
-/// Now, in seconds since the Unix epoch.
-pub(crate) fn now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64()
-}
+pub(crate) use gc_runtime::clock::now;
 
 /// The instant to plan for: `--now` or the clock, as float seconds like Python's `time.time()`.
 ///
@@ -48,17 +36,4 @@ fn seconds(at: time::OffsetDateTime) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let seconds = micros as f64 / 1e6;
     seconds
-}
-
-/// The clock of a real run.
-pub(crate) struct SystemClock;
-
-#[async_trait]
-impl Clock for SystemClock {
-    fn now(&self) -> f64 {
-        now()
-    }
-    async fn sleep(&self, seconds: f64) {
-        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
-    }
 }

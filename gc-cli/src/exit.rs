@@ -8,14 +8,7 @@ use std::error::Error;
 use std::fmt;
 use std::path::Path;
 
-use gc_core::approval::PlanFileError;
-use gc_core::collect_sessions::SessionRunError;
-use gc_core::config::InputError;
-use gc_core::inventory::InventoryError;
-use gc_core::ledger::LedgerError;
-use gc_core::plan::PlanError;
-use gc_core::ports::{ClusterError, StoreError};
-use gc_core::sessions::SessionPlanError;
+use gc_runtime::FailureKind;
 
 /// The command did what it was asked.
 pub(crate) const OK: u8 = 0;
@@ -33,21 +26,11 @@ pub(crate) fn code(error: &anyhow::Error) -> u8 {
     error.chain().find_map(class).unwrap_or(FAILURE)
 }
 
-/// The code of one error in a chain, when its type decides one.
+/// The code of one error in a chain, when its type decides one: the command line's own errors,
+/// then the kind of a run's failure ([`FailureKind`]).
 fn class(error: &(dyn Error + 'static)) -> Option<u8> {
-    if error.is::<UsageError>()
-        || error.is::<clap::Error>()
-        || error.is::<InputError>()
-        || error.is::<PlanFileError>()
-    {
+    if error.is::<UsageError>() || error.is::<clap::Error>() {
         return Some(USAGE);
-    }
-    if error.is::<PlanError>()
-        || error.is::<InventoryError>()
-        || error.is::<LedgerError>()
-        || error.is::<SessionPlanError>()
-    {
-        return Some(PLAN);
     }
     if let Some(several) = error.downcast_ref::<NamespacesFailed>() {
         return Some(if several.refused_on_data {
@@ -56,20 +39,11 @@ fn class(error: &(dyn Error + 'static)) -> Option<u8> {
             FAILURE
         });
     }
-    if let Some(run) = error.downcast_ref::<SessionRunError>() {
-        // The plan's refusals (no answer for an id, the guard) are about the data; a list or a
-        // database failure is not.
-        return Some(match run {
-            SessionRunError::Plan(_) => PLAN,
-            SessionRunError::List { .. } | SessionRunError::Database(_) => FAILURE,
-        });
-    }
-    // Named so that a typed error further in (a cause) cannot change the code.
-    if error.is::<StoreError>() || error.is::<ClusterError>() || error.is::<gc_k8s::ConnectError>()
-    {
-        return Some(FAILURE);
-    }
-    None
+    FailureKind::decided_by(error).map(|kind| match kind {
+        FailureKind::Usage => USAGE,
+        FailureKind::Data => PLAN,
+        FailureKind::Run => FAILURE,
+    })
 }
 
 /// Several namespaces of a run failed: exit code [`PLAN`] when every one that failed was refused
@@ -148,6 +122,14 @@ impl Error for UsageError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gc_core::approval::PlanFileError;
+    use gc_core::collect_sessions::SessionRunError;
+    use gc_core::config::InputError;
+    use gc_core::inventory::InventoryError;
+    use gc_core::ledger::LedgerError;
+    use gc_core::plan::PlanError;
+    use gc_core::ports::{ClusterError, StoreError};
+    use gc_core::sessions::SessionPlanError;
 
     fn check(error: anyhow::Error, expected: u8) {
         assert_eq!(code(&error), expected, "{error:#}");

@@ -124,67 +124,12 @@ pub(crate) struct LockArgs {
 
 impl LockArgs {
     /// The lock's options these flags give.
-    fn options(&self) -> gc_runtime::LockOptions {
+    pub(crate) fn options(&self) -> gc_runtime::LockOptions {
         gc_runtime::LockOptions {
             wait: Duration::from_secs(self.lock_wait_seconds),
             lease_seconds: self.lock_lease_seconds,
         }
     }
-}
-
-/// The termination signals, as the run lock's cancellation.
-struct Signals;
-
-impl gc_runtime::Cancel for Signals {
-    fn cancelled(&self) -> Option<String> {
-        crate::signals::received().map(|signal| format!("stopped by {signal}"))
-    }
-}
-
-/// Takes the run lock of `namespace` as the flags say ([`gc_runtime::RunLock::take`]), after
-/// hooking the termination signals: once one arrives, no lock is taken (the run is
-/// [`crate::signals::Stopped`]) and a held lock's run stops after the target in progress.
-pub(crate) async fn take_lock(
-    cluster: &gc_k8s::KubeCluster,
-    namespace: &str,
-    name: &str,
-    args: &LockArgs,
-    dry_run: bool,
-) -> anyhow::Result<gc_runtime::RunLock> {
-    crate::signals::install()?;
-    let options = args.options();
-    let lock = gc_runtime::RunLock::take(cluster, namespace, name, &options, dry_run, &Signals)
-        .await
-        .map_err(|e| match e {
-            gc_runtime::LockError::Cancelled(why) => {
-                anyhow::Error::new(crate::signals::Stopped::new(why))
-            }
-            other => anyhow::Error::new(other),
-        })?;
-    crate::signals::register(lock.stop_flag());
-    Ok(lock)
-}
-
-/// Releases `lock`, saying so when a signal stopped its run.
-pub(crate) async fn release_lock(lock: gc_runtime::RunLock) {
-    if let Some(signal) = crate::signals::received() {
-        tracing::warn!(
-            "{signal} received: releasing the run lock {} in namespace {}; the next run resumes",
-            lock.name(),
-            lock.namespace()
-        );
-    }
-    lock.release().await;
-}
-
-/// The error of a run whose lock `lock` was lost, when it was.
-pub(crate) fn lost(lock: &gc_runtime::RunLock) -> Option<anyhow::Error> {
-    lock.lost().map(anyhow::Error::new)
-}
-
-/// Whether the run that ended with `error` lost its lock ([`gc_runtime::LockLost`] in its chain).
-pub(crate) fn lock_lost(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.is::<gc_runtime::LockLost>())
 }
 
 /// A one-line progress report on a terminal's stderr; silent when stderr is not a terminal.

@@ -19,9 +19,14 @@ pub(crate) enum RunCommand {
 impl RunCommand {
     /// Runs the collector once.
     pub(crate) fn run(&self) -> anyhow::Result<()> {
+        crate::live::block_on(self.run_async())
+    }
+
+    /// Runs the collector once, on the caller's runtime.
+    pub(crate) async fn run_async(&self) -> anyhow::Result<()> {
         match self {
-            Self::Pods(args) => crate::pods::apply::run(args),
-            Self::Sessions(args) => crate::sessions::run::run(args),
+            Self::Pods(args) => crate::pods::apply::run(args).await,
+            Self::Sessions(args) => crate::sessions::run::run(args).await,
         }
     }
 

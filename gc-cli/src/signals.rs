@@ -3,14 +3,14 @@
 //! Pod engine finishes its target in progress and starts no other: it reads the lock's `lost`
 //! flag inside a target and this one only between targets), no lock is taken any more, and `serve` starts no other run and leaves its
 //! sleep at once. A second one stops the process at once (exit status 128 + the signal's number).
-//! A run so stopped ends with a [`Stopped`] error: neither a success nor a failure.
+//! A run so stopped ends with a [`Stopped`] error: neither a success nor a failure. The runs
+//! read the signals as their [`gc_runtime::Cancel`], [`Signals`].
 //!
 //! The signals are hooked once, on a thread of their own with its own runtime, by the first
 //! [`install`]: commands that never take a run lock keep the default (the signal ends them).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use anyhow::Context;
 
@@ -18,8 +18,6 @@ use anyhow::Context;
 static RECEIVED: OnceLock<&'static str> = OnceLock::new();
 /// The stop flags of the run locks taken so far (set when the signal arrives).
 static FLAGS: Mutex<Vec<Weak<AtomicBool>>> = Mutex::new(Vec::new());
-/// Wakes whoever waits in [`sleep`] when the signal arrives.
-static WAKE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
 /// The outcome of the first [`install`].
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
@@ -40,30 +38,18 @@ pub(crate) fn received() -> Option<&'static str> {
     RECEIVED.get().copied()
 }
 
-/// A run a termination signal stopped before it finished (or before it took its lock): neither a
-/// success nor a failure, so no failure alert, no Warning Event, and the last run's success and
-/// last success are kept; a one-shot command still exits 1, as the run did not finish.
-#[derive(Debug)]
-pub(crate) struct Stopped(String);
+pub(crate) use gc_runtime::{Stopped, stopped};
 
-impl Stopped {
-    /// A stop, in words that name the signal and what the run did and did not do.
-    pub(crate) fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
+/// The termination signals, as the runs' [`gc_runtime::Cancel`]: hooked by [`install`].
+pub(crate) struct Signals;
+
+impl gc_runtime::Cancel for Signals {
+    fn cancelled(&self) -> Option<String> {
+        received().map(str::to_owned)
     }
-}
-
-impl std::fmt::Display for Stopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+    fn register(&self, flag: &Arc<AtomicBool>) {
+        register(flag);
     }
-}
-
-impl std::error::Error for Stopped {}
-
-/// Whether a signal stopped the run that ended with `error` ([`Stopped`] in its chain).
-pub(crate) fn stopped(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.is::<Stopped>())
 }
 
 /// Sets `flag` when a signal asks the process to stop (at once if one did already).
@@ -75,16 +61,6 @@ pub(crate) fn register(flag: &Arc<AtomicBool>) {
     if received().is_some() {
         flag.store(true, Ordering::SeqCst);
     }
-}
-
-/// Sleeps for `duration`, or until a signal asks the process to stop; `false` when one did
-/// (before or during the sleep).
-pub(crate) fn sleep(duration: Duration) -> bool {
-    let (lock, wake) = &WAKE;
-    let guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
-    let waited = wake.wait_timeout_while(guard, duration, |()| received().is_none());
-    drop(waited.unwrap_or_else(PoisonError::into_inner));
-    received().is_none()
 }
 
 /// Starts the signal thread and waits until its hooks are in place.
@@ -101,7 +77,7 @@ fn hook() -> anyhow::Result<()> {
                 Err(e) => return drop(ready.send(Err(e))),
             };
             runtime.block_on(async move {
-                match Signals::new() {
+                match Hooked::new() {
                     Ok(signals) => {
                         let _ = ready.send(Ok(()));
                         watch(signals).await;
@@ -118,7 +94,7 @@ fn hook() -> anyhow::Result<()> {
 }
 
 /// The first signal asks the process to stop; the second stops it.
-async fn watch(mut signals: Signals) {
+async fn watch(mut signals: Hooked) {
     let (name, _) = signals.next().await;
     stop(name);
     let (name, number) = signals.next().await;
@@ -126,7 +102,7 @@ async fn watch(mut signals: Signals) {
     std::process::exit(128 + number);
 }
 
-/// Asks the process to stop: records `name`, sets every lock's stop flag, wakes the sleepers.
+/// Asks the process to stop: records `name`, sets every lock's stop flag.
 fn stop(name: &'static str) {
     let _ = RECEIVED.set(name);
     tracing::warn!(
@@ -138,20 +114,17 @@ fn stop(name: &'static str) {
         flag.store(true, Ordering::SeqCst);
     }
     drop(flags);
-    let (lock, wake) = &WAKE;
-    let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
-    wake.notify_all();
 }
 
 /// The hooked signals.
 #[cfg(unix)]
-struct Signals {
+struct Hooked {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
 }
 
 #[cfg(unix)]
-impl Signals {
+impl Hooked {
     fn new() -> std::io::Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Self {
@@ -178,10 +151,10 @@ impl Signals {
 
 /// The hooked signal: Ctrl-C.
 #[cfg(not(unix))]
-struct Signals;
+struct Hooked;
 
 #[cfg(not(unix))]
-impl Signals {
+impl Hooked {
     fn new() -> std::io::Result<Self> {
         Ok(Self)
     }

@@ -48,7 +48,7 @@ pub async fn list_inventory(
     query: &PodQuery,
     rules: Rules<'_>,
     keep_at_most: usize,
-    progress: &mut dyn FnMut(usize, usize),
+    progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<Inventory, ClusterError> {
     let mut restarts = 0;
     // One scan from the first page to the last, started again when its token expires.

@@ -4,7 +4,21 @@
 //!
 //! - [`RunLock`]: one run at a time per namespace, on a renewed `coordination.k8s.io` Lease;
 //!   a run that lost it writes nothing more ([`RunLock::halt`]) and never takes it back.
+//! - [`metrics`]: what a run reports (the Pushgateway, a metrics file, a webhook alert, the
+//!   in-memory exposition of a long-running process); [`events`]: its Kubernetes Events.
+//! - [`Cancel`], [`StopToken`]: the embedder's shutdown; a run so stopped is [`Stopped`].
 
+pub mod clock;
+pub mod events;
+pub mod files;
 mod lock;
+pub mod metrics;
+mod outcome;
+pub mod pods;
+pub mod serve;
+pub mod sessions;
+mod stop;
 
-pub use lock::{Cancel, LockError, LockLost, LockOptions, NeverCancel, RunLock, holder};
+pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
+pub use outcome::{Failure, FailureKind, NamespaceRun, Outcome};
+pub use stop::{Cancel, NeverCancel, StopToken, Stopped, stopped};

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use gc_core::ports::{ClusterError, Halt, Lock as _};
 use gc_k8s::{Held, KubeCluster, Renewal};
 
+use crate::{Cancel, Stopped};
+
 /// How a run takes its lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LockOptions {
@@ -19,24 +21,6 @@ pub struct LockOptions {
     /// The lease, in seconds: renewed every third of it, so a crashed run's lock frees itself
     /// this long after the crash.
     pub lease_seconds: u32,
-}
-
-/// The embedder's shutdown, asked before the lock is taken and while waiting for it: `Some`
-/// with the words that say why (for example `stopped by SIGTERM`) once the run must not start.
-/// A run that holds its lock is stopped through [`RunLock::stop_flag`] instead.
-pub trait Cancel: Send + Sync {
-    /// Why the run must not start, once it must not.
-    fn cancelled(&self) -> Option<String>;
-}
-
-/// Never cancelled.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NeverCancel;
-
-impl Cancel for NeverCancel {
-    fn cancelled(&self) -> Option<String> {
-        None
-    }
 }
 
 /// Why no lock was taken. Nothing was changed in any case.
@@ -175,7 +159,7 @@ impl RunLock {
         let cancelled = |when: &str| {
             cancel.cancelled().map(|why| {
                 LockError::Cancelled(format!(
-                    "{why} {when} the run lock {name} in namespace {namespace}; nothing was changed"
+                    "stopped by {why} {when} the run lock {name} in namespace {namespace}; nothing was changed"
                 ))
             })
         };
@@ -196,6 +180,7 @@ impl RunLock {
             }),
             renewer: None,
         };
+        cancel.register(&lock.stop);
         if dry_run {
             return Ok(lock);
         }
@@ -349,6 +334,43 @@ async fn renew(r: Renewer, mut held: Held, state: Arc<LockState>, stop: Arc<Atom
         }
     }
     stop.store(true, Ordering::SeqCst);
+}
+
+/// [`RunLock::take`], a cancelled wait being [`Stopped`].
+pub(crate) async fn take_or_stop(
+    cluster: &KubeCluster,
+    namespace: &str,
+    name: &str,
+    options: &LockOptions,
+    dry_run: bool,
+    cancel: &dyn Cancel,
+) -> anyhow::Result<RunLock> {
+    RunLock::take(cluster, namespace, name, options, dry_run, cancel)
+        .await
+        .map_err(|e| match e {
+            LockError::Cancelled(why) => anyhow::Error::new(Stopped::new(why)),
+            other => anyhow::Error::new(other),
+        })
+}
+
+/// Releases `lock`, saying so when `cancel` stopped its run; the error of the run when the lock
+/// was lost.
+pub(crate) async fn release_saying(lock: RunLock, cancel: &dyn Cancel) -> Option<anyhow::Error> {
+    let lost = lock.lost().map(anyhow::Error::new);
+    if let Some(cause) = cancel.cancelled() {
+        tracing::warn!(
+            "{cause} received: releasing the run lock {} in namespace {}; the next run resumes",
+            lock.name(),
+            lock.namespace()
+        );
+    }
+    lock.release().await;
+    lost
+}
+
+/// Whether the run that ended with `error` lost its lock ([`LockLost`] in its chain).
+pub(crate) fn lock_lost(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| e.is::<LockLost>())
 }
 
 #[cfg(test)]

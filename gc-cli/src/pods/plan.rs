@@ -7,7 +7,6 @@ use anyhow::Context;
 use clap::Args;
 use gc_core::approval::{PlanFile, PlanSet, check_ttl};
 use gc_core::inventory::{Inventory, Reader};
-use gc_core::ports::Store as _;
 use gc_core::{PodConfig, PodPlan, PreviousLedger, plan_pods};
 
 use crate::exit::UsageError;
@@ -259,8 +258,9 @@ pub(crate) async fn plan_in(
     }
 }
 
-/// Plans from the cluster; the ledger comes from the store (or `--ledger`) and goes back to the
-/// store (unless `--ledger-out` takes it, or `--now` plans for another instant). Nothing is
+/// Plans from the cluster ([`gc_runtime::pods::plan_live`]); the ledger comes from the store
+/// (or `--ledger`) and goes back to the store (unless `--ledger-out` takes it, or `--now` plans
+/// for another instant: a first observation dated then would shorten retention). Nothing is
 /// written to the cluster.
 async fn plan_live(
     args: &PlanPods,
@@ -269,42 +269,16 @@ async fn plan_live(
     now: f64,
     (cluster, store): LivePorts<'_>,
 ) -> anyhow::Result<PodPlan> {
-    let loaded;
-    let previous = match (file_ledger, store) {
-        (Some(ledger), _) => ledger,
-        (None, Some(store)) => {
-            loaded = store
-                .load_ledger(&cfg.cluster_id, &cfg.namespace)
-                .await
-                .context("cannot load the ledger")?;
-            &loaded
-        }
-        (None, None) => &PreviousLedger::default(),
-    };
-    let rules = cfg.rules();
-    let query = gc_k8s::failed_pod_query(cfg, 500);
-    let mut progress = live::Progress::new();
-    let inventory = gc_k8s::list_inventory(
+    let live = gc_runtime::pods::Live {
         cluster,
-        &query,
-        rules,
-        cfg.max_inventory + 1,
-        &mut |pages, pods| {
-            progress.update(pages, pods);
-        },
-    )
-    .await
-    .with_context(|| format!("cannot list the Pods of namespace {}", cfg.namespace))?;
+        store,
+        record: args.ledger_out.is_none() && args.now.is_none(),
+    };
+    let mut progress = live::Progress::new();
+    let plan = gc_runtime::pods::plan_live(live, cfg, file_ledger, now, &mut |pages, pods| {
+        progress.update(pages, pods);
+    })
+    .await;
     progress.done();
-    let plan = plan_pods(&inventory, previous, cfg, now)
-        .with_context(|| format!("namespace {}", cfg.namespace))?;
-    // A plan for another instant (`--now`) records no observation in the store: it would date
-    // it then, and a first observation in the past would shorten retention.
-    if let (Some(store), None, None) = (store, &args.ledger_out, &args.now) {
-        store
-            .save_ledger(&cfg.cluster_id, &cfg.namespace, &plan.ledger)
-            .await
-            .context("cannot save the ledger")?;
-    }
-    Ok(plan)
+    plan
 }

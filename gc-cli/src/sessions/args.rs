@@ -2,7 +2,6 @@
 //! table they name.
 
 use clap::Args;
-use gc_core::collect_sessions::SessionRunError;
 use gc_core::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Selector};
 use gc_core::sessions::{Kind, SessionConfig, SessionInputs};
 use gc_k8s::KubeCluster;
@@ -287,25 +286,6 @@ pub(crate) async fn try_connect(
             cluster: Some(cluster),
             error: anyhow::Error::new(e).context("cannot open the session table"),
         }),
-    }
-}
-
-/// A refusal, naming what came of it (`outcome`: no plan, nothing deleted). Its type gives the
-/// exit code (`crate::exit`).
-pub(crate) fn refused(error: SessionRunError, cfg: &SessionConfig, outcome: &str) -> anyhow::Error {
-    anyhow::Error::new(error).context(format!(
-        "namespace {} of cluster {}: {outcome}",
-        cfg.namespace, cfg.cluster_id
-    ))
-}
-
-/// Warns of each kind the API server does not serve.
-pub(crate) fn warn_missing(missing: &[String], namespace: &str) {
-    for kind in missing {
-        tracing::warn!(
-            "{kind} is not served by the API server (definition not installed); not scanned in \
-             namespace {namespace}"
-        );
     }
 }
 

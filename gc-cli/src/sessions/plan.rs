@@ -14,7 +14,8 @@ use serde::Serialize;
 use crate::files::write_file;
 use crate::live;
 use crate::output::{Output, OutputArgs, object_name, rfc3339, write_columns, write_doc};
-use crate::sessions::args::{SessionArgs, configs, connect, refused, warn_missing};
+use crate::sessions::args::{SessionArgs, configs, connect};
+use gc_runtime::sessions::{rank, refused, round_trips, warn_missing};
 
 /// `gc-cli plan sessions`
 #[derive(Debug, Args)]
@@ -112,18 +113,6 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
         }
     }
     crate::namespaces::outcome(plans.len() + failed.len(), failed)
-}
-
-/// Decisions in the order a table lists them; kept resources are only counted. Protected and
-/// excluded resources rank with the skipped ones (the table names them apart).
-pub(crate) fn rank(d: &SessionDecision) -> usize {
-    match d {
-        SessionDecision::Delete { .. } => 0,
-        SessionDecision::Deferred { .. } => 1,
-        SessionDecision::Held { .. } => 2,
-        SessionDecision::Skipped { .. } => 3,
-        SessionDecision::Kept { .. } => 4,
-    }
 }
 
 pub(crate) fn reason(d: &SessionDecision) -> String {
@@ -244,9 +233,4 @@ fn write_table(
         rfc3339(now),
         round_trips(planned.lookups)
     )
-}
-
-pub(crate) fn round_trips(n: usize) -> String {
-    let s = if n == 1 { "" } else { "s" };
-    format!("{n} database round trip{s}")
 }

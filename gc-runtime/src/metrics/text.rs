@@ -14,7 +14,7 @@ pub(super) const LAST_RUN_SUCCESS_HELP: &str = "1 when the last run succeeded, 0
 /// One exposition of several, each family's samples together (the text format wants every
 /// family in one group): the families in the order of the first text, then the others' new ones.
 /// A family's first `# HELP` and first `# TYPE` stand.
-pub(crate) fn merge(texts: &[String]) -> String {
+pub fn merge(texts: &[String]) -> String {
     let mut families: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
     for text in texts {
         let mut current: Option<usize> = None;
@@ -64,7 +64,7 @@ pub(crate) fn merge(texts: &[String]) -> String {
 /// The OpenMetrics text `text` in Prometheus' text format 0.0.4, which the Pushgateway and
 /// node-exporter's textfile collector read: a counter's family is named with its `_total`, and
 /// there is no `# EOF` or `# UNIT` line. Samples are the same in both.
-pub(crate) fn text_format(text: &str) -> String {
+pub fn text_format(text: &str) -> String {
     let counters: Vec<&str> = text
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))

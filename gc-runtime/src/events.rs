@@ -1,0 +1,547 @@
+//! Kubernetes Events for what a live run did: a Normal Event on each object deleted, a Warning on
+//! each refused (its fence lost, its archive too large) or failed, and a Warning on the
+//! Namespace when the run as a whole was refused (the mass-deletion guard, a failing plan) or
+//! failed (the database, the store, the lock, ...), in the words of the run's report or audit
+//! line.
+//!
+//! What no Event is for: objects kept, held, deferred, skipped, protected or excluded (decisions,
+//! not actions: the plan and the audit log say why), and dry runs, which change nothing and whose
+//! output is the report. Posting never fails a run: the first error is logged once per run, with
+//! how many Events were not posted; a 403 or an unreachable API server stops the posting for the
+//! rest of the run.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use async_trait::async_trait;
+use gc_core::apply::{Outcome, TargetResult};
+use gc_core::collect_sessions::{AuditRecord, DeleteResult, SessionReport, SessionRunError};
+use gc_core::ports::ClusterError;
+use gc_core::sessions::{Kind, SessionConfig, SessionDecision, SessionPlanError};
+use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding, Reporter};
+use k8s_openapi::jiff::Timestamp;
+
+/// The `reportingController` of every Event.
+pub const CONTROLLER: &str = "gc.example.com/gc-cli";
+
+/// Where Events go: the cluster's `events.k8s.io` API ([`KubeCluster`]), or the embedder's own.
+#[async_trait]
+pub trait EventSink: Send + Sync {
+    /// Posts one Event.
+    ///
+    /// # Errors
+    /// As the cluster answers; a [`ClusterError::Forbidden`] or [`ClusterError::Unavailable`]
+    /// stops the posting for the rest of the run.
+    async fn post_event(
+        &self,
+        event: &k8s_openapi::api::events::v1::Event,
+    ) -> Result<(), ClusterError>;
+}
+
+#[async_trait]
+impl EventSink for KubeCluster {
+    async fn post_event(
+        &self,
+        event: &k8s_openapi::api::events::v1::Event,
+    ) -> Result<(), ClusterError> {
+        KubeCluster::post_event(self, event).await
+    }
+}
+
+/// The Events of one run (of every namespace it covers): posted as the run goes, counted, and
+/// the first failure logged once when the run ends (on drop).
+pub struct Events {
+    /// `None` when off: a dry run, or Events turned off.
+    reporter: Option<Reporter>,
+    posted: AtomicUsize,
+    unposted: AtomicUsize,
+    /// The first failure, and whether posting stopped because of it.
+    first_error: Mutex<Option<ClusterError>>,
+    stopped: AtomicBool,
+}
+
+impl Events {
+    /// The Events of a run when `on` (none for a dry run, which changes nothing).
+    #[must_use]
+    pub fn new(on: bool) -> Self {
+        Self {
+            reporter: on.then(|| Reporter::new(CONTROLLER, &instance())),
+            posted: AtomicUsize::new(0),
+            unposted: AtomicUsize::new(0),
+            first_error: Mutex::new(None),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// An Event on each Pod collected, refused or failed in `namespace`.
+    pub async fn pods<'r>(
+        &self,
+        cluster: &dyn EventSink,
+        namespace: &str,
+        results: impl IntoIterator<Item = &'r TargetResult>,
+    ) {
+        for result in results {
+            if let Some(record) = pod_event(namespace, result) {
+                self.post(cluster, &record).await;
+            }
+        }
+    }
+
+    /// An Event on each session resource deleted, refused or failed.
+    pub async fn sessions(
+        &self,
+        cluster: &dyn EventSink,
+        cfg: &SessionConfig,
+        report: &SessionReport,
+    ) {
+        for record in &report.records {
+            if let Some(record) = session_event(&cfg.kinds, record) {
+                self.post(cluster, &record).await;
+            }
+        }
+    }
+
+    /// A Warning on the Namespace: the run in it was refused or failed with `error`.
+    pub async fn run_failed(
+        &self,
+        cluster: &dyn EventSink,
+        namespace: &str,
+        error: &anyhow::Error,
+    ) {
+        self.post(cluster, &namespace_event(namespace, error)).await;
+    }
+
+    async fn post(&self, cluster: &dyn EventSink, record: &EventRecord) {
+        let Some(reporter) = &self.reporter else {
+            return;
+        };
+        if self.stopped.load(Ordering::SeqCst) {
+            self.unposted.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+        let event = gc_k8s::event(record, reporter, Timestamp::now());
+        match cluster.post_event(&event).await {
+            Ok(()) => {
+                self.posted.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(error) => {
+                self.unposted.fetch_add(1, Ordering::SeqCst);
+                // Each further POST would meet the same 403 or the same timeouts.
+                let hopeless = matches!(
+                    error,
+                    ClusterError::Forbidden { .. } | ClusterError::Unavailable(_)
+                );
+                self.stopped.store(hopeless, Ordering::SeqCst);
+                self.first_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(error);
+            }
+        }
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        let (posted, unposted) = (*self.posted.get_mut(), *self.unposted.get_mut());
+        if posted > 0 {
+            tracing::debug!(posted, "posted {posted} Kubernetes Event(s)");
+        }
+        let first = self
+            .first_error
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(error) = first.take() {
+            let hint = if matches!(error, ClusterError::Forbidden { .. }) {
+                " (grant create on events.k8s.io events, or pass --no-events)"
+            } else {
+                ""
+            };
+            tracing::warn!(
+                posted,
+                unposted,
+                "cannot post Kubernetes Events: {unposted} of {} not posted; first error: \
+                 {error}{hint}",
+                posted + unposted
+            );
+        }
+    }
+}
+
+/// `reportingInstance`: the Pod's name in a cluster (`$HOSTNAME`), else the host's name.
+fn instance() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map_or_else(|| "gc-cli".to_owned(), |h| h.trim().to_owned())
+}
+
+/// The Event of one Pod's result, in the words of the run's report: none for a dry run's
+/// `wouldCollect`, a Pod skipped (no longer a target, protected or excluded since the plan) or a
+/// pin released by recovery.
+fn pod_event(namespace: &str, result: &TargetResult) -> Option<EventRecord> {
+    use EventType::{Normal, Warning};
+    let (type_, reason, note) = match &result.outcome {
+        Outcome::Collected { uri, sha256, bytes } => (
+            Normal,
+            "Collected",
+            format!("collected: archive {uri} sha256 {sha256} ({bytes} bytes); the Pod is deleted"),
+        ),
+        Outcome::Changed { step, message } => (
+            Warning,
+            "FenceLost",
+            format!("changed at {step:?} (fence held): {message}"),
+        ),
+        Outcome::TooLarge { bytes, max } => (
+            Warning,
+            "TooLarge",
+            format!(
+                "too large: archive of {bytes} bytes over max_archive_bytes {max}; pin released"
+            ),
+        ),
+        Outcome::Failed { step, error } => (
+            Warning,
+            "CollectFailed",
+            format!("failed at {step:?}: {error}"),
+        ),
+        Outcome::WouldCollect { .. }
+        | Outcome::Skipped { .. }
+        | Outcome::Released { .. }
+        | Outcome::NotStarted { .. } => return None,
+    };
+    let regarding = Regarding {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        name: result.name.clone(),
+        namespace: namespace.into(),
+        uid: Some(result.uid.clone()),
+    };
+    Some(EventRecord {
+        regarding,
+        type_,
+        reason,
+        action: "Collect",
+        note,
+    })
+}
+
+/// The Event of one audit record, in its words: none without a delete, or for a dry run's.
+fn session_event(kinds: &[Kind], record: &AuditRecord) -> Option<EventRecord> {
+    let result = record.result.as_ref()?;
+    let (type_, reason) = match result {
+        DeleteResult::Deleted => (EventType::Normal, "Deleted"),
+        DeleteResult::Changed => (EventType::Warning, "FenceLost"),
+        DeleteResult::Failed(_) => (EventType::Warning, "DeleteFailed"),
+        // A dry run's delete, and one never sent: no Event.
+        DeleteResult::WouldDelete | DeleteResult::NotStarted(_) => return None,
+    };
+    let r = &record.judged.resource;
+    let note = match &record.judged.decision {
+        SessionDecision::Delete { reason } => format!("{result} ({reason})"),
+        _ => result.to_string(),
+    };
+    let api_version = kinds
+        .iter()
+        .find(|k| k.kind == r.kind)
+        .map(|k| match k.group.as_str() {
+            "" => k.version.clone(),
+            group => format!("{group}/{}", k.version),
+        })
+        .unwrap_or_default();
+    let regarding = Regarding {
+        api_version,
+        kind: r.kind.clone(),
+        name: r.name.clone(),
+        namespace: record.namespace.clone(),
+        uid: Some(r.uid.clone()),
+    };
+    Some(EventRecord {
+        regarding,
+        type_,
+        reason,
+        action: "Delete",
+        note,
+    })
+}
+
+/// The Warning on the Namespace for a run refused or failed as a whole, its reason from the
+/// error's type: `GuardRefused` (the mass-deletion guard, no row for any id), `PlanRefused` (a
+/// plan that failed closed on its data), `DatabaseFailed` (the session database), else
+/// `RunFailed`.
+fn namespace_event(namespace: &str, error: &anyhow::Error) -> EventRecord {
+    EventRecord {
+        regarding: Regarding::namespace(namespace),
+        type_: EventType::Warning,
+        reason: error.chain().find_map(reason_of).unwrap_or("RunFailed"),
+        action: "Run",
+        note: format!("{error:#}"),
+    }
+}
+
+/// The reason one error in a chain gives, when its type gives one.
+fn reason_of(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    let guard = |e: &SessionPlanError| match e {
+        SessionPlanError::MassDeletion { .. } | SessionPlanError::NoRowFound { .. } => {
+            "GuardRefused"
+        }
+        SessionPlanError::NoAnswer(_) => "PlanRefused",
+    };
+    if let Some(run) = error.downcast_ref::<SessionRunError>() {
+        return match run {
+            SessionRunError::Plan(e) => Some(guard(e)),
+            SessionRunError::Database(_) => Some("DatabaseFailed"),
+            SessionRunError::List { .. } => None,
+        };
+    }
+    if let Some(plan) = error.downcast_ref::<SessionPlanError>() {
+        return Some(guard(plan));
+    }
+    let refused = error.is::<gc_core::plan::PlanError>()
+        || error.is::<gc_core::inventory::InventoryError>()
+        || error.is::<gc_core::ledger::LedgerError>();
+    refused.then_some("PlanRefused")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gc_core::apply::Step;
+    use gc_core::sessions::{Judged, Resource};
+
+    fn pod(outcome: Outcome) -> TargetResult {
+        TargetResult {
+            name: "web-1".into(),
+            uid: "u-1".into(),
+            outcome,
+        }
+    }
+
+    /// `(type, reason, note)` of the Event of `result`, when there is one.
+    fn check(event: Option<EventRecord>, expected: Option<(EventType, &str, &str)>) {
+        let got = event.as_ref().map(|e| (e.type_, e.reason, e.note.as_str()));
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn pods_deleted_refused_and_failed_have_events_and_nothing_else() {
+        use EventType::{Normal, Warning};
+        let step = Step::Fence;
+        let cases = [
+            (
+                Outcome::Collected {
+                    uri: "file:///a/p.json".into(),
+                    sha256: "ab".into(),
+                    bytes: 9,
+                },
+                Some((
+                    Normal,
+                    "Collected",
+                    "collected: archive file:///a/p.json sha256 ab (9 bytes); the Pod is deleted",
+                )),
+            ),
+            (
+                Outcome::Changed {
+                    step,
+                    message: "resourceVersion 7 != 8".into(),
+                },
+                Some((
+                    Warning,
+                    "FenceLost",
+                    "changed at Fence (fence held): resourceVersion 7 != 8",
+                )),
+            ),
+            (
+                Outcome::TooLarge {
+                    bytes: 2000,
+                    max: 1024,
+                },
+                Some((
+                    Warning,
+                    "TooLarge",
+                    "too large: archive of 2000 bytes over max_archive_bytes 1024; pin released",
+                )),
+            ),
+            (
+                Outcome::Failed {
+                    step: Step::Archive,
+                    error: "disk full".into(),
+                },
+                Some((Warning, "CollectFailed", "failed at Archive: disk full")),
+            ),
+            (
+                Outcome::WouldCollect {
+                    sha256: "ab".into(),
+                    bytes: 9,
+                },
+                None,
+            ),
+            (
+                Outcome::Skipped {
+                    step: Step::Reread,
+                    reason: "protected since the plan".into(),
+                },
+                None,
+            ),
+            (
+                Outcome::Released {
+                    reason: "not being deleted".into(),
+                },
+                None,
+            ),
+        ];
+        for (outcome, expected) in cases {
+            check(pod_event("team-a", &pod(outcome)), expected);
+        }
+        let event = pod_event("team-a", &pod(Outcome::TooLarge { bytes: 2, max: 1 })).unwrap();
+        let r = event.regarding;
+        assert_eq!(
+            (
+                r.api_version.as_str(),
+                r.kind.as_str(),
+                r.name.as_str(),
+                r.namespace.as_str()
+            ),
+            ("v1", "Pod", "web-1", "team-a")
+        );
+        assert_eq!(r.uid.as_deref(), Some("u-1"));
+        assert_eq!(event.action, "Collect");
+    }
+
+    fn record(kind: &str, decision: SessionDecision, result: Option<DeleteResult>) -> AuditRecord {
+        AuditRecord {
+            cluster: "primary".into(),
+            namespace: "streamspace".into(),
+            judged: Judged {
+                resource: Resource {
+                    kind: kind.into(),
+                    name: "s-1".into(),
+                    uid: "u-9".into(),
+                    resource_version: "7".into(),
+                    session: Some("s-1".into()),
+                    created: None,
+                    deleting: false,
+                },
+                decision,
+            },
+            result,
+            dry_run: false,
+        }
+    }
+
+    #[test]
+    fn session_deletes_fences_and_failures_have_events_and_nothing_else() {
+        use EventType::{Normal, Warning};
+        let kinds = Kind::streamspace();
+        let delete = || SessionDecision::Delete {
+            reason: "no session s-1 in the database".into(),
+        };
+        let cases = [
+            (
+                Some(DeleteResult::Deleted),
+                Some((
+                    Normal,
+                    "Deleted",
+                    "deleted (no session s-1 in the database)",
+                )),
+            ),
+            (
+                Some(DeleteResult::Changed),
+                Some((
+                    Warning,
+                    "FenceLost",
+                    "changed: skipped, re-checked next run (no session s-1 in the database)",
+                )),
+            ),
+            (
+                Some(DeleteResult::Failed("503".into())),
+                Some((
+                    Warning,
+                    "DeleteFailed",
+                    "failed: 503 (no session s-1 in the database)",
+                )),
+            ),
+            (Some(DeleteResult::WouldDelete), None),
+            (Some(DeleteResult::NotStarted("stopping".into())), None),
+            (None, None),
+        ];
+        for (result, expected) in cases {
+            check(
+                session_event(&kinds, &record("Deployment", delete(), result)),
+                expected,
+            );
+        }
+        let held = SessionDecision::Held {
+            reason: "young".into(),
+            until: 0.0,
+        };
+        check(session_event(&kinds, &record("Service", held, None)), None);
+        for (kind, api_version) in [
+            ("Deployment", "apps/v1"),
+            ("Service", "v1"),
+            ("PersistentVolumeClaim", "v1"),
+            ("Session", "stream.space/v1alpha1"),
+        ] {
+            let deleted = record(kind, delete(), Some(DeleteResult::Deleted));
+            let r = session_event(&kinds, &deleted).unwrap().regarding;
+            assert_eq!(
+                (r.api_version.as_str(), r.kind.as_str(), r.uid.as_deref()),
+                (api_version, kind, Some("u-9"))
+            );
+            assert_eq!(r.namespace, "streamspace");
+        }
+    }
+
+    #[test]
+    fn a_refused_or_failed_run_is_a_warning_on_its_namespace() {
+        let guard = SessionPlanError::MassDeletion {
+            orphaned: 12,
+            judged: 12,
+            orphans: 48,
+            ratio: 0.5,
+            floor: 10,
+        };
+        let cases: Vec<(anyhow::Error, &str)> = vec![
+            (
+                anyhow::Error::new(SessionRunError::Plan(guard.clone()))
+                    .context("namespace x of cluster primary: nothing deleted"),
+                "GuardRefused",
+            ),
+            (
+                SessionRunError::Plan(SessionPlanError::NoRowFound { ids: 3, orphans: 3 }).into(),
+                "GuardRefused",
+            ),
+            (
+                SessionRunError::Plan(SessionPlanError::NoAnswer("s".into())).into(),
+                "PlanRefused",
+            ),
+            (
+                SessionRunError::Database(gc_core::ports::StoreError::Unavailable("down".into()))
+                    .into(),
+                "DatabaseFailed",
+            ),
+            (
+                anyhow::Error::new(gc_core::plan::PlanError::InventoryCeiling { count: 2, max: 1 })
+                    .context("plan"),
+                "PlanRefused",
+            ),
+            (
+                anyhow::anyhow!("another run holds lease gc-pods in namespace x"),
+                "RunFailed",
+            ),
+        ];
+        for (error, reason) in cases {
+            let event = namespace_event("x", &error);
+            assert_eq!(event.reason, reason, "{error:#}");
+            assert_eq!(event.type_, EventType::Warning);
+            assert_eq!(event.note, format!("{error:#}"));
+            assert_eq!(event.regarding, Regarding::namespace("x"));
+        }
+    }
+
+    #[test]
+    fn dry_runs_and_no_events_post_nothing() {
+        assert!(Events::new(true).reporter.is_some());
+        assert!(Events::new(false).reporter.is_none());
+    }
+}

@@ -1,0 +1,893 @@
+//! Prometheus metrics of a run, and where they go: a Pushgateway (a CronJob does not live long
+//! enough to be scraped), a text file for node-exporter's textfile collector, `serve`'s
+//! `/metrics`; and an alert to a webhook in Slack's incoming-webhook format when a run fails
+//! (optionally after every live run).
+//!
+//! A run's metrics are gauges describing that run (`<prefix>_last_run_*`), the time of the
+//! attempt and, on success only, the time of the success. The push is a `POST`, which replaces
+//! only the families it carries in the group: every per-run family carries a sample for every
+//! stage and kind the collector knows (zero when nothing happened), so a push replaces all of the
+//! previous run's series, while `_last_success_timestamp_seconds`, which a failed run does not
+//! carry, keeps the last success. A run stopped by a signal is neither a success nor a failure:
+//! it carries neither that family nor `_last_run_success`, so both keep what the run before set,
+//! and it alerts no one. The metrics file keeps them the same way. `serve` adds counters
+//! (`_total`) that add up every run of the process.
+//!
+//! Every HTTP call gives up after [`HTTP_TIMEOUT`](http::HTTP_TIMEOUT), so a stalled endpoint
+//! never hangs a Job or the `serve` loop. A webhook URL's path is its secret: no message ever
+//! shows it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use gc_core::apply::{Outcome, Step, TargetResult};
+use gc_core::plan::{Decision, PodPlan};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::TypedMetric;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+mod http;
+mod text;
+
+use http::{agent, describe, endpoint, redact};
+use text::{LAST_RUN_SUCCESS_HELP, LAST_SUCCESS_HELP, write_metrics_file};
+pub use text::{merge, text_format};
+
+/// Where a run's metrics and alerts go (the CLI's `--pushgateway`, `--metrics-file`,
+/// `--metrics-prefix`, `--alert-webhook`, `--alert-on-success`).
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// Push each run's metrics to this Pushgateway (`http://host:9091`).
+    pub pushgateway: Option<String>,
+    /// Write each run's metrics to this file (text format, atomically, mode 0600).
+    pub metrics_file: Option<PathBuf>,
+    /// Prefix of every metric name ([`metric_prefix`] checks one).
+    pub metrics_prefix: String,
+    /// Post an alert to this webhook (Slack incoming-webhook format) when a run fails; its path
+    /// is a secret no message shows.
+    pub alert_webhook: Option<String>,
+    /// Also post a summary of every live run that deleted something.
+    pub alert_on_success: bool,
+    /// `serve`'s metrics in memory, which every run adds itself to.
+    pub served: Option<Arc<Served>>,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Self {
+            pushgateway: None,
+            metrics_file: None,
+            metrics_prefix: "gc".into(),
+            alert_webhook: None,
+            alert_on_success: false,
+            served: None,
+        }
+    }
+}
+
+/// A metric name prefix: the start of a Prometheus metric name (without the `:` that recording
+/// rules keep for themselves), so that every name a run writes is one Prometheus accepts.
+///
+/// # Errors
+/// What is wrong with `value`.
+pub fn metric_prefix(value: &str) -> Result<String, String> {
+    let mut chars = value.chars();
+    let first = chars.next().ok_or("empty: a metric name needs a prefix")?;
+    let fits = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if !(first.is_ascii_alphabetic() || first == '_') || !chars.all(fits) {
+        return Err(format!(
+            "{value:?} cannot start a Prometheus metric name: a letter or `_`, then letters, \
+             digits and `_`"
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+impl Delivery {
+    /// The flags each namespace's run of a run over `namespaces` delivers with: these, but
+    /// without `--metrics-file` when there are several (the file is then written once, merged,
+    /// by [`Self::write_merged`]).
+    pub fn for_namespaces(&self, namespaces: usize) -> Self {
+        let mut flags = self.clone();
+        if namespaces > 1 {
+            flags.metrics_file = None;
+        }
+        flags
+    }
+
+    /// Writes the expositions of several namespaces' runs as one to `--metrics-file`, if given.
+    pub fn write_merged(&self, texts: &[String]) {
+        if let Err(e) = write_metrics_file(self.file(), &merge(texts)) {
+            tracing::warn!("{e:#}");
+        }
+    }
+
+    /// `--metrics-file`, if given, and the prefix of the metrics in it.
+    fn file(&self) -> Option<(&std::path::Path, &str)> {
+        let path = self.metrics_file.as_deref()?;
+        Some((path, &self.metrics_prefix))
+    }
+
+    /// Every run delivered with these flags also adds itself to `served`.
+    pub fn serve_into(&mut self, served: Arc<Served>) {
+        self.served = Some(served);
+    }
+
+    /// A run of `collector` covers exactly `namespaces`: `serve` forgets the others it showed
+    /// (a namespace deleted, or no longer matching `-A`'s selector).
+    pub fn scope(&self, collector: &str, namespaces: &[String]) {
+        if let Some(served) = &self.served {
+            served.retain(collector, namespaces);
+        }
+    }
+
+    /// Alerts the webhook, if given, that a run of `collector` failed before it knew any
+    /// namespace to report on (with `-A`, when the cluster cannot be asked which): no metrics,
+    /// which are labelled by namespace, only the alert. Problems are reported, never fatal.
+    pub async fn alert_unscoped(&self, collector: &str, why: &str) {
+        let text = failed(collector, "before it knew its namespaces (-A)", why);
+        let hook = self.alert_webhook.clone();
+        let posted = tokio::task::spawn_blocking(move || post_alert(hook.as_deref(), Some(&text)));
+        if let Err(e) = posted.await.unwrap_or_else(|e| Err(e.into())) {
+            tracing::warn!("{e:#}");
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Object {
+    collector: String,
+    kind: String,
+    namespace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Stage {
+    collector: String,
+    namespace: String,
+    stage: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Run {
+    collector: String,
+    namespace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunResult {
+    collector: String,
+    namespace: String,
+    result: &'static str,
+}
+
+/// How the webhook is named in messages: by its flag and variable, never by its URL.
+const WEBHOOK: &str = "the webhook (--alert-webhook or $GC_ALERT_WEBHOOK)";
+
+/// The content type of OpenMetrics text, which prometheus-client writes.
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The content type of Prometheus' text format 0.0.4 (see [`text_format`]).
+pub const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The name (after the prefix) and help of each count of objects, in the order of [`Counts`].
+const OBJECTS: [(&str, &str); 5] = [
+    ("objects_scanned", "Objects looked at"),
+    ("objects_eligible", "Objects eligible or orphaned"),
+    (
+        "objects_held",
+        "Eligible objects held by retention or grace",
+    ),
+    (
+        "objects_deferred",
+        "Due objects deferred by the per-run cap",
+    ),
+    (
+        "objects_deleted",
+        "Objects deleted (archived first where required)",
+    ),
+];
+
+/// Objects of one kind: scanned, eligible, held, deferred, deleted (as [`OBJECTS`]).
+type Counts = [u64; 5];
+
+/// The steps of the fenced apply, each a `stage` label of the failed-Pod collector.
+const STEPS: [Step; 9] = [
+    Step::Reread,
+    Step::Pin,
+    Step::Archive,
+    Step::VerifyArchive,
+    Step::Receipt,
+    Step::Fence,
+    Step::Delete,
+    Step::Release,
+    Step::VerifyGone,
+];
+
+/// The `stage` label of a step (a new step fails to compile here: add it to [`STEPS`] too).
+fn step_name(step: Step) -> &'static str {
+    match step {
+        Step::Reread => "Reread",
+        Step::Pin => "Pin",
+        Step::Archive => "Archive",
+        Step::VerifyArchive => "VerifyArchive",
+        Step::Receipt => "Receipt",
+        Step::Fence => "Fence",
+        Step::Delete => "Delete",
+        Step::Release => "Release",
+        Step::VerifyGone => "VerifyGone",
+    }
+}
+
+/// The stages of the failed-Pod collector that are not a step: the run as a whole, the archive
+/// sink's probe, the store, recovery, the plan, a pin left at the end, an archive over the
+/// ceiling, the run lock lost.
+const POD_STAGES: [&str; 8] = [
+    "run", "archive", "store", "recover", "plan", "PinLeft", "TooLarge", "lock",
+];
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+enum Ended {
+    /// It failed (or has not ended yet).
+    #[default]
+    Failed,
+    /// It succeeded, at this instant.
+    Succeeded(f64),
+    /// A signal stopped it before it finished: neither a success nor a failure.
+    Stopped,
+}
+
+/// What one run of a collector in a namespace did: the values behind every metric.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    collector: String,
+    namespace: String,
+    objects: BTreeMap<String, Counts>,
+    fences_lost: BTreeMap<String, u64>,
+    errors: BTreeMap<String, u64>,
+    archive_bytes: u64,
+    duration: f64,
+    attempt_at: f64,
+    ended: Ended,
+}
+
+impl Record {
+    /// A run that did nothing yet, with a zero for every kind and stage its collector reports
+    /// on: each family then has a sample in every push, and the push replaces all of the
+    /// previous run's series of that family.
+    fn new(collector: &str, namespace: &str) -> Self {
+        let (kinds, errors, fences): (Vec<String>, Vec<&str>, Vec<&str>) = match collector {
+            "pods" => {
+                let steps = STEPS.map(step_name);
+                let mut errors = POD_STAGES.to_vec();
+                errors.extend(steps);
+                (vec!["Pod".into()], errors, steps.to_vec())
+            }
+            "sessions" => (
+                gc_core::sessions::Kind::streamspace()
+                    .into_iter()
+                    .map(|k| k.kind)
+                    .collect(),
+                vec!["run", "delete"],
+                vec!["delete"],
+            ),
+            _ => (Vec::new(), vec!["run"], vec!["run"]),
+        };
+        let zero = |stages: Vec<&str>| stages.into_iter().map(|s| (s.to_owned(), 0)).collect();
+        Self {
+            collector: collector.into(),
+            namespace: namespace.into(),
+            objects: kinds.into_iter().map(|k| (k, Counts::default())).collect(),
+            fences_lost: zero(fences),
+            errors: zero(errors),
+            ..Self::default()
+        }
+    }
+
+    fn key(&self) -> (String, String) {
+        (self.collector.clone(), self.namespace.clone())
+    }
+
+    /// When the run succeeded, if it did.
+    fn success_at(&self) -> Option<f64> {
+        match self.ended {
+            Ended::Succeeded(at) => Some(at),
+            Ended::Failed | Ended::Stopped => None,
+        }
+    }
+
+    /// Whether the run succeeded; `None` when a signal stopped it.
+    fn success(&self) -> Option<bool> {
+        match self.ended {
+            Ended::Succeeded(_) => Some(true),
+            Ended::Failed => Some(false),
+            Ended::Stopped => None,
+        }
+    }
+
+    fn run(&self) -> Run {
+        Run {
+            collector: self.collector.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
+
+    fn object(&self, kind: &str) -> Object {
+        Object {
+            collector: self.collector.clone(),
+            kind: kind.into(),
+            namespace: self.namespace.clone(),
+        }
+    }
+
+    fn stage(&self, stage: &str) -> Stage {
+        Stage {
+            collector: self.collector.clone(),
+            namespace: self.namespace.clone(),
+            stage: stage.into(),
+        }
+    }
+
+    /// Adds `other`'s counts to these (the totals of `serve`).
+    fn add(&mut self, other: &Self) {
+        for (kind, counts) in &other.objects {
+            let mine = self.objects.entry(kind.clone()).or_default();
+            for (total, n) in mine.iter_mut().zip(counts) {
+                *total += n;
+            }
+        }
+        for (mine, theirs) in [
+            (&mut self.fences_lost, &other.fences_lost),
+            (&mut self.errors, &other.errors),
+        ] {
+            for (stage, n) in theirs {
+                *mine.entry(stage.clone()).or_default() += n;
+            }
+        }
+        self.archive_bytes += other.archive_bytes;
+    }
+}
+
+/// The metrics of one run.
+pub struct RunMetrics {
+    prefix: String,
+    record: Mutex<Record>,
+}
+
+impl RunMetrics {
+    /// The metrics of a run of `collector` in `namespace`, named with `prefix`.
+    #[must_use]
+    pub fn new(prefix: &str, collector: &str, namespace: &str) -> Self {
+        Self {
+            prefix: prefix.into(),
+            record: Mutex::new(Record::new(collector, namespace)),
+        }
+    }
+
+    fn record(&self) -> MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a failed-Pod plan.
+    pub fn plan(&self, plan: &PodPlan) {
+        let eligible = plan
+            .decisions
+            .iter()
+            .filter(|d| !matches!(d.decision, Decision::NotEligible { .. }))
+            .count();
+        let n = |v: usize| v as u64;
+        self.objects(
+            "Pod",
+            n(plan.decisions.len()),
+            n(eligible),
+            n(plan.held),
+            n(plan.deferred),
+            0,
+        );
+    }
+
+    /// Counts a reviewed plan's `targets`, which an apply looks at (each is read again before
+    /// anything is done to it): scanned and eligible, never held or deferred.
+    pub fn reviewed(&self, targets: usize) {
+        let n = targets as u64;
+        self.objects("Pod", n, n, 0, 0, 0);
+    }
+
+    /// Counts the results of an apply.
+    pub fn results(&self, results: &[TargetResult]) {
+        let mut record = self.record();
+        for r in results {
+            match &r.outcome {
+                Outcome::Collected { bytes, .. } => {
+                    record.objects.entry("Pod".into()).or_default()[4] += 1;
+                    record.archive_bytes += *bytes as u64;
+                }
+                Outcome::Changed { step, .. } => {
+                    *record
+                        .fences_lost
+                        .entry(step_name(*step).into())
+                        .or_default() += 1;
+                }
+                Outcome::Failed { step, .. } => {
+                    *record.errors.entry(step_name(*step).into()).or_default() += 1;
+                }
+                Outcome::TooLarge { .. } => {
+                    *record.errors.entry("TooLarge".into()).or_default() += 1;
+                }
+                Outcome::WouldCollect { .. }
+                | Outcome::Skipped { .. }
+                | Outcome::Released { .. }
+                | Outcome::NotStarted { .. } => {}
+            }
+        }
+    }
+
+    /// Counts objects of `kind` by decision (for collectors other than the Pod one).
+    pub fn objects(
+        &self,
+        kind: &str,
+        scanned: u64,
+        eligible: u64,
+        held: u64,
+        deferred: u64,
+        deleted: u64,
+    ) {
+        let mut record = self.record();
+        let counts = record.objects.entry(kind.into()).or_default();
+        for (total, n) in counts
+            .iter_mut()
+            .zip([scanned, eligible, held, deferred, deleted])
+        {
+            *total += n;
+        }
+    }
+
+    /// Counts an error at `stage`.
+    pub fn error(&self, stage: &str) {
+        *self.record().errors.entry(stage.into()).or_default() += 1;
+    }
+
+    /// Counts a write refused at `stage` because its object changed (a fence lost).
+    pub fn fence_lost(&self, stage: &str) {
+        *self.record().fences_lost.entry(stage.into()).or_default() += 1;
+    }
+
+    /// Records the run's end: it took `seconds`, and succeeded at `success_at` or failed.
+    pub fn finish(&self, seconds: f64, success_at: Option<f64>) {
+        let mut record = self.record();
+        record.duration = seconds;
+        record.attempt_at = success_at.unwrap_or_else(crate::clock::now);
+        record.ended = success_at.map_or(Ended::Failed, Ended::Succeeded);
+    }
+
+    /// Records a run that failed at `stage` after `seconds` and delivers it with `delivery`,
+    /// alerting `why`.
+    pub async fn fail(&self, stage: &str, seconds: f64, delivery: &Delivery, why: &str) {
+        self.error(stage);
+        self.finish(seconds, None);
+        self.deliver(delivery, Some(why), "").await;
+    }
+
+    /// Records the end of a run a signal stopped after `seconds`: an attempt, neither a success
+    /// nor a failure. Delivered, it alerts no one.
+    pub fn stopped(&self, seconds: f64) {
+        let mut record = self.record();
+        record.duration = seconds;
+        record.attempt_at = crate::clock::now();
+        record.ended = Ended::Stopped;
+    }
+
+    /// The run's metrics, OpenMetrics text: the last-run view the push and the file carry.
+    pub fn text(&self) -> String {
+        let record = self.record().clone();
+        let mut x = Exposition::new(&self.prefix);
+        x.last_runs(&[LastRun {
+            record: &record,
+            success: record.success(),
+            last_success: record.success_at(),
+        }]);
+        x.text()
+    }
+
+    /// Sends the metrics and, when asked, an alert (none for a stopped run). Delivery problems
+    /// are reported, never fatal to the run's own outcome; each way is tried whatever the others
+    /// did (a stalled Pushgateway does not swallow the alert). The blocking calls (the file, the
+    /// HTTP requests, each bounded by [`HTTP_TIMEOUT`](http::HTTP_TIMEOUT)) run on the runtime's
+    /// blocking pool, never on the task that awaits this.
+    pub async fn deliver(&self, delivery: &Delivery, failure: Option<&str>, summary: &str) {
+        let record = self.record().clone();
+        if let Some(served) = &delivery.served {
+            served.add(&record);
+        }
+        let text = self.text();
+        let (collector, namespace) = record.key();
+        let alert = match (failure, record.ended) {
+            (_, Ended::Stopped) => None,
+            (Some(why), _) => Some(failed(
+                &collector,
+                &format!("in namespace {namespace}"),
+                why,
+            )),
+            (None, _) if delivery.alert_on_success && !summary.is_empty() => Some(format!(
+                "gc {collector} collector in namespace {namespace}: {summary}"
+            )),
+            (None, _) => None,
+        };
+        let delivery = delivery.clone();
+        let sent = tokio::task::spawn_blocking(move || {
+            let group = format!("job/gc/collector/{collector}/namespace/{namespace}");
+            [
+                write_metrics_file(delivery.file(), &text),
+                push(delivery.pushgateway.as_deref(), &group, &text),
+                post_alert(delivery.alert_webhook.as_deref(), alert.as_deref()),
+            ]
+        });
+        match sent.await {
+            Ok(results) => {
+                for e in results.into_iter().filter_map(Result::err) {
+                    tracing::warn!("{e:#}");
+                }
+            }
+            Err(e) => tracing::warn!("cannot deliver the run's metrics: {e}"),
+        }
+    }
+}
+
+/// A `POST` of `text` to the Pushgateway's `group` (`job/gc/collector/C/namespace/N`): it
+/// replaces the families it carries and keeps the others (the last success, when this run
+/// failed).
+fn push(gateway: Option<&str>, group: &str, text: &str) -> anyhow::Result<()> {
+    let Some(gateway) = gateway.filter(|u| !u.is_empty()) else {
+        return Ok(());
+    };
+    let url = format!("{}/metrics/{group}", gateway.trim_end_matches('/'));
+    let fail = |why: String| anyhow::anyhow!("cannot push metrics to {}: {why}", redact(&url));
+    endpoint(&url).map_err(|why| fail(format!("the URL {why}")))?;
+    agent()
+        .post(&url)
+        .header("Content-Type", TEXT_FORMAT)
+        .send(text_format(text).as_bytes())
+        .map_err(|e| fail(describe(&e)))?;
+    Ok(())
+}
+
+/// The alert of a failed run of `collector` `where_` (`in namespace N`).
+fn failed(collector: &str, where_: &str, why: &str) -> String {
+    format!(
+        ":rotating_light: gc {collector} collector failed {where_}: {why}. Inspect collector-pinned objects before retrying.",
+    )
+}
+
+/// Posts `text` to the webhook, if one is given; with no text, only checks the webhook's URL
+/// (on every run, so a wrong URL is found before the failure it should report).
+fn post_alert(hook: Option<&str>, text: Option<&str>) -> anyhow::Result<()> {
+    let Some(hook) = hook.filter(|u| !u.is_empty()) else {
+        return Ok(());
+    };
+    let shown = endpoint(hook).map_err(|why| {
+        anyhow::anyhow!(
+            "cannot post alerts to {WEBHOOK}: its URL {why} (the URL is not shown: its \
+             path is the webhook's secret)"
+        )
+    })?;
+    if let Some(text) = text {
+        agent()
+            .post(hook)
+            .send_json(serde_json::json!({ "text": text }))
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot post the alert to {WEBHOOK} at {shown} (path not shown): {}",
+                    describe(&e)
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// What `serve` shows on `/metrics`: each collector and namespace's last run and last success,
+/// and counters adding up every run since the process started (in memory, never reset).
+#[derive(Debug)]
+pub struct Served {
+    prefix: String,
+    runs: Mutex<BTreeMap<(String, String), History>>,
+}
+
+/// The runs of one collector in one namespace, as `serve` keeps them.
+#[derive(Debug)]
+struct History {
+    last: Record,
+    /// Whether the last run that was not stopped succeeded.
+    success: Option<bool>,
+    last_success: Option<f64>,
+    totals: Record,
+    succeeded: u64,
+    failed: u64,
+    stopped: u64,
+}
+
+impl Served {
+    /// No run yet; every metric named with `prefix`.
+    #[must_use]
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.into(),
+            runs: Mutex::default(),
+        }
+    }
+
+    fn add(&self, run: &Record) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let history = runs.entry(run.key()).or_insert_with(|| History {
+            last: run.clone(),
+            success: None,
+            last_success: None,
+            totals: Record::new(&run.collector, &run.namespace),
+            succeeded: 0,
+            failed: 0,
+            stopped: 0,
+        });
+        history.last = run.clone();
+        history.totals.add(run);
+        match run.ended {
+            Ended::Succeeded(at) => {
+                history.last_success = Some(at);
+                history.succeeded += 1;
+            }
+            Ended::Failed => history.failed += 1,
+            Ended::Stopped => history.stopped += 1,
+        }
+        history.success = run.success().or(history.success);
+    }
+
+    /// Forgets the runs of `collector` in any namespace but `namespaces`.
+    fn retain(&self, collector: &str, namespaces: &[String]) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain(|(c, ns), _| c != collector || namespaces.contains(ns));
+    }
+
+    /// Every run so far, OpenMetrics text.
+    pub fn text(&self) -> String {
+        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let histories: Vec<&History> = runs.values().collect();
+        let mut x = Exposition::new(&self.prefix);
+        let last: Vec<LastRun> = histories
+            .iter()
+            .map(|h| LastRun {
+                record: &h.last,
+                success: h.success,
+                last_success: h.last_success,
+            })
+            .collect();
+        x.last_runs(&last);
+        x.totals(&histories);
+        x.text()
+    }
+}
+
+/// A last run as an exposition shows it: the run, whether the last run that was not stopped
+/// succeeded, and the last success.
+struct LastRun<'r> {
+    record: &'r Record,
+    success: Option<bool>,
+    last_success: Option<f64>,
+}
+
+/// An exposition being built: a registry holding each family that has samples.
+struct Exposition {
+    registry: Registry,
+}
+
+/// What a label set must be to key a family.
+trait Labels:
+    EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl<T> Labels for T where
+    T: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+/// What a metric must be to make a family: a gauge or a counter.
+trait Measure: TypedMetric + EncodeMetric + Default + std::fmt::Debug + Send + Sync + 'static {}
+
+impl<T> Measure for T where
+    T: TypedMetric + EncodeMetric + Default + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl Exposition {
+    fn new(prefix: &str) -> Self {
+        Self {
+            registry: Registry::with_prefix(prefix),
+        }
+    }
+
+    /// Registers the family `name` of `M`s, one per sample, each given its value by `set`;
+    /// nothing when there is no sample.
+    fn family<L: Labels, M: Measure, V>(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl Iterator<Item = (L, V)>,
+        set: fn(&M, V),
+    ) {
+        let family = Family::<L, M>::default();
+        let mut any = false;
+        for (labels, value) in samples {
+            set(&family.get_or_create(&labels), value);
+            any = true;
+        }
+        if any {
+            self.registry.register(name, help, family);
+        }
+    }
+
+    /// Registers the gauges `name`.
+    fn gauges<L: Labels>(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl Iterator<Item = (L, u64)>,
+    ) {
+        self.family(name, help, samples, |g: &Gauge, v| {
+            g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        });
+    }
+
+    /// Registers the float gauges `name`.
+    fn seconds<L: Labels>(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl Iterator<Item = (L, f64)>,
+    ) {
+        self.family(name, help, samples, |g: &Gauge<f64, AtomicU64>, v| {
+            g.set(v);
+        });
+    }
+
+    /// Registers the counters `name` (exposed as `name_total`).
+    fn counters<L: Labels>(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl Iterator<Item = (L, u64)>,
+    ) {
+        self.family(name, help, samples, |c: &Counter, v| {
+            c.inc_by(v);
+        });
+    }
+
+    /// The gauges of each run, with its success and last success to show beside it.
+    fn last_runs(&mut self, runs: &[LastRun<'_>]) {
+        for (i, (name, help)) in OBJECTS.iter().enumerate() {
+            let samples = runs.iter().flat_map(|LastRun { record: r, .. }| {
+                r.objects
+                    .iter()
+                    .map(move |(kind, counts)| (r.object(kind), counts[i]))
+            });
+            self.gauges(
+                &format!("last_run_{name}"),
+                &format!("{help} by the last run"),
+                samples,
+            );
+        }
+        let stages = |pick: fn(&Record) -> &BTreeMap<String, u64>| {
+            runs.iter().flat_map(move |LastRun { record: r, .. }| {
+                pick(r).iter().map(move |(stage, n)| (r.stage(stage), *n))
+            })
+        };
+        self.gauges(
+            "last_run_fences_lost",
+            "Writes refused in the last run because the object changed (409/422), by stage",
+            stages(|r| &r.fences_lost),
+        );
+        self.gauges(
+            "last_run_errors",
+            "Errors in the last run, by stage",
+            stages(|r| &r.errors),
+        );
+        self.gauges(
+            "last_run_archive_bytes",
+            "Bytes of diagnostic archives written by the last run",
+            runs.iter()
+                .map(|l| (l.record.run(), l.record.archive_bytes)),
+        );
+        // None for a stopped run that followed no other: the family keeps what was there.
+        let successes = runs
+            .iter()
+            .filter_map(|l| Some((l.record.run(), u64::from(l.success?))));
+        self.gauges("last_run_success", LAST_RUN_SUCCESS_HELP, successes);
+        let at =
+            |value: fn(&Record) -> f64| runs.iter().map(move |l| (l.record.run(), value(l.record)));
+        self.seconds(
+            "last_run_duration_seconds",
+            "Duration of the last run",
+            at(|r| r.duration),
+        );
+        self.seconds(
+            "last_attempt_timestamp_seconds",
+            "When a run last ended, succeeded or failed",
+            at(|r| r.attempt_at),
+        );
+        let successes = runs
+            .iter()
+            .filter_map(|l| Some((l.record.run(), l.last_success?)));
+        self.seconds(
+            "last_success_timestamp_seconds",
+            LAST_SUCCESS_HELP,
+            successes,
+        );
+    }
+
+    /// The counters of `serve`: every run since the process started.
+    fn totals(&mut self, histories: &[&History]) {
+        let results = histories.iter().flat_map(|h| {
+            let counts = [
+                ("success", h.succeeded),
+                ("failure", h.failed),
+                ("stopped", h.stopped),
+            ];
+            counts.map(|(result, n)| {
+                let run = h.last.run();
+                let labels = RunResult {
+                    collector: run.collector,
+                    namespace: run.namespace,
+                    result,
+                };
+                (labels, n)
+            })
+        });
+        self.counters("runs", "Runs since the process started, by result", results);
+        for (i, (name, help)) in OBJECTS.iter().enumerate() {
+            let samples = histories.iter().flat_map(|h| {
+                let r = &h.totals;
+                r.objects
+                    .iter()
+                    .map(move |(kind, counts)| (r.object(kind), counts[i]))
+            });
+            self.counters(name, &format!("{help} since the process started"), samples);
+        }
+        let stages = |pick: fn(&Record) -> &BTreeMap<String, u64>| {
+            histories.iter().flat_map(move |h| {
+                let r = &h.totals;
+                pick(r).iter().map(move |(stage, n)| (r.stage(stage), *n))
+            })
+        };
+        self.counters(
+            "fences_lost",
+            "Writes refused because the object changed (409/422) since the process started, by stage",
+            stages(|r| &r.fences_lost),
+        );
+        self.counters(
+            "errors",
+            "Errors since the process started, by stage",
+            stages(|r| &r.errors),
+        );
+        self.counters(
+            "archive_bytes",
+            "Bytes of diagnostic archives written since the process started",
+            histories
+                .iter()
+                .map(|h| (h.totals.run(), h.totals.archive_bytes)),
+        );
+    }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+//! What a run of one namespace ends with: its report when it got that far, its metrics, and
+//! success, a stop, or a failure with its stage and kind.
+
+use std::error::Error;
+
+use gc_core::approval::PlanFileError;
+use gc_core::collect_sessions::SessionRunError;
+use gc_core::config::InputError;
+use gc_core::inventory::InventoryError;
+use gc_core::ledger::LedgerError;
+use gc_core::plan::PlanError;
+use gc_core::ports::{ClusterError, StoreError};
+use gc_core::sessions::SessionPlanError;
+
+/// One namespace's run.
+#[derive(Debug)]
+pub struct NamespaceRun<R> {
+    /// The namespace (for the pins outside a `-A` selection that could not be listed:
+    /// `(outside the selection)`).
+    pub namespace: String,
+    /// What the run did, when it got far enough to say.
+    pub report: Option<R>,
+    /// Why it did not succeed, when it did not.
+    pub failure: Option<Failure>,
+    /// Its metrics, OpenMetrics text (empty when it made none).
+    pub metrics: String,
+}
+
+impl<R> NamespaceRun<R> {
+    /// A run that failed at `stage` before it had anything to report.
+    pub(crate) fn failed(namespace: &str, stage: &'static str, error: anyhow::Error) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            report: None,
+            failure: Some(Failure { stage, error }),
+            metrics: String::new(),
+        }
+    }
+
+    /// How the run ended.
+    #[must_use]
+    pub fn outcome(&self) -> Outcome {
+        match &self.failure {
+            None => Outcome::Succeeded,
+            Some(f) if crate::stopped(&f.error) => Outcome::Stopped,
+            Some(f) => Outcome::Failed {
+                stage: f.stage,
+                kind: FailureKind::of(&f.error),
+            },
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It did what it was asked.
+    Succeeded,
+    /// The embedder's shutdown stopped it ([`crate::Stopped`]): neither a success nor a failure.
+    Stopped,
+    /// It failed at `stage` (the `stage` label of its error metric).
+    Failed {
+        /// `run`, `lock`, `store`, `archive`, `recover`, `plan`, ...
+        stage: &'static str,
+        /// Whether an input, the data or the run itself failed.
+        kind: FailureKind,
+    },
+}
+
+/// Why a run failed, and its error (the whole chain: what the CLI prints).
+#[derive(Debug)]
+pub struct Failure {
+    /// The `stage` label of the run's error metric.
+    pub stage: &'static str,
+    /// The error.
+    pub error: anyhow::Error,
+}
+
+/// What kind of failure an error is (the CLI's exit code: 2, 3 and 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// An input value is invalid, or an input file cannot be used.
+    Usage,
+    /// The run failed closed on the data: a malformed inventory or ledger, a ceiling exceeded,
+    /// the session guard.
+    Data,
+    /// Anything else: the cluster, the store, the lock, a failed target.
+    Run,
+}
+
+impl FailureKind {
+    /// The kind of `error`: the first error of a known type in its chain, from the outermost
+    /// context in, decides; an error of no known type is [`FailureKind::Run`].
+    #[must_use]
+    pub fn of(error: &anyhow::Error) -> Self {
+        error
+            .chain()
+            .find_map(Self::decided_by)
+            .unwrap_or(Self::Run)
+    }
+
+    /// The kind one error in a chain decides, when its type decides one.
+    #[must_use]
+    pub fn decided_by(error: &(dyn Error + 'static)) -> Option<Self> {
+        if error.is::<InputError>() || error.is::<PlanFileError>() {
+            return Some(Self::Usage);
+        }
+        if error.is::<PlanError>()
+            || error.is::<InventoryError>()
+            || error.is::<LedgerError>()
+            || error.is::<SessionPlanError>()
+        {
+            return Some(Self::Data);
+        }
+        if let Some(run) = error.downcast_ref::<SessionRunError>() {
+            // The plan's refusals (no answer for an id, the guard) are about the data; a list or
+            // a database failure is not.
+            return Some(match run {
+                SessionRunError::Plan(_) => Self::Data,
+                SessionRunError::List { .. } | SessionRunError::Database(_) => Self::Run,
+            });
+        }
+        // Named so that a typed error further in (a cause) cannot change the kind.
+        if error.is::<StoreError>()
+            || error.is::<ClusterError>()
+            || error.is::<gc_k8s::ConnectError>()
+        {
+            return Some(Self::Run);
+        }
+        None
+    }
+}

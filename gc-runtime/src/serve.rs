@@ -1,0 +1,166 @@
+//! A long-running collector: runs every interval until asked to stop, with the health state a
+//! liveness probe reads ([`Health`]) and, with the `admin` feature, the HTTP server of
+//! `/metrics` and `/healthz` ([`AdminServer`]).
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::{Cancel, stopped};
+
+#[cfg(feature = "admin")]
+mod admin;
+#[cfg(feature = "admin")]
+pub use admin::AdminServer;
+
+/// Runs `run` every `interval` until `runs` runs are done (`None`: for ever) or `cancel` asks
+/// to stop (a sleep between runs ends then within a tenth of a second), keeping `health` up to
+/// date; how many runs started, and how many of them failed (a stopped run did not).
+pub async fn every<F, Fut>(
+    interval: Duration,
+    runs: Option<u64>,
+    health: &Health,
+    cancel: &dyn Cancel,
+    mut run: F,
+) -> (u64, u64)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let (mut done, mut failed) = (0, 0);
+    while cancel.cancelled().is_none() {
+        done += 1;
+        tracing::info!("run {done} starting");
+        health.started(done, Instant::now());
+        let result = run().await;
+        health.ended();
+        if let Err(error) = result {
+            if stopped(&error) {
+                tracing::info!("run stopped: {error:#}");
+            } else {
+                failed += 1;
+                tracing::error!("run failed: {error:#}");
+            }
+        }
+        if runs.is_some_and(|n| done >= n) || !sleep(interval, cancel).await {
+            break;
+        }
+    }
+    (done, failed)
+}
+
+/// Sleeps for `duration`, or until `cancel` asks to stop; `false` when it did.
+async fn sleep(duration: Duration, cancel: &dyn Cancel) -> bool {
+    let until = Instant::now() + duration;
+    while cancel.cancelled().is_none() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        tokio::time::sleep(left.min(Duration::from_millis(100))).await;
+    }
+    false
+}
+
+/// The run in progress, to tell a wedged process from a busy one.
+#[derive(Debug)]
+pub struct Health {
+    /// How long a run may last before the process counts as wedged; `None`: for ever.
+    stall: Option<Duration>,
+    /// The run in progress (its number) and when it started.
+    running: Mutex<Option<(u64, Instant)>>,
+}
+
+impl Health {
+    /// A process whose runs may last `stall` (`None`: for ever).
+    #[must_use]
+    pub fn new(stall: Option<Duration>) -> Self {
+        Self {
+            stall,
+            running: Mutex::new(None),
+        }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Option<(u64, Instant)>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `run` started `at`.
+    pub fn started(&self, run: u64, at: Instant) {
+        *self.running() = Some((run, at));
+    }
+
+    /// The run in progress ended.
+    pub fn ended(&self) {
+        *self.running() = None;
+    }
+
+    /// Why the process is not healthy at `now`: the run in progress has lasted past the stall
+    /// deadline.
+    pub fn stalled(&self, now: Instant) -> Option<String> {
+        let stall = self.stall?;
+        let (run, at) = (*self.running())?;
+        let lasted = now.saturating_duration_since(at);
+        (lasted > stall).then(|| {
+            format!(
+                "stalled: run {run} has lasted {}s, over --stall-seconds {}",
+                lasted.as_secs(),
+                stall.as_secs()
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn healthy_until_a_run_lasts_past_the_stall_deadline() {
+        let start = Instant::now();
+        let at = |secs: u64| start + Duration::from_secs(secs);
+        let health = Health::new(Some(Duration::from_secs(60)));
+        assert_eq!(health.stalled(at(1000)), None, "no run in progress");
+        health.started(3, start);
+        assert_eq!(health.stalled(at(60)), None);
+        assert_eq!(
+            health.stalled(at(61)).as_deref(),
+            Some("stalled: run 3 has lasted 61s, over --stall-seconds 60")
+        );
+        health.ended();
+        assert_eq!(health.stalled(at(1000)), None);
+        let never = Health::new(None);
+        never.started(1, start);
+        assert_eq!(never.stalled(at(1_000_000)), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn runs_every_interval_until_done_or_stopped() {
+        let health = Health::new(None);
+        let mut calls = 0;
+        let (done, failed) = every(
+            Duration::from_secs(60),
+            Some(3),
+            &health,
+            &crate::NeverCancel,
+            || {
+                calls += 1;
+                let result = if calls == 2 {
+                    Err(anyhow::anyhow!("failed"))
+                } else {
+                    Ok(())
+                };
+                async move { result }
+            },
+        )
+        .await;
+        assert_eq!((done, failed), (3, 1));
+        let token = crate::StopToken::new();
+        let stopper = token.clone();
+        let (done, failed) = every(Duration::from_secs(60), None, &health, &token, || {
+            stopper.stop("shutdown");
+            async { Err(crate::Stopped::new("stopped by shutdown").into()) }
+        })
+        .await;
+        assert_eq!((done, failed), (1, 0), "a stopped run is not a failure");
+    }
+}

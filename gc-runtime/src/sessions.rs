@@ -1,0 +1,497 @@
+//! The session collector's run in one namespace, as the CLI's `run sessions` does it: take the
+//! run lock (a live run), list the labelled resources, look their sessions up, apply the guard,
+//! send the fenced deletes until asked to stop, release the lock; then the audit records, the
+//! Events, and the run's metrics, delivered.
+
+use std::io::Write;
+
+use anyhow::Context;
+use gc_core::collect_sessions::{
+    self, AuditRecord, DeleteResult, SessionReport, SessionRunError, Stop,
+};
+use gc_core::selector::Spared;
+use gc_core::sessions::{SessionConfig, SessionDecision};
+use serde::Serialize;
+
+use crate::clock;
+use crate::events::Events;
+use crate::metrics::{Delivery, RunMetrics};
+use crate::outcome::{Failure, NamespaceRun};
+use crate::{Cancel, LockOptions, Stopped, stopped};
+
+/// The run lock of the session collector in its namespace (one per namespace, whatever the
+/// cluster id).
+pub const SESSIONS_LOCK: &str = "gc-sessions";
+
+/// What a session run needs besides its namespaces' settings: the same for each namespace.
+pub struct SessionRun<'a> {
+    /// The cluster, connected.
+    pub cluster: &'a gc_k8s::KubeCluster,
+    /// The application's session table, connected (read-only).
+    pub table: &'a gc_store::SessionTable,
+    /// The instant the run judges at (seconds since the epoch).
+    pub now: f64,
+    /// Every delete a server-side dry run; no Lease taken.
+    pub dry_run: bool,
+    /// How the run lock is taken.
+    pub lock: &'a LockOptions,
+    /// Where the run's metrics and alerts go.
+    pub delivery: &'a Delivery,
+    /// The run's Events (off for a dry run).
+    pub events: &'a Events,
+    /// The embedder's shutdown.
+    pub cancel: &'a dyn Cancel,
+}
+
+/// Where a run's audit records go, as each namespace's run ends.
+pub trait Audit: Send {
+    /// The records of `cfg`'s namespace, judged at `time` (RFC 3339).
+    ///
+    /// # Errors
+    /// When they cannot be written: the run fails.
+    fn judged(
+        &mut self,
+        cfg: &SessionConfig,
+        report: &SessionReport,
+        time: &str,
+    ) -> anyhow::Result<()>;
+
+    /// The line of a namespace's run that deleted nothing because it was refused or failed.
+    ///
+    /// # Errors
+    /// When it cannot be written.
+    fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()>;
+}
+
+/// Audit records as JSON lines (one per resource judged, or the refusal), each batch flushed.
+pub struct AuditLog<W>(pub W);
+
+impl<W: Write + Send> Audit for AuditLog<W> {
+    fn judged(
+        &mut self,
+        _cfg: &SessionConfig,
+        report: &SessionReport,
+        time: &str,
+    ) -> anyhow::Result<()> {
+        let lines: Vec<_> = report
+            .records
+            .iter()
+            .map(|record| AuditLine { time, record })
+            .collect();
+        write_lines(&mut self.0, &lines)
+    }
+    fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()> {
+        write_lines(&mut self.0, &[line])
+    }
+}
+
+/// Writes each value as one JSON line, then flushes.
+fn write_lines<T: Serialize>(sink: &mut dyn Write, lines: &[T]) -> anyhow::Result<()> {
+    for line in lines {
+        let mut text = serde_json::to_vec(line)?;
+        text.push(b'\n');
+        sink.write_all(&text)?;
+    }
+    sink.flush().context("cannot write the audit log")
+}
+
+/// The run of every namespace of `configs`, one after the other, each under its own lock, its
+/// records sent to `audit`. With several, the metrics file is written once, merged.
+pub async fn run_sessions(
+    run: &SessionRun<'_>,
+    configs: &[SessionConfig],
+    audit: &mut (dyn Audit + Send),
+) -> Vec<NamespaceRun<SessionReport>> {
+    let namespaces: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
+    run.delivery.scope("sessions", &namespaces);
+    let delivery = run.delivery.for_namespaces(configs.len());
+    let mut runs = Vec::with_capacity(configs.len());
+    for cfg in configs {
+        let started = std::time::Instant::now();
+        let metrics = RunMetrics::new(&run.delivery.metrics_prefix, "sessions", &cfg.namespace);
+        let result = run_once(run, cfg, &metrics, audit).await;
+        let elapsed = started.elapsed().as_secs_f64();
+        let (report, error) = match result {
+            Ok(report) => (Some(report), None),
+            Err((report, error)) => (report, Some(error)),
+        };
+        match &error {
+            None => {
+                metrics.finish(elapsed, Some(clock::now()));
+                let line = report.as_ref().map(|r| summary(r, cfg, run.dry_run));
+                metrics
+                    .deliver(&delivery, None, line.as_deref().unwrap_or(""))
+                    .await;
+            }
+            Some(error) if stopped(error) => {
+                metrics.stopped(elapsed);
+                metrics.deliver(&delivery, None, "").await;
+            }
+            Some(error) => {
+                metrics
+                    .fail("run", elapsed, &delivery, &format!("{error:#}"))
+                    .await
+            }
+        }
+        runs.push(NamespaceRun {
+            namespace: cfg.namespace.clone(),
+            report,
+            failure: error.map(|error| Failure {
+                stage: "run",
+                error,
+            }),
+            metrics: metrics.text(),
+        });
+    }
+    if configs.len() > 1 {
+        let texts: Vec<String> = runs.iter().map(|r| r.metrics.clone()).collect();
+        run.delivery.write_merged(&texts);
+    }
+    runs
+}
+
+/// A run that failed before its namespaces' runs (the database, the cluster, the list of
+/// namespaces): each of `namespaces` gets a failed run's metrics and alert, and its Warning
+/// when `cluster` is connected; with none to name, the webhook is alerted once.
+pub async fn failed_before(
+    delivery: &Delivery,
+    events: &Events,
+    cluster: Option<&gc_k8s::KubeCluster>,
+    namespaces: &[String],
+    started: std::time::Instant,
+    error: &anyhow::Error,
+) {
+    let why = format!("{error:#}");
+    if namespaces.is_empty() {
+        delivery.alert_unscoped("sessions", &why).await;
+        return;
+    }
+    let each = delivery.for_namespaces(namespaces.len());
+    let mut texts = Vec::with_capacity(namespaces.len());
+    for namespace in namespaces {
+        let metrics = RunMetrics::new(&delivery.metrics_prefix, "sessions", namespace);
+        metrics
+            .fail("run", started.elapsed().as_secs_f64(), &each, &why)
+            .await;
+        texts.push(metrics.text());
+        if let Some(cluster) = cluster {
+            events.run_failed(cluster, namespace, error).await;
+        }
+    }
+    if namespaces.len() > 1 {
+        delivery.write_merged(&texts);
+    }
+}
+
+/// A refusal, naming what came of it (`outcome`: no plan, nothing deleted); its type gives the
+/// failure's kind.
+#[must_use]
+pub fn refused(error: SessionRunError, cfg: &SessionConfig, outcome: &str) -> anyhow::Error {
+    anyhow::Error::new(error).context(format!(
+        "namespace {} of cluster {}: {outcome}",
+        cfg.namespace, cfg.cluster_id
+    ))
+}
+
+/// Warns of each kind the API server does not serve.
+pub fn warn_missing(missing: &[String], namespace: &str) {
+    for kind in missing {
+        tracing::warn!(
+            "{kind} is not served by the API server (definition not installed); not scanned in \
+             namespace {namespace}"
+        );
+    }
+}
+
+/// Decisions in the order a table lists them; kept resources are only counted. Protected and
+/// excluded resources rank with the skipped ones (the table names them apart).
+#[must_use]
+pub fn rank(d: &SessionDecision) -> usize {
+    match d {
+        SessionDecision::Delete { .. } => 0,
+        SessionDecision::Deferred { .. } => 1,
+        SessionDecision::Held { .. } => 2,
+        SessionDecision::Skipped { .. } => 3,
+        SessionDecision::Kept { .. } => 4,
+    }
+}
+
+/// `n database round trip(s)`.
+#[must_use]
+pub fn round_trips(n: usize) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{n} database round trip{s}")
+}
+
+/// One namespace's run under its own lock, then its Events; its report, or why it did not
+/// finish (with the report when it got one).
+async fn run_once(
+    run: &SessionRun<'_>,
+    cfg: &SessionConfig,
+    metrics: &RunMetrics,
+    audit: &mut (dyn Audit + Send),
+) -> Result<SessionReport, (Option<SessionReport>, anyhow::Error)> {
+    let SessionRun {
+        cluster,
+        table,
+        now,
+        dry_run,
+        events,
+        ..
+    } = *run;
+    let time = gc_core::isotime::format_timestamp(now);
+    let outcome = async {
+        let lock = crate::lock::take_or_stop(
+            cluster,
+            &cfg.namespace,
+            SESSIONS_LOCK,
+            run.lock,
+            dry_run,
+            run.cancel,
+        )
+        .await?;
+        // A lost lock fails what is left; a stop leaves it not started.
+        let stop = Stop {
+            lock_lost: lock.halt(),
+            stopping: lock.stop(),
+        };
+        let report = collect_sessions::run(cluster, table, cfg, now, dry_run, stop).await;
+        // A run that lost its lock says so, and nothing else: what it did not finish is the
+        // next run's.
+        match crate::lock::release_saying(lock, run.cancel).await {
+            Some(lost) => Err(lost),
+            None => report.map_err(|e| refused(e, cfg, "nothing deleted")),
+        }
+    }
+    .await;
+    let report = match outcome {
+        Ok(report) => report,
+        Err(error) => {
+            if !stopped(&error) && !crate::lock::lock_lost(&error) {
+                events.run_failed(cluster, &cfg.namespace, &error).await;
+            }
+            // The audit log says why this run deleted nothing.
+            let line = RefusedLine {
+                time: &time,
+                cluster: &cfg.cluster_id,
+                namespace: &cfg.namespace,
+                decision: "refused",
+                reason: format!("{error:#}"),
+                dry_run,
+            };
+            if let Err(e) = audit.refused(&line) {
+                return Err((None, e));
+            }
+            return Err((None, error));
+        }
+    };
+    events.sessions(cluster, cfg, &report).await;
+    warn_missing(&report.missing_kinds, &cfg.namespace);
+    record(metrics, &report);
+    if let Err(e) = audit.judged(cfg, &report, &time) {
+        return Err((Some(report), e));
+    }
+    let line = summary(&report, cfg, dry_run);
+    tracing::info!("{line}");
+    if report.failures > 0 {
+        let error = anyhow::anyhow!(
+            "{} delete(s) failed; the next run tries them again",
+            report.failures
+        );
+        return Err((Some(report), error));
+    }
+    let not_started = report
+        .records
+        .iter()
+        .filter(|r| matches!(r.result, Some(DeleteResult::NotStarted(_))))
+        .count();
+    if not_started > 0 {
+        let cause = run.cancel.cancelled().unwrap_or_else(|| "a signal".into());
+        let error = Stopped::new(format!(
+            "stopped by {cause}: {not_started} delete(s) not started in namespace {}; the next \
+             run judges them again",
+            cfg.namespace
+        ));
+        return Err((Some(report), error.into()));
+    }
+    Ok(report)
+}
+
+/// One kind's counts in a session run.
+#[derive(Default)]
+struct Counts {
+    scanned: u64,
+    orphaned: u64,
+    held: u64,
+    deferred: u64,
+    deleted: u64,
+}
+
+/// Counts a session run by kind and decision.
+fn record(metrics: &RunMetrics, report: &SessionReport) {
+    use gc_core::sessions::SessionDecision as D;
+    let mut kinds: std::collections::BTreeMap<&str, Counts> = std::collections::BTreeMap::new();
+    for r in &report.records {
+        let c = kinds.entry(r.judged.resource.kind.as_str()).or_default();
+        c.scanned += 1;
+        match &r.judged.decision {
+            D::Held { .. } => {
+                c.orphaned += 1;
+                c.held += 1;
+            }
+            D::Deferred { .. } => {
+                c.orphaned += 1;
+                c.deferred += 1;
+            }
+            D::Delete { .. } => c.orphaned += 1,
+            D::Kept { .. } | D::Skipped { .. } => {}
+        }
+        match &r.result {
+            Some(DeleteResult::Deleted) => c.deleted += 1,
+            Some(DeleteResult::Changed) => metrics.fence_lost("delete"),
+            Some(DeleteResult::Failed(_)) => metrics.error("delete"),
+            Some(DeleteResult::WouldDelete | DeleteResult::NotStarted(_)) | None => {}
+        }
+    }
+    for (kind, c) in kinds {
+        metrics.objects(kind, c.scanned, c.orphaned, c.held, c.deferred, c.deleted);
+    }
+}
+
+/// One audit line: when, then the record.
+#[derive(Serialize)]
+pub struct AuditLine<'a> {
+    /// When the run judged the resource (RFC 3339).
+    pub time: &'a str,
+    /// The record.
+    #[serde(flatten)]
+    pub record: &'a AuditRecord,
+}
+
+/// The audit line of a run that deleted nothing because it was refused.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedLine<'a> {
+    /// When the run was refused (RFC 3339).
+    pub time: &'a str,
+    /// The cluster id.
+    pub cluster: &'a str,
+    /// The namespace.
+    pub namespace: &'a str,
+    /// `refused`.
+    pub decision: &'static str,
+    /// Why, the whole error.
+    pub reason: String,
+    /// Whether the run was a dry run.
+    pub dry_run: bool,
+}
+
+/// The run in one line: counts by decision and by result.
+fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String {
+    let mut counts = [0usize; 5];
+    let (mut done, mut changed, mut protected, mut excluded) = (0, 0, 0, 0);
+    for r in &report.records {
+        counts[rank(&r.judged.decision)] += 1;
+        match r.judged.decision.spared() {
+            Some(Spared::Protected) => protected += 1,
+            Some(Spared::Excluded) => excluded += 1,
+            None => {}
+        }
+        match &r.result {
+            Some(DeleteResult::Deleted | DeleteResult::WouldDelete) => done += 1,
+            Some(DeleteResult::Changed) => changed += 1,
+            _ => {}
+        }
+    }
+    let verb = if dry_run {
+        "would delete (dry run)"
+    } else {
+        "deleted"
+    };
+    // Spared resources are counted apart from the other skipped ones, when there are any.
+    let skipped = if protected + excluded > 0 {
+        format!(
+            "{} skipped, {protected} protected, {excluded} excluded",
+            counts[3] - protected - excluded
+        )
+    } else {
+        format!("{} skipped", counts[3])
+    };
+    format!(
+        "sessions in namespace {} of cluster {}: {} scanned, {done} {verb}, {changed} changed \
+         since listed, {} failed, {} deferred, {} held, {skipped}, {} kept; {}",
+        cfg.namespace,
+        cfg.cluster_id,
+        report.records.len(),
+        report.failures,
+        counts[1],
+        counts[2],
+        counts[4],
+        round_trips(report.lookups)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gc_core::sessions::{Judged, Resource, SessionDecision};
+
+    /// A Service due for deletion, and what its delete did.
+    fn deleted(name: &str, result: DeleteResult) -> AuditRecord {
+        AuditRecord {
+            cluster: "primary".into(),
+            namespace: "ns".into(),
+            judged: Judged {
+                resource: Resource {
+                    kind: "Service".into(),
+                    name: name.into(),
+                    uid: format!("u-{name}"),
+                    resource_version: "7".into(),
+                    session: Some(name.into()),
+                    created: None,
+                    deleting: false,
+                },
+                decision: SessionDecision::Delete {
+                    reason: format!("no session {name} in the database"),
+                },
+            },
+            result: Some(result),
+            dry_run: false,
+        }
+    }
+
+    #[test]
+    fn a_run_counts_deletes_lost_fences_and_failures_but_not_what_it_did_not_start() {
+        let report = SessionReport {
+            records: vec![
+                deleted("a", DeleteResult::Deleted),
+                deleted("b", DeleteResult::Changed),
+                deleted("c", DeleteResult::Changed),
+                deleted("d", DeleteResult::Failed("503".into())),
+                deleted("e", DeleteResult::NotStarted("stopping".into())),
+            ],
+            missing_kinds: Vec::new(),
+            lookups: 1,
+            failures: 1,
+        };
+        let metrics = RunMetrics::new("gc", "sessions", "ns");
+        record(&metrics, &report);
+        metrics.finish(1.0, None);
+        let text = metrics.text();
+        let run = r#"collector="sessions",namespace="ns""#;
+        let service = r#"collector="sessions",kind="Service",namespace="ns""#;
+        for (name, labels, value) in [
+            (
+                "gc_last_run_fences_lost",
+                format!(r#"{run},stage="delete""#),
+                2,
+            ),
+            ("gc_last_run_errors", format!(r#"{run},stage="delete""#), 1),
+            ("gc_last_run_objects_deleted", service.to_owned(), 1),
+            ("gc_last_run_objects_eligible", service.to_owned(), 5),
+        ] {
+            let line = format!("{name}{{{labels}}} {value}\n");
+            assert!(text.contains(&line), "{line}: {text}");
+        }
+    }
+}

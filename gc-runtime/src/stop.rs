@@ -1,0 +1,121 @@
+//! Stopping a run from outside: the embedder's shutdown, passed in as a [`Cancel`] (the CLI's is
+//! its termination signals). A run asked to stop takes no lock, starts no other target, and ends
+//! [`Stopped`]: neither a success nor a failure.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+/// The embedder's shutdown: `Some` with the words that say why (for example `stopped by
+/// SIGTERM`) once runs must stop, and the flags of the run locks taken meanwhile, to set then.
+pub trait Cancel: Send + Sync {
+    /// Why runs must stop, once they must.
+    fn cancelled(&self) -> Option<String>;
+    /// Sets `flag` once runs must stop (at once when they must already): a run that holds its
+    /// lock finishes the target in progress and starts no other.
+    fn register(&self, flag: &Arc<AtomicBool>);
+}
+
+/// Never cancelled.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NeverCancel;
+
+impl Cancel for NeverCancel {
+    fn cancelled(&self) -> Option<String> {
+        None
+    }
+    fn register(&self, _flag: &Arc<AtomicBool>) {}
+}
+
+/// A [`Cancel`] the embedder stops itself ([`StopToken::stop`], from its own shutdown); clones
+/// share it.
+#[derive(Debug, Clone, Default)]
+pub struct StopToken {
+    state: Arc<Mutex<TokenState>>,
+}
+
+#[derive(Debug, Default)]
+struct TokenState {
+    why: Option<String>,
+    flags: Vec<Weak<AtomicBool>>,
+}
+
+impl StopToken {
+    /// A token not stopped yet.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks every run that reads this token to stop, saying `why` (the first call's words stay).
+    pub fn stop(&self, why: impl Into<String>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.why.get_or_insert_with(|| why.into());
+        for flag in state.flags.drain(..).filter_map(|f| f.upgrade()) {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Cancel for StopToken {
+    fn cancelled(&self) -> Option<String> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.why.clone()
+    }
+    fn register(&self, flag: &Arc<AtomicBool>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.why.is_some() {
+            flag.store(true, Ordering::SeqCst);
+        } else {
+            state.flags.retain(|f| f.strong_count() > 0);
+            state.flags.push(Arc::downgrade(flag));
+        }
+    }
+}
+
+/// A run stopped before it finished (or before it took its lock): neither a success nor a
+/// failure, so no failure alert, no Warning Event, and the last run's success and last success
+/// are kept.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Stopped(String);
+
+impl Stopped {
+    /// A stop, in words that name why and what the run did and did not do.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+/// Whether the run that ended with `error` was stopped ([`Stopped`] in its chain).
+#[must_use]
+pub fn stopped(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| e.is::<Stopped>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_sets_the_flags_registered_before_and_after_it_stops() {
+        let token = StopToken::new();
+        let before = Arc::new(AtomicBool::new(false));
+        token.register(&before);
+        assert_eq!(token.cancelled(), None);
+        assert!(!before.load(Ordering::SeqCst));
+        token.clone().stop("stopped by shutdown");
+        token.stop("later words");
+        assert!(before.load(Ordering::SeqCst));
+        assert_eq!(token.cancelled().as_deref(), Some("stopped by shutdown"));
+        let after = Arc::new(AtomicBool::new(false));
+        token.register(&after);
+        assert!(after.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_stop_is_found_anywhere_in_a_chain() {
+        let error = anyhow::Error::new(Stopped::new("stopped by SIGTERM")).context("namespace a");
+        assert!(stopped(&error));
+        assert!(!stopped(&anyhow::anyhow!("failed")));
+    }
+}
