@@ -15,17 +15,13 @@ pub use admin::AdminServer;
 /// Runs `run` every `interval` until `runs` runs are done (`None`: for ever) or `cancel` asks
 /// to stop (a sleep between runs ends then within a tenth of a second), keeping `health` up to
 /// date; how many runs started, and how many of them failed (a stopped run did not).
-pub async fn every<F, Fut>(
+pub async fn every(
     interval: Duration,
     runs: Option<u64>,
     health: &Health,
     cancel: &dyn Cancel,
-    mut run: F,
-) -> (u64, u64)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<()>>,
-{
+    mut run: impl AsyncFnMut() -> anyhow::Result<()>,
+) -> (u64, u64) {
     let (mut done, mut failed) = (0, 0);
     while cancel.cancelled().is_none() {
         done += 1;
@@ -156,9 +152,9 @@ mod tests {
         assert_eq!((done, failed), (3, 1));
         let token = crate::StopToken::new();
         let stopper = token.clone();
-        let (done, failed) = every(Duration::from_secs(60), None, &health, &token, || {
+        let (done, failed) = every(Duration::from_secs(60), None, &health, &token, async || {
             stopper.stop("shutdown");
-            async { Err(crate::Stopped::new("stopped by shutdown").into()) }
+            Err(crate::Stopped::new("stopped by shutdown").into())
         })
         .await;
         assert_eq!((done, failed), (1, 0), "a stopped run is not a failure");

@@ -1,0 +1,86 @@
+//! A service embedding the session collector through `gc-runtime`: every interval, the run
+//! `gc-cli run sessions` makes (run lock, list, look up, guard, fenced deletes, audit lines,
+//! metrics, Events), until SIGTERM or Ctrl-C; a dry run unless `--live`.
+//!
+//! ```sh
+//! cargo run -p examples --example sessions -- --database-url postgres://... --once
+//! ```
+//!
+//! It connects as `kubectl` does and reads StreamSpace's `sessions` table (read-only). The audit
+//! lines go to stdout, one JSON object per resource judged.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use gc_core::sessions::SessionInputs;
+use gc_runtime::sessions::{AuditLog, SessionRun, run_sessions};
+use gc_runtime::{LockOptions, StopToken, events::Events, metrics::Delivery, serve};
+
+const USAGE: &str = "usage: sessions --database-url URL [--namespace NS] [--grace-hours N] \
+    [--interval-seconds N] [--metrics-file FILE] [--live] [--once]";
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let (mut inputs, mut url, mut delivery) = (SessionInputs::default(), None, Delivery::default());
+    let (mut interval, mut once, mut live) = (300, false, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .with_context(|| format!("{flag} needs a value: {USAGE}"))
+        };
+        match flag.as_str() {
+            "--database-url" => url = Some(value()?),
+            "--namespace" => inputs.namespace = value()?,
+            "--grace-hours" => inputs.grace_hours = value()?.parse().context("--grace-hours")?,
+            "--interval-seconds" => interval = value()?.parse().context("--interval-seconds")?,
+            "--metrics-file" => delivery.metrics_file = Some(value()?.into()),
+            "--once" => once = true,
+            "--live" => live = true,
+            _ => bail!("unknown flag {flag}: {USAGE}"),
+        }
+    }
+    let url = url.with_context(|| format!("--database-url is required: {USAGE}"))?;
+    let cfg = inputs.validate().context("invalid settings")?;
+    let cluster = gc_k8s::connect(&gc_k8s::Connection::default()).await?;
+    let table = gc_store::connect_sessions(&url, gc_store::TableSpec::default()).await?;
+    let shutdown = StopToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! { _ = term.recv() => {}, _ = tokio::signal::ctrl_c() => {} }
+        stop.stop("SIGTERM");
+        std::io::Result::Ok(())
+    });
+    let (events, lock) = (
+        Events::new(live),
+        LockOptions {
+            wait: Duration::from_secs(300),
+            lease_seconds: 30,
+        },
+    );
+    let health = serve::Health::new(None);
+    let every = Duration::from_secs(interval);
+    let mut audit = AuditLog(std::io::stdout());
+    let (done, failed) = serve::every(every, once.then_some(1), &health, &shutdown, async || {
+        let run = SessionRun {
+            cluster: &cluster,
+            table: &table,
+            now: gc_runtime::clock::now(),
+            dry_run: !live,
+            lock: &lock,
+            delivery: &delivery,
+            events: &events,
+            cancel: &shutdown,
+        };
+        let runs = run_sessions(&run, std::slice::from_ref(&cfg), &mut audit).await;
+        let ran = runs.into_iter().next().context("no run")?;
+        ran.failure.map_or(Ok(()), |f| Err(f.error))
+    })
+    .await;
+    table.close().await;
+    if failed > 0 {
+        bail!("{failed} of {done} run(s) failed");
+    }
+    Ok(())
+}
