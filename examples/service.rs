@@ -10,68 +10,53 @@
 //! It connects as `kubectl` does and uses the embedded store and archive folder unless `--store`
 //! and `--archive-dir` say otherwise. The report of each run goes to stdout as JSON.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use gc_runtime::pods::{PodRun, Targets, run_namespace};
-use gc_runtime::{LockOptions, StopToken, events::Events, metrics::Delivery, serve};
+use gc_runtime::{StopToken, events::Events, serve};
 
-const USAGE: &str = "usage: service [--namespace NS] [--cluster-id ID] [--pin-finalizer NAME] \
-    [--interval-seconds N] [--lock-lease-seconds N] [--store URL] [--archive-dir DIR] \
-    [--metrics-file FILE] [--live] [--once]";
+const FLAGS: &str = "--namespace --cluster-id --pin-finalizer --retention-seconds --max-pods \
+    --interval-seconds --lock-lease-seconds --store --archive-dir --metrics-file --live --once";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    let (mut inputs, mut interval, mut lease, mut once, mut live) = Default::default();
-    let (mut store, mut archive_dir, mut delivery) = (None, None, Delivery::default());
-    let mut args = std::env::args().skip(1);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
+    let (mut flags, mut args) = (HashMap::new(), std::env::args().skip(1));
     while let Some(flag) = args.next() {
-        let mut value = || {
+        let Some(name) = FLAGS.split_whitespace().find(|f| *f == flag) else {
+            bail!("unknown flag {flag}: the flags are {FLAGS}");
+        };
+        let switch = matches!(name, "--live" | "--once");
+        let value = if switch {
+            Some(String::new())
+        } else {
             args.next()
-                .with_context(|| format!("{flag} needs a value: {USAGE}"))
         };
-        let mut number = || {
-            value()?
-                .parse::<u32>()
-                .with_context(|| format!("invalid {flag}"))
-        };
-        match flag.as_str() {
-            "--namespace" => {
-                inputs = gc_core::PodInputs {
-                    namespace: value()?,
-                    ..inputs
-                }
-            }
-            "--cluster-id" => {
-                inputs = gc_core::PodInputs {
-                    cluster_id: value()?,
-                    ..inputs
-                }
-            }
-            "--pin-finalizer" => {
-                inputs = gc_core::PodInputs {
-                    pin_finalizer: value()?,
-                    ..inputs
-                }
-            }
-            "--interval-seconds" => interval = Some(number()?),
-            "--lock-lease-seconds" => lease = Some(number()?),
-            "--store" => store = Some(value()?),
-            "--archive-dir" => archive_dir = Some(PathBuf::from(value()?)),
-            "--metrics-file" => delivery.metrics_file = Some(value()?.into()),
-            "--once" => once = true,
-            "--live" => live = true,
-            _ => bail!("unknown flag {flag}: {USAGE}"),
-        }
+        flags.insert(
+            name,
+            value.with_context(|| format!("{name} needs a value"))?,
+        );
     }
-    let cfg = inputs.validate().context("invalid settings")?;
-    let folder = archive_dir.unwrap_or_else(gc_store::default_archive_dir);
-    let sink = gc_store::Archives::Directory(gc_store::DirectorySink::new(folder));
-    let lock = LockOptions {
-        wait: Duration::from_secs(300),
-        lease_seconds: lease.unwrap_or(30),
+    let text = |name: &str| flags.get(name).cloned();
+    let number = |name: &str, default: i64| match flags.get(name) {
+        Some(v) => v.parse().with_context(|| format!("invalid {name} {v:?}")),
+        None => Ok(default),
     };
+    let d = gc_core::PodInputs::default();
+    let inputs = gc_core::PodInputs {
+        namespace: text("--namespace").unwrap_or(d.namespace.clone()),
+        cluster_id: text("--cluster-id").unwrap_or(d.cluster_id.clone()),
+        pin_finalizer: text("--pin-finalizer").unwrap_or(d.pin_finalizer.clone()),
+        retention_seconds: number("--retention-seconds", d.retention_seconds)?,
+        max_pods: number("--max-pods", d.max_pods)?,
+        ..d
+    };
+    let cfg = inputs.validate().context("invalid settings")?;
     // The service's shutdown: the run in progress finishes its target, then releases its lock.
     let shutdown = StopToken::new();
     let stop = shutdown.clone();
@@ -81,26 +66,22 @@ async fn main() -> anyhow::Result<()> {
         stop.stop("SIGTERM");
         std::io::Result::Ok(())
     });
-    let connection = gc_k8s::Connection::default();
-    let (events, dry_run) = (Events::new(live), !live);
-    let run = PodRun {
-        connection: &connection,
-        store: store.as_deref(),
-        sink: &sink,
-        lock: &lock,
-        delivery: &delivery,
-        events: &events,
-        cancel: &shutdown,
-        dry_run,
-    };
-    let every = Duration::from_secs(interval.unwrap_or(300).into());
-    let health = serve::Health::new(None);
-    let (done, failed) = serve::every(every, once.then_some(1), &health, &shutdown, async || {
+    let mut run = PodRun::new(Arc::new(shutdown.clone()));
+    run.dry_run = !flags.contains_key("--live");
+    run.events = Events::new(!run.dry_run);
+    run.store = text("--store");
+    if let Some(folder) = text("--archive-dir") {
+        run.sink = gc_store::Archives::Directory(gc_store::DirectorySink::new(folder.into()));
+    }
+    run.lock.lease_seconds = number("--lock-lease-seconds", 30)?.try_into()?;
+    run.delivery.metrics_file = text("--metrics-file").map(Into::into);
+    let every = Duration::from_secs(number("--interval-seconds", 300)?.try_into()?);
+    let (health, once) = (serve::Health::new(None), flags.get("--once").map(|_| 1));
+    let (done, failed) = serve::every(every, once, &health, &shutdown, async || {
         let ran = run_namespace(&run, &cfg, Targets::Planned, 1).await;
         if let Some(report) = &ran.report {
             println!("{}", serde_json::to_string(report)?);
         }
-        eprintln!("{}: {:?}", cfg.namespace, ran.outcome());
         ran.failure.map_or(Ok(()), |f| Err(f.error))
     })
     .await;

@@ -21,6 +21,9 @@ const USAGE: &str = "usage: sessions --database-url URL [--namespace NS] [--grac
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
     let (mut inputs, mut url, mut delivery) = (SessionInputs::default(), None, Delivery::default());
     let (mut interval, mut once, mut live) = (300, false, false);
     let mut args = std::env::args().skip(1);

@@ -4,7 +4,7 @@
 //!
 //! The level: warnings and errors of every crate and the binary's own progress and summaries
 //! (info), `-q` errors only, and each `-v` one level more (info, debug, trace) for gc's own crates
-//! (`gc_cli`, `gc_core`, `gc_k8s`, `gc_store`): the dependencies' debug lines would drown them.
+//! (`gc_cli`, `gc_runtime`, `gc_core`, `gc_k8s`, `gc_store`): the dependencies' debug lines would drown them.
 //! `RUST_LOG` (its full directive syntax) adds to that: `RUST_LOG=kube=debug` shows kube's debug
 //! lines beside gc's own; a directive without a target (`RUST_LOG=debug`, `RUST_LOG=off`) sets
 //! the default level, and then `RUST_LOG` alone decides.
@@ -49,7 +49,7 @@ pub(crate) struct LogArgs {
 }
 
 /// gc's own crates, which `-v` makes more verbose.
-const OURS: [&str; 4] = ["gc_cli", "gc_core", "gc_k8s", "gc_store"];
+const OURS: [&str; 5] = ["gc_cli", "gc_runtime", "gc_core", "gc_k8s", "gc_store"];
 
 impl LogArgs {
     /// The filter directives these flags give when `RUST_LOG` is not set.
@@ -63,9 +63,9 @@ impl LogArgs {
         };
         let mut directives = rest.to_owned();
         for krate in OURS {
-            // The binary's own progress and summaries (info) show unless `-q`.
+            // The runs' progress and summaries (info) show unless `-q`.
             let level = match (krate, ours) {
-                ("gc_cli", "warn") => "info",
+                ("gc_cli" | "gc_runtime", "warn") => "info",
                 _ => ours,
             };
             directives.push_str(&format!(",{krate}={level}"));
@@ -157,7 +157,9 @@ mod tests {
 
     /// The directives of `-q` (`quiet`) and `verbose` times `-v`, without `RUST_LOG`.
     fn check(quiet: bool, verbose: u8, rest: &str, cli: &str, ours: &str) {
-        let expected = format!("{rest},gc_cli={cli},gc_core={ours},gc_k8s={ours},gc_store={ours}");
+        let expected = format!(
+            "{rest},gc_cli={cli},gc_runtime={cli},gc_core={ours},gc_k8s={ours},gc_store={ours}"
+        );
         let flags = args(quiet, verbose);
         assert_eq!(flags.directives(), expected, "-q {quiet}, -v x{verbose}");
         let filter = flags.filter(None).to_string();

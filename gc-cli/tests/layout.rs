@@ -258,12 +258,54 @@ fn the_cli_holds_no_lease_itself() {
             "try_acquire(",
             "ports::Lock",
             "Renewal::",
+            "RunLock::take",
         ] {
             assert!(
                 !text.contains(call),
-                "{module} calls {call}: use gc_runtime::RunLock"
+                "{module} calls {call}: the runs of gc_runtime take their lock"
             );
         }
+    }
+}
+
+/// `gc-cli` turns flags into a run of `gc_runtime` and prints what it returns: it calls no
+/// engine function of `gc-core` (recovery, the fenced apply, the session run), no Lease or Event
+/// call of `gc-k8s`, and none of the metrics, HTTP-server or HTTP-client crates.
+#[test]
+fn the_cli_runs_nothing_but_through_the_runtime() {
+    let src = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));
+    for (module, text) in modules(src) {
+        for call in [
+            "apply::recover",
+            "apply::apply_until",
+            "apply::release_pins",
+            "apply::pinned_pods",
+            "collect_sessions::run",
+            ".post_event(",
+            "gc_k8s::event(",
+            ".release(",
+            "prometheus_client",
+            "axum",
+            "ureq",
+        ] {
+            assert!(
+                !text.contains(call),
+                "{module} uses {call}: call gc_runtime instead"
+            );
+        }
+    }
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .expect("the manifest");
+    let dependencies = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .expect("a [dependencies] table");
+    for krate in ["prometheus-client", "axum", "ureq", "hyper", "reqwest"] {
+        assert!(
+            !dependencies.contains(&format!("\n{krate}")),
+            "gc-cli depends on {krate} itself"
+        );
     }
 }
 

@@ -17,15 +17,20 @@ pub const MAX_RESTARTS: usize = 3;
 ///
 /// # Errors
 /// The first error of `fetch` or `keep`, or a page that is not a JSON list.
-pub async fn collect<T>(
-    mut fetch: impl AsyncFnMut(Option<&str>) -> Result<Page, ClusterError>,
+pub async fn collect<T, F>(
+    mut fetch: impl FnMut(Option<String>) -> F,
     mut keep: impl FnMut(&Value) -> Result<Option<T>, ClusterError>,
-) -> Result<Vec<T>, ClusterError> {
+) -> Result<Vec<T>, ClusterError>
+where
+    // A plain closure returning a future of an owned token (not an async closure over a borrowed
+    // one): the caller's future then stays `Send` for every lifetime, as a spawned task needs.
+    F: Future<Output = Result<Page, ClusterError>>,
+{
     let mut kept = Vec::new();
     let mut restarts = 0;
     let mut token: Option<String> = None;
     loop {
-        let page = match fetch(token.as_deref()).await {
+        let page = match fetch(token.clone()).await {
             Err(ClusterError::Expired) if restarts < MAX_RESTARTS => {
                 restarts += 1;
                 kept.clear();
@@ -70,9 +75,9 @@ mod tests {
         let mut answers = answers.into_iter();
         let mut asked = Vec::new();
         let got = block_on(collect(
-            async |token| {
-                asked.push(token.map(str::to_owned));
-                answers.next().expect("an answer")
+            |token| {
+                asked.push(token);
+                std::future::ready(answers.next().expect("an answer"))
             },
             |item| Ok(item.as_u64().filter(|n| n % 2 == 1)),
         ));

@@ -74,11 +74,11 @@ impl Events {
     }
 
     /// An Event on each Pod collected, refused or failed in `namespace`.
-    pub async fn pods<'r>(
+    pub async fn pods(
         &self,
-        cluster: &dyn EventSink,
+        cluster: &(impl EventSink + ?Sized),
         namespace: &str,
-        results: impl IntoIterator<Item = &'r TargetResult>,
+        results: &[&TargetResult],
     ) {
         for result in results {
             if let Some(record) = pod_event(namespace, result) {
@@ -90,7 +90,7 @@ impl Events {
     /// An Event on each session resource deleted, refused or failed.
     pub async fn sessions(
         &self,
-        cluster: &dyn EventSink,
+        cluster: &(impl EventSink + ?Sized),
         cfg: &SessionConfig,
         report: &SessionReport,
     ) {
@@ -104,14 +104,14 @@ impl Events {
     /// A Warning on the Namespace: the run in it was refused or failed with `error`.
     pub async fn run_failed(
         &self,
-        cluster: &dyn EventSink,
+        cluster: &(impl EventSink + ?Sized),
         namespace: &str,
         error: &anyhow::Error,
     ) {
         self.post(cluster, &namespace_event(namespace, error)).await;
     }
 
-    async fn post(&self, cluster: &dyn EventSink, record: &EventRecord) {
+    async fn post(&self, cluster: &(impl EventSink + ?Sized), record: &EventRecord) {
         let Some(reporter) = &self.reporter else {
             return;
         };

@@ -13,7 +13,7 @@ use gc_k8s::{Held, KubeCluster, Renewal};
 
 use crate::{Cancel, Stopped};
 
-/// How a run takes its lock.
+/// How a run takes its lock. Default: wait up to 300 s, a lease of 30 s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LockOptions {
     /// How long to wait for another run on the same namespace to finish.
@@ -21,6 +21,15 @@ pub struct LockOptions {
     /// The lease, in seconds: renewed every third of it, so a crashed run's lock frees itself
     /// this long after the crash.
     pub lease_seconds: u32,
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        Self {
+            wait: Duration::from_secs(300),
+            lease_seconds: 30,
+        }
+    }
 }
 
 /// Why no lock was taken. Nothing was changed in any case.

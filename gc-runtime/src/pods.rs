@@ -5,6 +5,7 @@
 //! is left, release the lock; then count the run in its metrics, deliver them and post its
 //! Events. With `-A`, [`release_outside`] releases the pins in namespaces the run does not cover.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
@@ -27,25 +28,43 @@ use crate::{Cancel, LockOptions, RunLock, Stopped, stopped};
 pub const PODS_LOCK: &str = "gc-pods";
 
 /// What a failed-Pod run needs besides its namespace's inputs and its targets: the same for
-/// every namespace of a run.
-pub struct PodRun<'a> {
-    /// How to reach the cluster (connected once per namespace).
-    pub connection: &'a gc_k8s::Connection,
-    /// The store of receipts and the ledger (`sqlite:PATH`, a path, `postgres://...`); `None`:
-    /// the embedded default.
-    pub store: Option<&'a str>,
-    /// Where archives go.
-    pub sink: &'a gc_store::Archives,
+/// every namespace of a run. [`PodRun::new`] gives the defaults; set the fields to change them.
+pub struct PodRun {
+    /// How to reach the cluster (connected once per namespace). Default: as `kubectl` does.
+    pub connection: gc_k8s::Connection,
+    /// The store of receipts and the ledger (`sqlite:PATH`, a path, `postgres://...`).
+    /// Default (`None`): the embedded SQLite file.
+    pub store: Option<String>,
+    /// Where archives go. Default: the embedded archive folder.
+    pub sink: gc_store::Archives,
     /// How the run lock is taken.
-    pub lock: &'a LockOptions,
-    /// Where the run's metrics and alerts go.
-    pub delivery: &'a Delivery,
-    /// The run's Events (off for a dry run).
-    pub events: &'a Events,
+    pub lock: LockOptions,
+    /// Where the run's metrics and alerts go. Default: nowhere.
+    pub delivery: Delivery,
+    /// The run's Kubernetes Events. Default: none.
+    pub events: Events,
     /// The embedder's shutdown.
-    pub cancel: &'a dyn Cancel,
-    /// Every write a server-side dry run, no archive written, no Lease taken.
+    pub cancel: Arc<dyn Cancel>,
+    /// Every write a server-side dry run, no archive written, no Lease taken. Default: true.
     pub dry_run: bool,
+}
+
+impl PodRun {
+    /// A dry run stopped by `cancel`, with every other default.
+    #[must_use]
+    pub fn new(cancel: Arc<dyn Cancel>) -> Self {
+        let folder = gc_store::DirectorySink::new(gc_store::default_archive_dir());
+        Self {
+            connection: gc_k8s::Connection::default(),
+            store: None,
+            sink: gc_store::Archives::Directory(folder),
+            lock: LockOptions::default(),
+            delivery: Delivery::default(),
+            events: Events::new(false),
+            cancel,
+            dry_run: true,
+        }
+    }
 }
 
 /// Where a run's targets come from.
@@ -93,7 +112,7 @@ fn unusable_why<S: serde::Serializer>(
 /// The run of `cfg`'s namespace, one of `namespaces` in all (the metrics file is written by the
 /// run only when it is the only one: [`crate::metrics::Delivery::write_merged`] writes several).
 pub async fn run_namespace(
-    run: &PodRun<'_>,
+    run: &PodRun,
     cfg: &PodConfig,
     targets: Targets<'_>,
     namespaces: usize,
@@ -104,7 +123,7 @@ pub async fn run_namespace(
 /// The run of every namespace of `configs` (planned by the run), then, when the run covers
 /// `-A`'s choice of namespaces (`all`), the release of the pins outside them.
 pub async fn run_pods(
-    run: &PodRun<'_>,
+    run: &PodRun,
     configs: &[PodConfig],
     all: bool,
     inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
@@ -126,7 +145,7 @@ pub async fn run_pods(
 /// selection keeps no pin, so no delete of its Pods hangs. One run per such namespace, reported
 /// as any other (system namespaces are never touched).
 pub async fn release_outside(
-    run: &PodRun<'_>,
+    run: &PodRun,
     covered: &[String],
     inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
 ) -> Vec<NamespaceRun<Report>> {
@@ -134,7 +153,7 @@ pub async fn release_outside(
         |namespace: &str, error: anyhow::Error| NamespaceRun::failed(namespace, "run", error);
     let dry_run = run.dry_run;
     let all = "(outside the selection)";
-    let cluster = match connect(run.connection).await {
+    let cluster = match connect(&run.connection).await {
         Ok(cluster) => cluster,
         Err(e) => return vec![failed(all, e)],
     };
@@ -143,7 +162,10 @@ pub async fn release_outside(
         Err(e) => return vec![failed(all, e.into())],
     };
     let pinned = gc_core::pages::collect(
-        async |token| cluster.list_all_pod_metadata(500, token).await,
+        |token: Option<String>| {
+            let cluster = &cluster;
+            async move { cluster.list_all_pod_metadata(500, token.as_deref()).await }
+        },
         |item| {
             let meta = &item["metadata"];
             let pinned = meta["finalizers"]
@@ -184,8 +206,8 @@ pub async fn release_outside(
         };
         runs.push(match released.await {
             Ok(recovered) => {
-                let results = recovered.iter();
-                run.events.pods(&cluster, &ns, results).await;
+                let results: Vec<&TargetResult> = recovered.iter().collect();
+                run.events.pods(&cluster, &ns, &results).await;
                 // A pin still on (its Pod kept changing) fails the run: the next run tries again.
                 let failed = recovered.iter().any(|r| {
                     r.outcome.is_failure() || matches!(r.outcome, Outcome::Changed { .. })
@@ -217,7 +239,7 @@ pub async fn release_outside(
 /// One namespace's run of a run over `namespaces`, its metrics delivered (with the metrics file
 /// only when it is the only namespace).
 async fn execute(
-    run: &PodRun<'_>,
+    run: &PodRun,
     cfg: &PodConfig,
     targets: Targets<'_>,
     namespaces: usize,
@@ -308,17 +330,18 @@ async fn execute(
 /// Connects, does the run, then posts its Events: one on each Pod collected, refused or
 /// failed, or one on the Namespace when the run failed. An error names the metrics stage.
 async fn act(
-    run: &PodRun<'_>,
+    run: &PodRun,
     cfg: &PodConfig,
     targets: Targets<'_>,
     metrics: &RunMetrics,
 ) -> Result<Report, (&'static str, anyhow::Error)> {
-    let cluster = connect(run.connection).await.map_err(|e| ("run", e))?;
+    let cluster = connect(&run.connection).await.map_err(|e| ("run", e))?;
     let outcome = connected(run, &cluster, cfg, targets, metrics).await;
     match &outcome {
         Ok(report) => {
-            let results = report.recovered.iter().chain(&report.results);
-            run.events.pods(&cluster, &cfg.namespace, results).await;
+            let results: Vec<&TargetResult> =
+                report.recovered.iter().chain(&report.results).collect();
+            run.events.pods(&cluster, &cfg.namespace, &results).await;
             if let Some((_, why)) = &report.unusable {
                 let error = anyhow::anyhow!("{why}: stopped before planning");
                 run.events
@@ -346,7 +369,7 @@ pub(crate) async fn connect(
 
 /// Takes the run lock of `namespace` (none for a dry run); a cancelled run is [`Stopped`].
 pub(crate) async fn take_lock(
-    run: &PodRun<'_>,
+    run: &PodRun,
     cluster: &gc_k8s::KubeCluster,
     namespace: &str,
 ) -> anyhow::Result<RunLock> {
@@ -354,16 +377,16 @@ pub(crate) async fn take_lock(
         cluster,
         namespace,
         PODS_LOCK,
-        run.lock,
+        &run.lock,
         run.dry_run,
-        run.cancel,
+        &*run.cancel,
     )
     .await
 }
 
 /// Releases `lock`; the error of its run when it was lost.
-async fn release_lock(run: &PodRun<'_>, lock: RunLock) -> Option<anyhow::Error> {
-    crate::lock::release_saying(lock, run.cancel).await
+async fn release_lock(run: &PodRun, lock: RunLock) -> Option<anyhow::Error> {
+    crate::lock::release_saying(lock, &*run.cancel).await
 }
 
 /// Takes the run lock (a live run), proves the store and the archive sink usable, recovers
@@ -372,7 +395,7 @@ async fn release_lock(run: &PodRun<'_>, lock: RunLock) -> Option<anyhow::Error> 
 /// and the run stops there (failed). A run whose lock was lost fails at stage `lock`. An error
 /// names the metrics stage.
 async fn connected(
-    run: &PodRun<'_>,
+    run: &PodRun,
     cluster: &gc_k8s::KubeCluster,
     cfg: &PodConfig,
     targets: Targets<'_>,
@@ -382,12 +405,12 @@ async fn connected(
     let lock = take_lock(run, cluster, &cfg.namespace)
         .await
         .map_err(|e| ("run", e))?;
-    let report = match usable(run.store, run.sink, &cfg.cluster_id).await {
+    let report = match usable(run.store.as_deref(), &run.sink, &cfg.cluster_id).await {
         Ok(store) => {
             let ports = Ports {
                 cluster,
                 store: &store,
-                sink: run.sink,
+                sink: &run.sink,
                 clock: &SystemClock,
                 // A lost lock stops the writes at once; a stop only between targets (`work`).
                 stop: lock.halt(),
@@ -630,7 +653,7 @@ mod tests {
     }
 
     #[test]
-    fn a_signal_stopped_the_run_only_if_it_left_a_target_not_started() {
+    fn a_stop_stopped_the_run_only_if_it_left_a_target_not_started() {
         let collected = || Outcome::Collected {
             uri: "file:///a".into(),
             sha256: "0".repeat(64),

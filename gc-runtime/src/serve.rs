@@ -46,9 +46,9 @@ pub async fn every(
 
 /// Sleeps for `duration`, or until `cancel` asks to stop; `false` when it did.
 async fn sleep(duration: Duration, cancel: &dyn Cancel) -> bool {
-    let until = Instant::now() + duration;
+    let until = tokio::time::Instant::now() + duration;
     while cancel.cancelled().is_none() {
-        let left = until.saturating_duration_since(Instant::now());
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
         if left.is_zero() {
             return true;
         }

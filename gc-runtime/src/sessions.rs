@@ -306,7 +306,7 @@ async fn run_once(
         .filter(|r| matches!(r.result, Some(DeleteResult::NotStarted(_))))
         .count();
     if not_started > 0 {
-        let cause = run.cancel.cancelled().unwrap_or_else(|| "a signal".into());
+        let cause = run.cancel.cancelled().unwrap_or_else(|| "a stop".into());
         let error = Stopped::new(format!(
             "stopped by {cause}: {not_started} delete(s) not started in namespace {}; the next \
              run judges them again",

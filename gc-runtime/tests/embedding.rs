@@ -1,6 +1,10 @@
 //! What makes the crate embeddable: no process-wide state, no signal handling, no process exit,
 //! and futures a multi-threaded runtime can run (`Send`).
 
+use gc_core::PodConfig;
+use gc_core::sessions::SessionConfig;
+use gc_runtime::pods::{PodRun, run_pods};
+use gc_runtime::sessions::{Audit, SessionRun, run_sessions};
 use gc_runtime::{Cancel, LockOptions, RunLock};
 
 /// Every source file of the crate, with its text.
@@ -26,8 +30,10 @@ fn sources() -> Vec<(String, String)> {
 fn the_crate_keeps_no_process_state_and_leaves_signals_and_exit_to_its_caller() {
     for (path, text) in sources() {
         for line in text.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
+            // `static` as a keyword (an item), not the `'static` lifetime.
+            let item = line.split_whitespace().any(|token| token == "static");
+            assert!(!item, "{path}: a static item in {line:?}");
             for banned in [
-                "static ",
                 "thread_local!",
                 "OnceLock",
                 "lazy_static",
@@ -53,4 +59,24 @@ fn _futures_are_send(cluster: &gc_k8s::KubeCluster, options: &LockOptions, cance
 fn _lock_is_send(lock: RunLock) {
     fn send<T: Send>(_: T) {}
     send(lock.release());
+}
+
+/// Compiles only when the runs' futures are `Send`: an embedder can spawn them on a
+/// multi-threaded runtime. Never called.
+fn _runs_are_send(
+    pods: &PodRun,
+    configs: &[PodConfig],
+    sessions: &SessionRun<'_>,
+    session_configs: &[SessionConfig],
+    audit: &mut (dyn Audit + Send),
+) {
+    fn send<T: Send>(_: T) {}
+    send(run_pods(pods, configs, true, |_| unreachable!()));
+    send(run_sessions(sessions, session_configs, audit));
+}
+
+/// A run's settings can be shared between tasks.
+fn _settings_are_sync(run: PodRun) {
+    fn sync<T: Send + Sync>(_: T) {}
+    sync(run);
 }

@@ -120,7 +120,9 @@ async fn open_sqlite(path: &std::path::Path, shown: &str) -> Result<Pool, StoreE
     schema::migrator(Dialect::Sqlite)
         .await
         .map_err(err)?
-        .run(&mut conn)
+        // `run_direct`, sqlx's own way around `Acquire`'s lifetime: with `run`, no future that
+        // opens a store is `Send` for every lifetime, so an embedder could not spawn a run.
+        .run_direct(&mut conn)
         .await
         .map_err(|e| err(e.into()))?;
     let pool = pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown).await?;
@@ -171,7 +173,9 @@ async fn open_postgres(url: &str, shown: &str) -> Result<Pool, StoreError> {
     schema::migrator(Dialect::Postgres)
         .await
         .map_err(err)?
-        .run(&mut conn)
+        // `run_direct`, sqlx's own way around `Acquire`'s lifetime: with `run`, no future that
+        // opens a store is `Send` for every lifetime, so an embedder could not spawn a run.
+        .run_direct(&mut conn)
         .await
         .map_err(|e| err(e.into()))?;
     let pool = pool_after::<Postgres>(conn, options, MAX_CONNECTIONS, shown).await?;

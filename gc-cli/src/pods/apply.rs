@@ -2,6 +2,7 @@
 //! a time per namespace, with every pin left by earlier runs finished or released first.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
@@ -115,7 +116,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         std::fs::read(&args.plan).map_err(|e| UsageError::unreadable("plan", &args.plan, e))?;
     let ledger = crate::pods::plan::read_ledger(args.ledger.as_deref())?;
     let a = &args.apply;
-    let parts = Parts::new(
+    let mut run = pod_run(
         &a.connect,
         &a.archive,
         &a.lock,
@@ -123,8 +124,9 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         &a.events,
         args.dry_run,
     )?;
+    run.store.clone_from(&a.store);
     live::block_on(async {
-        let namespaces = resolve(scope, &a.connect, &parts.delivery).await?;
+        let namespaces = resolve(scope, &a.connect, &run.delivery).await?;
         let policy_for = |ns: &str| {
             namespaces
                 .iter()
@@ -152,7 +154,6 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
                 .check_scope(&cfg.cluster_id, &cfg.namespace)
                 .with_context(|| format!("ledger {}", path.display()))?;
         }
-        let run = parts.run(a.store.as_deref());
         let mut runs = Vec::with_capacity(files.len());
         for file in &files {
             // The plan's policy equals apply's (checked); apply acts under its own.
@@ -165,7 +166,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
             runs.extend(pods::release_outside(&run, &namespaces, inputs).await);
         }
         finish(
-            &parts.delivery,
+            &run.delivery,
             args.output.form,
             runs,
             files.len() > 1 || several(scope),
@@ -173,48 +174,26 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     })
 }
 
-/// What every namespace's run of one command shares, built from its flags.
-struct Parts {
-    connection: gc_k8s::Connection,
-    sink: gc_store::Archives,
-    lock: gc_runtime::LockOptions,
-    delivery: gc_runtime::metrics::Delivery,
-    events: gc_runtime::events::Events,
+/// The run these flags describe (every namespace's run of one command shares it).
+fn pod_run(
+    connect: &ConnectArgs,
+    archive: &ArchiveArgs,
+    lock: &LockArgs,
+    metrics: &MetricsArgs,
+    events: &EventArgs,
     dry_run: bool,
-}
-
-impl Parts {
-    fn new(
-        connect: &ConnectArgs,
-        archive: &ArchiveArgs,
-        lock: &LockArgs,
-        metrics: &MetricsArgs,
-        events: &EventArgs,
-        dry_run: bool,
-    ) -> anyhow::Result<Self> {
-        crate::signals::install()?;
-        Ok(Self {
-            connection: connect.connection()?,
-            sink: archive.sink()?,
-            lock: lock.options(),
-            delivery: metrics.delivery(),
-            events: events.events(dry_run),
-            dry_run,
-        })
-    }
-
-    fn run<'a>(&'a self, store: Option<&'a str>) -> PodRun<'a> {
-        PodRun {
-            connection: &self.connection,
-            store,
-            sink: &self.sink,
-            lock: &self.lock,
-            delivery: &self.delivery,
-            events: &self.events,
-            cancel: &crate::signals::Signals,
-            dry_run: self.dry_run,
-        }
-    }
+) -> anyhow::Result<PodRun> {
+    crate::signals::install()?;
+    Ok(PodRun {
+        connection: connect.connection()?,
+        store: None,
+        sink: archive.sink()?,
+        lock: lock.options(),
+        delivery: metrics.delivery(),
+        events: events.events(dry_run),
+        cancel: Arc::new(crate::signals::Signals),
+        dry_run,
+    })
 }
 
 /// The checks of `run pods`' flags alone, which no later run could pass either (`serve` makes
@@ -260,17 +239,17 @@ pub(crate) async fn run(args: &RunPods) -> anyhow::Result<()> {
         }
     }
     let (m, e) = (&args.metrics, &args.events);
-    let parts = Parts::new(&p.connect, &args.archive, &args.lock, m, e, !live_run)?;
-    let namespaces = resolve(scope, &p.connect, &parts.delivery).await?;
-    parts.delivery.scope("pods", &namespaces);
+    let mut run = pod_run(&p.connect, &args.archive, &args.lock, m, e, !live_run)?;
+    run.store.clone_from(&p.store);
+    let namespaces = resolve(scope, &p.connect, &run.delivery).await?;
+    run.delivery.scope("pods", &namespaces);
     let configs = namespaces
         .iter()
         .map(|ns| p.pod.inputs(ns).validate())
         .collect::<Result<Vec<_>, _>>()?;
     let inputs = |ns: &str| p.pod.inputs(ns).validate();
-    let run = parts.run(p.store.as_deref());
     let runs = pods::run_pods(&run, &configs, scope.all(), inputs).await;
-    finish(&parts.delivery, p.output.form, runs, several(scope))
+    finish(&run.delivery, p.output.form, runs, several(scope))
 }
 
 /// The namespaces of the run; when they cannot be known (`-A`, the cluster unreachable or its

@@ -910,7 +910,11 @@ pub async fn pinned_pods<C: Cluster>(
     cfg: &PodConfig,
 ) -> Result<Vec<PinnedPod>, ClusterError> {
     crate::pages::collect(
-        async |token| cluster.list_pod_metadata(&cfg.namespace, 500, token).await,
+        |token: Option<String>| async move {
+            cluster
+                .list_pod_metadata(&cfg.namespace, 500, token.as_deref())
+                .await
+        },
         |item| {
             let meta = &item["metadata"];
             let finalizers = meta["finalizers"].as_array().cloned().unwrap_or_default();

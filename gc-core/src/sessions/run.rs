@@ -150,9 +150,15 @@ async fn scan<C: ObjectCluster>(
     cfg: &SessionConfig,
 ) -> Result<Vec<(Resource, crate::selector::Labels)>, ClusterError> {
     crate::pages::collect(
-        async |token| {
+        |token: Option<String>| async move {
             cluster
-                .list_metadata(kind, &cfg.namespace, &cfg.selector, PAGE_SIZE, token)
+                .list_metadata(
+                    kind,
+                    &cfg.namespace,
+                    &cfg.selector,
+                    PAGE_SIZE,
+                    token.as_deref(),
+                )
                 .await
         },
         |item| {
