@@ -1,13 +1,14 @@
 //! Where archives go (`--archive-dir` or `--archive-url`), and `gc-cli archives list|show|verify`:
 //! reading them back, from either sink, through the receipts in the store.
 
-use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use gc_core::ports::{ArchiveSink as _, Receipt, Store as _, StoreError};
+use gc_core::ports::Receipt;
+use gc_runtime::archives::{self, Verified, read_verified};
+use gc_runtime::pods::open_store;
 use gc_store::{Archives, ListedReceipt};
 use serde::Serialize;
 use serde_json::Value;
@@ -79,7 +80,7 @@ impl ArchiveArgs {
     }
 
     /// How an object store is reached: the endpoint, region and credentials these flags name.
-    fn options(&self) -> gc_store::ObjectOptions {
+    pub(crate) fn options(&self) -> gc_store::ObjectOptions {
         gc_store::ObjectOptions {
             endpoint: self.archive_endpoint.clone(),
             region: self.archive_region.clone(),
@@ -195,7 +196,7 @@ fn list(args: &List) -> anyhow::Result<()> {
     let since = instant("--since", &args.since)?;
     let until = instant("--until", &args.until)?;
     let receipts = block_on(async {
-        let store = crate::live::open_store(args.scope.store.as_deref()).await?;
+        let store = open_store(args.scope.store.as_deref()).await?;
         let listed = store
             .list_receipts(
                 &args.scope.cluster_id,
@@ -286,29 +287,11 @@ fn listed(l: &ListedReceipt) -> Listed<'_> {
 fn show(args: &Show) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let (receipt, bytes) = block_on(async {
-        let store = crate::live::open_store(args.scope.store.as_deref()).await?;
-        let receipt = store
-            .get_receipt(&args.scope.cluster_id, &args.uid)
-            .await
-            .context("cannot read the receipt")?;
+        let store = open_store(args.scope.store.as_deref()).await?;
+        let verified = read_verified(&store, &sink, &args.scope.cluster_id, &args.uid).await;
         store.close().await;
-        let Some(receipt) = receipt else {
-            anyhow::bail!(
-                "no archive of Pod uid {} in cluster {}: no receipt in {}",
-                args.uid,
-                args.scope.cluster_id,
-                store.location()
-            );
-        };
-        let bytes = sink
-            .read(&receipt.uri)
-            .await
-            .with_context(|| format!("cannot read archive {}", receipt.uri))?;
-        Ok((receipt, bytes))
+        verified
     })?;
-    if let Some(problem) = mismatch(&receipt, &bytes) {
-        anyhow::bail!("archive {} {problem}: not shown", receipt.uri);
-    }
     let mut out = std::io::stdout().lock();
     match args.output.form {
         Output::Json => {
@@ -327,11 +310,6 @@ fn show(args: &Show) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// What is wrong with `bytes` as the archive `receipt` records, if anything.
-fn mismatch(receipt: &Receipt, bytes: &[u8]) -> Option<String> {
-    gc_core::archive::mismatch(bytes, &receipt.sha256, Some(receipt.bytes), &receipt.uid)
 }
 
 /// Text at `pointer` in `doc`, or "".
@@ -418,145 +396,26 @@ fn write_archive(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::i
     )
 }
 
-/// One finding of `verify`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Checked {
-    namespace: String,
-    name: String,
-    uid: String,
-    uri: String,
-    /// `ok`, `mismatch`, `missing`, `unreadable`, `skipped`, `noReceipt` or `unexpected`.
-    result: &'static str,
-    detail: String,
-}
-
-/// Results that are findings, not problems: verify still passes.
-const NOT_PROBLEMS: [&str; 4] = ["ok", "skipped", "noReceipt", "unexpected"];
-
-/// Each receipt against its archive, read from the sink its URI names: the sink given, or the
-/// folder or bucket another receipt's URI names (a store that moved from a folder to a bucket),
-/// reached with the same flags. A folder that is not on this machine is skipped, and said so.
-async fn check_receipt(
-    r: &Receipt,
-    given: &Archives,
-    others: &mut HashMap<String, Option<Archives>>,
-    args: &ArchiveArgs,
-) -> (&'static str, String) {
-    let sink = if given.holds(&r.uri) {
-        given
-    } else {
-        let Some(root) = r.uri.rsplitn(4, '/').nth(3) else {
-            return ("skipped", "not an archive URI gc writes".to_owned());
-        };
-        let found = others
-            .entry(root.to_owned())
-            .or_insert_with(|| Archives::of_uri(&r.uri, &args.options()));
-        match found {
-            None => return ("skipped", "not an archive URI gc writes".to_owned()),
-            Some(Archives::Directory(dir)) if !dir.root().is_dir() => {
-                return (
-                    "skipped",
-                    format!(
-                        "written to the folder {}, which is not on this machine: verify it \
-                         where it is (--archive-dir)",
-                        dir.root().display()
-                    ),
-                );
-            }
-            Some(sink) => sink,
-        }
-    };
-    match sink.read(&r.uri).await {
-        Ok(bytes) => match mismatch(r, &bytes) {
-            Some(problem) => ("mismatch", problem),
-            None => ("ok", String::new()),
-        },
-        Err(StoreError::NotFound(_)) => {
-            ("missing", "the receipt's archive does not exist".to_owned())
-        }
-        Err(e) => ("unreadable", e.to_string()),
-    }
-}
-
 fn verify(args: &Verify) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let namespace = args.namespace.as_deref();
     let cluster = &args.scope.cluster_id;
-    let (checked, receipts, clusters) = block_on(async {
-        let store = crate::live::open_store(args.scope.store.as_deref()).await?;
-        let receipts = store
-            .list_receipts(cluster, namespace, None)
-            .await
-            .context("cannot list the receipts")?;
-        let clusters = if receipts.is_empty() {
-            store
-                .receipt_clusters()
-                .await
-                .context("cannot list the receipts")?
-        } else {
-            Vec::new()
-        };
+    let options = args.archive.options();
+    let verified = block_on(async {
+        let store = open_store(args.scope.store.as_deref()).await?;
+        let verified = archives::verify(&store, &sink, &options, cluster, namespace).await;
         store.close().await;
-        let count = receipts.len();
-        let mut checked = Vec::with_capacity(count);
-        let mut receipted = HashSet::new();
-        let mut others = HashMap::new();
-        for listed in receipts {
-            let r = listed.receipt;
-            let (result, detail) = check_receipt(&r, &sink, &mut others, &args.archive).await;
-            receipted.insert(r.uri.clone());
-            checked.push(Checked {
-                namespace: r.namespace,
-                name: r.name,
-                uid: r.uid,
-                uri: r.uri,
-                result,
-                detail,
-            });
-        }
-        let cannot_list = || format!("cannot list the archives in {}", sink.shown());
-        let held = sink.list(Some(cluster)).await.with_context(cannot_list)?;
-        let mut orphans: Vec<_> = held
-            .into_iter()
-            .filter(|e| namespace.is_none_or(|ns| e.key.namespace == ns))
-            .filter(|e| !receipted.contains(&e.uri))
-            .collect();
-        orphans.sort_by(|a, b| a.uri.cmp(&b.uri));
-        for e in orphans {
-            checked.push(Checked {
-                namespace: e.key.namespace,
-                name: String::new(),
-                uid: e.key.uid,
-                uri: e.uri,
-                result: "noReceipt",
-                detail: "an archive no receipt records: a run stopped between the write and the \
-                         receipt, an upload that arrived late, or an earlier archive of a Pod \
-                         whose receipt names a newer one"
-                    .to_owned(),
-            });
-        }
-        for uri in sink.unexpected().await.with_context(cannot_list)? {
-            checked.push(Checked {
-                namespace: String::new(),
-                name: String::new(),
-                uid: String::new(),
-                uri,
-                result: "unexpected",
-                detail: "not an archive: gc never reads it (a temporary file an interrupted write \
-                         left, or put there by other means)"
-                    .to_owned(),
-            });
-        }
-        Ok((checked, count, clusters))
+        verified
     })?;
+    let Verified {
+        checked,
+        receipts,
+        clusters,
+    } = verified;
     // Archives are write-once: an archive without a receipt is never replaced by a later run,
     // so it is reported, not a problem (a receipt names each Pod's archive last verified).
     let count = |result: &str| checked.iter().filter(|c| c.result == result).count();
-    let problems = checked
-        .iter()
-        .filter(|c| !NOT_PROBLEMS.contains(&c.result))
-        .count();
+    let problems = checked.iter().filter(|c| c.is_problem()).count();
     let mut out = std::io::stdout().lock();
     match args.output.form {
         Output::Json | Output::Yaml => write_doc(&mut out, &checked, args.output.form)?,
@@ -564,7 +423,7 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
             // An archive no receipt records has no Pod name to give: the table shows its uid.
             for c in checked
                 .iter()
-                .filter(|c| !NOT_PROBLEMS.contains(&c.result) && !c.name.is_empty())
+                .filter(|c| c.is_problem() && !c.name.is_empty())
             {
                 writeln!(out, "pod/{}", c.name)?;
             }

@@ -89,17 +89,7 @@ impl ConnectArgs {
     }
 }
 
-/// Opens the store at `url`, or the embedded SQLite default.
-pub(crate) async fn open_store(url: Option<&str>) -> anyhow::Result<gc_store::Store> {
-    let url = match url {
-        Some(url) => url.to_owned(),
-        None => gc_store::default_path()
-            .to_str()
-            .context("the default store path is not UTF-8: give --store")?
-            .to_owned(),
-    };
-    gc_store::open(&url).await.context("cannot open the store")
-}
+pub(crate) use gc_runtime::pods::open_store;
 
 /// Runs `work` on a runtime of its own: the rest of the binary is synchronous.
 pub(crate) fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {

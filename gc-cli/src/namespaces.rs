@@ -4,7 +4,6 @@
 
 use clap::Args;
 use gc_core::input::SYSTEM_NAMESPACES;
-use gc_core::ports::ClusterError;
 
 use crate::exit::UsageError;
 
@@ -88,34 +87,7 @@ impl NamespaceArgs {
             return Ok(named);
         }
         let selector = self.namespace_selector.as_deref();
-        let listed = match gc_k8s::list_namespaces(cluster, selector).await {
-            Ok(listed) => listed,
-            Err(e @ ClusterError::Forbidden { .. }) => {
-                return Err(anyhow::Error::new(e).context(
-                    "cannot list the cluster's Namespaces for --all-namespaces (a namespaced \
-                     install cannot: name its namespaces with -n, or use the chart's cluster-wide \
-                     mode)",
-                ));
-            }
-            // Not a permission: a selector the API server refuses (400), or it is unavailable.
-            Err(e) => {
-                let picked = selector
-                    .map(|s| format!(" --namespace-selector {s:?}"))
-                    .unwrap_or_default();
-                return Err(anyhow::Error::new(e).context(format!(
-                    "cannot list the cluster's Namespaces for --all-namespaces{picked}"
-                )));
-            }
-        };
-        let chosen: Vec<String> = listed
-            .into_iter()
-            .filter(|ns| !SYSTEM_NAMESPACES.contains(&ns.as_str()))
-            .filter(|ns| !self.exclude_namespace.contains(ns))
-            .collect();
-        if chosen.is_empty() {
-            tracing::warn!("no namespace matches: nothing to do");
-        }
-        Ok(chosen)
+        gc_runtime::namespaces::every(cluster, selector, &self.exclude_namespace).await
     }
 }
 

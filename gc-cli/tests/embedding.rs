@@ -18,26 +18,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{COLLECT, PIN, Result, gc_cli, namespace, ok, sqlite, target};
-
-/// The built example `name` (`cargo test --workspace --all-targets` builds the examples with
-/// the tests; `cargo build -p examples --examples` alone).
-fn example(name: &str) -> Command {
-    let deps = std::env::current_exe().unwrap();
-    let path = deps
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is not built: run cargo build -p examples --examples",
-        path.display()
-    );
-    Command::new(path)
-}
+use common::{COLLECT, PIN, Result, example, gc_cli, namespace, ok, sqlite, target};
 
 /// Where one run keeps its store, archives and metrics file.
 struct Place {

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{Result, command};
+use common::{Result, command, example};
 
 const APP: &str = "streamspace-session";
 
@@ -914,5 +914,96 @@ async fn a_run_that_lost_its_lock_deletes_nothing_more_and_says_so() -> Result {
     let lease = leases.get("gc-sessions").await?;
     let holder = lease.spec.and_then(|s| s.holder_identity);
     assert_eq!(holder.as_deref(), Some("another-run"));
+    Ok(())
+}
+
+/// The embedding example `sessions` (gc-runtime) deletes what `gc-cli run sessions` deletes, on
+/// two copies of the fixture: the same objects, audit lines, metrics and Events.
+#[tokio::test]
+async fn the_session_example_deletes_what_the_cli_deletes() -> Result {
+    // Namespace names of one length: the metrics and Events are compared with them replaced.
+    let Some((by_cli, cli_before)) = Fixture::new("sx-by-cli").await? else {
+        return Ok(());
+    };
+    let Some((by_svc, svc_before)) = Fixture::new("sx-by-svc").await? else {
+        return Ok(());
+    };
+    let dir = tempfile::tempdir()?;
+    let metrics = |name: &str| dir.path().join(name).display().to_string();
+    // Both at the clock, with no grace: every object whose session has no row is deleted.
+    let (cli_metrics, svc_metrics) = (metrics("cli.prom"), metrics("svc.prom"));
+    let flags = ["--grace-hours", "0", "--metrics-file"];
+    let cli_out = gc_cli(
+        &[
+            &["run", "sessions", "-n", by_cli.ns.name(), "--kubeconfig"][..],
+            &[&by_cli.kubeconfig, "--database-url", by_cli.db.url()],
+            &flags,
+            &[&cli_metrics],
+        ]
+        .concat(),
+        &[],
+    );
+    let cli_audit = lines(&ok(&cli_out));
+    let svc_out = example("sessions")
+        .env("KUBECONFIG", &by_svc.kubeconfig)
+        .args([
+            "--namespace",
+            by_svc.ns.name(),
+            "--database-url",
+            by_svc.db.url(),
+        ])
+        .args(flags)
+        .args([&svc_metrics, "--live", "--once"])
+        .output()?;
+    let svc_audit = lines(&ok(&svc_out));
+
+    let cli_removed = removed(&cli_before, &by_cli.snapshot().await?);
+    assert!(cli_removed.is_superset(&hard_deleted()), "{cli_removed:?}");
+    assert_eq!(removed(&svc_before, &by_svc.snapshot().await?), cli_removed);
+    assert_eq!(with_result(&cli_audit, "deleted"), cli_removed);
+    for decision in ["delete", "kept", "skipped", "held", "deferred"] {
+        assert_eq!(
+            kind_names(&svc_audit, "decision", decision),
+            kind_names(&cli_audit, "decision", decision),
+            "{decision}"
+        );
+    }
+    assert_eq!(with_result(&svc_audit, "deleted"), cli_removed);
+    let normal = |path: &str, ns: &str| {
+        let mut lines: Vec<String> = std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.contains("timestamp") && !l.contains("duration"))
+            .map(|l| l.replace(ns, "NS"))
+            .collect();
+        lines.sort();
+        lines
+    };
+    let expected = normal(&cli_metrics, by_cli.ns.name());
+    assert!(
+        expected
+            .iter()
+            .any(|l| l.starts_with("gc_last_run_objects_deleted")),
+        "{expected:?}"
+    );
+    assert_eq!(normal(&svc_metrics, by_svc.ns.name()), expected);
+    let events = async |ns: &TestNamespace| -> Result<Vec<(String, String)>> {
+        let api = ns.api::<k8s_openapi::api::events::v1::Event>();
+        let mut got: Vec<(String, String)> = api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .map(|e| {
+                let name = e.regarding.and_then(|r| r.name).unwrap_or_default();
+                (name, e.reason.unwrap_or_default())
+            })
+            .collect();
+        got.sort();
+        Ok(got)
+    };
+    let cli_events = events(&by_cli.ns).await?;
+    assert_eq!(cli_events.len(), cli_removed.len(), "{cli_events:?}");
+    assert_eq!(events(&by_svc.ns).await?, cli_events);
     Ok(())
 }

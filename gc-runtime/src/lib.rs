@@ -8,11 +8,13 @@
 //!   in-memory exposition of a long-running process); [`events`]: its Kubernetes Events.
 //! - [`Cancel`], [`StopToken`]: the embedder's shutdown; a run so stopped is [`Stopped`].
 
+pub mod archives;
 pub mod clock;
 pub mod events;
 pub mod files;
 mod lock;
 pub mod metrics;
+pub mod namespaces;
 mod outcome;
 pub mod pods;
 pub mod serve;

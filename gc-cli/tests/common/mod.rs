@@ -27,6 +27,21 @@ pub(crate) fn command() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gc-cli"))
 }
 
+/// The built example `name` of the `examples` package (`cargo test --workspace --all-targets`
+/// builds the examples with the tests; alone: `cargo build -p examples --examples`).
+#[allow(dead_code)]
+pub(crate) fn example(name: &str) -> Command {
+    let deps = std::env::current_exe().unwrap();
+    let dir = deps.parent().unwrap().parent().unwrap().join("examples");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run cargo build -p examples --examples",
+        path.display()
+    );
+    Command::new(path)
+}
+
 /// Runs `gc-cli args` to the end.
 pub(crate) fn gc_cli<S: AsRef<OsStr>>(args: &[S]) -> Output {
     command().args(args).output().unwrap()
