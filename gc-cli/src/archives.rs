@@ -168,7 +168,7 @@ pub(crate) struct Verify {
     output: OutputArgs,
 }
 
-pub(crate) fn run(command: &ArchivesCommand) -> anyhow::Result<()> {
+pub(crate) fn execute(command: &ArchivesCommand) -> anyhow::Result<()> {
     match command {
         ArchivesCommand::List(args) => list(args),
         ArchivesCommand::Show(args) => show(args),

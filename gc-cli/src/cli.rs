@@ -86,15 +86,15 @@ impl Cli {
     }
 
     /// Runs the command. The error's type gives the exit code (`crate::exit::code`).
-    pub(crate) fn run(self) -> anyhow::Result<()> {
+    pub(crate) fn execute(self) -> anyhow::Result<()> {
         match self.command {
-            Command::Plan(PlanCommand::Pods(args)) => crate::pods::plan::run(&args),
+            Command::Plan(PlanCommand::Pods(args)) => crate::pods::plan::plan(&args),
             Command::Apply(args) => crate::pods::apply::apply(&args),
             Command::Run(run) => run.run(),
             Command::Serve(args) => crate::serve::serve(*args),
             Command::Plan(PlanCommand::Sessions(args)) => crate::sessions::plan::plan(&args),
-            Command::Ledger(command) => crate::ledger::run(&command),
-            Command::Archives(command) => crate::archives::run(&command),
+            Command::Ledger(command) => crate::ledger::execute(&command),
+            Command::Archives(command) => crate::archives::execute(&command),
             Command::Completions { shell } => {
                 let mut script = Vec::new();
                 clap_complete::generate(shell, &mut Self::command(), "gc-cli", &mut script);

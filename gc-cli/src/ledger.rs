@@ -61,7 +61,7 @@ pub(crate) struct Export {
     out: Option<PathBuf>,
 }
 
-pub(crate) fn run(command: &LedgerCommand) -> anyhow::Result<()> {
+pub(crate) fn execute(command: &LedgerCommand) -> anyhow::Result<()> {
     match command {
         LedgerCommand::Import(args) => import(args),
         LedgerCommand::Export(args) => export(args),

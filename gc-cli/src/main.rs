@@ -27,7 +27,7 @@ fn main() -> ExitCode {
         Ok(cli) => {
             logging::init(&cli.log);
             let format = cli.log.format();
-            cli.run().map_err(|error| (format, error))
+            cli.execute().map_err(|error| (format, error))
         }
         // `--help` and `--version` are not errors: clap prints them and exits 0.
         Err(e) if !e.use_stderr() => e.exit(),

@@ -166,6 +166,16 @@ pub(crate) fn outcome(
     }
 }
 
+/// [`outcome`] of the runs of each namespace.
+pub(crate) fn outcome_of<R>(runs: Vec<gc_runtime::NamespaceRun<R>>) -> anyhow::Result<()> {
+    let total = runs.len();
+    let failed = runs
+        .into_iter()
+        .filter_map(|r| r.failure.map(|f| (r.namespace, f.error)))
+        .collect();
+    outcome(total, failed)
+}
+
 /// `error` in full, after its namespace unless it starts by naming it already.
 fn in_namespace(namespace: &str, error: &anyhow::Error) -> String {
     let named = format!("namespace {namespace}");

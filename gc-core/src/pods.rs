@@ -1,4 +1,4 @@
-//! The failed-Pod diagnostics collector (the Kestra flow of seed 004), from inputs to fenced
+//! The failed-Pod diagnostics collector (what the Kestra flow in `deploy/kestra` runs), from inputs to fenced
 //! writes: `config` (inputs, validated as the flow's first task), `skim` and `facts` (what the
 //! rules read of a Pod, and the eligibility rule and anchor), `inventory` (the streaming reader),
 //! `ledger` (the flow's observation ledger), `plan` (retention, ceilings, order, cap),

@@ -1,6 +1,7 @@
-//! The orphaned-session collector (StreamSpace's feature request, seed 000): `config` (what it
-//! scans and its limits), `plan` (orphans, grace, cap, the mass-deletion guard), `run` (one run
-//! over the ports: scan, batched lookup, fenced deletes, audit records).
+//! The orphaned-session collector (StreamSpace's leftovers): `config` (what it scans and its
+//! limits), `plan` (orphans, grace, cap, the mass-deletion guard), `run` (the collection over
+//! the ports: scan, batched lookup, fenced deletes, audit records; `gc_runtime` runs it under
+//! the run lock).
 
 pub mod config;
 pub mod plan;

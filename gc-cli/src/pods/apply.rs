@@ -322,12 +322,7 @@ fn finish(
             write_doc(&mut std::io::stdout().lock(), &docs, output)?;
         }
     }
-    let total = runs.len();
-    let failed = runs
-        .into_iter()
-        .filter_map(|r| r.failure.map(|f| (r.namespace, f.error)))
-        .collect();
-    crate::namespaces::outcome(total, failed)
+    crate::namespaces::outcome_of(runs)
 }
 
 /// Prints a report: a line per target (table and wide alike), the document (JSON, YAML), or

@@ -88,7 +88,7 @@ fn read_inventory(path: &Path, cfg: &PodConfig) -> anyhow::Result<Inventory> {
     reader.finish().with_context(context)
 }
 
-pub(crate) fn run(args: &PlanPods) -> anyhow::Result<()> {
+pub(crate) fn plan(args: &PlanPods) -> anyhow::Result<()> {
     let (plans, failed) = live::block_on(plan_all(args))?;
     // The plans live until the process ends: the exit frees them at once.
     let plans = std::mem::ManuallyDrop::new(plans);

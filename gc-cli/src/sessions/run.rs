@@ -161,12 +161,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     let runs = sessions::run_sessions(&run, &configs, &mut audit).await;
     table.close().await;
     audit.shown.finish()?;
-    let total = runs.len();
-    let failed = runs
-        .into_iter()
-        .filter_map(|r| r.failure.map(|f| (r.namespace, f.error)))
-        .collect();
-    crate::namespaces::outcome(total, failed)
+    crate::namespaces::outcome_of(runs)
 }
 
 /// The audit lines, then what `-o` shows of them.

@@ -1,0 +1,290 @@
+use super::*;
+use crate::ports::Page;
+use crate::sessions::Row;
+use crate::testing::{block_on, session_config as cfg};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+struct Fake {
+    objects: Mutex<Vec<(String, Value)>>,
+    deleted: Mutex<Vec<(String, bool)>>,
+    crd_missing: bool,
+    /// Set after each delete: a flag of [`Stop`] raised while the run deletes.
+    raise: Option<Arc<AtomicBool>>,
+}
+
+#[async_trait]
+impl ObjectCluster for Fake {
+    async fn list_metadata(
+        &self,
+        kind: &Kind,
+        _: &str,
+        _: &str,
+        _: u32,
+        _: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        if self.crd_missing && kind.kind == "Session" {
+            return Err(ClusterError::NotFound("sessions".into()));
+        }
+        let items: Vec<Value> = self
+            .objects
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| *k == kind.kind)
+            .map(|(_, v)| v.clone())
+            .collect();
+        Ok(Page {
+            text: json!({"items": items}).to_string().into_bytes(),
+            continue_token: None,
+        })
+    }
+    async fn delete_object(
+        &self,
+        _: &Kind,
+        _: &str,
+        name: &str,
+        _: &Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
+        self.deleted.lock().unwrap().push((name.into(), dry_run));
+        if let Some(flag) = &self.raise {
+            flag.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+struct Db(Result<Vec<&'static str>, StoreError>, Mutex<usize>);
+
+#[async_trait]
+impl SessionDirectory for Db {
+    async fn lookup(&self, ids: &[String]) -> Result<HashMap<String, Row>, StoreError> {
+        *self.1.lock().unwrap() += 1;
+        let live = self.0.clone()?;
+        Ok(ids
+            .iter()
+            .map(|id| {
+                let row = if live.contains(&id.as_str()) {
+                    Row::Present {
+                        state: Some("running".into()),
+                    }
+                } else {
+                    Row::Missing
+                };
+                (id.clone(), row)
+            })
+            .collect())
+    }
+}
+
+fn object(kind: &str, session: &str) -> (String, Value) {
+    let meta = json!({"name": format!("{session}-{kind}"), "uid": format!("u-{session}-{kind}"), "resourceVersion": "7",
+                      "creationTimestamp": "2026-11-20T00:00:00Z", "labels": {"app": "streamspace-session", "session": session}});
+    (kind.to_owned(), json!({"metadata": meta}))
+}
+
+fn fake(crd_missing: bool) -> Fake {
+    let mut objects = Vec::new();
+    for s in ["a", "b", "c", "d", "e"] {
+        objects.push(object("Deployment", s));
+        objects.push(object("Session", s));
+    }
+    Fake {
+        objects: Mutex::new(objects),
+        deleted: Mutex::new(vec![]),
+        crd_missing,
+        raise: None,
+    }
+}
+
+/// The deletes of session e's Deployment and `Session`, with `dry_run`.
+fn session_e(dry_run: bool) -> [(String, bool); 2] {
+    [
+        ("e-Deployment".to_owned(), dry_run),
+        ("e-Session".to_owned(), dry_run),
+    ]
+}
+
+/// No flag of [`Stop`] set.
+fn go_on<'a>(flags: &'a [AtomicBool; 2]) -> Stop<'a> {
+    Stop {
+        lock_lost: &flags[0],
+        stopping: &flags[1],
+    }
+}
+
+/// One run over `f` with a table holding sessions a to d, the flags of [`Stop`] as given.
+fn run_over(f: &Fake, dry_run: bool, lock_lost: bool, stopping: bool) -> SessionReport {
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let flags = [AtomicBool::new(lock_lost), AtomicBool::new(stopping)];
+    block_on(run(f, &db, &cfg(), 1_795_953_600.0, dry_run, go_on(&flags))).unwrap()
+}
+
+/// One run over the fake cluster with a table holding sessions a to d.
+fn run_once(dry_run: bool, lock_lost: bool) -> (Fake, SessionReport) {
+    let f = fake(false);
+    let report = run_over(&f, dry_run, lock_lost, false);
+    (f, report)
+}
+
+/// The text of each delete's result.
+fn results(report: &SessionReport) -> Vec<String> {
+    report
+        .records
+        .iter()
+        .filter_map(|r| Some(r.result.as_ref()?.to_string()))
+        .collect()
+}
+
+#[test]
+fn deletes_orphans_and_audits_every_decision() {
+    let (f, report) = run_once(false, false);
+    assert_eq!(*f.deleted.lock().unwrap(), session_e(false));
+    assert_eq!(report.records.len(), 10);
+    assert_eq!(report.lookups, 1);
+    let line = serde_json::to_string(&report.records.iter().find(|r| r.result.is_some()).unwrap())
+        .unwrap();
+    assert!(
+        line.contains(r#""decision":"delete""#)
+            && line.contains(r#""session":"e""#)
+            && line.contains(r#""dryRun":false"#),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_lost_lock_deletes_nothing_more_and_fails() {
+    let lost = "failed: not deleted: the run lock was lost";
+    // Lost, and (as a lost lock also stops the run) asked to stop: a failure either way.
+    for stopping in [false, true] {
+        let f = fake(false);
+        let report = run_over(&f, false, true, stopping);
+        assert!(f.deleted.lock().unwrap().is_empty());
+        assert_eq!(report.failures, 2);
+        assert_eq!(results(&report), [lost, lost]);
+    }
+}
+
+#[test]
+fn a_run_asked_to_stop_starts_no_other_delete_and_does_not_fail() {
+    let not_started = "not started: the process is stopping; the next run judges it again";
+    let f = fake(false);
+    let report = run_over(&f, false, false, true);
+    assert!(f.deleted.lock().unwrap().is_empty());
+    assert_eq!(report.failures, 0);
+    assert_eq!(results(&report), [not_started, not_started]);
+    // Asked while deleting: the delete sent stands, the next is not started.
+    let stopping = Arc::new(AtomicBool::new(false));
+    let f = Fake {
+        raise: Some(Arc::clone(&stopping)),
+        ..fake(false)
+    };
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let lost = AtomicBool::new(false);
+    let stop = Stop {
+        lock_lost: &lost,
+        stopping: &stopping,
+    };
+    let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false, stop)).unwrap();
+    assert_eq!(*f.deleted.lock().unwrap(), session_e(false)[..1]);
+    assert_eq!(report.failures, 0);
+    assert_eq!(results(&report), ["deleted", not_started]);
+}
+
+#[test]
+fn only_a_failed_delete_is_a_failure() {
+    let check = |result: DeleteResult, text: &str, failure: bool| {
+        assert_eq!(result.to_string(), text);
+        assert_eq!(result.is_failure(), failure, "{text}");
+        assert_eq!(serde_json::to_value(&result).unwrap(), text);
+    };
+    check(DeleteResult::Deleted, "deleted", false);
+    check(DeleteResult::WouldDelete, "would delete", false);
+    check(
+        DeleteResult::Changed,
+        "changed: skipped, re-checked next run",
+        false,
+    );
+    check(DeleteResult::Failed("503".into()), "failed: 503", true);
+    check(
+        DeleteResult::NotStarted("stopping".into()),
+        "not started: stopping",
+        false,
+    );
+}
+
+#[test]
+fn dry_run_sends_the_same_deletes_in_dry_run() {
+    let (f, report) = run_once(true, false);
+    assert_eq!(*f.deleted.lock().unwrap(), session_e(true));
+    assert!(
+        report
+            .records
+            .iter()
+            .filter_map(|r| r.result.as_ref())
+            .all(|r| *r == DeleteResult::WouldDelete)
+    );
+}
+
+#[test]
+fn a_database_error_or_an_empty_table_deletes_nothing() {
+    let f = fake(false);
+    let down = Db(
+        Err(StoreError::Unavailable("connection refused".into())),
+        Mutex::new(0),
+    );
+    let flags = Default::default();
+    assert!(matches!(
+        block_on(run(
+            &f,
+            &down,
+            &cfg(),
+            1_795_953_600.0,
+            false,
+            go_on(&flags)
+        )),
+        Err(SessionRunError::Database(_))
+    ));
+    let empty = Db(Ok(vec![]), Mutex::new(0));
+    let err = block_on(run(
+        &f,
+        &empty,
+        &cfg(),
+        1_795_953_600.0,
+        false,
+        go_on(&flags),
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SessionRunError::Plan(SessionPlanError::MassDeletion { .. })
+        ),
+        "{err}"
+    );
+    assert!(f.deleted.lock().unwrap().is_empty());
+}
+
+#[test]
+fn plan_judges_like_run_and_deletes_nothing() {
+    let f = fake(false);
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let planned = block_on(plan(&f, &db, &cfg(), 1_795_953_600.0)).unwrap();
+    let due: Vec<_> = planned.plan.deletes().map(|r| r.name.as_str()).collect();
+    assert_eq!(due, ["e-Deployment", "e-Session"]);
+    assert_eq!(planned.lookups, 1);
+    assert!(f.deleted.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_missing_definition_is_reported_not_fatal() {
+    let f = fake(true);
+    let report = run_over(&f, false, false, false);
+    assert_eq!(report.missing_kinds, ["stream.space/v1alpha1 Session"]);
+    assert_eq!(
+        *f.deleted.lock().unwrap(),
+        [("e-Deployment".to_owned(), false)]
+    );
+}
