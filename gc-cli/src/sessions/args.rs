@@ -186,19 +186,6 @@ impl SessionArgs {
         } else {
             self.kinds.clone()
         };
-        // The run finds a resource's kind again by its Kind name: two kinds must not share one.
-        for (i, k) in kinds.iter().enumerate() {
-            if kinds[..i].iter().any(|seen| seen.kind == k.kind) {
-                return Err(UsageError::new(format!(
-                    "invalid --kinds: kind {} is given twice",
-                    k.kind
-                ))
-                .into());
-            }
-        }
-        if self.terminal_states.iter().any(String::is_empty) {
-            return Err(UsageError::new("invalid --terminal-state \"\": must not be empty").into());
-        }
         if !self.terminal_states.is_empty() && self.database.state_column.is_empty() {
             return Err(UsageError::new(
                 "--terminal-state needs a --state-column to read the state from",

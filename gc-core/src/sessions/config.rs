@@ -162,6 +162,19 @@ impl SessionInputs {
                 "must name at least one kind with version and plural",
             );
         }
+        // A run finds a resource's kind again by its Kind name: two kinds must not share one.
+        for (i, k) in self.kinds.iter().enumerate() {
+            if self.kinds[..i].iter().any(|seen| seen.kind == k.kind) {
+                return bad("kinds", k.kind.clone(), "a kind is given twice");
+            }
+        }
+        if self.terminal_states.iter().any(String::is_empty) {
+            return bad(
+                "terminal_states",
+                String::new(),
+                "a state must not be empty",
+            );
+        }
         if !(0..=24 * 365).contains(&self.grace_hours) {
             return bad(
                 "grace_hours",

@@ -908,6 +908,15 @@ fn bad_settings_are_named() {
         "exclude_selector",
     );
     check(|i| i.protect_label = "=x".into(), "protect_label");
+    // A run finds a resource's kind by its Kind name: an embedder's inputs are checked too.
+    check(
+        |i| i.kinds = [Kind::streamspace(), Kind::streamspace()].concat(),
+        "kinds",
+    );
+    check(
+        |i| i.terminal_states = vec![String::new()],
+        "terminal_states",
+    );
     check(|i| i.id_label = String::new(), "id_label");
     check(|i| i.grace_hours = -1, "grace_hours");
     check(|i| i.max_deletes = 0, "max_deletes");
