@@ -508,18 +508,7 @@ impl RunMetrics {
         }
         let text = self.text();
         let (collector, namespace) = record.key();
-        let alert = match (failure, record.ended) {
-            (_, Ended::Stopped) => None,
-            (Some(why), _) => Some(failed(
-                &collector,
-                &format!("in namespace {namespace}"),
-                why,
-            )),
-            (None, _) if delivery.alert_on_success && !summary.is_empty() => Some(format!(
-                "gc {collector} collector in namespace {namespace}: {summary}"
-            )),
-            (None, _) => None,
-        };
+        let alert = alert_text(&record, failure, delivery.alert_on_success, summary);
         let delivery = delivery.clone();
         let sent = tokio::task::spawn_blocking(move || {
             let group = format!("job/gc/collector/{collector}/namespace/{namespace}");
@@ -537,6 +526,29 @@ impl RunMetrics {
             }
             Err(e) => tracing::warn!("cannot deliver the run's metrics: {e}"),
         }
+    }
+}
+
+/// The alert a run delivers, if any: none for a stopped run; the failure when it failed; with
+/// `on_success`, the `summary` of a run that did something (an empty summary says it did not).
+fn alert_text(
+    record: &Record,
+    failure: Option<&str>,
+    on_success: bool,
+    summary: &str,
+) -> Option<String> {
+    let (collector, namespace) = record.key();
+    match (failure, record.ended) {
+        (_, Ended::Stopped) => None,
+        (Some(why), _) => Some(failed(
+            &collector,
+            &format!("in namespace {namespace}"),
+            why,
+        )),
+        (None, _) if on_success && !summary.is_empty() => Some(format!(
+            "gc {collector} collector in namespace {namespace}: {summary}"
+        )),
+        (None, _) => None,
     }
 }
 
