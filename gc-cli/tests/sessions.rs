@@ -476,6 +476,23 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     }
     assert_eq!(line["dryRun"], false);
     assert_eq!(line["session"], GONE[0]);
+    // Every line carries every field the README lists: `null` where there is none.
+    const FIELDS: [&str; 10] = [
+        "cluster", "namespace", "kind", "name", "uid", "session", "decision", "reason", "result",
+        "dryRun",
+    ];
+    for record in &records {
+        for key in FIELDS {
+            assert!(record.get(key).is_some(), "{key} in {record}");
+        }
+    }
+    let kept = records.iter().find(|r| r["decision"] == "kept").unwrap();
+    assert!(kept["result"].is_null(), "{kept}");
+    let unlabelled = records
+        .iter()
+        .find(|r| r["name"] == "streamspace-session-unlabelled")
+        .unwrap();
+    assert!(unlabelled["session"].is_null(), "{unlabelled}");
     assert_eq!(
         line["reason"],
         format!("no session {} in the database", GONE[0])
@@ -602,6 +619,14 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     let audit = lines(&text(&out.stdout));
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0]["decision"], "refused");
+    // The refusal line carries every field (no resource: `null`), and what the guard counted.
+    for key in ["kind", "name", "uid", "session", "result"] {
+        assert!(audit[0][key].is_null(), "{key} in {}", audit[0]);
+    }
+    assert_eq!(
+        audit[0]["counted"],
+        json!({"sessions": 8, "gone": 8, "resources": 31})
+    );
     let out = with("plan", &["--database-url", empty.url()]);
     refuse(&out, 3, "override the guard");
     refuse(

@@ -275,8 +275,14 @@ async fn run_once(
                 time: &time,
                 cluster: &cfg.cluster_id,
                 namespace: &cfg.namespace,
+                kind: None,
+                name: None,
+                uid: None,
+                session: None,
                 decision: "refused",
                 reason: format!("{error:#}"),
+                result: None,
+                counted: Counted::of(&error),
                 dry_run,
             };
             if let Err(e) = audit.refused(&line) {
@@ -368,7 +374,9 @@ pub struct AuditLine<'a> {
     pub record: &'a AuditRecord,
 }
 
-/// The audit line of a run that deleted nothing because it was refused.
+/// The audit line of a run that deleted nothing because it was refused: every field an audit
+/// line carries (`null` where a refusal has none), and for the mass-deletion guard what it
+/// counted.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RefusedLine<'a> {
@@ -378,12 +386,68 @@ pub struct RefusedLine<'a> {
     pub cluster: &'a str,
     /// The namespace.
     pub namespace: &'a str,
+    /// No resource: `null`.
+    pub kind: Option<&'a str>,
+    /// No resource: `null`.
+    pub name: Option<&'a str>,
+    /// No resource: `null`.
+    pub uid: Option<&'a str>,
+    /// No resource: `null`.
+    pub session: Option<&'a str>,
     /// `refused`.
     pub decision: &'static str,
     /// Why, the whole error.
     pub reason: String,
+    /// No delete: `null`.
+    pub result: Option<&'a str>,
+    /// What the guard counted, when the guard refused the run.
+    pub counted: Option<Counted>,
     /// Whether the run was a dry run.
     pub dry_run: bool,
+}
+
+/// What the mass-deletion guard counted when it refused a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counted {
+    /// Distinct session ids judged against the database.
+    pub sessions: usize,
+    /// Of them, the ids that look gone.
+    pub gone: usize,
+    /// The resources of the sessions that look gone.
+    pub resources: usize,
+}
+
+impl Counted {
+    /// What the guard counted, when `error` is its refusal.
+    #[must_use]
+    pub fn of(error: &anyhow::Error) -> Option<Self> {
+        use gc_core::sessions::SessionPlanError as E;
+        let plan = error
+            .chain()
+            .find_map(|e| match e.downcast_ref::<SessionRunError>() {
+                Some(SessionRunError::Plan(plan)) => Some(plan),
+                _ => e.downcast_ref::<E>(),
+            })?;
+        match *plan {
+            E::MassDeletion {
+                orphaned,
+                judged,
+                orphans,
+                ..
+            } => Some(Self {
+                sessions: judged,
+                gone: orphaned,
+                resources: orphans,
+            }),
+            E::NoRowFound { ids, orphans } => Some(Self {
+                sessions: ids,
+                gone: ids,
+                resources: orphans,
+            }),
+            E::NoAnswer(_) => None,
+        }
+    }
 }
 
 /// The run in one line: counts by decision and by result.
@@ -493,5 +557,32 @@ mod tests {
             let line = format!("{name}{{{labels}}} {value}\n");
             assert!(text.contains(&line), "{line}: {text}");
         }
+    }
+
+    #[test]
+    fn a_guard_refusal_names_what_it_counted() {
+        use gc_core::sessions::SessionPlanError as E;
+        let guard = E::MassDeletion {
+            orphaned: 7,
+            judged: 8,
+            orphans: 21,
+            ratio: 0.5,
+            floor: 10,
+        };
+        let error = anyhow::Error::new(SessionRunError::Plan(guard)).context("namespace a");
+        let counted = Counted {
+            sessions: 8,
+            gone: 7,
+            resources: 21,
+        };
+        assert_eq!(Counted::of(&error), Some(counted));
+        let none = anyhow::Error::new(E::NoRowFound { ids: 3, orphans: 9 });
+        assert_eq!(
+            Counted::of(&none).map(|c| (c.sessions, c.gone)),
+            Some((3, 3))
+        );
+        let database =
+            SessionRunError::Database(gc_core::ports::StoreError::Unavailable("x".into()));
+        assert_eq!(Counted::of(&anyhow::Error::new(database)), None);
     }
 }

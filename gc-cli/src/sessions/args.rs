@@ -53,7 +53,8 @@ pub(crate) struct SessionArgs {
     )]
     grace_hours: i64,
     /// A database state that counts as gone, like a missing row (repeatable; StreamSpace
-    /// soft-deletes with `deleted`). Default: only a missing row makes an orphan.
+    /// soft-deletes with `deleted`). States match exactly, case-sensitive: a database that writes
+    /// `Deleted` needs `--terminal-state Deleted`. Default: only a missing row makes an orphan.
     #[arg(long = "terminal-state", value_name = "STATE")]
     terminal_states: Vec<String>,
     /// At most this many deletes per run (1..=10000); the rest wait for the next run.

@@ -53,8 +53,7 @@ pub struct AuditRecord {
     /// The resource and its decision.
     #[serde(flatten)]
     pub judged: Judged,
-    /// For deletes, what the delete did.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// For deletes, what the delete did; `null` for every other decision.
     pub result: Option<DeleteResult>,
     /// Whether this was a dry run.
     pub dry_run: bool,
