@@ -478,7 +478,15 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     assert_eq!(line["session"], GONE[0]);
     // Every line carries every field the README lists: `null` where there is none.
     const FIELDS: [&str; 10] = [
-        "cluster", "namespace", "kind", "name", "uid", "session", "decision", "reason", "result",
+        "cluster",
+        "namespace",
+        "kind",
+        "name",
+        "uid",
+        "session",
+        "decision",
+        "reason",
+        "result",
         "dryRun",
     ];
     for record in &records {
@@ -1030,5 +1038,58 @@ async fn the_session_example_deletes_what_the_cli_deletes() -> Result {
     let cli_events = events(&by_cli.ns).await?;
     assert_eq!(cli_events.len(), cli_removed.len(), "{cli_events:?}");
     assert_eq!(events(&by_svc.ns).await?, cli_events);
+    Ok(())
+}
+
+/// `--scope-column` reaches the lookup: with every row out of scope every session looks gone
+/// here, so the guard refuses (exit 3) and nothing is deleted; a bad pair or a column the table lacks
+/// is refused before anything is listed.
+#[tokio::test]
+async fn a_scope_column_limits_which_rows_count_here() -> Result {
+    let Some((f, before)) = Fixture::new("sx-scope").await? else {
+        return Ok(());
+    };
+    let failed = |out: &Output, code: i32, says: &str| {
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    };
+    let out = f.cli("run", &["--scope-column", "user_id=nobody"]);
+    failed(
+        &out,
+        3,
+        "refused: 8 of 8 sessions judged against the database look gone",
+    );
+    // Only alice's rows in scope: every other session looks gone here (the guard, overridden for
+    // this dry run, would refuse it).
+    let alice = [
+        "--scope-column",
+        "user_id=alice",
+        "--dry-run=server",
+        "--override-guard",
+    ];
+    let out = f.cli("run", &alice);
+    let audit = lines(&ok(&out));
+    assert_eq!(with_result(&audit, "would delete"), {
+        let mut gone: BTreeSet<String> = hard_deleted();
+        for id in LIVE.iter().chain([&HIBERNATED, &SOFT]) {
+            if !id.starts_with("alice") {
+                gone.extend(objects_of(id, true));
+            }
+        }
+        gone.retain(|o| before.contains_key(o));
+        gone
+    });
+    failed(
+        &f.cli("run", &["--scope-column", "user_id"]),
+        2,
+        "--scope-column",
+    );
+    failed(
+        &f.cli("run", &["--scope-column", "cluster_id=c1"]),
+        1,
+        "has no column cluster_id",
+    );
+    assert_eq!(f.snapshot().await?, before, "nothing was deleted");
     Ok(())
 }

@@ -54,6 +54,8 @@ pub struct SessionTable {
     names: Names,
     /// The lookup statement (PostgreSQL), or its text up to `IN (` (SQLite).
     select: String,
+    /// The values the scope columns must hold, in the order of the names' scope.
+    scope: Vec<String>,
     /// The location as it may be shown (no password).
     shown: String,
     queries: AtomicU64,
@@ -85,17 +87,39 @@ pub async fn connect_sessions(url: &str, table: TableSpec) -> Result<SessionTabl
         Location::Sqlite(path) => connect_sqlite(path, &names, &shown).await?,
         Location::Postgres { url, .. } => connect_postgres(url, &names, &shown).await?,
     };
-    let select = match pool {
-        Pool::Postgres(_) => format!("{} WHERE {} = ANY($1)", select(&names), quote(&names.id)),
-        Pool::Sqlite(_) => format!("{} WHERE {} IN (", select(&names), quote(&names.id)),
-    };
+    let select = lookup_sql(&pool, &names);
+    let scope = table.scope.into_iter().map(|(_, value)| value).collect();
     Ok(SessionTable {
         pool,
         names,
         select,
+        scope,
         shown,
         queries: AtomicU64::new(0),
     })
+}
+
+/// The lookup: `select` of the rows in scope (PostgreSQL: `$2`, `$3`, ... after the ids' `$1`;
+/// SQLite: the scope's `?` first), then the ids (PostgreSQL `= ANY($1)`; SQLite `IN (`, the
+/// placeholders appended per call).
+fn lookup_sql(pool: &Pool, names: &Names) -> String {
+    let postgres = matches!(pool, Pool::Postgres(_));
+    let mut sql = format!("{} WHERE ", select(names));
+    for (i, column) in names.scope.iter().enumerate() {
+        let at = if postgres {
+            format!("${}", i + 2)
+        } else {
+            "?".into()
+        };
+        sql.push_str(&format!("CAST({} AS TEXT) = {at} AND ", quote(column)));
+    }
+    let id = quote(&names.id);
+    sql.push_str(&if postgres {
+        format!("{id} = ANY($1)")
+    } else {
+        format!("{id} IN (")
+    });
+    sql
 }
 
 /// `SELECT id, state FROM table`, both as text (`NULL` when no state column is read).
@@ -225,7 +249,10 @@ fn check_columns(
             "{shown}: table {table} does not exist (or is not visible to this user)"
         )));
     };
-    for wanted in std::iter::once(&names.id).chain(&names.state) {
+    for wanted in std::iter::once(&names.id)
+        .chain(&names.state)
+        .chain(&names.scope)
+    {
         if !columns.iter().any(|c| same(c, wanted)) {
             return Err(StoreError::Other(format!(
                 "{shown}: table {table} has no column {wanted}"
@@ -315,16 +342,17 @@ impl SessionDirectory for SessionTable {
         let rows = match &self.pool {
             Pool::Postgres(pool) => {
                 let query = sqlx::query_as(&self.select).bind(ids);
+                let query = self.scope.iter().fold(query, |q, value| q.bind(value));
                 self.fetch(query.fetch_all(pool)).await?
             }
             Pool::Sqlite(pool) => {
                 let mut rows = Vec::new();
-                for chunk in ids.chunks(SQLITE_MAX_BINDS) {
+                for chunk in ids.chunks(SQLITE_MAX_BINDS - self.scope.len()) {
                     let sql = sqlite_lookup(&self.select, chunk.len());
                     // Not kept prepared: the text differs with the number of ids.
-                    let query = chunk
-                        .iter()
-                        .fold(sqlx::query_as(&sql).persistent(false), |q, id| q.bind(id));
+                    let query = sqlx::query_as(&sql).persistent(false);
+                    let query = self.scope.iter().fold(query, |q, value| q.bind(value));
+                    let query = chunk.iter().fold(query, |q, id| q.bind(id));
                     rows.extend(self.fetch(query.fetch_all(pool)).await?);
                 }
                 rows

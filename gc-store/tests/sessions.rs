@@ -229,6 +229,7 @@ async fn a_missing_table_or_column_is_named_when_connecting() {
             table: table.into(),
             id_column: id.into(),
             state_column: state.map(Into::into),
+            scope: Vec::new(),
         };
         for (spec, message) in [
             (
@@ -254,6 +255,69 @@ async fn a_missing_table_or_column_is_named_when_connecting() {
                 "{spec:?}: {err}"
             );
         }
+    })
+    .await;
+}
+
+/// StreamSpace's agents run in several clusters and write `cluster_id` and `namespace` on each
+/// row: with a scope, a session alive in another cluster is no session here.
+#[tokio::test]
+async fn a_scope_counts_only_the_rows_of_this_cluster_and_namespace() {
+    on_each_database("sessions_scope", async |db| {
+        db.execute("ALTER TABLE sessions ADD COLUMN cluster_id VARCHAR(255)")
+            .await;
+        db.execute("ALTER TABLE sessions ADD COLUMN namespace VARCHAR(255)")
+            .await;
+        db.insert(&[
+            ("here".into(), Some("running")),
+            ("there".into(), Some("running")),
+            ("other-ns".into(), Some("running")),
+        ])
+        .await;
+        for (id, cluster, namespace) in [
+            ("here", "c1", "streamspace"),
+            ("there", "c2", "streamspace"),
+            ("other-ns", "c1", "team-b"),
+        ] {
+            db.execute(&format!(
+                "UPDATE sessions SET cluster_id = '{cluster}', namespace = '{namespace}' \
+                 WHERE id = '{id}'"
+            ))
+            .await;
+        }
+        let question = ids(&["here", "there", "other-ns", "gone"]);
+        let unscoped = db.streamspace().await.lookup(&question).await.unwrap();
+        assert_eq!(unscoped["there"], present(Some("running")));
+        let scope = vec![
+            ("cluster_id".to_owned(), "c1".to_owned()),
+            ("namespace".to_owned(), "streamspace".to_owned()),
+        ];
+        let spec = TableSpec {
+            scope,
+            ..TableSpec::streamspace()
+        };
+        let table = db.connect(spec).await.unwrap();
+        let answer = table.lookup(&question).await.unwrap();
+        assert_eq!(answer["here"], present(Some("running")));
+        for id in ["there", "other-ns", "gone"] {
+            assert_eq!(answer[id], Row::Missing, "{id}");
+        }
+        // A scope column the table does not have is named when connecting; a bad name before.
+        let missing = TableSpec {
+            scope: vec![("cluster".into(), "c1".into())],
+            ..TableSpec::streamspace()
+        };
+        let err = db.connect(missing).await.unwrap_err();
+        assert!(err.to_string().contains("has no column cluster"), "{err}");
+        let bad = TableSpec {
+            scope: vec![("cluster_id; --".into(), "c1".into())],
+            ..TableSpec::streamspace()
+        };
+        let err = db.connect(bad).await.unwrap_err();
+        assert!(
+            err.to_string().contains("invalid session scope column"),
+            "{err}"
+        );
     })
     .await;
 }

@@ -126,6 +126,20 @@ struct DatabaseArgs {
     /// The column holding the session's state; empty to read only whether a row exists.
     #[arg(long, default_value = "state", value_name = "NAME")]
     state_column: String,
+    /// Only rows whose COLUMN holds VALUE (compared as text, exactly) are sessions of this
+    /// cluster; repeat for several columns (all must match). For a table several clusters share
+    /// (StreamSpace's `cluster_id`, `namespace`): a session alive in another cluster then no
+    /// longer keeps this cluster's leftovers. Default: every row counts.
+    #[arg(long = "scope-column", value_name = "COLUMN=VALUE", value_parser = scope_pair)]
+    scope_columns: Vec<(String, String)>,
+}
+
+/// `--scope-column COLUMN=VALUE`.
+fn scope_pair(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((column, value)) if !column.is_empty() => Ok((column.to_owned(), value.to_owned())),
+        _ => Err(format!("{text:?} is not COLUMN=VALUE")),
+    }
 }
 
 /// A kind by StreamSpace name or as `group/version/Kind/plural`.
@@ -229,6 +243,7 @@ impl DatabaseArgs {
             table: self.table.clone(),
             id_column: self.id_column.clone(),
             state_column: Some(self.state_column.clone()).filter(|c| !c.is_empty()),
+            scope: self.scope_columns.clone(),
         }
     }
 }

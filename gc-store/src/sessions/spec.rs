@@ -16,6 +16,9 @@ pub struct TableSpec {
     pub id_column: String,
     /// The column holding the session's state, or `None` to read only whether a row exists.
     pub state_column: Option<String>,
+    /// Only rows whose `COLUMN` holds `VALUE` (compared as text, exactly), for each pair: a table
+    /// shared by several clusters counts only this one's rows as live sessions here.
+    pub scope: Vec<(String, String)>,
 }
 
 impl TableSpec {
@@ -25,6 +28,7 @@ impl TableSpec {
             table: "sessions".into(),
             id_column: "id".into(),
             state_column: Some("state".into()),
+            scope: Vec::new(),
         }
     }
 
@@ -56,6 +60,11 @@ impl TableSpec {
                 .as_deref()
                 .map(|c| checked("state column", c))
                 .transpose()?,
+            scope: self
+                .scope
+                .iter()
+                .map(|(c, _)| checked("scope column", c))
+                .collect::<Result<_, _>>()?,
             shown: self.table.clone(),
         })
     }
@@ -74,6 +83,8 @@ pub(crate) struct Names {
     pub(crate) table: String,
     pub(crate) id: String,
     pub(crate) state: Option<String>,
+    /// The scope columns, in the order of the spec's pairs.
+    pub(crate) scope: Vec<String>,
     /// The table as given, for messages.
     pub(crate) shown: String,
 }
@@ -106,6 +117,7 @@ mod tests {
 
     fn spec(table: &str, id: &str, state: Option<&str>) -> TableSpec {
         TableSpec {
+            scope: Vec::new(),
             table: table.into(),
             id_column: id.into(),
             state_column: state.map(Into::into),
