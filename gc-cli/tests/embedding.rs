@@ -142,6 +142,8 @@ async fn events(ns: &TestNamespace) -> Result<Vec<(String, String, String)>> {
     let mut got: Vec<_> = list
         .items
         .into_iter()
+        // gc's own: the API server's controllers post theirs too.
+        .filter(|e| e.reporting_controller.as_deref() == Some("gc.example.com/gc-cli"))
         .map(|e| {
             let name = e.regarding.and_then(|r| r.name).unwrap_or_default();
             let name = name.replace(ns.name(), "NS");

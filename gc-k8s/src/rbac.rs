@@ -71,7 +71,7 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
 /// | `coordination.k8s.io` | `leases` | any (RBAC cannot name a new object) | create | a first run's lock |
 /// | `apps` | `deployments` | any | list, delete | the session collector |
 /// | `""` | `services`, `persistentvolumeclaims` | any | list, delete | the session collector |
-/// | `stream.space` | `sessions` | any | list, delete | the session collector |
+/// | `stream.space`, `stream.streamspace.io` | `sessions` | any | list, delete | the session collector (StreamSpace's two groups) |
 /// | `events.k8s.io` | `events` | any | create | an Event per deletion, refusal and failure of both |
 ///
 /// No `watch`, no `deletecollection`, no `patch` or `delete` of Leases, no Secrets, no
@@ -105,6 +105,11 @@ pub fn rules_for(collectors: Collectors) -> Vec<PolicyRule> {
             &["list", "delete"],
         ));
         rules.push(rule("stream.space", &["sessions"], &["list", "delete"]));
+        rules.push(rule(
+            "stream.streamspace.io",
+            &["sessions"],
+            &["list", "delete"],
+        ));
     }
     if collectors.events && !leases.is_empty() {
         rules.push(rule("events.k8s.io", &["events"], &["create"]));

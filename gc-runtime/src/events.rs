@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use gc_core::apply::{Outcome, TargetResult};
 use gc_core::collect_sessions::{AuditRecord, DeleteResult, SessionReport, SessionRunError};
 use gc_core::ports::ClusterError;
-use gc_core::sessions::{Kind, SessionConfig, SessionDecision, SessionPlanError};
+use gc_core::sessions::{SessionDecision, SessionPlanError};
 use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding, Reporter};
 use k8s_openapi::jiff::Timestamp;
 
@@ -88,14 +88,9 @@ impl Events {
     }
 
     /// An Event on each session resource deleted, refused or failed.
-    pub async fn sessions(
-        &self,
-        cluster: &(impl EventSink + ?Sized),
-        cfg: &SessionConfig,
-        report: &SessionReport,
-    ) {
+    pub async fn sessions(&self, cluster: &(impl EventSink + ?Sized), report: &SessionReport) {
         for record in &report.records {
-            if let Some(record) = session_event(&cfg.kinds, record) {
+            if let Some(record) = session_event(record) {
                 self.post(cluster, &record).await;
             }
         }
@@ -227,7 +222,7 @@ fn pod_event(namespace: &str, result: &TargetResult) -> Option<EventRecord> {
 }
 
 /// The Event of one audit record, in its words: none without a delete, or for a dry run's.
-fn session_event(kinds: &[Kind], record: &AuditRecord) -> Option<EventRecord> {
+fn session_event(record: &AuditRecord) -> Option<EventRecord> {
     let result = record.result.as_ref()?;
     let (type_, reason) = match result {
         DeleteResult::Deleted => (EventType::Normal, "Deleted"),
@@ -241,16 +236,8 @@ fn session_event(kinds: &[Kind], record: &AuditRecord) -> Option<EventRecord> {
         SessionDecision::Delete { reason } => format!("{result} ({reason})"),
         _ => result.to_string(),
     };
-    let api_version = kinds
-        .iter()
-        .find(|k| k.kind == r.kind)
-        .map(|k| match k.group.as_str() {
-            "" => k.version.clone(),
-            group => format!("{group}/{}", k.version),
-        })
-        .unwrap_or_default();
     let regarding = Regarding {
-        api_version,
+        api_version: r.api_version.clone(),
         kind: r.kind.clone(),
         name: r.name.clone(),
         namespace: record.namespace.clone(),
@@ -409,11 +396,16 @@ mod tests {
     }
 
     fn record(kind: &str, decision: SessionDecision, result: Option<DeleteResult>) -> AuditRecord {
+        let api_version = gc_core::sessions::Kind::streamspace()
+            .into_iter()
+            .find(|k| k.kind == kind)
+            .map_or_else(|| "v1".into(), |k| k.api_version());
         AuditRecord {
             cluster: "primary".into(),
             namespace: "streamspace".into(),
             judged: Judged {
                 resource: Resource {
+                    api_version,
                     kind: kind.into(),
                     name: "s-1".into(),
                     uid: "u-9".into(),
@@ -432,7 +424,6 @@ mod tests {
     #[test]
     fn session_deletes_fences_and_failures_have_events_and_nothing_else() {
         use EventType::{Normal, Warning};
-        let kinds = Kind::streamspace();
         let delete = || SessionDecision::Delete {
             reason: "no session s-1 in the database".into(),
         };
@@ -467,7 +458,7 @@ mod tests {
         ];
         for (result, expected) in cases {
             check(
-                session_event(&kinds, &record("Deployment", delete(), result)),
+                session_event(&record("Deployment", delete(), result)),
                 expected,
             );
         }
@@ -475,7 +466,7 @@ mod tests {
             reason: "young".into(),
             until: 0.0,
         };
-        check(session_event(&kinds, &record("Service", held, None)), None);
+        check(session_event(&record("Service", held, None)), None);
         for (kind, api_version) in [
             ("Deployment", "apps/v1"),
             ("Service", "v1"),
@@ -483,13 +474,18 @@ mod tests {
             ("Session", "stream.space/v1alpha1"),
         ] {
             let deleted = record(kind, delete(), Some(DeleteResult::Deleted));
-            let r = session_event(&kinds, &deleted).unwrap().regarding;
+            let r = session_event(&deleted).unwrap().regarding;
             assert_eq!(
                 (r.api_version.as_str(), r.kind.as_str(), r.uid.as_deref()),
                 (api_version, kind, Some("u-9"))
             );
             assert_eq!(r.namespace, "streamspace");
         }
+        // A Session of the other group StreamSpace installs is regarded under its own group.
+        let mut other = record("Session", delete(), Some(DeleteResult::Deleted));
+        other.judged.resource.api_version = "stream.streamspace.io/v1alpha1".into();
+        let r = session_event(&other).unwrap().regarding;
+        assert_eq!(r.api_version, "stream.streamspace.io/v1alpha1");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use gc_core::collect_sessions::{
     self, AuditRecord, DeleteResult, SessionReport, SessionRunError, Stop,
 };
 use gc_core::selector::Spared;
-use gc_core::sessions::{SessionConfig, SessionDecision};
+use gc_core::sessions::{Kind, SessionConfig, SessionDecision};
 use serde::Serialize;
 
 use crate::clock;
@@ -147,6 +147,13 @@ pub async fn run_sessions(
         let texts: Vec<String> = runs.iter().map(|r| r.metrics.clone()).collect();
         run.delivery.write_merged(&texts);
     }
+    if let Some(cfg) = configs.first() {
+        let missing = runs
+            .iter()
+            .flat_map(|r| r.report.iter())
+            .flat_map(|r| &r.missing_kinds);
+        report_missing(missing, &cfg.kinds);
+    }
     runs
 }
 
@@ -193,13 +200,27 @@ pub fn refused(error: SessionRunError, cfg: &SessionConfig, outcome: &str) -> an
     ))
 }
 
-/// Warns of each kind the API server does not serve.
-pub fn warn_missing(missing: &[String], namespace: &str) {
-    for kind in missing {
-        tracing::warn!(
-            "{kind} is not served by the API server (definition not installed); not scanned in \
-             namespace {namespace}"
-        );
+/// Says once, for every namespace of a run, which of `kinds` the API server does not serve
+/// (`missing`, as `group/version Kind`): a warning, or a note when the same Kind is served
+/// under another group of `kinds` (StreamSpace installs its `Session` definition under one of
+/// two groups, so the other is not installed).
+pub fn report_missing<'a>(missing: impl IntoIterator<Item = &'a String>, kinds: &[Kind]) {
+    let missing: std::collections::BTreeSet<&String> = missing.into_iter().collect();
+    let named = |k: &Kind| format!("{}/{} {}", k.group, k.version, k.kind);
+    for entry in &missing {
+        let kind = entry.rsplit(' ').next().unwrap_or(entry);
+        let served = kinds
+            .iter()
+            .any(|k| k.kind == kind && !missing.contains(&named(k)));
+        if served {
+            tracing::info!(
+                "{entry} is not installed: {kind} objects are scanned in its other group"
+            );
+        } else {
+            tracing::warn!(
+                "{entry} is not served by the API server (definition not installed); not scanned"
+            );
+        }
     }
 }
 
@@ -291,8 +312,7 @@ async fn run_once(
             return Err((None, error));
         }
     };
-    events.sessions(cluster, cfg, &report).await;
-    warn_missing(&report.missing_kinds, &cfg.namespace);
+    events.sessions(cluster, &report).await;
     record(metrics, &report);
     if let Err(e) = audit.judged(cfg, &report, &time) {
         return Err((Some(report), e));
@@ -507,6 +527,7 @@ mod tests {
             namespace: "ns".into(),
             judged: Judged {
                 resource: Resource {
+                    api_version: "v1".into(),
                     kind: "Service".into(),
                     name: name.into(),
                     uid: format!("u-{name}"),

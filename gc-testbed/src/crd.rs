@@ -9,8 +9,10 @@ use serde_json::json;
 
 use crate::{Error, Result, TestBed, status_code};
 
-/// The `Session` API group.
+/// The `Session` API group (the one the fixtures create their objects in).
 pub const SESSION_GROUP: &str = "stream.space";
+/// The other group StreamSpace installs the `Session` definition under.
+pub const SESSION_GROUP_IO: &str = "stream.streamspace.io";
 /// The `Session` API version.
 pub const SESSION_VERSION: &str = "v1alpha1";
 /// The `Session` kind.
@@ -23,23 +25,28 @@ const ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `Session` resource, for `Api::<DynamicObject>::namespaced_with`.
 pub fn session_resource() -> ApiResource {
+    session_resource_in(SESSION_GROUP)
+}
+
+/// The `Session` resource of `group`.
+pub fn session_resource_in(group: &str) -> ApiResource {
     ApiResource {
-        group: SESSION_GROUP.to_owned(),
+        group: group.to_owned(),
         version: SESSION_VERSION.to_owned(),
-        api_version: format!("{SESSION_GROUP}/{SESSION_VERSION}"),
+        api_version: format!("{group}/{SESSION_VERSION}"),
         kind: SESSION_KIND.to_owned(),
         plural: SESSION_PLURAL.to_owned(),
     }
 }
 
-/// The CRD: namespaced, one served and stored version, any fields accepted.
-fn session_crd() -> Result<CustomResourceDefinition> {
+/// The CRD of `group`: namespaced, one served and stored version, any fields accepted.
+fn session_crd(group: &str) -> Result<CustomResourceDefinition> {
     Ok(serde_json::from_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": { "name": format!("{SESSION_PLURAL}.{SESSION_GROUP}") },
+        "metadata": { "name": format!("{SESSION_PLURAL}.{group}") },
         "spec": {
-            "group": SESSION_GROUP,
+            "group": group,
             "scope": "Namespaced",
             "names": {
                 "kind": SESSION_KIND,
@@ -62,7 +69,8 @@ fn session_crd() -> Result<CustomResourceDefinition> {
 }
 
 impl TestBed {
-    /// Installs the `Session` CRD (if not already there) and waits until it is `Established`.
+    /// Installs the `Session` CRD under both of StreamSpace's groups (if not already there) and
+    /// waits until they are `Established`; the resource of the fixtures' group.
     ///
     /// Safe to call from every test: concurrent and repeated calls all return once the CRD
     /// serves requests.
@@ -72,9 +80,18 @@ impl TestBed {
     /// [`Error::Kube`] when the API server refuses the CRD, [`Error::Timeout`] when it is not
     /// established within 30 seconds.
     pub async fn install_session_crd(&self) -> Result<ApiResource> {
+        // As StreamSpace's chart does: the definition under both of its groups.
+        for group in [SESSION_GROUP, SESSION_GROUP_IO] {
+            self.install_session_crd_in(group).await?;
+        }
+        Ok(session_resource())
+    }
+
+    /// Installs the `Session` CRD of `group` (if not already there), established.
+    async fn install_session_crd_in(&self, group: &str) -> Result<()> {
         let crds: Api<CustomResourceDefinition> = Api::all(self.client());
-        let crd = session_crd()?;
-        let name = format!("{SESSION_PLURAL}.{SESSION_GROUP}");
+        let crd = session_crd(group)?;
+        let name = format!("{SESSION_PLURAL}.{group}");
         match crds.create(&PostParams::default(), &crd).await {
             Ok(_) => {}
             Err(e) if status_code(&e) == Some(409) => {}
@@ -87,7 +104,7 @@ impl TestBed {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Ok(session_resource())
+        Ok(())
     }
 }
 

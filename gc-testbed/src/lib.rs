@@ -29,7 +29,10 @@ mod service_account;
 
 pub use apiserver::TestBed;
 pub use binaries::BIN_ENV;
-pub use crd::{SESSION_GROUP, SESSION_KIND, SESSION_PLURAL, SESSION_VERSION, session_resource};
+pub use crd::{
+    SESSION_GROUP, SESSION_GROUP_IO, SESSION_KIND, SESSION_PLURAL, SESSION_VERSION,
+    session_resource, session_resource_in,
+};
 pub use fault::{Fault, FaultProxy};
 pub use namespace::TestNamespace;
 pub use pods::FailedPod;

@@ -169,6 +169,7 @@ fn resources(ids: &[String]) -> Vec<Resource> {
                 "2026-11-20T08:30:00Z"
             };
             out.push(Resource {
+                api_version: kind.api_version(),
                 kind: kind.kind.clone(),
                 name,
                 uid: format!("{:08x}-0000-4000-8000-{i:012x}", i ^ kind.plural.len()),

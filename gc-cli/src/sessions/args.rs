@@ -40,8 +40,10 @@ pub(crate) struct SessionArgs {
     #[arg(long, default_value = "session", value_name = "KEY")]
     id_label: String,
     /// Kinds scanned, comma separated or repeated: `Deployment`, `Service`,
-    /// `PersistentVolumeClaim` (`pvc`), `Session`, or `group/version/Kind/plural` (core group:
-    /// `v1/Kind/plural`). Default: those four.
+    /// `PersistentVolumeClaim` (`pvc`), `Session` (`stream.space`), or
+    /// `group/version/Kind/plural` (core group: `v1/Kind/plural`). Default: those four, and
+    /// `Session` of `stream.streamspace.io` too (StreamSpace installs the definition under either
+    /// group; one not installed is reported, not an error).
     #[arg(long, value_delimiter = ',', value_parser = parse_kind, value_name = "KIND")]
     kinds: Vec<Kind>,
     /// Orphans younger than this (from `creationTimestamp`) are held.

@@ -15,7 +15,7 @@ use crate::files::write_file;
 use crate::live;
 use crate::output::{Output, OutputArgs, object_name, rfc3339, write_columns, write_doc};
 use crate::sessions::args::{SessionArgs, configs, connect};
-use gc_runtime::sessions::{rank, refused, round_trips, warn_missing};
+use gc_runtime::sessions::{rank, refused, report_missing, round_trips};
 
 /// `gc-cli plan sessions`
 #[derive(Debug, Args)]
@@ -63,10 +63,13 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     if !several && let Some((_, error)) = failed.pop() {
         return Err(error);
     }
+    if let Some((cfg, _)) = plans.first() {
+        let missing = plans.iter().flat_map(|(_, p)| &p.missing_kinds);
+        report_missing(missing, &cfg.kinds);
+    }
     let mut docs = Vec::with_capacity(plans.len());
     let mut out = std::io::stdout().lock();
     for (cfg, planned) in &plans {
-        warn_missing(&planned.missing_kinds, &cfg.namespace);
         docs.push(PlanDoc {
             config: cfg,
             now: rfc3339(now),
@@ -87,7 +90,7 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
                 )
                 .context("cannot write the plan")?;
             }
-            Output::Name => write_names(&mut out, planned, cfg)?,
+            Output::Name => write_names(&mut out, planned)?,
             _ => {}
         }
     }
@@ -129,30 +132,18 @@ pub(crate) fn reason(d: &SessionDecision) -> String {
 }
 
 /// `kind.group/NAME` of each resource the plan deletes, as `kubectl -o name` prints them.
-fn write_names(
-    out: &mut impl Write,
-    planned: &Planned,
-    cfg: &SessionConfig,
-) -> std::io::Result<()> {
+fn write_names(out: &mut impl Write, planned: &Planned) -> std::io::Result<()> {
     for j in &planned.plan.judged {
         if matches!(j.decision, SessionDecision::Delete { .. }) {
-            writeln!(
-                out,
-                "{}",
-                kube_name(cfg, &j.resource.kind, &j.resource.name)
-            )?;
+            writeln!(out, "{}", kube_name(&j.resource))?;
         }
     }
     Ok(())
 }
 
 /// A resource's `kind.group/NAME`, its group from the configured kinds.
-pub(crate) fn kube_name(cfg: &SessionConfig, kind: &str, name: &str) -> String {
-    let api_version = match cfg.kinds.iter().find(|k| k.kind == kind) {
-        Some(k) if !k.group.is_empty() => format!("{}/{}", k.group, k.version),
-        _ => "v1".to_owned(),
-    };
-    object_name(&api_version, kind, name)
+pub(crate) fn kube_name(resource: &gc_core::sessions::Resource) -> String {
+    object_name(&resource.api_version, &resource.kind, &resource.name)
 }
 
 /// The table: one row per resource to delete, deferred, held or skipped; `wide` adds the kept

@@ -217,7 +217,7 @@ impl Shown {
                         Some(DeleteResult::Deleted | DeleteResult::WouldDelete)
                     ) {
                         let res = &r.judged.resource;
-                        writeln!(out, "{}", kube_name(cfg, &res.kind, &res.name))?;
+                        writeln!(out, "{}", kube_name(res))?;
                     }
                 }
             }

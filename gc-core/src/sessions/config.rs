@@ -20,6 +20,15 @@ pub struct Kind {
 }
 
 impl Kind {
+    /// `group/version`, or `version` for the core group: the objects' `apiVersion`.
+    #[must_use]
+    pub fn api_version(&self) -> String {
+        match self.group.as_str() {
+            "" => self.version.clone(),
+            group => format!("{group}/{}", self.version),
+        }
+    }
+
     fn new(group: &str, version: &str, kind: &str, plural: &str) -> Self {
         Self {
             group: group.into(),
@@ -29,14 +38,27 @@ impl Kind {
         }
     }
 
-    /// StreamSpace's four: Deployments, Services, PersistentVolumeClaims, `Session` objects.
+    /// StreamSpace's: Deployments, Services, PersistentVolumeClaims, and `Session` objects under
+    /// both groups its chart installs the definition with (`stream.space` and
+    /// `stream.streamspace.io`; a group not installed is reported, not an error).
     pub fn streamspace() -> Vec<Self> {
         vec![
             Self::new("apps", "v1", "Deployment", "deployments"),
             Self::new("", "v1", "Service", "services"),
             Self::new("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
             Self::new("stream.space", "v1alpha1", "Session", "sessions"),
+            Self::new("stream.streamspace.io", "v1alpha1", "Session", "sessions"),
         ]
+    }
+}
+
+impl SessionConfig {
+    /// The kind `resource` was scanned as (its `apiVersion` and Kind).
+    #[must_use]
+    pub fn kind_of(&self, resource: &crate::sessions::Resource) -> Option<&Kind> {
+        self.kinds
+            .iter()
+            .find(|k| k.kind == resource.kind && k.api_version() == resource.api_version)
     }
 }
 
@@ -162,10 +184,15 @@ impl SessionInputs {
                 "must name at least one kind with version and plural",
             );
         }
-        // A run finds a resource's kind again by its Kind name: two kinds must not share one.
+        // A run finds a resource's kind again by its group and Kind: two kinds must not share
+        // both.
         for (i, k) in self.kinds.iter().enumerate() {
-            if self.kinds[..i].iter().any(|seen| seen.kind == k.kind) {
-                return bad("kinds", k.kind.clone(), "a kind is given twice");
+            if self.kinds[..i]
+                .iter()
+                .any(|seen| seen.kind == k.kind && seen.group == k.group)
+            {
+                let named = format!("{}/{}", k.api_version(), k.kind);
+                return bad("kinds", named, "a kind is given twice");
             }
         }
         if self.terminal_states.iter().any(String::is_empty) {

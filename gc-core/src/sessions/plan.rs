@@ -37,6 +37,8 @@ use crate::selector::{Labels, Spared};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
+    /// Its `apiVersion` (`group/version`, or `version` for the core group).
+    pub api_version: String,
     /// Its kind.
     pub kind: String,
     /// `metadata.name`.

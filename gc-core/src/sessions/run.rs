@@ -172,6 +172,7 @@ async fn scan<C: ObjectCluster>(
                 )));
             };
             let resource = Resource {
+                api_version: kind.api_version(),
                 kind: kind.kind.clone(),
                 name,
                 uid,
@@ -301,7 +302,7 @@ async fn delete<C: ObjectCluster>(
 ) -> DeleteResult {
     // Resources come from scanning these kinds, so the kind is always found; if it were not,
     // nothing is deleted rather than guessing.
-    let Some(kind) = cfg.kinds.iter().find(|k| k.kind == r.kind) else {
+    let Some(kind) = cfg.kind_of(r) else {
         return DeleteResult::Failed(format!("unknown kind {}", r.kind));
     };
     if let Some(unsent) = stop.result() {

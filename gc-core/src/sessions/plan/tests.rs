@@ -6,6 +6,7 @@ const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
 
 fn res(kind: &str, session: Option<&str>, created: &str) -> Resource {
     Resource {
+        api_version: "v1".into(),
         kind: kind.into(),
         name: format!("{}-{kind}", session.unwrap_or("none")),
         uid: format!("uid-{}-{kind}", session.unwrap_or("none")),

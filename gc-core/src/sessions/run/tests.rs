@@ -1,6 +1,6 @@
 use super::*;
 use crate::ports::Page;
-use crate::sessions::Row;
+use crate::sessions::{Row, SessionInputs};
 use crate::testing::{block_on, session_config as cfg};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -286,5 +286,89 @@ fn a_missing_definition_is_reported_not_fatal() {
     assert_eq!(
         *f.deleted.lock().unwrap(),
         [("e-Deployment".to_owned(), false)]
+    );
+}
+
+/// A cluster with StreamSpace's `Session` definition under both of its groups: each group's
+/// objects are listed with their own `apiVersion` and deleted as that kind.
+#[test]
+fn sessions_of_both_groups_are_scanned_and_deleted_as_their_own_kind() {
+    struct TwoGroups(Mutex<Vec<String>>);
+    #[async_trait]
+    impl ObjectCluster for TwoGroups {
+        async fn list_metadata(
+            &self,
+            kind: &Kind,
+            _: &str,
+            _: &str,
+            _: u32,
+            _: Option<&str>,
+        ) -> Result<Page, ClusterError> {
+            let items = match (kind.group.as_str(), kind.kind.as_str()) {
+                (group @ ("stream.space" | "stream.streamspace.io"), "Session") => {
+                    let name = format!("gone-{group}");
+                    vec![json!({"metadata": {
+                        "name": name, "uid": format!("uid-{group}"), "resourceVersion": "1",
+                        "creationTimestamp": "2026-11-01T00:00:00Z",
+                        "labels": {"app": "streamspace-session", "session": "gone"},
+                    }})]
+                }
+                _ => Vec::new(),
+            };
+            Ok(Page {
+                text: json!({ "items": items }).to_string().into_bytes(),
+                continue_token: None,
+            })
+        }
+        async fn delete_object(
+            &self,
+            kind: &Kind,
+            _: &str,
+            name: &str,
+            _: &Preconditions,
+            _: bool,
+        ) -> Result<(), ClusterError> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{}/{name}", kind.api_version()));
+            Ok(())
+        }
+    }
+    let cluster = TwoGroups(Mutex::new(Vec::new()));
+    let cfg = SessionInputs {
+        guard_floor: 10,
+        override_guard: true,
+        ..SessionInputs::default()
+    }
+    .validate()
+    .unwrap();
+    let db = Db(Ok(Vec::new()), Mutex::new(0));
+    let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+    let report = block_on(run(
+        &cluster,
+        &db,
+        &cfg,
+        1_800_000_000.0,
+        false,
+        go_on(&flags),
+    ))
+    .unwrap();
+    assert!(report.missing_kinds.is_empty());
+    let versions: Vec<&str> = report
+        .records
+        .iter()
+        .map(|r| r.judged.resource.api_version.as_str())
+        .collect();
+    assert_eq!(
+        versions,
+        ["stream.space/v1alpha1", "stream.streamspace.io/v1alpha1"]
+    );
+    assert_eq!(
+        *cluster.0.lock().unwrap(),
+        [
+            "stream.space/v1alpha1/gone-stream.space",
+            "stream.streamspace.io/v1alpha1/gone-stream.streamspace.io",
+        ]
     );
 }
