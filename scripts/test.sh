@@ -24,6 +24,9 @@ export GC_TEST_S3S_FS
 # The second one, moto, which answers as AWS does: the fault tests run against both.
 GC_TEST_MOTO=$(scripts/moto.sh | tail -n 1)
 export GC_TEST_MOTO
+# The embedding examples, which tests run beside the CLI (`cargo test` builds examples but does
+# not put them at target/debug/examples/NAME).
+cargo build -p examples --examples
 # Arguments go to cargo test: `scripts/test.sh -p gc-core` runs one package, no argument all.
 case " $* " in
   *" -p "* | *" --package "*) cargo test --all-targets "$@" ;;
