@@ -31,11 +31,9 @@ async fn main() -> anyhow::Result<()> {
         let Some(name) = FLAGS.split_whitespace().find(|f| *f == flag) else {
             bail!("unknown flag {flag}: the flags are {FLAGS}");
         };
-        let switch = matches!(name, "--live" | "--once");
-        let value = if switch {
-            Some(String::new())
-        } else {
-            args.next()
+        let value = match name {
+            "--live" | "--once" => Some(String::new()),
+            _ => args.next(),
         };
         flags.insert(
             name,
