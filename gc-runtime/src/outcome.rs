@@ -27,13 +27,21 @@ pub struct NamespaceRun<R> {
 }
 
 impl<R> NamespaceRun<R> {
-    /// A run that failed at `stage` before it had anything to report.
-    pub(crate) fn failed(namespace: &str, stage: &'static str, error: anyhow::Error) -> Self {
+    /// The run of `namespace`, before it has anything to say.
+    pub(crate) fn new(namespace: &str) -> Self {
         Self {
             namespace: namespace.to_owned(),
             report: None,
-            failure: Some(Failure { stage, error }),
+            failure: None,
             metrics: String::new(),
+        }
+    }
+
+    /// A run that failed at `stage` before it had anything to report.
+    pub(crate) fn failed(namespace: &str, stage: &'static str, error: anyhow::Error) -> Self {
+        Self {
+            failure: Some(Failure { stage, error }),
+            ..Self::new(namespace)
         }
     }
 

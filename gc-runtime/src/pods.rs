@@ -249,8 +249,7 @@ async fn execute(
     let delivery = run.delivery.for_namespaces(namespaces);
     let outcome = act(run, cfg, targets, &metrics).await;
     let elapsed = started.elapsed().as_secs_f64();
-    let mut done = NamespaceRun::failed(&cfg.namespace, "run", anyhow::anyhow!("not run"));
-    done.failure = None;
+    let mut done = NamespaceRun::new(&cfg.namespace);
     let report = match outcome {
         Ok(report) => report,
         Err((stage, error)) => {
