@@ -133,12 +133,15 @@ impl Progress {
             on: std::io::stderr().is_terminal(),
         }
     }
-    pub(crate) fn update(&mut self, pages: usize, pods: usize) {
+}
+
+impl gc_runtime::pods::Progress for Progress {
+    fn page(&self, pages: usize, pods: usize) {
         if self.on {
             let _ = write!(std::io::stderr(), "\rlisting: {pages} pages, {pods} pods");
         }
     }
-    pub(crate) fn done(&mut self) {
+    fn done(&self) {
         if self.on {
             let _ = writeln!(std::io::stderr());
         }

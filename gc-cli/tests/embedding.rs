@@ -394,3 +394,79 @@ async fn two_examples_started_at_once_as_pid_1_on_one_host_never_both_act() -> R
     assert_eq!(pods(&ns).await?, BTreeSet::from(["recent".to_owned()]));
     Ok(())
 }
+
+/// An archive URL that is no object store's fails each namespace of a live run at stage `run`,
+/// as the run met it: failed-run metrics and a Warning on the Namespace, exit 2 for one
+/// namespace (its usage error) and 1 for several, each named; nothing is pinned.
+#[tokio::test]
+async fn a_bad_archive_url_fails_each_namespace_with_its_metrics_and_event() -> Result {
+    let (a, b) = (
+        fresh("embed-badurl-a").await?,
+        fresh("embed-badurl-b").await?,
+    );
+    for ns in [&a, &b] {
+        target(ns, "due").await?;
+    }
+    let dir = tempfile::tempdir()?;
+    let metrics = dir.path().join("gc.prom").display().to_string();
+    let kubeconfig = kubeconfig();
+    let live = |namespaces: &[&str]| {
+        let mut args = vec!["run", "pods", "--kubeconfig", &kubeconfig];
+        for ns in namespaces {
+            args.extend(["-n", ns]);
+        }
+        args.extend([
+            "--archive-url",
+            "http://bucket/x",
+            "--metrics-file",
+            &metrics,
+        ]);
+        args.extend(["--dry-run=none", "--auto-remediate"]);
+        common::command()
+            .args(&args)
+            .env_remove("GC_ARCHIVE_DIR")
+            .env_remove("GC_ARCHIVE_URL")
+            .output()
+            .unwrap()
+    };
+    let out = live(&[a.name()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("invalid --archive-url"),
+        "{}",
+        text(&out)
+    );
+    let file = std::fs::read_to_string(&metrics)?;
+    let failed = format!(
+        r#"gc_last_run_errors{{collector="pods",namespace="{}",stage="run"}} 1"#,
+        a.name()
+    );
+    assert!(file.contains(&failed), "{file}");
+    let out = live(&[a.name(), b.name()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("2 of 2 namespaces failed"),
+        "{}",
+        text(&out)
+    );
+    let file = std::fs::read_to_string(&metrics)?;
+    assert!(
+        file.contains(&format!(r#"namespace="{}",stage="run"}} 1"#, b.name())),
+        "{file}"
+    );
+    for ns in [&a, &b] {
+        let warnings: Vec<String> = ns
+            .api::<Event>()
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.reporting_controller.as_deref() == Some("gc.example.com/gc-cli"))
+            .filter_map(|e| e.reason)
+            .collect();
+        assert!(warnings.iter().any(|r| r == "RunFailed"), "{warnings:?}");
+        let pod = ns.api::<Pod>().get("due").await?;
+        assert!(pod.metadata.finalizers.unwrap_or_default().is_empty());
+    }
+    Ok(())
+}

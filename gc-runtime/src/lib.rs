@@ -22,5 +22,5 @@ pub mod sessions;
 mod stop;
 
 pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
-pub use outcome::{Failure, FailureKind, NamespaceRun, Outcome};
+pub use outcome::{Failure, FailureKind, NamespaceRun, Outcome, failed_before};
 pub use stop::{Cancel, NeverCancel, StopToken, Stopped, stopped};

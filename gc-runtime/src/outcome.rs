@@ -138,3 +138,43 @@ impl FailureKind {
         None
     }
 }
+
+/// A run of `collector` that failed with `error` before its namespaces' runs (the connection,
+/// the database, the archive sink, the list of namespaces): each of `namespaces` gets a failed
+/// run (stage `run`) with its metrics and alert, and its Warning when `cluster` is connected;
+/// with none to name, the webhook is alerted once. Each run's failure is `error`'s words.
+pub async fn failed_before<R>(
+    collector: &str,
+    delivery: &crate::metrics::Delivery,
+    events: &crate::events::Events,
+    cluster: Option<&gc_k8s::KubeCluster>,
+    namespaces: &[String],
+    started: std::time::Instant,
+    error: &anyhow::Error,
+) -> Vec<NamespaceRun<R>> {
+    let why = format!("{error:#}");
+    if namespaces.is_empty() {
+        delivery.alert_unscoped(collector, &why).await;
+        return Vec::new();
+    }
+    let each = delivery.for_namespaces(namespaces.len());
+    let mut runs = Vec::with_capacity(namespaces.len());
+    for namespace in namespaces {
+        let metrics =
+            crate::metrics::RunMetrics::new(&delivery.metrics_prefix, collector, namespace);
+        metrics
+            .fail("run", started.elapsed().as_secs_f64(), &each, &why)
+            .await;
+        if let Some(cluster) = cluster {
+            events.run_failed(cluster, namespace, error).await;
+        }
+        let mut run = NamespaceRun::failed(namespace, "run", anyhow::Error::msg(why.clone()));
+        run.metrics = metrics.text();
+        runs.push(run);
+    }
+    if namespaces.len() > 1 {
+        let texts: Vec<String> = runs.iter().map(|r| r.metrics.clone()).collect();
+        delivery.write_merged(&texts);
+    }
+    runs
+}

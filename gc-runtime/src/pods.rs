@@ -43,6 +43,8 @@ pub struct PodRun {
     pub delivery: Delivery,
     /// The run's Kubernetes Events. Default: none.
     pub events: Events,
+    /// Hears how each live plan's listing goes (`gc-cli`: a line on a terminal). Default: none.
+    pub progress: Option<Arc<dyn Progress>>,
     /// The embedder's shutdown.
     pub cancel: Arc<dyn Cancel>,
     /// Every write a server-side dry run, no archive written, no Lease taken. Default: true.
@@ -61,10 +63,19 @@ impl PodRun {
             lock: LockOptions::default(),
             delivery: Delivery::default(),
             events: Events::new(false),
+            progress: None,
             cancel,
             dry_run: true,
         }
     }
+}
+
+/// Hears how a live plan's listing of Pods goes.
+pub trait Progress: Send + Sync {
+    /// `pages` pages listed so far, holding `pods` Pods.
+    fn page(&self, pages: usize, pods: usize);
+    /// The listing ended.
+    fn done(&self);
 }
 
 /// Where a run's targets come from.
@@ -414,7 +425,17 @@ async fn connected(
                 // A lost lock stops the writes at once; a stop only between targets (`work`).
                 stop: lock.halt(),
             };
-            work(&ports, cfg, targets, dry_run, lock.stop(), metrics).await
+            let progress = run.progress.as_deref();
+            work(
+                &ports,
+                cfg,
+                targets,
+                dry_run,
+                lock.stop(),
+                metrics,
+                progress,
+            )
+            .await
         }
         Err((stage, error)) => {
             let why = format!("{error:#}");
@@ -482,6 +503,7 @@ async fn work(
     dry_run: bool,
     stopping: &AtomicBool,
     metrics: &RunMetrics,
+    progress: Option<&dyn Progress>,
 ) -> Result<Report, (&'static str, anyhow::Error)> {
     let recovered = apply::recover(ports, cfg, dry_run)
         .await
@@ -499,9 +521,16 @@ async fn work(
                 store: Some(ports.store),
                 record: true,
             };
-            planned = plan_live(live, cfg, None, clock::now(), &mut |_, _| {})
-                .await
-                .map_err(|e| ("plan", e))?;
+            let mut heard = |pages, pods| {
+                if let Some(progress) = progress {
+                    progress.page(pages, pods);
+                }
+            };
+            let plan = plan_live(live, cfg, None, clock::now(), &mut heard).await;
+            if let Some(progress) = progress {
+                progress.done();
+            }
+            planned = plan.map_err(|e| ("plan", e))?;
             metrics.plan(&planned);
             (&planned.targets[..], None)
         }

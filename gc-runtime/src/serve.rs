@@ -154,7 +154,7 @@ mod tests {
         let stopper = token.clone();
         let (done, failed) = every(Duration::from_secs(60), None, &health, &token, async || {
             stopper.stop("shutdown");
-            Err(crate::Stopped::new("stopped by shutdown").into())
+            Err(crate::Stopped::new("stopped by shutdown: 1 target not started").into())
         })
         .await;
         assert_eq!((done, failed), (1, 0), "a stopped run is not a failure");

@@ -157,39 +157,6 @@ pub async fn run_sessions(
     runs
 }
 
-/// A run that failed before its namespaces' runs (the database, the cluster, the list of
-/// namespaces): each of `namespaces` gets a failed run's metrics and alert, and its Warning
-/// when `cluster` is connected; with none to name, the webhook is alerted once.
-pub async fn failed_before(
-    delivery: &Delivery,
-    events: &Events,
-    cluster: Option<&gc_k8s::KubeCluster>,
-    namespaces: &[String],
-    started: std::time::Instant,
-    error: &anyhow::Error,
-) {
-    let why = format!("{error:#}");
-    if namespaces.is_empty() {
-        delivery.alert_unscoped("sessions", &why).await;
-        return;
-    }
-    let each = delivery.for_namespaces(namespaces.len());
-    let mut texts = Vec::with_capacity(namespaces.len());
-    for namespace in namespaces {
-        let metrics = RunMetrics::new(&delivery.metrics_prefix, "sessions", namespace);
-        metrics
-            .fail("run", started.elapsed().as_secs_f64(), &each, &why)
-            .await;
-        texts.push(metrics.text());
-        if let Some(cluster) = cluster {
-            events.run_failed(cluster, namespace, error).await;
-        }
-    }
-    if namespaces.len() > 1 {
-        delivery.write_merged(&texts);
-    }
-}
-
 /// A refusal, naming what came of it (`outcome`: no plan, nothing deleted); its type gives the
 /// failure's kind.
 #[must_use]

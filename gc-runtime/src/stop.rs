@@ -5,10 +5,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-/// The embedder's shutdown: `Some` with the words that say why (for example `stopped by
-/// SIGTERM`) once runs must stop, and the flags of the run locks taken meanwhile, to set then.
+/// The embedder's shutdown: `Some` with what asked the runs to stop (its cause, for example
+/// `SIGTERM` or `shutdown`: the runs say `stopped by {cause}` and `{cause} received: releasing the
+/// run lock ...`) once they must, and the flags of the run locks taken meanwhile, to set then.
 pub trait Cancel: Send + Sync {
-    /// Why runs must stop, once they must.
+    /// What asked the runs to stop, once something did.
     fn cancelled(&self) -> Option<String>;
     /// Sets `flag` once runs must stop (at once when they must already): a run that holds its
     /// lock finishes the target in progress and starts no other.
@@ -46,10 +47,11 @@ impl StopToken {
         Self::default()
     }
 
-    /// Asks every run that reads this token to stop, saying `why` (the first call's words stay).
-    pub fn stop(&self, why: impl Into<String>) {
+    /// Asks every run that reads this token to stop; `cause` is what asked (`shutdown`, ...;
+    /// the first call's stays).
+    pub fn stop(&self, cause: impl Into<String>) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.why.get_or_insert_with(|| why.into());
+        state.why.get_or_insert_with(|| cause.into());
         for flag in state.flags.drain(..).filter_map(|f| f.upgrade()) {
             flag.store(true, Ordering::SeqCst);
         }
@@ -103,10 +105,10 @@ mod tests {
         token.register(&before);
         assert_eq!(token.cancelled(), None);
         assert!(!before.load(Ordering::SeqCst));
-        token.clone().stop("stopped by shutdown");
-        token.stop("later words");
+        token.clone().stop("shutdown");
+        token.stop("a later cause");
         assert!(before.load(Ordering::SeqCst));
-        assert_eq!(token.cancelled().as_deref(), Some("stopped by shutdown"));
+        assert_eq!(token.cancelled().as_deref(), Some("shutdown"));
         let after = Arc::new(AtomicBool::new(false));
         token.register(&after);
         assert!(after.load(Ordering::SeqCst));

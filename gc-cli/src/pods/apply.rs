@@ -116,17 +116,9 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         std::fs::read(&args.plan).map_err(|e| UsageError::unreadable("plan", &args.plan, e))?;
     let ledger = crate::pods::plan::read_ledger(args.ledger.as_deref())?;
     let a = &args.apply;
-    let mut run = pod_run(
-        &a.connect,
-        &a.archive,
-        &a.lock,
-        &a.metrics,
-        &a.events,
-        args.dry_run,
-    )?;
-    run.store.clone_from(&a.store);
+    let reporting = Reporting::new(&a.metrics, &a.events, args.dry_run)?;
     live::block_on(async {
-        let namespaces = resolve(scope, &a.connect, &run.delivery).await?;
+        let namespaces = resolve(scope, &a.connect, &reporting.delivery).await?;
         let policy_for = |ns: &str| {
             namespaces
                 .iter()
@@ -154,6 +146,15 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
                 .check_scope(&cfg.cluster_id, &cfg.namespace)
                 .with_context(|| format!("ledger {}", path.display()))?;
         }
+        let several = files.len() > 1 || several(scope);
+        let covered: Vec<String> = files.iter().map(|f| f.config.namespace.clone()).collect();
+        let delivery = reporting.delivery.clone();
+        let made = reporting.run(&a.connect, &a.archive, &a.lock, args.dry_run, &covered);
+        let mut run = match made.await {
+            Ok(run) => run,
+            Err(unmade_run) => return unmade(&delivery, args.output.form, unmade_run, several),
+        };
+        run.store.clone_from(&a.store);
         let mut runs = Vec::with_capacity(files.len());
         for file in &files {
             // The plan's policy equals apply's (checked); apply acts under its own.
@@ -165,35 +166,87 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
             let inputs = |ns: &str| args.pod.inputs(ns).validate();
             runs.extend(pods::release_outside(&run, &namespaces, inputs).await);
         }
-        finish(
-            &run.delivery,
-            args.output.form,
-            runs,
-            files.len() > 1 || several(scope),
-        )
+        finish(&run.delivery, args.output.form, runs, several)
     })
 }
 
-/// The run these flags describe (every namespace's run of one command shares it).
-fn pod_run(
-    connect: &ConnectArgs,
-    archive: &ArchiveArgs,
-    lock: &LockArgs,
-    metrics: &MetricsArgs,
-    events: &EventArgs,
-    dry_run: bool,
-) -> anyhow::Result<PodRun> {
-    crate::signals::install()?;
-    Ok(PodRun {
-        connection: connect.connection()?,
-        store: None,
-        sink: archive.sink()?,
-        lock: lock.options(),
-        delivery: metrics.delivery(),
-        events: events.events(dry_run),
-        cancel: Arc::new(crate::signals::Signals),
-        dry_run,
-    })
+/// The parts of a run its flags give that cannot fail: where metrics go, the Events.
+struct Reporting {
+    delivery: gc_runtime::metrics::Delivery,
+    events: gc_runtime::events::Events,
+}
+
+impl Reporting {
+    fn new(metrics: &MetricsArgs, events: &EventArgs, dry_run: bool) -> anyhow::Result<Self> {
+        crate::signals::install()?;
+        Ok(Self {
+            delivery: metrics.delivery(),
+            events: events.events(dry_run),
+        })
+    }
+
+    /// The run of `namespaces` the flags describe. When its connection or sink cannot be made
+    /// (an unreadable `--token-file`, an invalid `--archive-url`), each namespace fails at stage
+    /// `run` with its metrics, alert and Event, as a run that met the error does: `Err` holds
+    /// those runs and the error.
+    async fn run(
+        self,
+        connect: &ConnectArgs,
+        archive: &ArchiveArgs,
+        lock: &LockArgs,
+        dry_run: bool,
+        namespaces: &[String],
+    ) -> Result<PodRun, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
+        let made = connect
+            .connection()
+            .map_err(anyhow::Error::from)
+            .and_then(|connection| Ok((connection, archive.sink()?)));
+        match made {
+            // No namespace to fail: the flags' error alone.
+            Err(error) if namespaces.is_empty() => Err((Vec::new(), error)),
+            Ok((connection, sink)) => Ok(PodRun {
+                connection,
+                store: None,
+                sink,
+                lock: lock.options(),
+                delivery: self.delivery,
+                events: self.events,
+                progress: Some(Arc::new(live::Progress::new())),
+                cancel: Arc::new(crate::signals::Signals),
+                dry_run,
+            }),
+            Err(error) => {
+                let cluster = connect.cluster().await.ok();
+                let (d, e) = (&self.delivery, &self.events);
+                let started = std::time::Instant::now();
+                let failed = gc_runtime::failed_before(
+                    "pods",
+                    d,
+                    e,
+                    cluster.as_ref(),
+                    namespaces,
+                    started,
+                    &error,
+                );
+                Err((failed.await, error))
+            }
+        }
+    }
+}
+
+/// The end of a command whose run could not be made ([`Reporting::run`]): one namespace's error
+/// as it is (its exit code), several as [`finish`] reports them.
+fn unmade(
+    delivery: &gc_runtime::metrics::Delivery,
+    output: Output,
+    (runs, error): (Vec<NamespaceRun<Report>>, anyhow::Error),
+    several: bool,
+) -> anyhow::Result<()> {
+    if several && runs.len() > 1 {
+        finish(delivery, output, runs, several)
+    } else {
+        Err(error)
+    }
 }
 
 /// The checks of `run pods`' flags alone, which no later run could pass either (`serve` makes
@@ -238,16 +291,27 @@ pub(crate) async fn run(args: &RunPods) -> anyhow::Result<()> {
             p.pod.inputs(ns).validate()?;
         }
     }
-    let (m, e) = (&args.metrics, &args.events);
-    let mut run = pod_run(&p.connect, &args.archive, &args.lock, m, e, !live_run)?;
-    run.store.clone_from(&p.store);
-    let namespaces = resolve(scope, &p.connect, &run.delivery).await?;
-    run.delivery.scope("pods", &namespaces);
+    let reporting = Reporting::new(&args.metrics, &args.events, !live_run)?;
+    let namespaces = resolve(scope, &p.connect, &reporting.delivery).await?;
+    reporting.delivery.scope("pods", &namespaces);
     let configs = namespaces
         .iter()
         .map(|ns| p.pod.inputs(ns).validate())
         .collect::<Result<Vec<_>, _>>()?;
     let inputs = |ns: &str| p.pod.inputs(ns).validate();
+    let delivery = reporting.delivery.clone();
+    let made = reporting.run(
+        &p.connect,
+        &args.archive,
+        &args.lock,
+        !live_run,
+        &namespaces,
+    );
+    let mut run = match made.await {
+        Ok(run) => run,
+        Err(unmade_run) => return unmade(&delivery, p.output.form, unmade_run, several(scope)),
+    };
+    run.store.clone_from(&p.store);
     let runs = pods::run_pods(&run, &configs, scope.all(), inputs).await;
     finish(&run.delivery, p.output.form, runs, several(scope))
 }

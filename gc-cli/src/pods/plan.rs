@@ -274,11 +274,10 @@ async fn plan_live(
         store,
         record: args.ledger_out.is_none() && args.now.is_none(),
     };
-    let mut progress = live::Progress::new();
-    let plan = gc_runtime::pods::plan_live(live, cfg, file_ledger, now, &mut |pages, pods| {
-        progress.update(pages, pods);
-    })
-    .await;
+    use gc_runtime::pods::Progress as _;
+    let progress = live::Progress::new();
+    let mut heard = |pages, pods| progress.page(pages, pods);
+    let plan = gc_runtime::pods::plan_live(live, cfg, file_ledger, now, &mut heard).await;
     progress.done();
     plan
 }

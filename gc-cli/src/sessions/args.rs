@@ -203,6 +203,20 @@ impl SessionArgs {
         } else {
             self.kinds.clone()
         };
+        // As `SessionInputs::validate` checks them, in the flags' own words.
+        for (i, k) in kinds.iter().enumerate() {
+            if kinds[..i]
+                .iter()
+                .any(|seen| seen.kind == k.kind && seen.group == k.group)
+            {
+                let kind = format!("{}/{}", k.api_version(), k.kind);
+                let message = format!("invalid --kinds: kind {kind} is given twice");
+                return Err(UsageError::new(message).into());
+            }
+        }
+        if self.terminal_states.iter().any(String::is_empty) {
+            return Err(UsageError::new("invalid --terminal-state \"\": must not be empty").into());
+        }
         if !self.terminal_states.is_empty() && self.database.state_column.is_empty() {
             return Err(UsageError::new(
                 "--terminal-state needs a --state-column to read the state from",

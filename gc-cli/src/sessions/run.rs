@@ -118,7 +118,16 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
                 .unwrap_or_default(),
             (None, None) => Vec::new(),
         };
-        sessions::failed_before(&delivery, &events, cluster, &namespaces, started, &error).await;
+        let failed = gc_runtime::failed_before::<SessionReport>(
+            "sessions",
+            &delivery,
+            &events,
+            cluster,
+            &namespaces,
+            started,
+            &error,
+        );
+        failed.await;
         error
     };
     let (cluster, table) = match try_connect(&args.args).await {
