@@ -33,6 +33,15 @@ pub(crate) fn kind(kind: &str) -> Result<Kind> {
 /// Creates one object of `kind` named `name` for session `name`, labelled `app=<app>`, as the
 /// StreamSpace agent does (a PVC is `<id>-home`; here the name is taken as given).
 pub(crate) async fn create(ns: &TestNamespace, kind: &str, name: &str, app: &str) -> Result {
+    create_in(ns, gc_testbed::SESSION_GROUP, kind, name, app).await
+}
+
+/// [`create`], a `Session` of `group` (StreamSpace installs the definition under two).
+pub(crate) async fn create_of(ns: &TestNamespace, kind: &Kind, name: &str, app: &str) -> Result {
+    create_in(ns, &kind.group, &kind.kind, name, app).await
+}
+
+async fn create_in(ns: &TestNamespace, group: &str, kind: &str, name: &str, app: &str) -> Result {
     let labels = labels(name, app);
     let meta = json!({ "name": name, "labels": labels });
     let post = PostParams::default();
@@ -76,7 +85,8 @@ pub(crate) async fn create(ns: &TestNamespace, kind: &str, name: &str, app: &str
                 .await?;
         }
         "Session" => {
-            let resource = ns.bed().install_session_crd().await?;
+            ns.bed().install_session_crd().await?;
+            let resource = gc_testbed::session_resource_in(group);
             let object: DynamicObject = serde_json::from_value(json!({
                 "apiVersion": resource.api_version,
                 "kind": resource.kind,

@@ -10,7 +10,7 @@ use gc_testbed::FailedPod;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
-use crate::objects::{SELECTOR, create, fence, items};
+use crate::objects::{SELECTOR, create_of, fence, items};
 use crate::{Result, admin, item_names, json, namespace};
 
 #[tokio::test]
@@ -18,8 +18,8 @@ async fn the_required_rules_allow_every_collector_call_and_nothing_else() -> Res
     let ns = namespace("rbac-gc").await?;
     let kinds = Kind::streamspace();
     for kind in &kinds {
-        create(&ns, &kind.kind, "s-1", "streamspace-session").await?;
-        create(&ns, &kind.kind, "s-2", "streamspace-session").await?;
+        create_of(&ns, kind, "s-1", "streamspace-session").await?;
+        create_of(&ns, kind, "s-2", "streamspace-session").await?;
     }
     FailedPod::new("p").create(&ns.api::<Pod>()).await?;
     ns.grant("gc", required_rules()).await?;
