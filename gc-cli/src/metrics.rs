@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use gc_runtime::metrics::{Delivery, Served, metric_prefix};
+use gc_runtime::metrics::{AlertFormat, Delivery, Served, Webhook, metric_prefix};
+
+use crate::exit::UsageError;
 
 /// Where metrics and alerts go.
 #[derive(Debug, Args, Default, Clone)]
@@ -26,16 +28,28 @@ pub(crate) struct MetricsArgs {
         value_parser = metric_prefix
     )]
     metrics_prefix: String,
-    /// Post an alert to this webhook (Slack incoming-webhook format) when a run fails. The post
-    /// gives up after 10 seconds (connecting included) and is reported, never fatal; messages
-    /// show only the scheme and host, never this URL (its path is the webhook's secret).
+    /// Post an alert to this webhook when a run fails; repeat for several. `teams=URL` or
+    /// `json=URL` gives one its own format, else `--alert-format`'s. Each post gives up after
+    /// 10 seconds (connecting included) and is reported, never fatal; messages show only the
+    /// scheme and host, never the URL (its path is the webhook's secret).
     #[arg(
         long,
         env = "GC_ALERT_WEBHOOK",
         hide_env_values = true,
-        value_name = "URL"
+        value_name = "[FORMAT=]URL"
     )]
-    alert_webhook: Option<String>,
+    alert_webhook: Vec<String>,
+    /// The body of an alert: `slack` (Slack's incoming webhook, `{"text": ...}`; Mattermost and
+    /// Rocket.Chat take it too), `teams` (a Microsoft Teams message card) or `json`
+    /// (`{collector, namespace, outcome, counts, error, runId, text}`).
+    #[arg(
+        long,
+        env = "GC_ALERT_FORMAT",
+        default_value = "slack",
+        value_name = "slack|teams|json",
+        value_parser = AlertFormat::parse
+    )]
+    alert_format: AlertFormat,
     /// Also post a summary of every live run that deleted something.
     #[arg(long)]
     alert_on_success: bool,
@@ -46,15 +60,34 @@ pub(crate) struct MetricsArgs {
 
 impl MetricsArgs {
     /// The delivery these flags describe.
-    pub(crate) fn delivery(&self) -> Delivery {
-        Delivery {
+    ///
+    /// # Errors
+    /// A [`UsageError`] naming `--alert-webhook` (never its URL: clap would echo a value it
+    /// refuses) when a `FORMAT=` prefix names no format.
+    pub(crate) fn delivery(&self) -> Result<Delivery, UsageError> {
+        Ok(Delivery {
             pushgateway: self.pushgateway.clone(),
             metrics_file: self.metrics_file.clone(),
             metrics_prefix: self.metrics_prefix.clone(),
-            alert_webhook: self.alert_webhook.clone(),
+            alert_webhooks: self.webhooks()?,
             alert_on_success: self.alert_on_success,
             served: self.served.clone(),
-        }
+        })
+    }
+
+    /// The webhooks, each in its format.
+    fn webhooks(&self) -> Result<Vec<Webhook>, UsageError> {
+        self.alert_webhook
+            .iter()
+            .map(|text| {
+                Webhook::parse(text, self.alert_format).map_err(|why| {
+                    UsageError::new(format!(
+                        "invalid --alert-webhook or $GC_ALERT_WEBHOOK: {why} (the URL is not \
+                         shown: its path is the webhook's secret)"
+                    ))
+                })
+            })
+            .collect()
     }
 
     /// Every run delivered with these flags also adds itself to `served`.

@@ -77,6 +77,77 @@ fn a_failed_run_alerts_the_webhook_and_counts_the_error() {
     );
 }
 
+/// Several webhooks, each in its format: Slack's `{"text"}` (the default), a Teams message card
+/// and the JSON body with its counts; a format prefix that names none is refused (exit 2)
+/// without showing the URL.
+#[test]
+fn each_webhook_gets_the_alert_in_its_format() {
+    let (slack, teams, json) = (Webhook::start(), Webhook::start(), Webhook::start());
+    let dir = tempfile::tempdir().unwrap();
+    let out = unreachable_run(dir.path())
+        .env_remove("GC_ALERT_WEBHOOK")
+        .env_remove("GC_ALERT_FORMAT")
+        .args(["--alert-webhook", &slack.url])
+        .args(["--alert-webhook", &format!("teams={}", teams.url)])
+        .args(["--alert-webhook", &format!("json={}", json.url)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let [text] = &slack.texts()[..] else {
+        panic!("one Slack alert: {:?}", slack.texts())
+    };
+    assert!(
+        text.contains("pods collector failed in namespace batch"),
+        "{text}"
+    );
+    let [card] = &teams.bodies()[..] else {
+        panic!("one Teams alert: {:?}", teams.bodies())
+    };
+    assert_eq!(card["@type"], "MessageCard");
+    assert_eq!(card["title"], "gc pods collector failed in namespace batch");
+    assert_eq!(card["themeColor"], "D70000");
+    let [body] = &json.bodies()[..] else {
+        panic!("one JSON alert: {:?}", json.bodies())
+    };
+    assert_eq!(
+        (&body["collector"], &body["namespace"], &body["outcome"]),
+        (
+            &serde_json::json!("pods"),
+            &serde_json::json!("batch"),
+            &serde_json::json!("failed")
+        )
+    );
+    assert!(
+        body["error"].as_str().unwrap().contains("cannot connect"),
+        "{body}"
+    );
+    assert_eq!(body["counts"]["errors"], 1, "{body}");
+    assert!(
+        body["runId"].as_str().unwrap().starts_with("pods-batch-"),
+        "{body}"
+    );
+    // `--alert-format` sets the format of a webhook without a prefix.
+    let plain = Webhook::start();
+    let out = unreachable_run(dir.path())
+        .env_remove("GC_ALERT_WEBHOOK")
+        .args(["--alert-webhook", &plain.url, "--alert-format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(plain.bodies()[0]["outcome"], "failed");
+    let secret = "discord=https://hooks.example.com/Sekr1t";
+    let out = unreachable_run(dir.path())
+        .args(["--alert-webhook", secret])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not slack, teams or json") && !stderr.contains("Sekr1t"),
+        "{stderr}"
+    );
+}
+
 /// A loopback port that accepts connections and never answers; how many it accepted.
 fn stalled() -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

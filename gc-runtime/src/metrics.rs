@@ -32,8 +32,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+mod alerts;
 mod http;
 mod text;
+
+pub use alerts::{Alert, AlertFormat, Webhook};
 
 use http::{agent, describe, endpoint, redact};
 use text::{LAST_RUN_SUCCESS_HELP, LAST_SUCCESS_HELP, write_metrics_file};
@@ -49,9 +52,9 @@ pub struct Delivery {
     pub metrics_file: Option<PathBuf>,
     /// Prefix of every metric name ([`metric_prefix`] checks one).
     pub metrics_prefix: String,
-    /// Post an alert to this webhook (Slack incoming-webhook format) when a run fails; its path
+    /// Post an alert to each of these webhooks, in its format, when a run fails; a URL's path
     /// is a secret no message shows.
-    pub alert_webhook: Option<String>,
+    pub alert_webhooks: Vec<Webhook>,
     /// Also post a summary of every live run that deleted something.
     pub alert_on_success: bool,
     /// `serve`'s metrics in memory, which every run adds itself to.
@@ -64,7 +67,7 @@ impl Default for Delivery {
             pushgateway: None,
             metrics_file: None,
             metrics_prefix: "gc".into(),
-            alert_webhook: None,
+            alert_webhooks: Vec::new(),
             alert_on_success: false,
             served: None,
         }
@@ -131,11 +134,19 @@ impl Delivery {
     /// namespace to report on (with `-A`, when the cluster cannot be asked which): no metrics,
     /// which are labelled by namespace, only the alert. Problems are reported, never fatal.
     pub async fn alert_unscoped(&self, collector: &str, why: &str) {
-        let text = failed(collector, "before it knew its namespaces (-A)", why);
-        let hook = self.alert_webhook.clone();
-        let posted = tokio::task::spawn_blocking(move || post_alert(hook.as_deref(), Some(&text)));
-        if let Err(e) = posted.await.unwrap_or_else(|e| Err(e.into())) {
-            tracing::warn!("{e:#}");
+        let alert = Alert {
+            collector: collector.to_owned(),
+            namespace: None,
+            error: Some(why.to_owned()),
+            counts: serde_json::json!({}),
+            run_id: format!("{collector}-{}", (crate::clock::now() * 1e6) as u64),
+            text: failed(collector, "before it knew its namespaces (-A)", why),
+        };
+        let hooks = self.alert_webhooks.clone();
+        let posted = tokio::task::spawn_blocking(move || alerts::post_alerts(&hooks, Some(&alert)));
+        match posted.await {
+            Ok(problems) => problems.iter().for_each(|e| tracing::warn!("{e:#}")),
+            Err(e) => tracing::warn!("cannot post the alert: {e}"),
         }
     }
 }
@@ -166,9 +177,6 @@ struct RunResult {
     namespace: String,
     result: &'static str,
 }
-
-/// How the webhook is named in messages: by its flag and variable, never by its URL.
-const WEBHOOK: &str = "the webhook (--alert-webhook or $GC_ALERT_WEBHOOK)";
 
 /// The content type of OpenMetrics text, which prometheus-client writes.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -508,19 +516,18 @@ impl RunMetrics {
         }
         let text = self.text();
         let (collector, namespace) = record.key();
-        let alert = alert_text(&record, failure, delivery.alert_on_success, summary);
+        let alert = alert_of(&record, failure, delivery.alert_on_success, summary);
         let delivery = delivery.clone();
         let sent = tokio::task::spawn_blocking(move || {
             let group = format!("job/gc/collector/{collector}/namespace/{namespace}");
-            [
-                write_metrics_file(delivery.file(), &text),
-                push(delivery.pushgateway.as_deref(), &group, &text),
-                post_alert(delivery.alert_webhook.as_deref(), alert.as_deref()),
-            ]
+            let mut problems = alerts::post_alerts(&delivery.alert_webhooks, alert.as_ref());
+            problems.extend(write_metrics_file(delivery.file(), &text).err());
+            problems.extend(push(delivery.pushgateway.as_deref(), &group, &text).err());
+            problems
         });
         match sent.await {
-            Ok(results) => {
-                for e in results.into_iter().filter_map(Result::err) {
+            Ok(problems) => {
+                for e in problems {
                     tracing::warn!("{e:#}");
                 }
             }
@@ -531,25 +538,42 @@ impl RunMetrics {
 
 /// The alert a run delivers, if any: none for a stopped run; the failure when it failed; with
 /// `on_success`, the `summary` of a run that did something (an empty summary says it did not).
-fn alert_text(
+fn alert_of(
     record: &Record,
     failure: Option<&str>,
     on_success: bool,
     summary: &str,
-) -> Option<String> {
+) -> Option<Alert> {
     let (collector, namespace) = record.key();
-    match (failure, record.ended) {
-        (_, Ended::Stopped) => None,
-        (Some(why), _) => Some(failed(
-            &collector,
-            &format!("in namespace {namespace}"),
-            why,
-        )),
-        (None, _) if on_success && !summary.is_empty() => Some(format!(
-            "gc {collector} collector in namespace {namespace}: {summary}"
-        )),
-        (None, _) => None,
-    }
+    let text = match (failure, record.ended) {
+        (_, Ended::Stopped) => return None,
+        (Some(why), _) => failed(&collector, &format!("in namespace {namespace}"), why),
+        (None, _) if on_success && !summary.is_empty() => {
+            format!("gc {collector} collector in namespace {namespace}: {summary}")
+        }
+        (None, _) => return None,
+    };
+    let sum = |i: usize| record.objects.values().map(|c| c[i]).sum::<u64>();
+    let counts = serde_json::json!({
+        "scanned": sum(0),
+        "eligible": sum(1),
+        "held": sum(2),
+        "deferred": sum(3),
+        "deleted": sum(4),
+        "errors": record.errors.values().sum::<u64>(),
+        "fencesLost": record.fences_lost.values().sum::<u64>(),
+        "archiveBytes": record.archive_bytes,
+    });
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let micros = (record.attempt_at * 1e6) as u64;
+    Some(Alert {
+        run_id: format!("{collector}-{namespace}-{micros}"),
+        collector,
+        namespace: Some(namespace),
+        error: failure.map(str::to_owned),
+        counts,
+        text,
+    })
 }
 
 /// A `POST` of `text` to the Pushgateway's `group` (`job/gc/collector/C/namespace/N`): it
@@ -575,32 +599,6 @@ fn failed(collector: &str, where_: &str, why: &str) -> String {
     format!(
         ":rotating_light: gc {collector} collector failed {where_}: {why}. Inspect collector-pinned objects before retrying.",
     )
-}
-
-/// Posts `text` to the webhook, if one is given; with no text, only checks the webhook's URL
-/// (on every run, so a wrong URL is found before the failure it should report).
-fn post_alert(hook: Option<&str>, text: Option<&str>) -> anyhow::Result<()> {
-    let Some(hook) = hook.filter(|u| !u.is_empty()) else {
-        return Ok(());
-    };
-    let shown = endpoint(hook).map_err(|why| {
-        anyhow::anyhow!(
-            "cannot post alerts to {WEBHOOK}: its URL {why} (the URL is not shown: its \
-             path is the webhook's secret)"
-        )
-    })?;
-    if let Some(text) = text {
-        agent()
-            .post(hook)
-            .send_json(serde_json::json!({ "text": text }))
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot post the alert to {WEBHOOK} at {shown} (path not shown): {}",
-                    describe(&e)
-                )
-            })?;
-    }
-    Ok(())
 }
 
 /// What `serve` shows on `/metrics`: each collector and namespace's last run and last success,

@@ -180,7 +180,7 @@ impl Reporting {
     fn new(metrics: &MetricsArgs, events: &EventArgs, dry_run: bool) -> anyhow::Result<Self> {
         crate::signals::install()?;
         Ok(Self {
-            delivery: metrics.delivery(),
+            delivery: metrics.delivery()?,
             events: events.events(dry_run),
         })
     }
@@ -252,6 +252,7 @@ fn unmade(
 /// The checks of `run pods`' flags alone, which no later run could pass either (`serve` makes
 /// them before its first run).
 pub(crate) fn check(args: &RunPods) -> anyhow::Result<()> {
+    args.metrics.delivery()?;
     if !args.dry_run && !args.auto_remediate {
         return Err(UsageError::new(
             "--dry-run=none needs --auto-remediate: acting without a reviewed plan must be asked for explicitly",

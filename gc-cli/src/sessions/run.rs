@@ -86,6 +86,7 @@ fn now_of_clock() -> anyhow::Result<f64> {
 /// The checks of `run sessions`' flags alone, which no later run could pass either (`serve`
 /// makes them before its first run).
 pub(crate) fn check(args: &RunSessions) -> anyhow::Result<()> {
+    args.metrics.delivery()?;
     args.args.check()
 }
 
@@ -105,7 +106,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     }
     let sink = audit_sink(args.audit_log.as_ref(), args.output)?;
     let events = args.events.events(args.dry_run);
-    let delivery = args.metrics.delivery();
+    let delivery = args.metrics.delivery()?;
     crate::signals::install()?;
     let started = std::time::Instant::now();
     let early = async |cluster: Option<&gc_k8s::KubeCluster>, error: anyhow::Error| {

@@ -201,6 +201,16 @@ impl Webhook {
         Self { url, bodies }
     }
 
+    /// Each alert posted so far, as JSON.
+    #[allow(dead_code)]
+    pub(crate) fn bodies(&self) -> Vec<serde_json::Value> {
+        let bodies = self.bodies.lock().unwrap();
+        bodies
+            .iter()
+            .map(|b| serde_json::from_str(b).unwrap())
+            .collect()
+    }
+
     /// The `text` of each alert posted so far.
     pub(crate) fn texts(&self) -> Vec<String> {
         self.bodies

@@ -399,17 +399,18 @@ fn endpoints_are_shown_without_path_or_credentials() {
 fn alerts_say_failures_and_only_the_successes_that_did_something() {
     let mut record = Record::new("pods", "etl");
     record.ended = Ended::Failed;
-    let failed = alert_text(&record, Some("2 target(s) failed"), false, "");
+    let text = |alert: Option<Alert>| alert.map(|a| a.text);
+    let failed = text(alert_of(&record, Some("2 target(s) failed"), false, ""));
     assert!(failed.is_some_and(|t| t.contains("failed in namespace etl: 2 target(s) failed")));
     record.ended = Ended::Succeeded(1.0);
     let said = "3 of 3 targets collected, 0 pins recovered";
     assert_eq!(
-        alert_text(&record, None, true, said).as_deref(),
+        text(alert_of(&record, None, true, said)).as_deref(),
         Some("gc pods collector in namespace etl: 3 of 3 targets collected, 0 pins recovered")
     );
     // A run that deleted nothing has no summary to post, and without the flag nothing is said.
-    assert_eq!(alert_text(&record, None, true, ""), None);
-    assert_eq!(alert_text(&record, None, false, said), None);
+    assert_eq!(alert_of(&record, None, true, ""), None);
+    assert_eq!(alert_of(&record, None, false, said), None);
     record.ended = Ended::Stopped;
-    assert_eq!(alert_text(&record, Some("stopped"), true, said), None);
+    assert_eq!(alert_of(&record, Some("stopped"), true, said), None);
 }
