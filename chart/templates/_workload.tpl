@@ -286,5 +286,7 @@ the selector matches, less the excluded (and always less the system namespaces).
     secretKeyRef:
       name: {{ . }}
       key: {{ $.Values.alerts.webhookKey }}
+- name: GC_ALERT_FORMAT
+  value: {{ $.Values.alerts.format | quote }}
 {{- end }}
 {{- end -}}

@@ -48,6 +48,12 @@ fn lint_and_templates() {
             && delivered.contains("- --metrics-prefix=streamspace")
     );
     assert!(delivered.contains("name: GC_ALERT_WEBHOOK") && delivered.contains("name: hook"));
+    assert!(
+        delivered.contains("name: GC_ALERT_FORMAT") && delivered.contains("value: \"slack\""),
+        "{delivered}"
+    );
+    let teams = template(&["alerts.webhookSecret=hook", "alerts.format=teams"]);
+    assert!(teams.contains("value: \"teams\""), "{teams}");
     let dry = template(&["gc.dryRun=true", "gc.terminalStates={deleted}"]);
     assert!(dry.contains("- --dry-run=server") && dry.contains("- --terminal-state=deleted"));
     // The protect label reaches both collectors, the exclude selector when set; selectors in
@@ -97,6 +103,7 @@ fn lint_and_templates() {
         ("fullnameOverride=-gc", "fullnameOverride"),
         ("events.enabled=maybe", "events/enabled"),
         ("log.format=xml", "format"),
+        ("alerts.format=discord", "alerts/format"),
         ("log.level=verbose", "level"),
         ("timeZone=Europe/Berlin;rm", "timeZone"),
         ("podAnnotations.n=1", "podAnnotations"),
