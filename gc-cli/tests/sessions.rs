@@ -630,7 +630,7 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0]["decision"], "refused");
     // The refusal line carries every field (no resource: `null`), and what the guard counted.
-    for key in ["kind", "name", "uid", "session", "result"] {
+    for key in ["apiVersion", "kind", "name", "uid", "session", "result"] {
         assert!(audit[0][key].is_null(), "{key} in {}", audit[0]);
     }
     assert_eq!(

@@ -138,7 +138,10 @@ impl Delivery {
             collector: collector.to_owned(),
             namespace: None,
             error: Some(why.to_owned()),
-            counts: serde_json::json!({}),
+            counts: serde_json::json!({
+                "scanned": 0, "eligible": 0, "held": 0, "deferred": 0, "deleted": 0,
+                "errors": 1, "fencesLost": 0, "archiveBytes": 0,
+            }),
             run_id: format!("{collector}-{}", (crate::clock::now() * 1e6) as u64),
             text: failed(collector, "before it knew its namespaces (-A)", why),
         };

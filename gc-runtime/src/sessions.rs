@@ -263,6 +263,7 @@ async fn run_once(
                 time: &time,
                 cluster: &cfg.cluster_id,
                 namespace: &cfg.namespace,
+                api_version: None,
                 kind: None,
                 name: None,
                 uid: None,
@@ -373,6 +374,8 @@ pub struct RefusedLine<'a> {
     pub cluster: &'a str,
     /// The namespace.
     pub namespace: &'a str,
+    /// No resource: `null`.
+    pub api_version: Option<&'a str>,
     /// No resource: `null`.
     pub kind: Option<&'a str>,
     /// No resource: `null`.

@@ -111,7 +111,11 @@ fn lookup_sql(pool: &Pool, names: &Names) -> String {
         } else {
             "?".into()
         };
-        sql.push_str(&format!("CAST({} AS TEXT) = {at} AND ", quote(column)));
+        // A row that leaves the column empty is in every scope: fail closed, as a live session.
+        let column = quote(column);
+        sql.push_str(&format!(
+            "({column} IS NULL OR CAST({column} AS TEXT) = {at}) AND "
+        ));
     }
     let id = quote(&names.id);
     sql.push_str(&if postgres {

@@ -272,6 +272,7 @@ async fn a_scope_counts_only_the_rows_of_this_cluster_and_namespace() {
             ("here".into(), Some("running")),
             ("there".into(), Some("running")),
             ("other-ns".into(), Some("running")),
+            ("unscoped".into(), Some("running")),
         ])
         .await;
         for (id, cluster, namespace) in [
@@ -285,7 +286,8 @@ async fn a_scope_counts_only_the_rows_of_this_cluster_and_namespace() {
             ))
             .await;
         }
-        let question = ids(&["here", "there", "other-ns", "gone"]);
+        // "unscoped" leaves both columns empty (a row written before they existed).
+        let question = ids(&["here", "there", "other-ns", "gone", "unscoped"]);
         let unscoped = db.streamspace().await.lookup(&question).await.unwrap();
         assert_eq!(unscoped["there"], present(Some("running")));
         let scope = vec![
@@ -299,6 +301,8 @@ async fn a_scope_counts_only_the_rows_of_this_cluster_and_namespace() {
         let table = db.connect(spec).await.unwrap();
         let answer = table.lookup(&question).await.unwrap();
         assert_eq!(answer["here"], present(Some("running")));
+        // An empty scope column is in every scope: it fails closed, as a live session.
+        assert_eq!(answer["unscoped"], present(Some("running")));
         for id in ["there", "other-ns", "gone"] {
             assert_eq!(answer[id], Row::Missing, "{id}");
         }
@@ -318,6 +322,15 @@ async fn a_scope_counts_only_the_rows_of_this_cluster_and_namespace() {
             err.to_string().contains("invalid session scope column"),
             "{err}"
         );
+        let twice = TableSpec {
+            scope: vec![
+                ("cluster_id".into(), "c1".into()),
+                ("cluster_id".into(), "c2".into()),
+            ],
+            ..TableSpec::streamspace()
+        };
+        let err = db.connect(twice).await.unwrap_err();
+        assert!(err.to_string().contains("given twice"), "{err}");
     })
     .await;
 }

@@ -225,7 +225,7 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
             }
             Err(error) => {
                 return Err(SessionRunError::List {
-                    kind: kind.kind.clone(),
+                    kind: format!("{} {}", kind.api_version(), kind.kind),
                     error,
                 });
             }

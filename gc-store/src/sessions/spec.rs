@@ -21,6 +21,9 @@ pub struct TableSpec {
     pub scope: Vec<(String, String)>,
 }
 
+/// The most scope columns a table spec takes.
+const MAX_SCOPE: usize = 16;
+
 impl TableSpec {
     /// StreamSpace's: table `sessions`, id `id`, state `state`.
     pub fn streamspace() -> Self {
@@ -50,6 +53,18 @@ impl TableSpec {
         };
         if let Some(schema) = schema {
             checked("table schema", schema)?;
+        }
+        for (i, (column, _)) in self.scope.iter().enumerate() {
+            if self.scope[..i].iter().any(|(seen, _)| seen == column) {
+                return Err(StoreError::Other(format!(
+                    "invalid session scope: column {column:?} given twice"
+                )));
+            }
+        }
+        if self.scope.len() > MAX_SCOPE {
+            return Err(StoreError::Other(format!(
+                "invalid session scope: at most {MAX_SCOPE} columns"
+            )));
         }
         Ok(Names {
             schema: schema.map(str::to_owned),
