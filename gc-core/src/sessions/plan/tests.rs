@@ -1,3 +1,6 @@
+//! The session plan, decision by decision: orphans, grace, cap, spared resources and the
+//! mass-deletion guard, and the settings it refuses.
+
 use super::*;
 use crate::input::InputError;
 use crate::sessions::config::{Kind, SessionInputs};

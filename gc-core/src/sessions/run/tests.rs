@@ -1,3 +1,6 @@
+//! One collection over fake ports: the deletes it sends, fenced, the audit records, the
+//! stops (a lost lock, the caller's shutdown) and the kinds it scans.
+
 use super::*;
 use crate::ports::Page;
 use crate::sessions::{Row, SessionInputs};
