@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use gc_core::ports::Receipt;
 use gc_runtime::archives::{self, Verified, read_verified};
-use gc_runtime::pods::open_store;
+use gc_runtime::open_store;
 use gc_store::{Archives, ListedReceipt};
 use serde::Serialize;
 use serde_json::Value;

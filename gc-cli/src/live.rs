@@ -89,7 +89,7 @@ impl ConnectArgs {
     }
 }
 
-pub(crate) use gc_runtime::pods::open_store;
+pub(crate) use gc_runtime::open_store;
 
 /// Runs `work` on a runtime of its own: the rest of the binary is synchronous.
 pub(crate) fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {

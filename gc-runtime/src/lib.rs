@@ -20,7 +20,9 @@ pub mod pods;
 pub mod serve;
 pub mod sessions;
 mod stop;
+mod store;
 
 pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
 pub use outcome::{Failure, FailureKind, NamespaceRun, Outcome, failed_before};
 pub use stop::{Cancel, NeverCancel, StopToken, Stopped, stopped};
+pub use store::open_store;

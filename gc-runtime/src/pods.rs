@@ -463,21 +463,6 @@ async fn connected(
     }
 }
 
-/// Opens the store at `url`, or the embedded SQLite default.
-///
-/// # Errors
-/// When the store cannot be opened.
-pub async fn open_store(url: Option<&str>) -> anyhow::Result<gc_store::Store> {
-    let url = match url {
-        Some(url) => url.to_owned(),
-        None => gc_store::default_path()
-            .to_str()
-            .context("the default store path is not UTF-8: give --store")?
-            .to_owned(),
-    };
-    gc_store::open(&url).await.context("cannot open the store")
-}
-
 /// The store and the archive sink, proven usable: the store opened, the sink's probe written
 /// and read back (dry runs too, so that a dry run meets what a live run would). `Err` names
 /// the metrics stage, `store` or `archive`.
@@ -486,7 +471,7 @@ async fn usable(
     sink: &gc_store::Archives,
     cluster_id: &str,
 ) -> Result<gc_store::Store, (&'static str, anyhow::Error)> {
-    let store = open_store(store).await.map_err(|e| ("store", e))?;
+    let store = crate::open_store(store).await.map_err(|e| ("store", e))?;
     sink.probe(cluster_id)
         .await
         .with_context(|| format!("cannot use the archive sink {}", sink.shown()))
