@@ -1,13 +1,15 @@
 //! A service embedding the session collector through `gc-runtime`: every interval, the run
-//! `gc-cli run sessions` makes (run lock, list, look up, guard, fenced deletes, audit lines,
-//! metrics, Events), until SIGTERM or Ctrl-C; a dry run unless `--live`.
+//! `gc-cli run sessions` makes (run lock, list, look up, guard, manifests archived with their
+//! receipts, fenced deletes, audit lines, metrics, Events), until SIGTERM or Ctrl-C; a dry run
+//! unless `--live`.
 //!
 //! ```sh
 //! cargo run -p examples --example sessions -- --database-url postgres://... --once
 //! ```
 //!
-//! It connects as `kubectl` does and reads StreamSpace's `sessions` table (read-only). The audit
-//! lines go to stdout, one JSON object per resource judged.
+//! It connects as `kubectl` does and reads StreamSpace's `sessions` table (read-only); the
+//! embedded store and archive folder keep the receipts and manifests unless `--store` and
+//! `--archive-dir` say otherwise. The audit lines go to stdout, one JSON line per resource.
 
 use std::time::Duration;
 
@@ -17,7 +19,7 @@ use gc_runtime::sessions::{AuditLog, SessionRun, run_sessions};
 use gc_runtime::{LockOptions, StopToken, events::Events, metrics::Delivery, serve};
 
 const USAGE: &str = "usage: sessions --database-url URL [--namespace NS] [--grace-hours N] \
-    [--interval-seconds N] [--metrics-file FILE] [--live] [--once]";
+    [--interval-seconds N] [--store URL] [--archive-dir DIR] [--metrics-file FILE] [--live] [--once]";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
@@ -26,6 +28,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let (mut inputs, mut url, mut delivery) = (SessionInputs::default(), None, Delivery::default());
     let (mut interval, mut once, mut live) = (300, false, false);
+    let (mut store, mut folder) = (None, gc_store::default_archive_dir());
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || {
@@ -37,6 +40,8 @@ async fn main() -> anyhow::Result<()> {
             "--namespace" => inputs.namespace = value()?,
             "--grace-hours" => inputs.grace_hours = value()?.parse().context("--grace-hours")?,
             "--interval-seconds" => interval = value()?.parse().context("--interval-seconds")?,
+            "--store" => store = Some(value()?),
+            "--archive-dir" => folder = value()?.into(),
             "--metrics-file" => delivery.metrics_file = Some(value()?.into()),
             "--once" => once = true,
             "--live" => live = true,
@@ -47,6 +52,8 @@ async fn main() -> anyhow::Result<()> {
     let cfg = inputs.validate().context("invalid settings")?;
     let cluster = gc_k8s::connect(&gc_k8s::Connection::default()).await?;
     let table = gc_store::connect_sessions(&url, gc_store::TableSpec::default()).await?;
+    let store = gc_runtime::open_store(store.as_deref()).await?;
+    let sink = gc_store::Archives::Directory(gc_store::DirectorySink::new(folder));
     let shutdown = StopToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
@@ -69,6 +76,8 @@ async fn main() -> anyhow::Result<()> {
         let run = SessionRun {
             cluster: &cluster,
             table: &table,
+            store: &store,
+            sink: &sink,
             now: gc_runtime::clock::now(),
             dry_run: !live,
             lock: &lock,
@@ -82,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
     })
     .await;
     table.close().await;
+    store.close().await;
     if failed > 0 {
         bail!("{failed} of {done} run(s) failed");
     }

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use gc_core::ports::Receipt;
 use gc_runtime::archives::{self, Verified, read_verified};
 use gc_runtime::open_store;
-use gc_store::{Archives, ListedReceipt};
+use gc_store::{Archives, ListedReceipt, ReceiptQuery};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -128,9 +128,16 @@ pub(crate) struct List {
     /// Only this namespace.
     #[arg(long, short = 'n', value_name = "NS")]
     namespace: Option<String>,
-    /// Only Pods of this name.
-    #[arg(long, value_name = "NAME")]
+    /// Only objects of this name.
+    #[arg(long, alias = "name", value_name = "NAME")]
     pod: Option<String>,
+    /// Only archives of this kind: `Pod` (the failed-Pod collector's) or a session resource's
+    /// (`Deployment`, `Service`, `PersistentVolumeClaim`, `Session`, ...), any case.
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// Only the manifests of session resources labelled with this session id.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
     /// Only archives recorded at or after this instant (RFC 3339).
     #[arg(long, value_name = "TIME")]
     since: Option<String>,
@@ -200,8 +207,12 @@ fn list(args: &List) -> anyhow::Result<()> {
         let listed = store
             .list_receipts(
                 &args.scope.cluster_id,
-                args.namespace.as_deref(),
-                args.pod.as_deref(),
+                ReceiptQuery {
+                    namespace: args.namespace.as_deref(),
+                    name: args.pod.as_deref(),
+                    kind: args.kind.as_deref(),
+                    session: args.session.as_deref(),
+                },
             )
             .await
             .context("cannot list the receipts")?;

@@ -426,7 +426,12 @@ async fn a_sink_that_cannot_take_archives_stops_the_run_before_any_pin() -> Resu
     assert!(started.elapsed() < Duration::from_secs(60), "failed fast");
     assert_eq!(env.pods().await?.get("t"), Some(&vec![]));
     let store = gc_store::open(&env.store).await?;
-    assert!(store.list_receipts("primary", None, None).await?.is_empty());
+    assert!(
+        store
+            .list_receipts("primary", gc_store::ReceiptQuery::default())
+            .await?
+            .is_empty()
+    );
     store.close().await;
     Ok(())
 }

@@ -139,16 +139,17 @@ pub enum StoreError {
     Other(String),
 }
 
-/// A record that a Pod's archive was written and verified.
+/// A record that an object's archive was written and verified: a failed Pod's, or a session
+/// resource's manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Receipt {
     /// The cluster.
     pub cluster_id: String,
-    /// The Pod's namespace.
+    /// The object's namespace.
     pub namespace: String,
-    /// The Pod's uid.
+    /// The object's uid.
     pub uid: String,
-    /// The Pod's name.
+    /// The object's name.
     pub name: String,
     /// Where the archive is.
     pub uri: String,
@@ -156,6 +157,50 @@ pub struct Receipt {
     pub sha256: String,
     /// The archive's size.
     pub bytes: u64,
+    /// For a session resource's manifest, what else names it; `None` for a Pod's archive.
+    pub session: Option<SessionObject>,
+}
+
+/// What a receipt of a session resource's manifest records besides what every receipt does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionObject {
+    /// The object's `apiVersion`.
+    pub api_version: String,
+    /// The object's kind.
+    pub kind: String,
+    /// The session id its label carried (`None`: the label was absent).
+    pub session: Option<String>,
+    /// The instant of the run that archived it (RFC 3339).
+    pub run_at: String,
+}
+
+impl Receipt {
+    /// The object's kind: `Pod`, or the session resource's.
+    #[must_use]
+    pub fn kind(&self) -> &str {
+        self.session.as_ref().map_or("Pod", |s| s.kind.as_str())
+    }
+
+    /// The object's `apiVersion`: `v1` for a Pod.
+    #[must_use]
+    pub fn api_version(&self) -> &str {
+        self.session
+            .as_ref()
+            .map_or("v1", |s| s.api_version.as_str())
+    }
+
+    /// What is wrong with `bytes` as the archive this receipt records, if anything
+    /// ([`crate::archive::mismatch`] with the pointer at the uid of this receipt's kind).
+    #[must_use]
+    pub fn mismatch(&self, bytes: &[u8]) -> Option<String> {
+        let pointer = if self.session.is_some() {
+            crate::sessions::manifest::UID_POINTER
+        } else {
+            "/metadata/uid"
+        };
+        let what = format!("{} {}", self.kind(), self.uid);
+        crate::archive::mismatch_at(bytes, &self.sha256, Some(self.bytes), pointer, &what)
+    }
 }
 
 /// Where ledgers and receipts live.
@@ -233,6 +278,13 @@ pub trait ObjectCluster: Send + Sync {
         limit: u32,
         continue_token: Option<&str>,
     ) -> Result<Page, ClusterError>;
+    /// The whole object's JSON text, or `None` when it does not exist.
+    async fn get_object(
+        &self,
+        kind: &crate::sessions::Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError>;
     /// Deletes with uid and resourceVersion preconditions and background propagation; with
     /// `dry_run`, server-side dry run.
     async fn delete_object(

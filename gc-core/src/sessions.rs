@@ -4,6 +4,7 @@
 //! the run lock).
 
 pub mod config;
+pub mod manifest;
 pub mod plan;
 pub mod run;
 

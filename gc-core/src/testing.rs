@@ -27,3 +27,88 @@ pub(crate) fn session_config() -> crate::sessions::SessionConfig {
     .validate()
     .unwrap()
 }
+
+/// An archive sink and a store of receipts in memory, for the session engine's tests: the
+/// archives by URI, the receipts in the order recorded; each refuses its writes when told to.
+#[derive(Default)]
+pub(crate) struct Kept {
+    pub(crate) archives: std::sync::Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
+    pub(crate) receipts: std::sync::Mutex<Vec<crate::ports::Receipt>>,
+    pub(crate) refuse_archives: bool,
+    pub(crate) refuse_receipts: bool,
+    /// Reads answer other bytes than were written (a sink that lost or replaced them).
+    pub(crate) tampered: bool,
+}
+
+impl Kept {
+    /// The ports of a run that keeps its manifests here.
+    pub(crate) fn keep(&self) -> crate::collect_sessions::Keep<'_> {
+        crate::collect_sessions::Keep {
+            sink: self,
+            store: self,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::ports::ArchiveSink for Kept {
+    async fn write(
+        &self,
+        key: &crate::ports::ArchiveKey,
+        bytes: &[u8],
+    ) -> Result<String, crate::ports::StoreError> {
+        if self.refuse_archives {
+            return Err(crate::ports::StoreError::Unavailable("read-only".into()));
+        }
+        let uri = format!("mem://{}/{}/{}", key.cluster_id, key.namespace, key.uid);
+        self.archives
+            .lock()
+            .unwrap()
+            .insert(uri.clone(), bytes.to_vec());
+        Ok(uri)
+    }
+    async fn read(&self, uri: &str) -> Result<Vec<u8>, crate::ports::StoreError> {
+        let archives = self.archives.lock().unwrap();
+        let bytes = archives.get(uri).cloned();
+        let bytes = bytes.ok_or_else(|| crate::ports::StoreError::NotFound(uri.to_owned()))?;
+        Ok(if self.tampered { b"{}".to_vec() } else { bytes })
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::ports::Store for Kept {
+    async fn load_ledger(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<crate::PreviousLedger, crate::ports::StoreError> {
+        unreachable!("the session run keeps no ledger")
+    }
+    async fn save_ledger(
+        &self,
+        _: &str,
+        _: &str,
+        _: &crate::Ledger,
+    ) -> Result<(), crate::ports::StoreError> {
+        unreachable!("the session run keeps no ledger")
+    }
+    async fn put_receipt(
+        &self,
+        receipt: &crate::ports::Receipt,
+    ) -> Result<(), crate::ports::StoreError> {
+        if self.refuse_receipts {
+            return Err(crate::ports::StoreError::Unavailable(
+                "database down".into(),
+            ));
+        }
+        self.receipts.lock().unwrap().push(receipt.clone());
+        Ok(())
+    }
+    async fn get_receipt(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<crate::ports::Receipt>, crate::ports::StoreError> {
+        unreachable!("the session run reads no receipt")
+    }
+}

@@ -7,7 +7,7 @@ use gc_core::ports::{ClusterError, ObjectCluster, Page, Preconditions};
 use gc_core::sessions::Kind;
 use http::HeaderValue;
 use http::header::ACCEPT;
-use kube::api::ListParams;
+use kube::api::{GetParams, ListParams};
 use kube::core::Request;
 
 use crate::KubeCluster;
@@ -113,6 +113,7 @@ fn delete_request(
 }
 
 /// # Guarantees
+/// - `get_object` answers the whole object's JSON text untouched, `None` when it does not exist.
 /// - `list_metadata` answers the server's JSON text untouched (a `PartialObjectMetadataList`:
 ///   full `metadata`, no `spec` or `status`); a kind the server does not serve (its CRD is not
 ///   installed) is [`ClusterError::NotFound`].
@@ -134,6 +135,26 @@ impl ObjectCluster for KubeCluster {
         let call = Call::list(&kind.plural, namespace);
         let request = list_request(kind, namespace, label_selector, limit, continue_token_in)?;
         page(self.send(request, call).await?)
+    }
+
+    async fn get_object(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        check_name(&kind.kind, name)?;
+        let call = Call {
+            verb: "get",
+            resource: &kind.plural,
+            namespace,
+        };
+        let request = built(collection(kind, namespace)?.get(name, &GetParams::default()))?;
+        match self.send(request, call).await {
+            Ok(text) => Ok(Some(text)),
+            Err(ClusterError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     async fn delete_object(

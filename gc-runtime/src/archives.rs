@@ -50,11 +50,6 @@ pub struct Verified {
     pub clusters: Vec<String>,
 }
 
-/// What is wrong with `bytes` as the archive `receipt` records, if anything.
-fn mismatch(receipt: &Receipt, bytes: &[u8]) -> Option<String> {
-    gc_core::archive::mismatch(bytes, &receipt.sha256, Some(receipt.bytes), &receipt.uid)
-}
-
 /// The receipt of the Pod `uid` of `cluster` in `store`, and its archive read from `sink` and
 /// verified against it.
 ///
@@ -80,7 +75,7 @@ pub async fn read_verified(
         .read(&receipt.uri)
         .await
         .with_context(|| format!("cannot read archive {}", receipt.uri))?;
-    if let Some(problem) = mismatch(&receipt, &bytes) {
+    if let Some(problem) = receipt.mismatch(&bytes) {
         anyhow::bail!("archive {} {problem}: not shown", receipt.uri);
     }
     Ok((receipt, bytes))
@@ -102,7 +97,13 @@ pub async fn verify(
 ) -> anyhow::Result<Verified> {
     let cannot = "cannot list the receipts";
     let receipts = store
-        .list_receipts(cluster, namespace, None)
+        .list_receipts(
+            cluster,
+            gc_store::ReceiptQuery {
+                namespace,
+                ..gc_store::ReceiptQuery::default()
+            },
+        )
         .await
         .context(cannot)?;
     let clusters = if receipts.is_empty() {
@@ -200,7 +201,7 @@ async fn check_receipt(
         }
     };
     match sink.read(&r.uri).await {
-        Ok(bytes) => match mismatch(r, &bytes) {
+        Ok(bytes) => match r.mismatch(&bytes) {
             Some(problem) => ("mismatch", problem),
             None => ("ok", String::new()),
         },

@@ -1,13 +1,14 @@
 //! The session collector's run in one namespace, as the CLI's `run sessions` does it: take the
-//! run lock (a live run), list the labelled resources, look their sessions up, apply the guard,
-//! send the fenced deletes until asked to stop, release the lock; then the audit records, the
-//! Events, and the run's metrics, delivered.
+//! run lock (a live run), prove the archive sink takes writes (dry runs too), list the labelled
+//! resources, look their sessions up, apply the guard, archive each orphan's manifest with its
+//! receipt and send its fenced delete until asked to stop, release the lock; then the audit
+//! records, the Events, and the run's metrics, delivered.
 
 use std::io::Write;
 
 use anyhow::Context;
 use gc_core::collect_sessions::{
-    self, AuditRecord, DeleteResult, SessionReport, SessionRunError, Stop,
+    self, AuditRecord, DeleteResult, Keep, SessionReport, SessionRunError, Stop,
 };
 use gc_core::selector::Spared;
 use gc_core::sessions::{Kind, SessionConfig, SessionDecision};
@@ -29,6 +30,11 @@ pub struct SessionRun<'a> {
     pub cluster: &'a gc_k8s::KubeCluster,
     /// The application's session table, connected (read-only).
     pub table: &'a gc_store::SessionTable,
+    /// gc's own store, where the receipts of archived manifests go (never the application's
+    /// database).
+    pub store: &'a gc_store::Store,
+    /// Where each object's manifest is archived before its delete.
+    pub sink: &'a gc_store::Archives,
     /// The instant the run judges at (seconds since the epoch).
     pub now: f64,
     /// Every delete a server-side dry run; no Lease taken.
@@ -243,12 +249,24 @@ async fn run_once(
             lock_lost: lock.halt(),
             stopping: lock.stop(),
         };
-        let report = collect_sessions::run(cluster, table, cfg, now, dry_run, stop).await;
+        let keep = Keep {
+            sink: run.sink,
+            store: run.store,
+        };
+        let report = match run.sink.probe(&cfg.cluster_id).await {
+            Ok(()) => collect_sessions::run(cluster, table, keep, cfg, now, dry_run, stop)
+                .await
+                .map_err(|e| refused(e, cfg, "nothing deleted")),
+            Err(e) => Err(anyhow::Error::new(e).context(format!(
+                "cannot use the archive sink {}: nothing deleted",
+                run.sink.shown()
+            ))),
+        };
         // A run that lost its lock says so, and nothing else: what it did not finish is the
         // next run's.
         match crate::lock::release_saying(lock, run.cancel).await {
             Some(lost) => Err(lost),
-            None => report.map_err(|e| refused(e, cfg, "nothing deleted")),
+            None => report,
         }
     }
     .await;

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use gc_core::ports::{self, Receipt, StoreError};
+use gc_core::ports::{self, Receipt, SessionObject, StoreError};
 use gc_core::{Ledger, PreviousLedger};
 use sqlx::pool::PoolOptions;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
@@ -275,22 +275,30 @@ macro_rules! statements {
                 $now
             ),
             put_receipt: concat!(
-                "INSERT INTO gc_receipts (cluster_id, uid, namespace, name, uri, sha256, bytes) ",
-                "VALUES ($1, $2, $3, $4, $5, $6, $7) ",
+                "INSERT INTO gc_receipts (cluster_id, uid, namespace, name, uri, sha256, bytes, ",
+                "api_version, kind, session, run_at) ",
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ",
                 "ON CONFLICT (cluster_id, uid) DO UPDATE ",
                 "SET namespace = excluded.namespace, name = excluded.name, uri = excluded.uri, ",
-                "sha256 = excluded.sha256, bytes = excluded.bytes, created_at = ",
+                "sha256 = excluded.sha256, bytes = excluded.bytes, ",
+                "api_version = excluded.api_version, kind = excluded.kind, ",
+                "session = excluded.session, run_at = excluded.run_at, created_at = ",
                 $now
             ),
             list_receipts: concat!(
                 "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes, ",
+                "api_version, kind, session, run_at, ",
                 $created_at,
                 " FROM gc_receipts WHERE cluster_id = $1 ",
                 "AND ($2",
                 $text,
                 " IS NULL OR namespace = $2) AND ($3",
                 $text,
-                " IS NULL OR name = $3) ",
+                " IS NULL OR name = $3) AND ($4",
+                $text,
+                " IS NULL OR lower(kind) = lower($4)) AND ($5",
+                $text,
+                " IS NULL OR session = $5) ",
                 "ORDER BY created_at DESC, namespace, name, uid"
             ),
         }
@@ -305,8 +313,34 @@ const POSTGRES_SQL: Statements = statements!(
     "::text"
 );
 
-/// A receipt as the database returns it: cluster, namespace, uid, name, uri, sha256, size.
-type ReceiptRow = (String, String, String, String, String, String, i64);
+/// A receipt as the database returns it: cluster, namespace, uid, name, uri, sha256, size,
+/// apiVersion, kind, session id, run instant.
+type ReceiptRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+);
+
+/// Which receipts of a cluster [`Store::list_receipts`] lists: every one by default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReceiptQuery<'a> {
+    /// Only of this namespace.
+    pub namespace: Option<&'a str>,
+    /// Only of objects of this name.
+    pub name: Option<&'a str>,
+    /// Only of this kind (`Pod`, `Deployment`, ...; any case).
+    pub kind: Option<&'a str>,
+    /// Only of session resources labelled with this session id.
+    pub session: Option<&'a str>,
+}
 
 /// A receipt and when it was recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,8 +353,8 @@ pub struct ListedReceipt {
 
 const LOAD_LEDGER: &str = "SELECT ledger FROM gc_ledgers WHERE cluster_id = $1 AND namespace = $2";
 const RECEIPT_CLUSTERS: &str = "SELECT DISTINCT cluster_id FROM gc_receipts ORDER BY cluster_id";
-const GET_RECEIPT: &str = "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes \
-     FROM gc_receipts WHERE cluster_id = $1 AND uid = $2";
+const GET_RECEIPT: &str = "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes, \
+     api_version, kind, session, run_at FROM gc_receipts WHERE cluster_id = $1 AND uid = $2";
 
 impl Store {
     /// The store's location as it may be shown (`sqlite:PATH`, or the URL without password).
@@ -381,7 +415,7 @@ impl Store {
         .map_err(|e| self.err(e))
     }
 
-    /// The receipts of a cluster, newest first, optionally of one namespace and one Pod name.
+    /// The receipts of a cluster that `query` selects, newest first.
     ///
     /// # Errors
     /// [`StoreError`] when the database cannot be read; [`StoreError::Malformed`] for a row with
@@ -389,26 +423,45 @@ impl Store {
     pub async fn list_receipts(
         &self,
         cluster_id: &str,
-        namespace: Option<&str>,
-        name: Option<&str>,
+        query: ReceiptQuery<'_>,
     ) -> Result<Vec<ListedReceipt>, StoreError> {
-        type Listed = (String, String, String, String, String, String, i64, String);
+        type Listed = (
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            String,
+        );
         let rows: Vec<Listed> = with_pool!(self, |pool, sql| {
             sqlx::query_as(sql.list_receipts)
                 .bind(cluster_id)
-                .bind(namespace)
-                .bind(name)
+                .bind(query.namespace)
+                .bind(query.name)
+                .bind(query.kind)
+                .bind(query.session)
                 .fetch_all(pool)
                 .await
         })
         .map_err(|e| self.err(e))?;
         rows.into_iter()
-            .map(|(c, ns, uid, name, uri, sha256, bytes, archived_at)| {
-                Ok(ListedReceipt {
-                    receipt: self.receipt((c, ns, uid, name, uri, sha256, bytes))?,
-                    archived_at,
-                })
-            })
+            .map(
+                |(c, ns, uid, name, uri, sha, bytes, api, kind, session, run_at, at)| {
+                    let row = (
+                        c, ns, uid, name, uri, sha, bytes, api, kind, session, run_at,
+                    );
+                    Ok(ListedReceipt {
+                        receipt: self.receipt(row)?,
+                        archived_at: at,
+                    })
+                },
+            )
             .collect()
     }
 
@@ -424,13 +477,32 @@ impl Store {
     }
 
     fn receipt(&self, row: ReceiptRow) -> Result<Receipt, StoreError> {
-        let (cluster_id, namespace, uid, name, uri, sha256, bytes) = row;
+        let (
+            cluster_id,
+            namespace,
+            uid,
+            name,
+            uri,
+            sha256,
+            bytes,
+            api_version,
+            kind,
+            session,
+            run_at,
+        ) = row;
         let bytes = u64::try_from(bytes).map_err(|_| {
             StoreError::Malformed(format!(
-                "{}: receipt of Pod {uid} has a negative size {bytes}",
+                "{}: receipt of {kind} {uid} has a negative size {bytes}",
                 self.shown
             ))
         })?;
+        // A Pod's receipt names no run; a session resource's always does.
+        let session = run_at.map(|run_at| SessionObject {
+            api_version,
+            kind,
+            session,
+            run_at,
+        });
         Ok(Receipt {
             cluster_id,
             namespace,
@@ -439,6 +511,7 @@ impl Store {
             uri,
             sha256,
             bytes,
+            session,
         })
     }
 
@@ -491,10 +564,13 @@ impl ports::Store for Store {
     async fn put_receipt(&self, receipt: &Receipt) -> Result<(), StoreError> {
         let bytes = i64::try_from(receipt.bytes).map_err(|_| {
             StoreError::Other(format!(
-                "archive size {} of Pod {} is too large to store",
-                receipt.bytes, receipt.uid
+                "archive size {} of {} {} is too large to store",
+                receipt.bytes,
+                receipt.kind(),
+                receipt.uid
             ))
         })?;
+        let session = receipt.session.as_ref();
         with_pool!(self, |pool, sql| {
             sqlx::query(sql.put_receipt)
                 .bind(&receipt.cluster_id)
@@ -504,6 +580,10 @@ impl ports::Store for Store {
                 .bind(&receipt.uri)
                 .bind(&receipt.sha256)
                 .bind(bytes)
+                .bind(receipt.api_version())
+                .bind(receipt.kind())
+                .bind(session.and_then(|s| s.session.as_deref()))
+                .bind(session.map(|s| s.run_at.as_str()))
                 .execute(pool)
                 .await
                 .map(drop)

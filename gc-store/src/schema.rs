@@ -12,18 +12,32 @@ use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 type Embedded = (i64, &'static str, &'static str);
 
 /// SQLite's migrations, in order.
-const SQLITE: &[Embedded] = &[(
-    1,
-    "ledgers and receipts",
-    include_str!("../migrations/sqlite/0001_ledgers_and_receipts.sql"),
-)];
+const SQLITE: &[Embedded] = &[
+    (
+        1,
+        "ledgers and receipts",
+        include_str!("../migrations/sqlite/0001_ledgers_and_receipts.sql"),
+    ),
+    (
+        2,
+        "session receipts",
+        include_str!("../migrations/sqlite/0002_session_receipts.sql"),
+    ),
+];
 
 /// PostgreSQL's migrations, in order.
-const POSTGRES: &[Embedded] = &[(
-    1,
-    "ledgers and receipts",
-    include_str!("../migrations/postgres/0001_ledgers_and_receipts.sql"),
-)];
+const POSTGRES: &[Embedded] = &[
+    (
+        1,
+        "ledgers and receipts",
+        include_str!("../migrations/postgres/0001_ledgers_and_receipts.sql"),
+    ),
+    (
+        2,
+        "session receipts",
+        include_str!("../migrations/postgres/0002_session_receipts.sql"),
+    ),
+];
 
 /// Which database's migrations.
 #[derive(Debug, Clone, Copy)]

@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use gc_core::ledger::Observation;
-use gc_core::ports::{Receipt, Store as _, StoreError};
+use gc_core::ports::{Receipt, SessionObject, Store as _, StoreError};
 use gc_core::{Ledger, PreviousLedger, PyNum};
-use gc_store::Store;
+use gc_store::{ReceiptQuery, Store};
 use gc_testbed::TestDatabase;
 use serde_json::{Value, json};
 
@@ -71,6 +71,7 @@ fn receipt(uid: &str, uri: &str, bytes: u64) -> Receipt {
         uri: uri.into(),
         sha256: "ab".repeat(32),
         bytes,
+        session: None,
     }
 }
 
@@ -279,11 +280,15 @@ async fn a_stored_receipt_with_a_negative_size_is_malformed() {
         b.raw
             .execute(
                 "CREATE TABLE gc_receipts (cluster_id TEXT, uid TEXT, namespace TEXT, name TEXT, \
-             uri TEXT, sha256 TEXT, bytes BIGINT)",
+             uri TEXT, sha256 TEXT, bytes BIGINT, api_version TEXT, kind TEXT, session TEXT, \
+             run_at TEXT)",
             )
             .await;
         b.raw
-            .execute("INSERT INTO gc_receipts VALUES ('c', 'u', 'ns', 'p', 'file:///a', 'ab', -1)")
+            .execute(
+                "INSERT INTO gc_receipts VALUES ('c', 'u', 'ns', 'p', 'file:///a', 'ab', -1, \
+                 'v1', 'Pod', NULL, NULL)",
+            )
             .await;
         let err = b.store.get_receipt("c", "u").await.unwrap_err();
         assert!(matches!(err, StoreError::Malformed(_)), "{err}");
@@ -295,7 +300,12 @@ async fn a_stored_receipt_with_a_negative_size_is_malformed() {
 async fn receipts_are_listed_newest_first_by_namespace_and_name() {
     on_each_backend("list_receipts", async |b| {
         let s = &b.store;
-        assert_eq!(s.list_receipts("primary", None, None).await.unwrap(), []);
+        assert_eq!(
+            s.list_receipts("primary", ReceiptQuery::default())
+                .await
+                .unwrap(),
+            []
+        );
         assert!(s.receipt_clusters().await.unwrap().is_empty());
         let mut other_ns = receipt("w", "file:///w", 1);
         other_ns.namespace = "web".into();
@@ -309,7 +319,10 @@ async fn receipts_are_listed_newest_first_by_namespace_and_name() {
         // Replacing a receipt makes it the newest.
         s.put_receipt(&receipt("u", "file:///u2", 2)).await.unwrap();
 
-        let all = s.list_receipts("primary", None, None).await.unwrap();
+        let all = s
+            .list_receipts("primary", ReceiptQuery::default())
+            .await
+            .unwrap();
         let uids: Vec<_> = all.iter().map(|l| l.receipt.uid.as_str()).collect();
         assert_eq!(uids, ["u", "w"]);
         assert_eq!(all[0].receipt, receipt("u", "file:///u2", 2));
@@ -321,25 +334,113 @@ async fn receipts_are_listed_newest_first_by_namespace_and_name() {
         );
 
         let jobs = s
-            .list_receipts("primary", Some("jobs"), None)
+            .list_receipts(
+                "primary",
+                ReceiptQuery {
+                    namespace: Some("jobs"),
+                    name: None,
+                    ..ReceiptQuery::default()
+                },
+            )
             .await
             .unwrap();
         assert_eq!(jobs.len(), 1);
         assert_eq!(jobs[0].receipt.uid, "u");
         let named = s
-            .list_receipts("primary", None, Some("pod-w"))
+            .list_receipts(
+                "primary",
+                ReceiptQuery {
+                    namespace: None,
+                    name: Some("pod-w"),
+                    ..ReceiptQuery::default()
+                },
+            )
             .await
             .unwrap();
         assert_eq!(named.len(), 1);
         assert_eq!(named[0].receipt.uid, "w");
         assert_eq!(
-            s.list_receipts("primary", Some("web"), Some("pod-u"))
-                .await
-                .unwrap(),
+            s.list_receipts(
+                "primary",
+                ReceiptQuery {
+                    namespace: Some("web"),
+                    name: Some("pod-u"),
+                    ..ReceiptQuery::default()
+                }
+            )
+            .await
+            .unwrap(),
             []
         );
-        assert_eq!(s.list_receipts("other", None, None).await.unwrap().len(), 1);
+        assert_eq!(
+            s.list_receipts("other", ReceiptQuery::default())
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
         assert_eq!(s.receipt_clusters().await.unwrap(), ["other", "primary"]);
+    })
+    .await;
+}
+
+/// A session resource's receipt keeps its kind, apiVersion, session id and run, beside Pods'
+/// receipts; receipts are listed by kind (any case) and by session.
+#[tokio::test]
+async fn session_receipts_keep_their_kind_and_session() {
+    on_each_backend("session_receipts", async |b| {
+        let s = &b.store;
+        let claim = Receipt {
+            name: "s1-home".into(),
+            session: Some(SessionObject {
+                api_version: "v1".into(),
+                kind: "PersistentVolumeClaim".into(),
+                session: Some("s1".into()),
+                run_at: "2026-12-01T00:00:00Z".into(),
+            }),
+            ..receipt("c", "file:///c", 3)
+        };
+        let unlabelled = Receipt {
+            session: Some(SessionObject {
+                session: None,
+                ..claim.session.clone().unwrap()
+            }),
+            ..receipt("d", "file:///d", 4)
+        };
+        for r in [&receipt("p", "file:///p", 1), &claim, &unlabelled] {
+            s.put_receipt(r).await.unwrap();
+        }
+        assert_eq!(
+            s.get_receipt("primary", "c").await.unwrap(),
+            Some(claim.clone())
+        );
+        assert_eq!(
+            s.get_receipt("primary", "d").await.unwrap(),
+            Some(unlabelled)
+        );
+        let pod = s.get_receipt("primary", "p").await.unwrap().unwrap();
+        assert_eq!(
+            (pod.kind(), pod.api_version(), pod.session.is_none()),
+            ("Pod", "v1", true)
+        );
+        let uids = async |query: ReceiptQuery<'_>| {
+            let listed = s.list_receipts("primary", query).await.unwrap();
+            let mut uids: Vec<String> = listed.into_iter().map(|l| l.receipt.uid).collect();
+            uids.sort();
+            uids
+        };
+        let kind = |kind| ReceiptQuery {
+            kind: Some(kind),
+            ..ReceiptQuery::default()
+        };
+        assert_eq!(uids(kind("pvc-not-a-kind")).await, Vec::<String>::new());
+        assert_eq!(uids(kind("persistentvolumeclaim")).await, ["c", "d"]);
+        assert_eq!(uids(kind("Pod")).await, ["p"]);
+        let session = ReceiptQuery {
+            session: Some("s1"),
+            ..ReceiptQuery::default()
+        };
+        assert_eq!(uids(session).await, ["c"]);
     })
     .await;
 }

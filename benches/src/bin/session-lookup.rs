@@ -249,6 +249,14 @@ impl ObjectCluster for Pages {
             continue_token: (at + 1 < pages.len()).then(|| (at + 1).to_string()),
         })
     }
+    async fn get_object(
+        &self,
+        _: &Kind,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        Err(ClusterError::Other("the benchmark only plans".into()))
+    }
     async fn delete_object(
         &self,
         _: &Kind,

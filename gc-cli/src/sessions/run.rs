@@ -11,6 +11,7 @@ use gc_core::collect_sessions::{DeleteResult, SessionReport};
 use gc_core::sessions::SessionConfig;
 use gc_runtime::sessions::{self, Audit, AuditLine, AuditLog, RefusedLine, SessionRun, rank};
 
+use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
 use crate::exit::UsageError;
 use crate::live;
@@ -35,6 +36,16 @@ pub(crate) struct RunSessions {
         value_parser = crate::dry_run::parse
     )]
     dry_run: bool,
+    /// gc's store, for the receipts of the manifests archived before each delete: `sqlite:PATH`,
+    /// a path, or `postgres://...` (never the session database). Default: the embedded SQLite
+    /// file.
+    #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
+    store: Option<String>,
+    /// Where each object's manifest is archived before its delete (labels, annotations, spec:
+    /// what creates it again), read back and verified; no receipt, no delete. A dry run writes
+    /// none.
+    #[command(flatten)]
+    archive: ArchiveArgs,
     /// Append the audit lines to this file instead of writing them to stdout (to stderr when
     /// `-o` is given).
     #[arg(long, value_name = "FILE")]
@@ -104,6 +115,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         )
         .into());
     }
+    let archives = args.archive.sink()?;
     let sink = audit_sink(args.audit_log.as_ref(), args.output)?;
     let events = args.events.events(args.dry_run);
     let delivery = args.metrics.delivery()?;
@@ -142,6 +154,13 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
             return Err(early(Some(&cluster), error).await);
         }
     };
+    let store = match gc_runtime::open_store(args.store.as_deref()).await {
+        Ok(store) => store,
+        Err(error) => {
+            table.close().await;
+            return Err(early(Some(&cluster), error).await);
+        }
+    };
     let mut audit = Audited {
         log: AuditLog(sink),
         shown: Shown {
@@ -161,6 +180,8 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     let run = SessionRun {
         cluster: &cluster,
         table: &table,
+        store: &store,
+        sink: &archives,
         now,
         dry_run: args.dry_run,
         lock: &lock,
@@ -170,6 +191,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     };
     let runs = sessions::run_sessions(&run, &configs, &mut audit).await;
     table.close().await;
+    store.close().await;
     audit.shown.finish()?;
     crate::namespaces::outcome_of(runs)
 }

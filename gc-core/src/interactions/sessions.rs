@@ -27,6 +27,7 @@ mockall::mock! {
     /// delegates to these one to one.
     Objects {
         fn list_metadata(&self, kind: &str, namespace: &str, selector: &str, continue_token: Option<String>) -> Result<Page, ClusterError>;
+        fn get_object(&self, kind: &str, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError>;
         fn delete_object(&self, kind: &str, namespace: &str, name: &str, preconditions: &Preconditions, dry_run: bool) -> Result<(), ClusterError>;
     }
 }
@@ -48,6 +49,14 @@ impl ObjectCluster for MockObjects {
             selector,
             continue_token.map(str::to_owned),
         )
+    }
+    async fn get_object(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        MockObjects::get_object(self, &kind.kind, namespace, name)
     }
     async fn delete_object(
         &self,
@@ -100,6 +109,13 @@ fn cluster(failing: Failing) -> MockObjects {
                 continue_token: None,
             }),
         });
+    // An object is read whole only to archive it before its delete: as it was listed.
+    c.expect_get_object().returning(|kind, _, name| {
+        let found = objects(kind)
+            .into_iter()
+            .find(|o| o["metadata"]["name"] == name);
+        Ok(found.map(|o| o.to_string().into_bytes()))
+    });
     c
 }
 
@@ -142,7 +158,16 @@ fn go(
         lock_lost: &lost,
         stopping: &stopping,
     };
-    let report = block_on(run(cluster, directory, cfg, NOW, dry_run, stop))?;
+    let kept = crate::testing::Kept::default();
+    let report = block_on(run(
+        cluster,
+        directory,
+        kept.keep(),
+        cfg,
+        NOW,
+        dry_run,
+        stop,
+    ))?;
     Ok(report
         .records
         .iter()

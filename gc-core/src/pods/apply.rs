@@ -450,6 +450,7 @@ async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         uri: uri.clone(),
         sha256: sha256.clone(),
         bytes: doc.len() as u64,
+        session: None,
     };
     check_lock(p, Step::Receipt)?;
     if let Err(e) = p.store.put_receipt(&receipt).await {

@@ -38,6 +38,18 @@ pub fn digest(bytes: &[u8]) -> String {
 /// (and `size`, when it records one), if anything. The one check of an archive read back: by
 /// apply before the receipt and the delete, and by `archives show|verify`.
 pub fn mismatch(bytes: &[u8], sha256: &str, size: Option<u64>, uid: &str) -> Option<String> {
+    mismatch_at(bytes, sha256, size, "/metadata/uid", &format!("Pod {uid}"))
+}
+
+/// [`mismatch`] of any archive: its uid is at `pointer`, and `what` is `KIND UID` (the uid last,
+/// as the archive must name it).
+pub fn mismatch_at(
+    bytes: &[u8],
+    sha256: &str,
+    size: Option<u64>,
+    pointer: &str,
+    what: &str,
+) -> Option<String> {
     let found = digest(bytes);
     let length = bytes.len() as u64;
     if found != sha256 || size.is_some_and(|s| s != length) {
@@ -50,8 +62,9 @@ pub fn mismatch(bytes: &[u8], sha256: &str, size: Option<u64>, uid: &str) -> Opt
         Ok(doc) => doc,
         Err(e) => return Some(format!("is not readable: {e}")),
     };
-    let named = &doc["metadata"]["uid"];
-    (named != uid).then(|| format!("is not the archive of Pod {uid}: it names uid {named}"))
+    let uid = what.rsplit(' ').next().unwrap_or(what);
+    let named = doc.pointer(pointer).unwrap_or(&Value::Null);
+    (named != uid).then(|| format!("is not the archive of {what}: it names uid {named}"))
 }
 
 #[cfg(test)]

@@ -2,8 +2,11 @@
 //!
 //! Any doubt stops the run before the first delete: a list that fails (other than a kind whose
 //! definition is not installed, which is reported and skipped), a database error, an id without
-//! an answer, or the mass-deletion guard. Deletes carry uid and resourceVersion preconditions; a
-//! dry run sends the same deletes in server-side dry run.
+//! an answer, or the mass-deletion guard. Before each delete the object is read whole and its
+//! manifest archived ([`crate::sessions::manifest`]), read back, verified and receipted: no
+//! receipt, no delete. Deletes carry the uid and resourceVersion preconditions of the version
+//! archived; a dry run reads and builds the same manifests, writes none, and sends the same
+//! deletes in server-side dry run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,10 +15,12 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::ports::{
-    ClusterError, Halt, ObjectCluster, Preconditions, SessionDirectory, StoreError,
+    ArchiveKey, ArchiveSink, ClusterError, Halt, ObjectCluster, Preconditions, Receipt,
+    SessionDirectory, SessionObject, Store, StoreError,
 };
 use crate::sessions::{
     self, Judged, Kind, Resource, SessionConfig, SessionDecision, SessionPlan, SessionPlanError,
+    manifest,
 };
 
 /// Ids per database round trip.
@@ -55,6 +60,9 @@ pub struct AuditRecord {
     pub judged: Judged,
     /// For deletes, what the delete did; `null` for every other decision.
     pub result: Option<DeleteResult>,
+    /// Where the object's manifest was archived before its delete (`null`: no delete was sent,
+    /// or a dry run, which archives nothing).
+    pub archive: Option<String>,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -94,6 +102,16 @@ impl std::fmt::Display for DeleteResult {
             Self::NotStarted(why) => write!(f, "not started: {why}"),
         }
     }
+}
+
+/// Where a live run keeps each object's manifest before its delete: the archive sink, and the
+/// store its receipt goes to. No receipt, no delete.
+#[derive(Clone, Copy)]
+pub struct Keep<'a> {
+    /// The archive sink.
+    pub sink: &'a dyn ArchiveSink,
+    /// The store of receipts.
+    pub store: &'a dyn Store,
 }
 
 /// When a run sends no more deletes, as its caller learns it: each flag may be set at any time,
@@ -246,7 +264,8 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
     })
 }
 
-/// One run: scan every kind, look the ids up in batches, plan, delete (or dry-run), audit.
+/// One run: scan every kind, look the ids up in batches, plan, archive and delete (or dry-run),
+/// audit.
 /// Once a flag of `stop` is set, nothing more is deleted: each remaining delete is a failure when
 /// the lock was lost, not started when the run was asked to stop.
 ///
@@ -255,6 +274,7 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
 pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     cluster: &C,
     directory: &D,
+    keep: Keep<'_>,
     cfg: &SessionConfig,
     now: f64,
     dry_run: bool,
@@ -267,12 +287,15 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     } = plan(cluster, directory, cfg, now).await?;
     let mut records = Vec::with_capacity(plan.judged.len());
     let mut failures = 0;
+    let run_at = crate::isotime::format_timestamp(now);
     for judged in plan.judged {
-        let result = match judged.decision {
+        let (result, archive) = match judged.decision {
             SessionDecision::Delete { .. } => {
-                Some(delete(cluster, cfg, &judged.resource, dry_run, stop).await)
+                let r = &judged.resource;
+                let done = delete(cluster, keep, cfg, r, &run_at, dry_run, stop).await;
+                (Some(done.0), done.1)
             }
-            _ => None,
+            _ => (None, None),
         };
         failures += usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
         records.push(AuditRecord {
@@ -280,6 +303,7 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
             namespace: cfg.namespace.clone(),
             judged,
             result,
+            archive,
             dry_run,
         });
     }
@@ -291,28 +315,41 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     })
 }
 
-/// Deletes one orphan with uid and resourceVersion preconditions. Once a flag of `stop` is set
-/// nothing is sent.
+/// Archives one orphan's manifest, then deletes it with the uid and resourceVersion
+/// preconditions of the version archived; returns what came of it and, after a live delete was
+/// sent, where the manifest is. Once a flag of `stop` is set nothing more is written.
 async fn delete<C: ObjectCluster>(
     cluster: &C,
+    keep: Keep<'_>,
     cfg: &SessionConfig,
-    r: &crate::sessions::Resource,
+    r: &Resource,
+    run_at: &str,
     dry_run: bool,
     stop: Stop<'_>,
-) -> DeleteResult {
+) -> (DeleteResult, Option<String>) {
     // Resources come from scanning these kinds, so the kind is always found; if it were not,
     // nothing is deleted rather than guessing.
     let Some(kind) = cfg.kind_of(r) else {
-        return DeleteResult::Failed(format!("unknown kind {}", r.kind));
+        return (
+            DeleteResult::Failed(format!("unknown kind {}", r.kind)),
+            None,
+        );
     };
     if let Some(unsent) = stop.result() {
-        return unsent;
+        return (unsent, None);
+    }
+    let uri = match archive(cluster, keep, kind, cfg, r, run_at, dry_run, stop).await {
+        Ok(uri) => uri,
+        Err(result) => return (result, None),
+    };
+    if let Some(unsent) = stop.result() {
+        return (unsent, None);
     }
     let pre = Preconditions {
         uid: r.uid.clone(),
         resource_version: r.resource_version.clone(),
     };
-    match cluster
+    let result = match cluster
         .delete_object(kind, &cfg.namespace, &r.name, &pre, dry_run)
         .await
     {
@@ -320,7 +357,85 @@ async fn delete<C: ObjectCluster>(
         Ok(()) => DeleteResult::Deleted,
         Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => DeleteResult::Changed,
         Err(e) => DeleteResult::Failed(e.to_string()),
+    };
+    (result, uri)
+}
+
+/// Reads `r` whole and, unless `dry_run`, writes its manifest to the sink, reads it back,
+/// verifies it and records its receipt; returns the archive's URI (`None` in a dry run, which
+/// builds the manifest and writes nothing). `Err` is the result of a delete that must not be
+/// sent: the object changed or is gone (the next run judges it again), or the archive or the
+/// receipt failed.
+#[allow(clippy::too_many_arguments)]
+async fn archive<C: ObjectCluster>(
+    cluster: &C,
+    keep: Keep<'_>,
+    kind: &Kind,
+    cfg: &SessionConfig,
+    r: &Resource,
+    run_at: &str,
+    dry_run: bool,
+    stop: Stop<'_>,
+) -> Result<Option<String>, DeleteResult> {
+    let failed = |why: String| DeleteResult::Failed(format!("not deleted: {why}"));
+    let text = match cluster.get_object(kind, &cfg.namespace, &r.name).await {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(DeleteResult::Changed),
+        Err(e) => return Err(failed(format!("cannot read it to archive it: {e}"))),
+    };
+    let object: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| failed(format!("the API server's answer is not JSON: {e}")))?;
+    if manifest::unchanged(&object, r).is_err() {
+        return Err(DeleteResult::Changed);
     }
+    let doc = manifest::document(&object, &cfg.cluster_id, &cfg.namespace, r, run_at);
+    if dry_run {
+        return Ok(None);
+    }
+    if let Some(unsent) = stop.result() {
+        return Err(unsent);
+    }
+    let key = ArchiveKey {
+        cluster_id: cfg.cluster_id.clone(),
+        namespace: cfg.namespace.clone(),
+        uid: r.uid.clone(),
+    };
+    let uri = keep
+        .sink
+        .write(&key, doc.as_bytes())
+        .await
+        .map_err(|e| failed(format!("cannot archive its manifest: {e}")))?;
+    let receipt = Receipt {
+        cluster_id: cfg.cluster_id.clone(),
+        namespace: cfg.namespace.clone(),
+        uid: r.uid.clone(),
+        name: r.name.clone(),
+        uri: uri.clone(),
+        sha256: crate::archive::digest(doc.as_bytes()),
+        bytes: doc.len() as u64,
+        session: Some(SessionObject {
+            api_version: r.api_version.clone(),
+            kind: r.kind.clone(),
+            session: r.session.clone(),
+            run_at: run_at.to_owned(),
+        }),
+    };
+    let back = keep
+        .sink
+        .read(&uri)
+        .await
+        .map_err(|e| failed(format!("cannot read its archive {uri} back: {e}")))?;
+    if let Some(problem) = receipt.mismatch(&back) {
+        return Err(failed(format!("archive {uri} {problem}")));
+    }
+    if let Some(unsent) = stop.result() {
+        return Err(unsent);
+    }
+    keep.store
+        .put_receipt(&receipt)
+        .await
+        .map_err(|e| failed(format!("no receipt of archive {uri}: {e}")))?;
+    Ok(Some(uri))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use super::*;
 use crate::ports::Page;
 use crate::sessions::{Row, SessionInputs};
-use crate::testing::{block_on, session_config as cfg};
+use crate::testing::{Kept, block_on, session_config as cfg};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -15,6 +15,8 @@ struct Fake {
     crd_missing: bool,
     /// Set after each delete: a flag of [`Stop`] raised while the run deletes.
     raise: Option<Arc<AtomicBool>>,
+    /// Each object read whole is answered at this resourceVersion instead (changed since listed).
+    changed_to: Option<&'static str>,
 }
 
 #[async_trait]
@@ -42,6 +44,22 @@ impl ObjectCluster for Fake {
             text: json!({"items": items}).to_string().into_bytes(),
             continue_token: None,
         })
+    }
+    async fn get_object(
+        &self,
+        kind: &Kind,
+        _: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        let objects = self.objects.lock().unwrap();
+        let found = objects
+            .iter()
+            .find(|(k, o)| *k == kind.kind && o["metadata"]["name"] == name);
+        let mut found = found.map(|(_, o)| o.clone());
+        if let (Some(object), Some(rv)) = (&mut found, self.changed_to) {
+            object["metadata"]["resourceVersion"] = rv.into();
+        }
+        Ok(found.map(|o| o.to_string().into_bytes()))
     }
     async fn delete_object(
         &self,
@@ -99,6 +117,7 @@ fn fake(crd_missing: bool) -> Fake {
         deleted: Mutex::new(vec![]),
         crd_missing,
         raise: None,
+        changed_to: None,
     }
 }
 
@@ -120,9 +139,30 @@ fn go_on<'a>(flags: &'a [AtomicBool; 2]) -> Stop<'a> {
 
 /// One run over `f` with a table holding sessions a to d, the flags of [`Stop`] as given.
 fn run_over(f: &Fake, dry_run: bool, lock_lost: bool, stopping: bool) -> SessionReport {
+    run_keeping(f, &Kept::default(), dry_run, lock_lost, stopping)
+}
+
+/// [`run_over`], the manifests kept in `kept`.
+fn run_keeping(
+    f: &Fake,
+    kept: &Kept,
+    dry_run: bool,
+    lock_lost: bool,
+    stopping: bool,
+) -> SessionReport {
     let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
     let flags = [AtomicBool::new(lock_lost), AtomicBool::new(stopping)];
-    block_on(run(f, &db, &cfg(), 1_795_953_600.0, dry_run, go_on(&flags))).unwrap()
+    let keep = kept.keep();
+    block_on(run(
+        f,
+        &db,
+        keep,
+        &cfg(),
+        1_795_953_600.0,
+        dry_run,
+        go_on(&flags),
+    ))
+    .unwrap()
 }
 
 /// One run over the fake cluster with a table holding sessions a to d.
@@ -190,7 +230,17 @@ fn a_run_asked_to_stop_starts_no_other_delete_and_does_not_fail() {
         lock_lost: &lost,
         stopping: &stopping,
     };
-    let report = block_on(run(&f, &db, &cfg(), 1_795_953_600.0, false, stop)).unwrap();
+    let kept = Kept::default();
+    let report = block_on(run(
+        &f,
+        &db,
+        kept.keep(),
+        &cfg(),
+        1_795_953_600.0,
+        false,
+        stop,
+    ))
+    .unwrap();
     assert_eq!(*f.deleted.lock().unwrap(), session_e(false)[..1]);
     assert_eq!(report.failures, 0);
     assert_eq!(results(&report), ["deleted", not_started]);
@@ -239,10 +289,12 @@ fn a_database_error_or_an_empty_table_deletes_nothing() {
         Mutex::new(0),
     );
     let flags = Default::default();
+    let kept = Kept::default();
     assert!(matches!(
         block_on(run(
             &f,
             &down,
+            kept.keep(),
             &cfg(),
             1_795_953_600.0,
             false,
@@ -254,6 +306,7 @@ fn a_database_error_or_an_empty_table_deletes_nothing() {
     let err = block_on(run(
         &f,
         &empty,
+        kept.keep(),
         &cfg(),
         1_795_953_600.0,
         false,
@@ -323,6 +376,18 @@ fn sessions_of_both_groups_are_scanned_and_deleted_as_their_own_kind() {
                 continue_token: None,
             })
         }
+        async fn get_object(
+            &self,
+            kind: &Kind,
+            _: &str,
+            name: &str,
+        ) -> Result<Option<Vec<u8>>, ClusterError> {
+            let group = &kind.group;
+            let object = json!({"metadata": {
+                "name": name, "uid": format!("uid-{group}"), "resourceVersion": "1",
+            }});
+            Ok(Some(object.to_string().into_bytes()))
+        }
         async fn delete_object(
             &self,
             kind: &Kind,
@@ -348,9 +413,11 @@ fn sessions_of_both_groups_are_scanned_and_deleted_as_their_own_kind() {
     .unwrap();
     let db = Db(Ok(Vec::new()), Mutex::new(0));
     let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+    let kept = Kept::default();
     let report = block_on(run(
         &cluster,
         &db,
+        kept.keep(),
         &cfg,
         1_800_000_000.0,
         false,
@@ -374,4 +441,113 @@ fn sessions_of_both_groups_are_scanned_and_deleted_as_their_own_kind() {
             "stream.streamspace.io/v1alpha1/gone-stream.streamspace.io",
         ]
     );
+}
+
+/// A live delete is sent only after its manifest was archived, read back, verified and receipted;
+/// the audit record names the archive.
+#[test]
+fn each_delete_follows_its_archive_and_receipt() {
+    let (f, kept) = (fake(false), Kept::default());
+    let report = run_keeping(&f, &kept, false, false, false);
+    assert_eq!(*f.deleted.lock().unwrap(), session_e(false));
+    let receipts = kept.receipts.lock().unwrap();
+    let named: Vec<_> = receipts
+        .iter()
+        .map(|r| (r.name.as_str(), r.kind()))
+        .collect();
+    assert_eq!(
+        named,
+        [("e-Deployment", "Deployment"), ("e-Session", "Session")]
+    );
+    let archives = kept.archives.lock().unwrap();
+    for r in receipts.iter() {
+        let bytes = &archives[&r.uri];
+        assert_eq!(r.mismatch(bytes), None);
+        let doc: Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(doc["archivedFrom"]["uid"], r.uid.as_str());
+        assert_eq!(doc["archivedFrom"]["session"], "e");
+        assert_eq!(doc["manifest"]["metadata"]["labels"]["session"], "e");
+        assert!(doc["manifest"]["metadata"].get("uid").is_none());
+        let session = r.session.as_ref().unwrap();
+        assert_eq!(
+            (session.session.as_deref(), session.run_at.as_str()),
+            (Some("e"), "2026-11-29T12:00:00Z")
+        );
+    }
+    let uris: Vec<_> = report
+        .records
+        .iter()
+        .filter_map(|r| r.archive.clone())
+        .collect();
+    let receipted: Vec<_> = receipts.iter().map(|r| r.uri.clone()).collect();
+    assert_eq!(uris, receipted);
+}
+
+/// A dry run reads and builds every manifest, writes none, and deletes in dry run.
+#[test]
+fn a_dry_run_archives_nothing() {
+    let (f, kept) = (fake(false), Kept::default());
+    let report = run_keeping(&f, &kept, true, false, false);
+    assert_eq!(*f.deleted.lock().unwrap(), session_e(true));
+    assert!(kept.archives.lock().unwrap().is_empty());
+    assert!(kept.receipts.lock().unwrap().is_empty());
+    assert!(report.records.iter().all(|r| r.archive.is_none()));
+}
+
+/// No archive, no readable archive, or no receipt: no delete, and the run fails.
+#[test]
+fn no_verified_archive_and_receipt_no_delete() {
+    for (kept, why) in [
+        (
+            Kept {
+                refuse_archives: true,
+                ..Kept::default()
+            },
+            "failed: not deleted: cannot archive its manifest: store unavailable: read-only",
+        ),
+        (
+            Kept {
+                tampered: true,
+                ..Kept::default()
+            },
+            "does not match its receipt",
+        ),
+        (
+            Kept {
+                refuse_receipts: true,
+                ..Kept::default()
+            },
+            "no receipt of archive mem://",
+        ),
+    ] {
+        let f = fake(false);
+        let report = run_keeping(&f, &kept, false, false, false);
+        assert!(f.deleted.lock().unwrap().is_empty(), "{why}");
+        assert_eq!(report.failures, 2, "{why}");
+        assert!(
+            results(&report).iter().all(|r| r.contains(why)),
+            "{why}: {:?}",
+            results(&report)
+        );
+        if !kept.refuse_receipts {
+            assert!(kept.receipts.lock().unwrap().is_empty(), "{why}");
+        }
+    }
+}
+
+/// An object that changed between its list and its archive is neither archived nor deleted: the
+/// next run judges it again.
+#[test]
+fn an_object_changed_before_its_archive_is_left_alone() {
+    let f = Fake {
+        changed_to: Some("8"),
+        ..fake(false)
+    };
+    let kept = Kept::default();
+    let report = run_keeping(&f, &kept, false, false, false);
+    assert!(f.deleted.lock().unwrap().is_empty());
+    assert!(kept.archives.lock().unwrap().is_empty());
+    assert_eq!(report.failures, 0);
+    let changed = DeleteResult::Changed.to_string();
+    assert_eq!(results(&report), [changed.clone(), changed]);
 }

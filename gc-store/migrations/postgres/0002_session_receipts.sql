@@ -1,0 +1,7 @@
+-- Receipts of session resources' manifests, beside those of Pods' archives: the object's
+-- apiVersion and kind (a Pod's: v1, Pod), the session id its label carried and the instant of
+-- the run that archived it (both NULL for a Pod).
+ALTER TABLE gc_receipts ADD COLUMN api_version TEXT NOT NULL DEFAULT 'v1';
+ALTER TABLE gc_receipts ADD COLUMN kind TEXT NOT NULL DEFAULT 'Pod';
+ALTER TABLE gc_receipts ADD COLUMN session TEXT;
+ALTER TABLE gc_receipts ADD COLUMN run_at TEXT;
