@@ -104,10 +104,17 @@ system:serviceaccount:{{ include "gc.namespace" . }}:{{ include "gc.serviceAccou
 
 {{/* The failed-Pod collector's volume holds what neither the object store nor PostgreSQL holds:
 "true" or "". */}}
-{{- define "gc.pods.volume" -}}
-{{- if not (and .Values.failedPods.archive.url .Values.failedPods.store.existingSecret) -}}
+{{/* Whether a collector keeps its state on a volume of its own: unless both its archives and
+its store are elsewhere. Called with the collector's values (`.Values.gc`, `.Values.failedPods`). */}}
+{{- define "gc.volume" -}}
+{{- if not (and .archive.url .store.existingSecret) -}}
 true
 {{- end -}}
+{{- end -}}
+
+{{/* The claim of a collector's state volume. Called with (dict "root" $ "collector" ...). */}}
+{{- define "gc.stateClaim" -}}
+{{ include "gc.fullname" .root }}-{{ ternary "sessions-state" "state" (eq .collector "sessions") }}
 {{- end -}}
 
 {{- define "gc.cronJobSpec" -}}

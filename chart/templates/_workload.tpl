@@ -8,7 +8,7 @@ Called with (dict "root" $ "collector" "sessions"|"failed-pods" "serve" true|fal
 */}}
 {{- define "gc.podTemplate" -}}
 {{- $v := .root.Values -}}
-{{- $volume := and (eq .collector "failed-pods") (include "gc.pods.volume" .root) -}}
+{{- $volume := include "gc.volume" (ternary $v.gc $v.failedPods (eq .collector "sessions")) -}}
 metadata:
   labels:
     {{- include "gc.labels" .root | nindent 4 }}
@@ -112,7 +112,7 @@ spec:
   volumes:
     - name: state
       persistentVolumeClaim:
-        claimName: {{ include "gc.fullname" .root }}-state
+        claimName: {{ include "gc.stateClaim" . }}
   {{- end }}
 {{- end -}}
 
@@ -176,6 +176,7 @@ spec:
     secretKeyRef:
       name: {{ include "gc.databaseSecret" . }}
       key: {{ .Values.database.secretKey }}
+{{ include "gc.stateEnv" .Values.gc }}
 {{- end -}}
 
 {{/* The failed-Pod collector's flags, after `run pods` or `serve ... pods`. */}}
@@ -204,8 +205,14 @@ without --auto-remediate, and --auto-remediate is idle in a dry run. */}}
 {{- end -}}
 
 {{- define "gc.pods.env" -}}
-{{- $archive := .Values.failedPods.archive -}}
-{{- $store := .Values.failedPods.store -}}
+{{ include "gc.stateEnv" .Values.failedPods }}
+{{- end -}}
+
+{{/* Where a collector keeps its receipts (the store) and its archives: the volume by default.
+Called with the collector's values. */}}
+{{- define "gc.stateEnv" -}}
+{{- $archive := .archive -}}
+{{- $store := .store -}}
 {{- if $store.existingSecret }}
 - name: GC_STORE
   valueFrom:

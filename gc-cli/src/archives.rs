@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::clock;
 use crate::exit::UsageError;
 use crate::live::block_on;
-use crate::output::{Output, OutputArgs, escape, rfc3339, write_columns, write_doc};
+use crate::output::{Output, OutputArgs, escape, object_name, rfc3339, write_columns, write_doc};
 
 /// Where the failed-Pod collector's archives are: a folder (the default) or an object store.
 #[derive(Debug, Args, Default)]
@@ -92,12 +92,14 @@ impl ArchiveArgs {
 /// `gc-cli archives ...`
 #[derive(Debug, Subcommand)]
 pub(crate) enum ArchivesCommand {
-    /// The receipts of archived Pods, newest first.
+    /// The receipts of archived failed Pods and of the session resources' manifests archived
+    /// before their deletes, newest first.
     List(List),
-    /// One archived Pod: its metadata, status and each container's exit code, reason and message.
+    /// One archived Pod: its metadata, status and each container's exit code, reason and message;
+    /// or one session resource's manifest: the object it was, its session and labels.
     ///
     /// The archive is verified against its receipt first. `-o json` prints it exactly as stored,
-    /// `-o yaml` the same document as YAML, `-o name` `pod/NAME`.
+    /// `-o yaml` the same document as YAML, `-o name` `KIND/NAME`.
     Show(Show),
     /// Every receipt against its archive's sha256 and size, and every archive without a receipt.
     /// Exits 1 when a receipt and its archive do not match (an archive without a receipt is
@@ -151,7 +153,7 @@ pub(crate) struct List {
 /// `gc-cli archives show`
 #[derive(Debug, Args)]
 pub(crate) struct Show {
-    /// The archived Pod's uid.
+    /// The archived object's uid.
     uid: String,
     #[command(flatten)]
     scope: Scope,
@@ -190,7 +192,11 @@ struct Listed<'a> {
     archived_at: &'a str,
     cluster_id: &'a str,
     namespace: &'a str,
+    api_version: &'a str,
+    kind: &'a str,
     name: &'a str,
+    /// A session resource's session id (`null` for a Pod, or an object without the label).
+    session: Option<&'a str>,
     uid: &'a str,
     uri: &'a str,
     sha256: &'a str,
@@ -235,17 +241,18 @@ fn list(args: &List) -> anyhow::Result<()> {
         }
         Output::Name => {
             for l in &kept {
-                writeln!(out, "pod/{}", l.receipt.name)?;
+                writeln!(out, "{}", name_of(&l.receipt))?;
             }
         }
         Output::Table | Output::Wide | Output::Kestra => {
-            let rows: Vec<[String; 7]> = kept
+            let rows: Vec<[String; 8]> = kept
                 .iter()
                 .map(|l| {
                     let r = &l.receipt;
                     [
                         l.archived_at.clone(),
                         r.namespace.clone(),
+                        r.kind().to_owned(),
                         r.name.clone(),
                         r.uid.clone(),
                         r.bytes.to_string(),
@@ -258,7 +265,8 @@ fn list(args: &List) -> anyhow::Result<()> {
                 let header = [
                     "ARCHIVED",
                     "NAMESPACE",
-                    "POD",
+                    "KIND",
+                    "NAME",
                     "UID",
                     "BYTES",
                     "SHA256",
@@ -266,11 +274,19 @@ fn list(args: &List) -> anyhow::Result<()> {
                 ];
                 write_columns(&mut out, header, &rows)?;
             } else {
-                let rows: Vec<[String; 6]> = rows
+                let rows: Vec<[String; 7]> = rows
                     .into_iter()
-                    .map(|[a, n, p, u, b, _, uri]| [a, n, p, u, b, uri])
+                    .map(|[a, n, k, p, u, b, _, uri]| [a, n, k, p, u, b, uri])
                     .collect();
-                let header = ["ARCHIVED", "NAMESPACE", "POD", "UID", "BYTES", "URI"];
+                let header = [
+                    "ARCHIVED",
+                    "NAMESPACE",
+                    "KIND",
+                    "NAME",
+                    "UID",
+                    "BYTES",
+                    "URI",
+                ];
                 write_columns(&mut out, header, &rows)?;
             }
             if kept.is_empty() {
@@ -287,7 +303,10 @@ fn listed(l: &ListedReceipt) -> Listed<'_> {
         archived_at: &l.archived_at,
         cluster_id: &r.cluster_id,
         namespace: &r.namespace,
+        api_version: r.api_version(),
+        kind: r.kind(),
         name: &r.name,
+        session: r.session.as_ref().and_then(|s| s.session.as_deref()),
         uid: &r.uid,
         uri: &r.uri,
         sha256: &r.sha256,
@@ -309,12 +328,14 @@ fn show(args: &Show) -> anyhow::Result<()> {
             out.write_all(&bytes)?;
             writeln!(out)?;
         }
-        Output::Name => writeln!(out, "pod/{}", receipt.name)?,
+        Output::Name => writeln!(out, "{}", name_of(&receipt))?,
         Output::Yaml | Output::Table | Output::Wide | Output::Kestra => {
             let doc: Value = serde_json::from_slice(&bytes)
                 .with_context(|| format!("archive {} is not JSON", receipt.uri))?;
             if args.output.form == Output::Yaml {
                 write_doc(&mut out, &doc, Output::Yaml)?;
+            } else if receipt.session.is_some() {
+                write_manifest(&mut out, &receipt, &doc)?;
             } else {
                 write_archive(&mut out, &receipt, &doc)?;
             }
@@ -340,6 +361,47 @@ fn one_line(s: &str) -> String {
     } else {
         line
     }
+}
+
+/// `kind.group/NAME` of the archived object, as `kubectl -o name` prints it.
+fn name_of(receipt: &Receipt) -> String {
+    object_name(receipt.api_version(), receipt.kind(), &receipt.name)
+}
+
+/// A session resource's archive: the object it was, its session, and the manifest's labels.
+fn write_manifest(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::io::Result<()> {
+    let from = |field: &str| text(doc, &format!("/archivedFrom/{field}"));
+    let labels = doc
+        .pointer("/manifest/metadata/labels")
+        .and_then(Value::as_object);
+    let labels: Vec<String> = labels
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    let object = format!(
+        "{}/{} ({})",
+        receipt.namespace,
+        name_of(receipt),
+        receipt.uid
+    );
+    let archive = format!(
+        "{} ({} bytes, sha256 {}, verified)",
+        receipt.uri, receipt.bytes, receipt.sha256
+    );
+    for (name, value) in [
+        ("Object", object),
+        ("Session", from("session")),
+        ("Created", from("creationTimestamp")),
+        ("Archived", from("runAt")),
+        ("Labels", labels.join(",")),
+        ("Archive", archive),
+    ] {
+        if !value.is_empty() {
+            writeln!(out, "{:<10}{}", format!("{name}:"), escape(&value))?;
+        }
+    }
+    Ok(())
 }
 
 fn write_archive(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::io::Result<()> {

@@ -100,6 +100,21 @@ fn kind_names(records: &[Value], field: &str, value: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// How many files are under `folder` but the sink probe's (none when it does not exist).
+fn files_under(folder: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name() != ".gc-probe")
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => files_under(&e.path()),
+            _ => 1,
+        })
+        .sum()
+}
+
 /// `kind/name` of every object StreamSpace leaves for session `id`.
 fn objects_of(id: &str, pvc: bool) -> BTreeSet<String> {
     let mut set: BTreeSet<String> = [
@@ -442,8 +457,20 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         ("DB_PASSWORD", password),
         ("DB_NAME", name),
     ];
-    let out = f.cli_env("run", &["--dry-run"], &env);
+    // Manifests and receipts go to a folder and store of the test's own.
+    let dir = tempfile::tempdir()?;
+    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+    let archives = dir.path().join("archives");
+    let kept = [
+        "--store",
+        &store,
+        "--archive-dir",
+        archives.to_str().unwrap(),
+    ];
+    let out = f.cli_env("run", &[&["--dry-run"][..], &kept].concat(), &env);
     let dry = lines(&ok(&out));
+    assert_eq!(files_under(&archives), 0, "a dry run archives nothing");
+    assert!(dry.iter().all(|r| r["archive"].is_null()));
     assert_eq!(dry.len(), 32, "one audit line per resource scanned");
     assert_eq!(with_result(&dry, "would delete"), hard_deleted());
     assert!(
@@ -459,10 +486,9 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     assert_eq!(f.snapshot().await?, before, "a dry run deletes nothing");
 
     // The run: exactly those objects, each with an audit line; the audit log is appended to.
-    let dir = tempfile::tempdir()?;
     let audit = dir.path().join("audit.jsonl");
     let audit_arg = audit.to_str().unwrap();
-    let out = f.cli("run", &["--audit-log", audit_arg]);
+    let out = f.cli("run", &[&["--audit-log", audit_arg][..], &kept].concat());
     assert!(ok(&out).is_empty(), "audit lines go to the file");
     let records = lines(&std::fs::read_to_string(&audit)?);
     assert_eq!(with_result(&records, "deleted"), hard_deleted());
@@ -471,7 +497,7 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         .find(|r| r["name"] == GONE[0] && r["kind"] == "Deployment")
         .unwrap();
     // Every line carries every field the README lists: `null` where there is none.
-    const FIELDS: [&str; 10] = [
+    const FIELDS: [&str; 12] = [
         "cluster",
         "namespace",
         "kind",
@@ -482,6 +508,8 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         "reason",
         "result",
         "dryRun",
+        "apiVersion",
+        "archive",
     ];
     for key in &FIELDS[..8] {
         assert!(line[key].is_string(), "{key} in {line}");
@@ -493,8 +521,76 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
             assert!(record.get(key).is_some(), "{key} in {record}");
         }
     }
-    let kept = records.iter().find(|r| r["decision"] == "kept").unwrap();
-    assert!(kept["result"].is_null(), "{kept}");
+    let kept_line = records.iter().find(|r| r["decision"] == "kept").unwrap();
+    assert!(kept_line["result"].is_null(), "{kept_line}");
+    assert!(kept_line["archive"].is_null(), "{kept_line}");
+
+    // Each object deleted was archived first: its manifest verified against its receipt, with
+    // its labels and spec and without its uid or status.
+    let deleted: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["result"] == "deleted")
+        .collect();
+    let archived: BTreeSet<&str> = deleted
+        .iter()
+        .filter_map(|r| r["archive"].as_str())
+        .collect();
+    assert_eq!(archived.len(), deleted.len(), "{deleted:?}");
+    let store_flags = [
+        &["--store", &store][..],
+        &["--archive-dir", archives.to_str().unwrap()],
+    ];
+    let verify = gc_cli(
+        &[
+            &["archives", "verify", "-n", f.ns.name(), "-o", "json"][..],
+            &store_flags.concat(),
+        ]
+        .concat(),
+        &[],
+    );
+    let checked: Vec<Value> = serde_json::from_str(&ok(&verify))?;
+    let ok_uris: BTreeSet<&str> = checked
+        .iter()
+        .filter(|c| c["result"] == "ok")
+        .filter_map(|c| c["uri"].as_str())
+        .collect();
+    assert_eq!(ok_uris, archived, "{checked:?}");
+    let of_session = gc_cli(
+        &[
+            &["archives", "list", "--session", GONE[0], "-o", "json"][..],
+            &["--store", &store],
+        ]
+        .concat(),
+        &[],
+    );
+    let listed: Vec<Value> = serde_json::from_str(&ok(&of_session))?;
+    let names: BTreeSet<String> = listed
+        .iter()
+        .map(|l| {
+            format!(
+                "{}/{}",
+                l["kind"].as_str().unwrap(),
+                l["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let of_gone: Vec<Value> = records
+        .iter()
+        .filter(|r| r["session"] == GONE[0])
+        .cloned()
+        .collect();
+    assert_eq!(names, with_result(&of_gone, "deleted"), "{listed:?}");
+    let deployment = line["archive"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("file://")
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&std::fs::read(deployment)?)?;
+    let manifest = &doc["manifest"];
+    assert_eq!(manifest["metadata"]["labels"]["session"], GONE[0], "{doc}");
+    assert!(manifest["spec"]["template"].is_object(), "{doc}");
+    assert!(manifest["metadata"].get("uid").is_none() && manifest.get("status").is_none());
+    assert_eq!(doc["archivedFrom"]["uid"], line["uid"]);
     let unlabelled = records
         .iter()
         .find(|r| r["name"] == "streamspace-session-unlabelled")

@@ -69,9 +69,9 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
 /// | `""` | `pods` | any | get, list, patch, delete | the failed-Pod collector |
 /// | `coordination.k8s.io` | `leases` | `gc-pods`, `gc-sessions` | get, update | the run lock of each collector, its own Lease only |
 /// | `coordination.k8s.io` | `leases` | any (RBAC cannot name a new object) | create | a first run's lock |
-/// | `apps` | `deployments` | any | list, delete | the session collector |
-/// | `""` | `services`, `persistentvolumeclaims` | any | list, delete | the session collector |
-/// | `stream.space`, `stream.streamspace.io` | `sessions` | any | list, delete | the session collector (StreamSpace's two groups) |
+/// | `apps` | `deployments` | any | get, list, delete | the session collector |
+/// | `""` | `services`, `persistentvolumeclaims` | any | get, list, delete | the session collector |
+/// | `stream.space`, `stream.streamspace.io` | `sessions` | any | get, list, delete | the session collector (StreamSpace's two groups) |
 /// | `events.k8s.io` | `events` | any | create | an Event per deletion, refusal and failure of both |
 ///
 /// No `watch`, no `deletecollection`, no `patch` or `delete` of Leases, no Secrets, no
@@ -98,17 +98,21 @@ pub fn rules_for(collectors: Collectors) -> Vec<PolicyRule> {
         rules.push(rule("coordination.k8s.io", &["leases"], &["create"]));
     }
     if collectors.sessions {
-        rules.push(rule("apps", &["deployments"], &["list", "delete"]));
+        rules.push(rule("apps", &["deployments"], &["get", "list", "delete"]));
         rules.push(rule(
             "",
             &["services", "persistentvolumeclaims"],
-            &["list", "delete"],
+            &["get", "list", "delete"],
         ));
-        rules.push(rule("stream.space", &["sessions"], &["list", "delete"]));
+        rules.push(rule(
+            "stream.space",
+            &["sessions"],
+            &["get", "list", "delete"],
+        ));
         rules.push(rule(
             "stream.streamspace.io",
             &["sessions"],
-            &["list", "delete"],
+            &["get", "list", "delete"],
         ));
     }
     if collectors.events && !leases.is_empty() {

@@ -67,7 +67,7 @@ pub async fn read_verified(
         .context("cannot read the receipt")?;
     let Some(receipt) = receipt else {
         anyhow::bail!(
-            "no archive of Pod uid {uid} in cluster {cluster}: no receipt in {}",
+            "no archive of uid {uid} in cluster {cluster}: no receipt in {}",
             store.location()
         );
     };

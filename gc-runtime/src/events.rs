@@ -417,6 +417,7 @@ mod tests {
                 decision,
             },
             result,
+            archive: None,
             dry_run: false,
         }
     }

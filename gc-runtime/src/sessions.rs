@@ -289,6 +289,7 @@ async fn run_once(
                 decision: "refused",
                 reason: format!("{error:#}"),
                 result: None,
+                archive: None,
                 counted: Counted::of(&error),
                 dry_run,
             };
@@ -408,6 +409,8 @@ pub struct RefusedLine<'a> {
     pub reason: String,
     /// No delete: `null`.
     pub result: Option<&'a str>,
+    /// Always `null`: nothing was archived.
+    pub archive: Option<&'a str>,
     /// What the guard counted, when the guard refused the run.
     pub counted: Option<Counted>,
     /// Whether the run was a dry run.
@@ -529,6 +532,7 @@ mod tests {
                 },
             },
             result: Some(result),
+            archive: None,
             dry_run: false,
         }
     }

@@ -145,10 +145,12 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
         .parse()?;
     let later = Timestamp::from_second(Timestamp::now().as_second() + (grace + 1) * 3600)?;
     argv.push(format!("--now={later}"));
+    // The state volume's paths, as the chart renders them, become folders of the test's own.
+    let state = |path: &str| path.replace("/var/lib/gc", &dir.path().to_string_lossy());
     let out = command()
         .args(&argv)
         .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
+        .envs(env.iter().map(|(k, v)| (k, state(v))))
         .env(
             "HOSTNAME",
             format!("{}-manual", cron_job.metadata.name.clone().unwrap()),
@@ -165,6 +167,19 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     assert!(services.get_opt("gone-1").await?.is_none(), "{log}");
     assert!(sessions.get_opt("live-1").await?.is_some(), "{log}");
     assert!(services.get_opt("live-1").await?.is_some(), "{log}");
+    // Each object deleted was archived first, on the volume, with its receipt there.
+    let listed = command()
+        .args(["archives", "verify", "-n", ns.name(), "-o", "json"])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, state(v))))
+        .output()?;
+    let checked: Vec<serde_json::Value> = serde_json::from_slice(&listed.stdout)?;
+    let ok: Vec<&str> = checked
+        .iter()
+        .filter(|c| c["result"] == "ok")
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(ok, ["gone-1", "gone-1"], "{checked:?}\n{log}");
 
     // Least privilege: the run lock and the session kinds, no Pods.
     let client = ns.service_account_client(&account).await?;

@@ -394,7 +394,11 @@ async fn serve_install_runs_the_rendered_session_collector() -> Result {
     let mut child = command()
         .args(&argv)
         .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
+        // The state volume's paths, as the chart renders them, become a folder of the test's.
+        .envs(
+            env.iter()
+                .map(|(k, v)| (k, v.replace("/var/lib/gc", &dir.path().to_string_lossy()))),
+        )
         .env("HOSTNAME", "gc-sessions-5d8f7c9b4-x7k2p")
         .stdout(std::fs::File::create(&stdout)?)
         .stderr(std::fs::File::create(&stderr)?)

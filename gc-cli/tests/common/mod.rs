@@ -22,9 +22,25 @@ pub(crate) const COLLECT: &str = "diagnostics.example.com/collect";
 /// The finalizer that pins a Pod while it is archived.
 pub(crate) const PIN: &str = "diagnostics.example.com/collector";
 
-/// The `gc-cli` binary, ready for arguments.
+/// The `gc-cli` binary, ready for arguments; its embedded store and archive folder in a folder
+/// of this test binary's own (`$GC_STATE_DIR`), unless a test names others.
 pub(crate) fn command() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gc-cli"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gc-cli"));
+    command.env("GC_STATE_DIR", state_dir());
+    command
+}
+
+/// The state folder of this test binary's runs, in cargo's folder for test files: one for each
+/// run of the tests.
+pub(crate) fn state_dir() -> std::path::PathBuf {
+    let binary = std::env::current_exe().expect("the test binary");
+    let stem = binary
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let name = format!("state-{stem}-{}", std::process::id());
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
 }
 
 /// The built example `name` of the `examples` package (`cargo test --workspace --all-targets`
@@ -39,7 +55,9 @@ pub(crate) fn example(name: &str) -> Command {
         "{} is not built: run cargo build -p examples --examples",
         path.display()
     );
-    Command::new(path)
+    let mut command = Command::new(path);
+    command.env("GC_STATE_DIR", state_dir());
+    command
 }
 
 /// Runs `gc-cli args` to the end.
