@@ -851,6 +851,58 @@ async fn every_doubt_deletes_nothing_and_says_why() -> Result {
     Ok(())
 }
 
+/// No receipt, no delete: a sink that refuses writes (a file where the folder should be: root
+/// writes into read-only folders), a bad sink URL or a
+/// store that is down stop the run before anything is deleted, and say why; the same run with
+/// a sink and store that work then deletes.
+#[tokio::test]
+async fn a_sink_or_store_that_refuses_writes_deletes_nothing() -> Result {
+    let Some((f, before)) = Fixture::new("sessions-nosink").await? else {
+        return Ok(());
+    };
+    let dir = tempfile::tempdir()?;
+    let read_only = dir.path().join("not-a-folder");
+    std::fs::write(&read_only, "")?;
+    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let down = format!("postgres://gc:gc@127.0.0.1:{closed}/gc");
+    let folder = dir.path().join("archives");
+    let folder = folder.to_str().unwrap();
+    for (flags, code, says) in [
+        (
+            [
+                "--archive-dir",
+                read_only.to_str().unwrap(),
+                "--store",
+                &store,
+            ],
+            1,
+            "cannot use the archive sink",
+        ),
+        (
+            ["--archive-url", "ftp://bucket", "--store", &store],
+            2,
+            "invalid --archive-url",
+        ),
+        (
+            ["--archive-dir", folder, "--store", &down],
+            1,
+            "store unavailable",
+        ),
+    ] {
+        let out = f.cli("run", &flags);
+        refuse(&out, code, says);
+        assert_eq!(f.snapshot().await?, before, "{flags:?}: nothing deleted");
+    }
+    assert_eq!(std::fs::read(&read_only)?, b"");
+    let out = f.cli("run", &["--archive-dir", folder, "--store", &store]);
+    let records = lines(&ok(&out));
+    assert_eq!(with_result(&records, "deleted"), hard_deleted());
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_table_holding_none_of_the_ids_deletes_nothing_whatever_the_floor() -> Result {
     let Some(db) = TestDatabase::fresh("sessions-norow").await? else {
