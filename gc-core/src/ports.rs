@@ -172,6 +172,18 @@ pub struct SessionObject {
     pub session: Option<String>,
     /// The instant of the run that archived it (RFC 3339).
     pub run_at: String,
+    /// For a claim whose volume was kept: the PersistentVolume's name and its reclaim policy
+    /// before it was set to `Retain`.
+    pub retained: Option<RetainedVolume>,
+}
+
+/// A PersistentVolume a run set to `Retain` before deleting its claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetainedVolume {
+    /// The PersistentVolume's name.
+    pub name: String,
+    /// Its reclaim policy before (`Delete`).
+    pub policy: String,
 }
 
 impl Receipt {
@@ -295,6 +307,32 @@ pub trait ObjectCluster: Send + Sync {
         preconditions: &Preconditions,
         dry_run: bool,
     ) -> Result<(), ClusterError>;
+}
+
+/// PersistentVolumes (cluster-scoped), as the session collector keeps a deleted claim's volume
+/// and later gives it back its reclaim policy.
+///
+/// # Errors
+/// As [`Cluster`]: 404 MUST be `Ok(None)` where the signature allows, a failed `test` op
+/// `Changed`, 403 `Forbidden`.
+#[async_trait]
+pub trait Volumes: Send + Sync {
+    /// The PersistentVolume's JSON text, or `None` when it does not exist.
+    async fn get_volume(&self, name: &str) -> Result<Option<Vec<u8>>, ClusterError>;
+    /// One page of the PersistentVolumes the label `selector` matches (whole objects).
+    async fn list_volumes(
+        &self,
+        selector: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError>;
+    /// Applies a JSON patch (which starts with `test` ops); with `dry_run`, server-side dry run.
+    async fn patch_volume(
+        &self,
+        name: &str,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError>;
 }
 
 /// The application's session table, read only.

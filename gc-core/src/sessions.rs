@@ -7,6 +7,7 @@ pub mod config;
 pub mod manifest;
 pub mod plan;
 pub mod run;
+pub mod volumes;
 
 pub use config::{Kind, SessionConfig, SessionInputs};
 pub use plan::*;

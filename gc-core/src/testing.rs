@@ -38,6 +38,10 @@ pub(crate) struct Kept {
     pub(crate) refuse_receipts: bool,
     /// Reads answer other bytes than were written (a sink that lost or replaced them).
     pub(crate) tampered: bool,
+    /// PersistentVolumes by name, patched as the API server patches them (`test` ops fence).
+    pub(crate) volumes: std::sync::Mutex<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// Volume patches are refused (no RBAC).
+    pub(crate) refuse_volume_patches: bool,
 }
 
 impl Kept {
@@ -46,6 +50,7 @@ impl Kept {
         crate::collect_sessions::Keep {
             sink: self,
             store: self,
+            volumes: self,
         }
     }
 }
@@ -110,5 +115,68 @@ impl crate::ports::Store for Kept {
         _: &str,
     ) -> Result<Option<crate::ports::Receipt>, crate::ports::StoreError> {
         unreachable!("the session run reads no receipt")
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::ports::Volumes for Kept {
+    async fn get_volume(&self, name: &str) -> Result<Option<Vec<u8>>, crate::ports::ClusterError> {
+        let volumes = self.volumes.lock().unwrap();
+        Ok(volumes.get(name).map(|v| v.to_string().into_bytes()))
+    }
+    async fn list_volumes(
+        &self,
+        selector: &str,
+        _: u32,
+        _: Option<&str>,
+    ) -> Result<crate::ports::Page, crate::ports::ClusterError> {
+        let (key, value) = selector.split_once('=').unwrap();
+        let volumes = self.volumes.lock().unwrap();
+        let items: Vec<&serde_json::Value> = volumes
+            .values()
+            .filter(|v| v["metadata"]["labels"][key] == value)
+            .collect();
+        Ok(crate::ports::Page {
+            text: serde_json::json!({ "items": items })
+                .to_string()
+                .into_bytes(),
+            continue_token: None,
+        })
+    }
+    async fn patch_volume(
+        &self,
+        name: &str,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, crate::ports::ClusterError> {
+        use crate::ports::ClusterError;
+        if self.refuse_volume_patches {
+            return Err(ClusterError::Forbidden {
+                verb: "patch".into(),
+                resource: "persistentvolumes".into(),
+                namespace: String::new(),
+                message: "no RBAC".into(),
+            });
+        }
+        let mut volumes = self.volumes.lock().unwrap();
+        let Some(volume) = volumes.get(name) else {
+            return Err(ClusterError::NotFound(name.into()));
+        };
+        let patch: json_patch::Patch = serde_json::from_slice(patch).unwrap();
+        let mut patched = volume.clone();
+        json_patch::patch(&mut patched, &patch).map_err(|e| ClusterError::Changed {
+            status: 422,
+            message: e.to_string(),
+        })?;
+        let version: u64 = patched["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        patched["metadata"]["resourceVersion"] = (version + 1).to_string().into();
+        if !dry_run {
+            volumes.insert(name.to_owned(), patched.clone());
+        }
+        Ok(patched.to_string().into_bytes())
     }
 }

@@ -93,6 +93,10 @@ pub struct SessionConfig {
     pub protect_label: LabelPair,
     /// A resource this selector matches is never deleted (it is reported `excluded`).
     pub exclude_selector: Option<Selector>,
+    /// Before a claim is deleted, the volume bound to it with reclaim policy `Delete` is set to
+    /// `Retain`; this many days later a run gives it back its policy (and Kubernetes deletes
+    /// it). 0: volumes are never retained.
+    pub retain_volume_days: u32,
 }
 
 impl SessionConfig {
@@ -133,6 +137,8 @@ pub struct SessionInputs {
     pub protect_label: String,
     /// A label selector; see [`SessionConfig`].
     pub exclude_selector: Option<String>,
+    /// See [`SessionConfig`].
+    pub retain_volume_days: i64,
 }
 
 impl Default for SessionInputs {
@@ -151,6 +157,7 @@ impl Default for SessionInputs {
             override_guard: false,
             protect_label: DEFAULT_PROTECT_LABEL.into(),
             exclude_selector: None,
+            retain_volume_days: 7,
         }
     }
 }
@@ -230,6 +237,13 @@ impl SessionInputs {
                 "must not be negative",
             );
         }
+        if !(0..=3650).contains(&self.retain_volume_days) {
+            return bad(
+                "retain_volume_days",
+                self.retain_volume_days.to_string(),
+                "must be between 0 and 3650",
+            );
+        }
         let protect_label = match LabelPair::parse(&self.protect_label) {
             Ok(p) => p,
             Err(rule) => return bad("protect_label", self.protect_label.clone(), rule),
@@ -253,6 +267,7 @@ impl SessionInputs {
             override_guard: self.override_guard,
             protect_label,
             exclude_selector,
+            retain_volume_days: u32::try_from(self.retain_volume_days).unwrap_or(0),
         })
     }
 }

@@ -16,11 +16,11 @@ use thiserror::Error;
 
 use crate::ports::{
     ArchiveKey, ArchiveSink, ClusterError, Halt, ObjectCluster, Preconditions, Receipt,
-    SessionDirectory, SessionObject, Store, StoreError,
+    SessionDirectory, SessionObject, Store, StoreError, Volumes,
 };
 use crate::sessions::{
     self, Judged, Kind, Resource, SessionConfig, SessionDecision, SessionPlan, SessionPlanError,
-    manifest,
+    manifest, volumes,
 };
 
 /// Ids per database round trip.
@@ -104,14 +104,17 @@ impl std::fmt::Display for DeleteResult {
     }
 }
 
-/// Where a live run keeps each object's manifest before its delete: the archive sink, and the
-/// store its receipt goes to. No receipt, no delete.
+/// Where a live run keeps what it deletes: each object's manifest in the archive sink, its
+/// receipt in the store (no receipt, no delete), and a deleted claim's volume, retained
+/// ([`crate::sessions::volumes`]) unless `retain_volume_days` is 0.
 #[derive(Clone, Copy)]
 pub struct Keep<'a> {
     /// The archive sink.
     pub sink: &'a dyn ArchiveSink,
     /// The store of receipts.
     pub store: &'a dyn Store,
+    /// The cluster's PersistentVolumes.
+    pub volumes: &'a dyn Volumes,
 }
 
 /// When a run sends no more deletes, as its caller learns it: each flag may be set at any time,
@@ -128,7 +131,7 @@ pub struct Stop<'a> {
 
 impl Stop<'_> {
     /// The result of a delete not sent because of these flags, if one is set.
-    fn result(&self) -> Option<DeleteResult> {
+    pub(crate) fn result(&self) -> Option<DeleteResult> {
         if self.lock_lost.halted() {
             return Some(DeleteResult::Failed(
                 "not deleted: the run lock was lost".into(),
@@ -156,8 +159,11 @@ pub struct SessionReport {
     pub missing_kinds: Vec<String>,
     /// Database round trips made.
     pub lookups: usize,
-    /// Deletes that failed (not counting fences that held).
+    /// Deletes that failed (not counting fences that held), and volumes that could not be given
+    /// back their policy.
     pub failures: usize,
+    /// Why the volumes retained earlier could not be listed (none were given back), if so.
+    pub volumes_unlisted: Option<String>,
 }
 
 /// Scans `kind`, page by page.
@@ -287,12 +293,11 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     } = plan(cluster, directory, cfg, now).await?;
     let mut records = Vec::with_capacity(plan.judged.len());
     let mut failures = 0;
-    let run_at = crate::isotime::format_timestamp(now);
     for judged in plan.judged {
         let (result, archive) = match judged.decision {
             SessionDecision::Delete { .. } => {
                 let r = &judged.resource;
-                let done = delete(cluster, keep, cfg, r, &run_at, dry_run, stop).await;
+                let done = delete(cluster, keep, cfg, r, now, dry_run, stop).await;
                 (Some(done.0), done.1)
             }
             _ => (None, None),
@@ -307,11 +312,31 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
             dry_run,
         });
     }
+    let mut volumes_unlisted = None;
+    if cfg.retain_volume_days > 0 {
+        match volumes::expire(keep.volumes, cfg, now, dry_run, stop).await {
+            Ok(expired) => {
+                for (judged, result) in expired {
+                    failures += usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
+                    records.push(AuditRecord {
+                        cluster: cfg.cluster_id.clone(),
+                        namespace: cfg.namespace.clone(),
+                        judged,
+                        result,
+                        archive: None,
+                        dry_run,
+                    });
+                }
+            }
+            Err(e) => volumes_unlisted = Some(format!("cannot list the retained volumes: {e}")),
+        }
+    }
     Ok(SessionReport {
         records,
         missing_kinds,
         lookups,
         failures,
+        volumes_unlisted,
     })
 }
 
@@ -323,7 +348,7 @@ async fn delete<C: ObjectCluster>(
     keep: Keep<'_>,
     cfg: &SessionConfig,
     r: &Resource,
-    run_at: &str,
+    now: f64,
     dry_run: bool,
     stop: Stop<'_>,
 ) -> (DeleteResult, Option<String>) {
@@ -338,7 +363,7 @@ async fn delete<C: ObjectCluster>(
     if let Some(unsent) = stop.result() {
         return (unsent, None);
     }
-    let uri = match archive(cluster, keep, kind, cfg, r, run_at, dry_run, stop).await {
+    let uri = match archive(cluster, keep, kind, cfg, r, now, dry_run, stop).await {
         Ok(uri) => uri,
         Err(result) => return (result, None),
     };
@@ -373,10 +398,11 @@ async fn archive<C: ObjectCluster>(
     kind: &Kind,
     cfg: &SessionConfig,
     r: &Resource,
-    run_at: &str,
+    now: f64,
     dry_run: bool,
     stop: Stop<'_>,
 ) -> Result<Option<String>, DeleteResult> {
+    let run_at = &crate::isotime::format_timestamp(now);
     let failed = |why: String| DeleteResult::Failed(format!("not deleted: {why}"));
     let text = match cluster.get_object(kind, &cfg.namespace, &r.name).await {
         Ok(Some(text)) => text,
@@ -388,6 +414,16 @@ async fn archive<C: ObjectCluster>(
     if manifest::unchanged(&object, r).is_err() {
         return Err(DeleteResult::Changed);
     }
+    let claim = r.kind == "PersistentVolumeClaim" && r.api_version == "v1";
+    let retained = if claim && cfg.retain_volume_days > 0 {
+        match volumes::retain(keep.volumes, cfg, &object, r, now, dry_run).await {
+            Ok(retained) => retained,
+            Err(why) if why.is_empty() => return Err(DeleteResult::Changed),
+            Err(why) => return Err(failed(why)),
+        }
+    } else {
+        None
+    };
     let doc = manifest::document(&object, &cfg.cluster_id, &cfg.namespace, r, run_at);
     if dry_run {
         return Ok(None);
@@ -418,6 +454,7 @@ async fn archive<C: ObjectCluster>(
             kind: r.kind.clone(),
             session: r.session.clone(),
             run_at: run_at.to_owned(),
+            retained,
         }),
     };
     let back = keep

@@ -551,3 +551,201 @@ fn an_object_changed_before_its_archive_is_left_alone() {
     let changed = DeleteResult::Changed.to_string();
     assert_eq!(results(&report), [changed.clone(), changed]);
 }
+
+/// The fake cluster with session e's claim too, bound to the volume `pv-e`.
+fn with_claim() -> Fake {
+    let f = fake(false);
+    let (kind, mut claim) = object("PersistentVolumeClaim", "e");
+    claim["spec"] = json!({"volumeName": "pv-e"});
+    f.objects.lock().unwrap().push((kind, claim));
+    f
+}
+
+/// A volume bound to claim `claim_uid`, with `policy`, in `phase`.
+fn volume(name: &str, claim_uid: &str, policy: &str, phase: &str) -> Value {
+    json!({
+        "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": "1"},
+        "spec": {"claimRef": {"uid": claim_uid}, "persistentVolumeReclaimPolicy": policy},
+        "status": {"phase": phase},
+    })
+}
+
+/// `kept` holding `volumes`, as given.
+fn kept_with(volumes: Vec<Value>, refuse_volume_patches: bool) -> Kept {
+    let kept = Kept {
+        refuse_volume_patches,
+        ..Kept::default()
+    };
+    for v in volumes {
+        let name = v["metadata"]["name"].as_str().unwrap().to_owned();
+        kept.volumes.lock().unwrap().insert(name, v);
+    }
+    kept
+}
+
+/// A claim's volume with policy `Delete` is set to `Retain` before the claim is deleted, its
+/// policy recorded on it and in the claim's receipt; one already `Retain` is left alone.
+#[test]
+fn a_deleted_claims_volume_is_retained_first() {
+    let claim_uid = "u-e-PersistentVolumeClaim";
+    let f = with_claim();
+    let kept = kept_with(vec![volume("pv-e", claim_uid, "Delete", "Bound")], false);
+    let report = run_keeping(&f, &kept, false, false, false);
+    assert_eq!(report.failures, 0, "{:?}", results(&report));
+    assert!(
+        f.deleted
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(n, _)| n == "e-PersistentVolumeClaim")
+    );
+    let pv = kept.volumes.lock().unwrap()["pv-e"].clone();
+    assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    assert_eq!(
+        pv["metadata"]["labels"]["gc.example.com/retained"],
+        "primary"
+    );
+    let record: crate::sessions::volumes::Retained = serde_json::from_str(
+        pv["metadata"]["annotations"]["gc.example.com/retained"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            record.policy.as_str(),
+            record.claim_uid.as_str(),
+            record.session.as_deref()
+        ),
+        ("Delete", claim_uid, Some("e"))
+    );
+    let receipts = kept.receipts.lock().unwrap();
+    let receipt = receipts.iter().find(|r| r.uid == claim_uid).unwrap();
+    let retained = receipt.session.as_ref().unwrap().retained.clone().unwrap();
+    assert_eq!(
+        (retained.name.as_str(), retained.policy.as_str()),
+        ("pv-e", "Delete")
+    );
+
+    // Already Retain: left as it is, the claim deleted.
+    let f = with_claim();
+    let untouched = volume("pv-e", claim_uid, "Retain", "Bound");
+    let kept = kept_with(vec![untouched.clone()], false);
+    let report = run_keeping(&f, &kept, false, false, false);
+    assert_eq!(report.failures, 0);
+    assert_eq!(kept.volumes.lock().unwrap()["pv-e"], untouched);
+    let receipts = kept.receipts.lock().unwrap();
+    let receipt = receipts.iter().find(|r| r.uid == claim_uid).unwrap();
+    assert_eq!(receipt.session.as_ref().unwrap().retained, None);
+}
+
+/// A volume that cannot be retained (the patch refused) keeps its claim; a dry run retains
+/// nothing.
+#[test]
+fn a_volume_not_retained_keeps_its_claim() {
+    let claim_uid = "u-e-PersistentVolumeClaim";
+    let bound = volume("pv-e", claim_uid, "Delete", "Bound");
+    let f = with_claim();
+    let kept = kept_with(vec![bound.clone()], true);
+    let report = run_keeping(&f, &kept, false, false, false);
+    assert!(
+        !f.deleted
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(n, _)| n == "e-PersistentVolumeClaim")
+    );
+    assert_eq!(report.failures, 1);
+    assert!(
+        results(&report).iter().any(|r| r.starts_with(
+            "failed: not deleted: cannot retain its volume pv-e: forbidden: cannot patch"
+        )),
+        "{:?}",
+        results(&report)
+    );
+    assert_eq!(kept.volumes.lock().unwrap()["pv-e"], bound);
+
+    let f = with_claim();
+    let kept = kept_with(vec![bound.clone()], false);
+    run_keeping(&f, &kept, true, false, false);
+    assert_eq!(kept.volumes.lock().unwrap()["pv-e"], bound);
+}
+
+/// Volumes retained longer than the window get their policy back; younger ones are held; one
+/// claimed again is left alone; each is audited as its own decision.
+#[test]
+fn retained_volumes_get_their_policy_back_after_the_window() {
+    let now = 1_795_953_600.0;
+    let retained = |name: &str, days_ago: f64, claim_uid: &str, phase: &str| {
+        let record = crate::sessions::volumes::Retained {
+            policy: "Delete".into(),
+            namespace: "streamspace".into(),
+            claim: format!("claim-{name}"),
+            claim_uid: format!("claim-{name}"),
+            session: Some("gone".into()),
+            at: now - days_ago * 86_400.0,
+        };
+        let mut v = volume(name, claim_uid, "Retain", phase);
+        v["metadata"]["labels"] = json!({"gc.example.com/retained": "primary"});
+        v["metadata"]["annotations"] =
+            json!({"gc.example.com/retained": serde_json::to_string(&record).unwrap()});
+        v
+    };
+    let kept = kept_with(
+        vec![
+            retained("old", 8.0, "claim-old", "Released"),
+            retained("young", 6.0, "claim-young", "Released"),
+            retained("again", 8.0, "someone-else", "Bound"),
+        ],
+        false,
+    );
+    let f = fake(false);
+    let report = run_keeping(&f, &kept, false, false, false);
+    let volumes: Vec<(String, &str, String)> = report
+        .records
+        .iter()
+        .filter(|r| r.judged.resource.kind == "PersistentVolume")
+        .map(|r| {
+            let result = r
+                .result
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            (
+                r.judged.resource.name.clone(),
+                r.judged.decision.name(),
+                result,
+            )
+        })
+        .collect();
+    assert_eq!(
+        volumes,
+        [
+            ("again".into(), "skipped", String::new()),
+            ("old".into(), "delete", "deleted".into()),
+            ("young".into(), "held", String::new()),
+        ]
+    );
+    let volumes = kept.volumes.lock().unwrap();
+    let old = &volumes["old"];
+    assert_eq!(old["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    assert!(
+        old["metadata"]["labels"]
+            .get("gc.example.com/retained")
+            .is_none(),
+        "{old}"
+    );
+    assert!(
+        old["metadata"]["annotations"]
+            .get("gc.example.com/retained")
+            .is_none()
+    );
+    assert_eq!(
+        volumes["young"]["spec"]["persistentVolumeReclaimPolicy"],
+        "Retain"
+    );
+    assert_eq!(
+        volumes["again"]["spec"]["persistentVolumeReclaimPolicy"],
+        "Retain"
+    );
+}

@@ -1,0 +1,269 @@
+//! A deleted claim's volume, kept for a while: before a run deletes a PersistentVolumeClaim bound
+//! to a PersistentVolume whose reclaim policy is `Delete`, it sets that volume to `Retain` and
+//! records the policy it had ([`retain`]); `retain_volume_days` later a run gives the volume its
+//! policy back, and Kubernetes reclaims it as it would have at the delete ([`expire`]).
+//!
+//! Every write is a JSON patch whose `test` ops fence it: [`retain`] on the volume's uid,
+//! resourceVersion, claim (the uid of the claim being deleted) and policy; [`expire`] also on its
+//! phase (`Released`: nothing claimed it again) and on gc's own label. A volume whose policy is
+//! already `Retain` (or anything but `Delete`) is left alone.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::ports::{ClusterError, RetainedVolume, Volumes};
+use crate::sessions::{Judged, Resource, SessionConfig, SessionDecision};
+
+/// The label on every volume gc retained: its value is the cluster id (the runs of that cluster
+/// list the volumes by it).
+pub const RETAINED_LABEL: &str = "gc.example.com/retained";
+/// The annotation recording what [`Retained`] says.
+pub const RETAINED_ANNOTATION: &str = "gc.example.com/retained";
+
+/// The annotation's value: the claim the volume was retained for, its policy before, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Retained {
+    /// The reclaim policy before (`Delete`).
+    pub policy: String,
+    /// The claim's namespace.
+    pub namespace: String,
+    /// The claim's name.
+    pub claim: String,
+    /// The claim's uid.
+    pub claim_uid: String,
+    /// The session id the claim was labelled with.
+    pub session: Option<String>,
+    /// When (seconds since the epoch).
+    pub at: f64,
+}
+
+/// `/metadata/{field}/{key}` added to `meta`: the whole map when it has none yet.
+fn add_to(meta: &Value, field: &str, key: &str, value: &str) -> Value {
+    if meta[field].is_object() {
+        let key = key.replace('~', "~0").replace('/', "~1");
+        json!({"op": "add", "path": format!("/metadata/{field}/{key}"), "value": value})
+    } else {
+        json!({"op": "add", "path": format!("/metadata/{field}"), "value": {key: value}})
+    }
+}
+
+/// A write refused by a fence is a change; any other error is said with `what`.
+fn refused(error: ClusterError, what: &str) -> Result<(), String> {
+    match error {
+        ClusterError::Changed { .. } | ClusterError::NotFound(_) => Err(String::new()),
+        e => Err(format!("{what}: {e}")),
+    }
+}
+
+/// Keeps the volume of `claim` (the claim's whole object, about to be deleted): `Ok(None)` when
+/// there is none to keep (unbound, bound to a volume that names another claim, a policy other than
+/// `Delete`), `Ok(Some)` when it is kept (now, or by an earlier run that did not get to the
+/// delete). `Err("")` when a fence held (the claim or the volume changed: leave the claim for
+/// the next run), `Err(why)` when the volume cannot be read or patched: the claim must not be
+/// deleted then.
+///
+/// # Errors
+/// As said.
+pub async fn retain(
+    volumes: &dyn Volumes,
+    cfg: &SessionConfig,
+    claim: &Value,
+    resource: &Resource,
+    now: f64,
+    dry_run: bool,
+) -> Result<Option<RetainedVolume>, String> {
+    let Some(name) = claim["spec"]["volumeName"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+    else {
+        return Ok(None);
+    };
+    let text = match volumes.get_volume(name).await {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(format!("cannot read its volume {name}: {e}")),
+    };
+    let volume: Value =
+        serde_json::from_slice(&text).map_err(|e| format!("volume {name} is not JSON: {e}"))?;
+    if volume["spec"]["claimRef"]["uid"] != resource.uid.as_str() {
+        return Ok(None);
+    }
+    let meta = &volume["metadata"];
+    let ours = meta["annotations"][RETAINED_ANNOTATION]
+        .as_str()
+        .and_then(|a| serde_json::from_str::<Retained>(a).ok())
+        .filter(|r| r.claim_uid == resource.uid);
+    if let Some(ours) = ours {
+        return Ok(Some(RetainedVolume {
+            name: name.to_owned(),
+            policy: ours.policy,
+        }));
+    }
+    let policy = &volume["spec"]["persistentVolumeReclaimPolicy"];
+    if policy != "Delete" {
+        return Ok(None);
+    }
+    let record = Retained {
+        policy: "Delete".into(),
+        namespace: cfg.namespace.clone(),
+        claim: resource.name.clone(),
+        claim_uid: resource.uid.clone(),
+        session: resource.session.clone(),
+        at: now,
+    };
+    let record = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+    let patch = json!([
+        {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+        {"op": "test", "path": "/spec/claimRef/uid", "value": resource.uid},
+        {"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Delete"},
+        {"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"},
+        add_to(meta, "labels", RETAINED_LABEL, &cfg.cluster_id),
+        add_to(meta, "annotations", RETAINED_ANNOTATION, &record),
+    ]);
+    match volumes
+        .patch_volume(name, patch.to_string().as_bytes(), dry_run)
+        .await
+    {
+        Ok(_) => Ok(Some(RetainedVolume {
+            name: name.to_owned(),
+            policy: "Delete".into(),
+        })),
+        Err(e) => refused(e, &format!("cannot retain its volume {name}")).map(|()| None),
+    }
+}
+
+/// What [`expire`] did with one retained volume: its judgement, and the result of its patch.
+pub type Expired = (Judged, Option<crate::collect_sessions::DeleteResult>);
+
+/// Each volume of `cfg`'s cluster retained for a claim of `cfg`'s namespace, judged: given back
+/// its reclaim policy when it was retained more than `retain_volume_days` ago and is still
+/// `Released`, still claimed by the deleted claim's uid and still labelled as gc's; held until
+/// then; left alone (skipped) when claimed again. `stop` is read before each write.
+///
+/// # Errors
+/// When the volumes cannot be listed: nothing is written then.
+pub async fn expire(
+    volumes: &dyn Volumes,
+    cfg: &SessionConfig,
+    now: f64,
+    dry_run: bool,
+    stop: crate::collect_sessions::Stop<'_>,
+) -> Result<Vec<Expired>, ClusterError> {
+    let selector = format!("{RETAINED_LABEL}={}", cfg.cluster_id);
+    let listed = crate::pages::collect(
+        |token: Option<String>| {
+            let selector = selector.clone();
+            async move {
+                volumes
+                    .list_volumes(
+                        &selector,
+                        crate::collect_sessions::PAGE_SIZE,
+                        token.as_deref(),
+                    )
+                    .await
+            }
+        },
+        |item| Ok(Some(item.clone())),
+    )
+    .await?;
+    let window = f64::from(cfg.retain_volume_days) * 86_400.0;
+    let mut judged = Vec::new();
+    for volume in listed {
+        let meta = &volume["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let Some(record) = meta["annotations"][RETAINED_ANNOTATION]
+            .as_str()
+            .and_then(|a| serde_json::from_str::<Retained>(a).ok())
+        else {
+            continue;
+        };
+        if record.namespace != cfg.namespace {
+            continue;
+        }
+        let resource = Resource {
+            api_version: "v1".into(),
+            kind: "PersistentVolume".into(),
+            name: text(&meta["name"]),
+            uid: text(&meta["uid"]),
+            resource_version: text(&meta["resourceVersion"]),
+            session: record.session.clone(),
+            created: meta["creationTimestamp"].as_str().map(str::to_owned),
+            deleting: !meta["deletionTimestamp"].is_null(),
+        };
+        let of_claim = format!(
+            "retained for claim {}/{} (uid {})",
+            record.namespace, record.claim, record.claim_uid
+        );
+        let phase = &volume["status"]["phase"];
+        let decision = if volume["spec"]["claimRef"]["uid"] != record.claim_uid.as_str()
+            || phase != "Released"
+        {
+            SessionDecision::Skipped {
+                reason: format!("{of_claim}: claimed again (phase {phase}): left alone"),
+                spared: None,
+            }
+        } else if record.at + window > now {
+            SessionDecision::Held {
+                reason: format!(
+                    "{of_claim}: kept for --retain-volume-days {}",
+                    cfg.retain_volume_days
+                ),
+                until: record.at + window,
+            }
+        } else {
+            SessionDecision::Delete {
+                reason: format!(
+                    "{of_claim} over --retain-volume-days {} ago: reclaim policy {} given back",
+                    cfg.retain_volume_days, record.policy
+                ),
+            }
+        };
+        let result = if matches!(decision, SessionDecision::Delete { .. }) {
+            Some(match stop.result() {
+                Some(unsent) => unsent,
+                None => give_back(volumes, &volume, &record, &cfg.cluster_id, dry_run).await,
+            })
+        } else {
+            None
+        };
+        judged.push((Judged { resource, decision }, result));
+    }
+    Ok(judged)
+}
+
+/// The fenced patch that gives `volume` back its policy and drops gc's label and annotation.
+async fn give_back(
+    volumes: &dyn Volumes,
+    volume: &Value,
+    record: &Retained,
+    cluster: &str,
+    dry_run: bool,
+) -> crate::collect_sessions::DeleteResult {
+    use crate::collect_sessions::DeleteResult;
+    let meta = &volume["metadata"];
+    let label = RETAINED_LABEL.replace('/', "~1");
+    let annotation = RETAINED_ANNOTATION.replace('/', "~1");
+    let patch = json!([
+        {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+        {"op": "test", "path": "/spec/claimRef/uid", "value": record.claim_uid},
+        {"op": "test", "path": "/status/phase", "value": "Released"},
+        {"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"},
+        {"op": "test", "path": format!("/metadata/labels/{label}"), "value": cluster},
+        {"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": record.policy},
+        {"op": "remove", "path": format!("/metadata/labels/{label}")},
+        {"op": "remove", "path": format!("/metadata/annotations/{annotation}")},
+    ]);
+    let name = meta["name"].as_str().unwrap_or_default();
+    match volumes
+        .patch_volume(name, patch.to_string().as_bytes(), dry_run)
+        .await
+    {
+        Ok(_) if dry_run => DeleteResult::WouldDelete,
+        Ok(_) => DeleteResult::Deleted,
+        Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => DeleteResult::Changed,
+        Err(e) => DeleteResult::Failed(e.to_string()),
+    }
+}
