@@ -140,6 +140,7 @@ spec:
 - --id-label={{ .Values.gc.idLabel }}
 - --grace-hours={{ .Values.gc.gracePeriod }}
 - --max-deletes={{ .Values.gc.maxDeletes }}
+- --retain-volume-days={{ .Values.gc.retainVolumeDays }}
 - --guard-ratio={{ .Values.gc.guard.ratio }}
 - --guard-floor={{ .Values.gc.guard.floor }}
 {{- if .Values.gc.guard.override }}

@@ -197,6 +197,10 @@ struct Listed<'a> {
     name: &'a str,
     /// A session resource's session id (`null` for a Pod, or an object without the label).
     session: Option<&'a str>,
+    /// A deleted claim's volume, set to `Retain` before the delete (`null`: none was kept).
+    retained_volume: Option<&'a str>,
+    /// That volume's reclaim policy before.
+    volume_policy: Option<&'a str>,
     uid: &'a str,
     uri: &'a str,
     sha256: &'a str,
@@ -299,6 +303,7 @@ fn list(args: &List) -> anyhow::Result<()> {
 
 fn listed(l: &ListedReceipt) -> Listed<'_> {
     let r = &l.receipt;
+    let retained = r.session.as_ref().and_then(|s| s.retained.as_ref());
     Listed {
         archived_at: &l.archived_at,
         cluster_id: &r.cluster_id,
@@ -307,6 +312,8 @@ fn listed(l: &ListedReceipt) -> Listed<'_> {
         kind: r.kind(),
         name: &r.name,
         session: r.session.as_ref().and_then(|s| s.session.as_deref()),
+        retained_volume: retained.map(|v| v.name.as_str()),
+        volume_policy: retained.map(|v| v.policy.as_str()),
         uid: &r.uid,
         uri: &r.uri,
         sha256: &r.sha256,

@@ -903,6 +903,171 @@ async fn a_sink_or_store_that_refuses_writes_deletes_nothing() -> Result {
     Ok(())
 }
 
+/// A gone session's claim, bound to a volume whose policy is `Delete`: the run sets the volume to
+/// `Retain` before it deletes the claim (the claim's receipt names it); a run more than
+/// `--retain-volume-days` later, the volume `Released`, gives it back `Delete`. Without access to
+/// volumes (a Role of `required_rules` alone) the claim is not deleted.
+#[tokio::test]
+async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    use kube::api::{Patch, PatchParams};
+    let Some((f, _)) = Fixture::new("sessions-pv").await? else {
+        return Ok(());
+    };
+    let claim = format!("{}-home", GONE[0]);
+    let claims = f.ns.api::<PersistentVolumeClaim>();
+    let claim_uid = claims.get(&claim).await?.metadata.uid.unwrap();
+    let pv_name = format!("pv-{}", f.ns.name());
+    let volumes: Api<PersistentVolume> = Api::all(f.ns.client().clone());
+    let pv = serde_json::from_value(json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": format!("/tmp/{pv_name}")},
+            "persistentVolumeReclaimPolicy": "Delete",
+            "claimRef": {"namespace": f.ns.name(), "name": claim, "uid": claim_uid},
+        },
+    }))?;
+    volumes.create(&PostParams::default(), &pv).await?;
+    let bind = json!({"spec": {"volumeName": pv_name}});
+    claims
+        .patch(&claim, &PatchParams::default(), &Patch::Merge(&bind))
+        .await?;
+    let policy = async || -> Result<(String, Option<String>)> {
+        let pv = volumes.get(&pv_name).await?;
+        let policy = pv.spec.unwrap().persistent_volume_reclaim_policy.unwrap();
+        let note = pv
+            .metadata
+            .annotations
+            .and_then(|a| a.get("gc.example.com/retained").cloned());
+        Ok((policy, note))
+    };
+
+    // Without patch on volumes: the claim is kept, and the run says why.
+    f.ns.grant("gc", gc_k8s::rbac::required_rules()).await?;
+    f.ns.service_account_client("gc").await?;
+    let token = f.ns.service_account_token("gc").await?;
+    let dir = tempfile::tempdir()?;
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, token)?;
+    let server = gc_testbed::TestBed::shared().await?.server_url().to_owned();
+    let as_account = [
+        "run",
+        "sessions",
+        "-n",
+        f.ns.name(),
+        "--now",
+        &f.now,
+        "--database-url",
+        f.db.url(),
+        "--api-url",
+        &server,
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--trust-certs",
+    ];
+    let out = gc_cli(&as_account, &[]);
+    let records = lines(&text(&out.stdout));
+    let line = records
+        .iter()
+        .find(|r| r["name"] == claim.as_str())
+        .unwrap();
+    let result = line["result"].as_str().unwrap();
+    assert!(
+        result.starts_with(&format!(
+            "failed: not deleted: cannot read its volume {pv_name}: forbidden"
+        )),
+        "{line}"
+    );
+    assert!(claims.get_opt(&claim).await?.is_some());
+    assert_eq!(policy().await?, ("Delete".to_owned(), None));
+
+    // With it (the test bed's admin): retained, then deleted.
+    let out = f.cli("run", &[]);
+    let records = lines(&ok(&out));
+    let line = records
+        .iter()
+        .find(|r| r["name"] == claim.as_str())
+        .unwrap();
+    assert_eq!(line["result"], "deleted", "{line}");
+    let (now_policy, note) = policy().await?;
+    assert_eq!(now_policy, "Retain");
+    let note: Value = serde_json::from_str(&note.expect("gc's annotation"))?;
+    assert_eq!(
+        (note["policy"].as_str(), note["claimUid"].as_str()),
+        (Some("Delete"), Some(claim_uid.as_str()))
+    );
+    let listed = gc_cli(
+        &[
+            "archives",
+            "list",
+            "--kind",
+            "pvc-is-not-a-kind",
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(ok(&listed).trim(), "[]");
+    let listed = gc_cli(
+        &[
+            "archives",
+            "list",
+            "-n",
+            f.ns.name(),
+            "--kind",
+            "PersistentVolumeClaim",
+            "--pod",
+            &claim,
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    let listed: Vec<Value> = serde_json::from_str(&ok(&listed))?;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["retainedVolume"], pv_name.as_str());
+    assert_eq!(listed[0]["volumePolicy"], "Delete");
+
+    // Released (the claim is gone), and the window over: its policy given back.
+    let released = json!({"status": {"phase": "Released"}});
+    volumes
+        .patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(&released))
+        .await?;
+    let later = k8s_openapi::jiff::Timestamp::from_second(
+        f.now.parse::<k8s_openapi::jiff::Timestamp>()?.as_second() + 8 * 86_400,
+    )?
+    .to_string();
+    let out = gc_cli(
+        &[
+            "run",
+            "sessions",
+            "-n",
+            f.ns.name(),
+            "--kubeconfig",
+            &f.kubeconfig,
+            "--now",
+            &later,
+            "--database-url",
+            f.db.url(),
+        ],
+        &[],
+    );
+    let records = lines(&ok(&out));
+    let line = records
+        .iter()
+        .find(|r| r["kind"] == "PersistentVolume" && r["name"] == pv_name.as_str())
+        .unwrap();
+    assert_eq!(
+        (line["decision"].as_str(), line["result"].as_str()),
+        (Some("delete"), Some("deleted")),
+        "{line}"
+    );
+    assert_eq!(policy().await?, ("Delete".to_owned(), None));
+    volumes.delete(&pv_name, &Default::default()).await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_table_holding_none_of_the_ids_deletes_nothing_whatever_the_floor() -> Result {
     let Some(db) = TestDatabase::fresh("sessions-norow").await? else {

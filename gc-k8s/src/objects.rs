@@ -3,16 +3,16 @@
 
 use async_trait::async_trait;
 use gc_core::config::is_dns_label;
-use gc_core::ports::{ClusterError, ObjectCluster, Page, Preconditions};
+use gc_core::ports::{ClusterError, ObjectCluster, Page, Preconditions, Volumes};
 use gc_core::sessions::Kind;
 use http::HeaderValue;
 use http::header::ACCEPT;
-use kube::api::{GetParams, ListParams};
+use kube::api::{GetParams, ListParams, Patch, PatchParams};
 use kube::core::Request;
 
 use crate::KubeCluster;
 use crate::cluster::{
-    check_name, check_namespace, delete_params, is_dns_subdomain, page, selector,
+    FIELD_MANAGER, check_name, check_namespace, delete_params, is_dns_subdomain, page, selector,
 };
 use crate::errors::{Call, chain};
 
@@ -174,6 +174,76 @@ impl ObjectCluster for KubeCluster {
         self.send(request, call).await.map(drop)
     }
 }
+
+/// Where an error of a PersistentVolume call says it was (they are cluster-scoped).
+const CLUSTER_SCOPE: &str = "(cluster)";
+
+/// # Guarantees
+/// PersistentVolumes at `/api/v1/persistentvolumes`; names checked before they become part of the
+/// path; a patch is a JSON patch (its `test` ops fence it, a failed one is
+/// [`ClusterError::Changed`]); a dry run is the same request with `dryRun: ["All"]`.
+#[async_trait]
+impl Volumes for KubeCluster {
+    async fn get_volume(&self, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
+        check_name("PersistentVolume", name)?;
+        let call = Call {
+            verb: "get",
+            resource: "persistentvolumes",
+            namespace: CLUSTER_SCOPE,
+        };
+        let request = built(Request::new(VOLUMES).get(name, &GetParams::default()))?;
+        match self.send(request, call).await {
+            Ok(text) => Ok(Some(text)),
+            Err(ClusterError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn list_volumes(
+        &self,
+        label_selector: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let params = ListParams {
+            label_selector: selector(label_selector),
+            limit: (limit > 0).then_some(limit),
+            continue_token: continue_token.map(str::to_owned),
+            ..ListParams::default()
+        };
+        let request = built(Request::new(VOLUMES).list(&params))?;
+        page(
+            self.send(request, Call::list("persistentvolumes", CLUSTER_SCOPE))
+                .await?,
+        )
+    }
+
+    async fn patch_volume(
+        &self,
+        name: &str,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError> {
+        check_name("PersistentVolume", name)?;
+        let call = Call {
+            verb: "patch",
+            resource: "persistentvolumes",
+            namespace: CLUSTER_SCOPE,
+        };
+        let ops: json_patch::Patch = serde_json::from_slice(patch)
+            .map_err(|e| ClusterError::Other(format!("not a JSON patch: {e}")))?;
+        let params = PatchParams {
+            dry_run,
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        let request = built(Request::new(VOLUMES).patch(name, &params, &Patch::Json::<()>(ops)))?;
+        self.send(request, call).await
+    }
+}
+
+/// The PersistentVolumes' collection.
+const VOLUMES: &str = "/api/v1/persistentvolumes";
 
 #[cfg(test)]
 mod tests {

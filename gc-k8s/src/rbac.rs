@@ -121,6 +121,18 @@ pub fn rules_for(collectors: Collectors) -> Vec<PolicyRule> {
     rules
 }
 
+/// The rules of the session collector's ClusterRole for the volumes it retains (an install
+/// whose runs retain volumes, `--retain-volume-days` above 0), in either mode:
+///
+/// | API group | resources | verbs | for |
+/// | --- | --- | --- | --- |
+/// | `""` | `persistentvolumes` | get, list, patch | set a deleted claim's volume to `Retain`, and later give it back its policy |
+///
+/// No `delete`: a volume's policy given back, Kubernetes reclaims it.
+pub fn volume_rules() -> Vec<PolicyRule> {
+    vec![rule("", &["persistentvolumes"], &["get", "list", "patch"])]
+}
+
 /// The rules of a cluster-wide install's ClusterRole: [`required_rules`] in every namespace,
 /// and `list` on Namespaces, to find them (`--all-namespaces`, `--namespace-selector`).
 ///

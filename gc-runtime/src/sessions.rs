@@ -252,6 +252,7 @@ async fn run_once(
         let keep = Keep {
             sink: run.sink,
             store: run.store,
+            volumes: cluster,
         };
         let report = match run.sink.probe(&cfg.cluster_id).await {
             Ok(()) => collect_sessions::run(cluster, table, keep, cfg, now, dry_run, stop)
@@ -306,6 +307,12 @@ async fn run_once(
     }
     let line = summary(&report, cfg, dry_run);
     tracing::info!("{line}");
+    if let Some(why) = report.volumes_unlisted.clone() {
+        return Err((
+            Some(report),
+            anyhow::anyhow!("{why}; no volume given back its policy"),
+        ));
+    }
     if report.failures > 0 {
         let error = anyhow::anyhow!(
             "{} delete(s) failed; the next run tries them again",
@@ -550,6 +557,7 @@ mod tests {
             missing_kinds: Vec::new(),
             lookups: 1,
             failures: 1,
+            volumes_unlisted: None,
         };
         let metrics = RunMetrics::new("gc", "sessions", "ns");
         record(&metrics, &report);

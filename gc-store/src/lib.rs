@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use gc_core::ports::{self, Receipt, SessionObject, StoreError};
+use gc_core::ports::{self, Receipt, RetainedVolume, SessionObject, StoreError};
 use gc_core::{Ledger, PreviousLedger};
 use sqlx::pool::PoolOptions;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
@@ -276,18 +276,19 @@ macro_rules! statements {
             ),
             put_receipt: concat!(
                 "INSERT INTO gc_receipts (cluster_id, uid, namespace, name, uri, sha256, bytes, ",
-                "api_version, kind, session, run_at) ",
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ",
+                "api_version, kind, session, run_at, volume, volume_policy) ",
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ",
                 "ON CONFLICT (cluster_id, uid) DO UPDATE ",
                 "SET namespace = excluded.namespace, name = excluded.name, uri = excluded.uri, ",
                 "sha256 = excluded.sha256, bytes = excluded.bytes, ",
                 "api_version = excluded.api_version, kind = excluded.kind, ",
-                "session = excluded.session, run_at = excluded.run_at, created_at = ",
+                "session = excluded.session, run_at = excluded.run_at, ",
+                "volume = excluded.volume, volume_policy = excluded.volume_policy, created_at = ",
                 $now
             ),
             list_receipts: concat!(
                 "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes, ",
-                "api_version, kind, session, run_at, ",
+                "api_version, kind, session, run_at, volume, volume_policy, ",
                 $created_at,
                 " FROM gc_receipts WHERE cluster_id = $1 ",
                 "AND ($2",
@@ -314,7 +315,7 @@ const POSTGRES_SQL: Statements = statements!(
 );
 
 /// A receipt as the database returns it: cluster, namespace, uid, name, uri, sha256, size,
-/// apiVersion, kind, session id, run instant.
+/// apiVersion, kind, session id, run instant, retained volume and its policy before.
 type ReceiptRow = (
     String,
     String,
@@ -325,6 +326,8 @@ type ReceiptRow = (
     i64,
     String,
     String,
+    Option<String>,
+    Option<String>,
     Option<String>,
     Option<String>,
 );
@@ -354,7 +357,8 @@ pub struct ListedReceipt {
 const LOAD_LEDGER: &str = "SELECT ledger FROM gc_ledgers WHERE cluster_id = $1 AND namespace = $2";
 const RECEIPT_CLUSTERS: &str = "SELECT DISTINCT cluster_id FROM gc_receipts ORDER BY cluster_id";
 const GET_RECEIPT: &str = "SELECT cluster_id, namespace, uid, name, uri, sha256, bytes, \
-     api_version, kind, session, run_at FROM gc_receipts WHERE cluster_id = $1 AND uid = $2";
+     api_version, kind, session, run_at, volume, volume_policy FROM gc_receipts \
+     WHERE cluster_id = $1 AND uid = $2";
 
 impl Store {
     /// The store's location as it may be shown (`sqlite:PATH`, or the URL without password).
@@ -437,6 +441,8 @@ impl Store {
             String,
             Option<String>,
             Option<String>,
+            Option<String>,
+            Option<String>,
             String,
         );
         let rows: Vec<Listed> = with_pool!(self, |pool, sql| {
@@ -452,9 +458,9 @@ impl Store {
         .map_err(|e| self.err(e))?;
         rows.into_iter()
             .map(
-                |(c, ns, uid, name, uri, sha, bytes, api, kind, session, run_at, at)| {
+                |(c, ns, uid, name, uri, sha, bytes, api, kind, session, run_at, vol, pol, at)| {
                     let row = (
-                        c, ns, uid, name, uri, sha, bytes, api, kind, session, run_at,
+                        c, ns, uid, name, uri, sha, bytes, api, kind, session, run_at, vol, pol,
                     );
                     Ok(ListedReceipt {
                         receipt: self.receipt(row)?,
@@ -489,6 +495,8 @@ impl Store {
             kind,
             session,
             run_at,
+            volume,
+            volume_policy,
         ) = row;
         let bytes = u64::try_from(bytes).map_err(|_| {
             StoreError::Malformed(format!(
@@ -497,11 +505,15 @@ impl Store {
             ))
         })?;
         // A Pod's receipt names no run; a session resource's always does.
+        let retained = volume
+            .zip(volume_policy)
+            .map(|(name, policy)| RetainedVolume { name, policy });
         let session = run_at.map(|run_at| SessionObject {
             api_version,
             kind,
             session,
             run_at,
+            retained,
         });
         Ok(Receipt {
             cluster_id,
@@ -571,6 +583,7 @@ impl ports::Store for Store {
             ))
         })?;
         let session = receipt.session.as_ref();
+        let retained = session.and_then(|s| s.retained.as_ref());
         with_pool!(self, |pool, sql| {
             sqlx::query(sql.put_receipt)
                 .bind(&receipt.cluster_id)
@@ -584,6 +597,8 @@ impl ports::Store for Store {
                 .bind(receipt.kind())
                 .bind(session.and_then(|s| s.session.as_deref()))
                 .bind(session.map(|s| s.run_at.as_str()))
+                .bind(retained.map(|r| r.name.as_str()))
+                .bind(retained.map(|r| r.policy.as_str()))
                 .execute(pool)
                 .await
                 .map(drop)

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use gc_core::ledger::Observation;
-use gc_core::ports::{Receipt, SessionObject, Store as _, StoreError};
+use gc_core::ports::{Receipt, RetainedVolume, SessionObject, Store as _, StoreError};
 use gc_core::{Ledger, PreviousLedger, PyNum};
 use gc_store::{ReceiptQuery, Store};
 use gc_testbed::TestDatabase;
@@ -281,13 +281,13 @@ async fn a_stored_receipt_with_a_negative_size_is_malformed() {
             .execute(
                 "CREATE TABLE gc_receipts (cluster_id TEXT, uid TEXT, namespace TEXT, name TEXT, \
              uri TEXT, sha256 TEXT, bytes BIGINT, api_version TEXT, kind TEXT, session TEXT, \
-             run_at TEXT)",
+             run_at TEXT, volume TEXT, volume_policy TEXT)",
             )
             .await;
         b.raw
             .execute(
                 "INSERT INTO gc_receipts VALUES ('c', 'u', 'ns', 'p', 'file:///a', 'ab', -1, \
-                 'v1', 'Pod', NULL, NULL)",
+                 'v1', 'Pod', NULL, NULL, NULL, NULL)",
             )
             .await;
         let err = b.store.get_receipt("c", "u").await.unwrap_err();
@@ -397,12 +397,17 @@ async fn session_receipts_keep_their_kind_and_session() {
                 kind: "PersistentVolumeClaim".into(),
                 session: Some("s1".into()),
                 run_at: "2026-12-01T00:00:00Z".into(),
+                retained: Some(RetainedVolume {
+                    name: "pv-1".into(),
+                    policy: "Delete".into(),
+                }),
             }),
             ..receipt("c", "file:///c", 3)
         };
         let unlabelled = Receipt {
             session: Some(SessionObject {
                 session: None,
+                retained: None,
                 ..claim.session.clone().unwrap()
             }),
             ..receipt("d", "file:///d", 4)

@@ -103,6 +103,17 @@ pub(crate) struct SessionArgs {
     /// guard. Default: none.
     #[arg(long, value_name = "SELECTOR", value_parser = Selector::parse)]
     exclude_selector: Option<Selector>,
+    /// Before a claim is deleted, its PersistentVolume (reclaim policy `Delete`) is set to
+    /// `Retain`, so the user's data survives the delete; a run this many days later gives it its
+    /// policy back and Kubernetes deletes it (0..=3650; 0: volumes go with their claims). Needs
+    /// `get`, `list` and `patch` on PersistentVolumes (cluster-scoped).
+    #[arg(
+        long,
+        default_value_t = 7,
+        value_name = "DAYS",
+        allow_negative_numbers = true
+    )]
+    retain_volume_days: i64,
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(flatten)]
@@ -237,6 +248,7 @@ impl SessionArgs {
             override_guard: self.override_guard,
             protect_label: self.protect_label.to_string(),
             exclude_selector: self.exclude_selector.as_ref().map(ToString::to_string),
+            retain_volume_days: self.retain_volume_days,
         };
         Ok(inputs.validate()?)
     }

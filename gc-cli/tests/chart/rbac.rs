@@ -34,6 +34,31 @@ fn the_roles_grant_exactly_the_rules_of_gc_k8s() {
         granted(&wide, "ClusterRole"),
         grants(gc_k8s::rbac::cluster_rules())
     );
+    // The volumes a session run retains: a ClusterRole of exactly `volume_rules`, bound to the
+    // account, only when the session collector retains volumes.
+    for (sets, rendered) in [
+        (&["gc.retainVolumeDays=7"][..], true),
+        (&["gc.retainVolumeDays=0"], false),
+        (&["gc.enabled=false", "failedPods.enabled=true"], false),
+        (&["clusterWide.enabled=true"], true),
+    ] {
+        let objects = documents(&template(sets));
+        let volumes: Vec<&Value> = objects
+            .iter()
+            .filter(|o| {
+                o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-volumes"))
+            })
+            .collect();
+        assert_eq!(volumes.len(), if rendered { 2 } else { 0 }, "{sets:?}");
+        if let [role, binding] = &volumes[..] {
+            let rules = serde_json::from_value(role["rules"].clone()).unwrap();
+            assert_eq!(grants(rules), grants(gc_k8s::rbac::volume_rules()));
+            assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+            assert_eq!(binding["subjects"][0]["name"], "gc");
+        }
+    }
     for failed_pods in [false, true] {
         for sessions in [false, true] {
             for events in [false, true] {
@@ -85,9 +110,15 @@ type Grant = (String, String, String, Option<String>);
 
 /// The Role's (or ClusterRole's) rules of `objects` as grants.
 fn granted(objects: &[Value], kind: &str) -> std::collections::BTreeSet<Grant> {
+    // The volumes' ClusterRole is a role of its own (`volume_rules`).
     let role = objects
         .iter()
-        .find(|o| o["kind"] == kind)
+        .find(|o| {
+            o["kind"] == kind
+                && !o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-volumes"))
+        })
         .unwrap_or_else(|| panic!("no {kind} in {}", names(objects)));
     let rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule> =
         serde_json::from_value(role["rules"].clone()).unwrap();

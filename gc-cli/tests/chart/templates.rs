@@ -28,7 +28,11 @@ fn lint_and_templates() {
         defaults.contains("name: gc-streamspace-secrets")
             && defaults.contains("key: postgres-password")
     );
-    assert!(!defaults.contains("failed-pods") && !defaults.contains("ClusterRole"));
+    // Cluster-wide, only the volumes a session run retains (gc.retainVolumeDays).
+    assert!(
+        !defaults.contains("failed-pods") && defaults.matches("kind: ClusterRole\n").count() == 1
+    );
+    assert!(defaults.contains("resources: [persistentvolumes]"));
     // The session collector takes the run lock too; Pods only with the failed-Pod collector.
     assert!(defaults.contains("resources: [leases]") && !defaults.contains("resources: [pods]"));
     assert!(template(&["gc.enabled=false"]).trim().is_empty());

@@ -366,3 +366,77 @@ async fn claim_deletes_are_fenced() -> Result {
 async fn session_deletes_are_fenced() -> Result {
     check_fenced_delete("Session", "del-session").await
 }
+
+/// `get_object` answers the whole object (spec included), `None` once it is gone.
+#[tokio::test]
+async fn an_object_is_read_whole() -> Result {
+    let ns = namespace("objects-get").await?;
+    create(&ns, "Deployment", "s-whole", "streamspace-session").await?;
+    let gc = admin(&ns);
+    let deployments = kind("Deployment")?;
+    let text = gc
+        .get_object(&deployments, ns.name(), "s-whole")
+        .await?
+        .ok_or("the Deployment is there")?;
+    let object = json(&text)?;
+    assert_eq!(object["spec"]["replicas"], 1, "{object}");
+    assert_eq!(object["metadata"]["labels"]["session"], "s-whole");
+    assert!(
+        gc.get_object(&deployments, ns.name(), "none")
+            .await?
+            .is_none()
+    );
+    Ok(())
+}
+
+/// PersistentVolumes through `Volumes`: read, listed by label, patched behind `test` ops (a
+/// failed one is `Changed` and writes nothing), in dry run too.
+#[tokio::test]
+async fn volumes_are_read_listed_and_patched_behind_fences() -> Result {
+    use gc_core::ports::Volumes;
+    let ns = namespace("objects-pv").await?;
+    let name = format!("pv-{}", ns.name());
+    let volumes: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(ns.client().clone());
+    let pv = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"gc.example.com/retained": ns.name()}},
+        "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/tmp/gc-pv"}, "persistentVolumeReclaimPolicy": "Delete",
+        },
+    }))?;
+    volumes.create(&PostParams::default(), &pv).await?;
+    let gc = admin(&ns);
+    let read = json(&gc.get_volume(&name).await?.ok_or("the volume is there")?)?;
+    let version = read["metadata"]["resourceVersion"].clone();
+    let selector = format!("gc.example.com/retained={}", ns.name());
+    let listed = gc.list_volumes(&selector, 10, None).await?;
+    assert_eq!(item_names(&json(&listed.text)?), [name.clone()]);
+    let retain = |policy_was: &str| {
+        json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+            {"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": policy_was},
+            {"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"},
+        ])
+        .to_string()
+    };
+    let policy = async || -> Result<Value> {
+        let now = json(&gc.get_volume(&name).await?.ok_or("there")?)?;
+        Ok(now["spec"]["persistentVolumeReclaimPolicy"].clone())
+    };
+    let fenced = gc
+        .patch_volume(&name, retain("Retain").as_bytes(), false)
+        .await;
+    assert!(
+        matches!(fenced, Err(ClusterError::Changed { .. })),
+        "{fenced:?}"
+    );
+    gc.patch_volume(&name, retain("Delete").as_bytes(), true)
+        .await?;
+    assert_eq!(policy().await?, "Delete", "a dry run changes nothing");
+    gc.patch_volume(&name, retain("Delete").as_bytes(), false)
+        .await?;
+    assert_eq!(policy().await?, "Retain");
+    assert!(gc.get_volume("pv-none").await?.is_none());
+    volumes.delete(&name, &Default::default()).await?;
+    Ok(())
+}

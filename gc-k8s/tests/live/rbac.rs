@@ -30,6 +30,8 @@ async fn the_required_rules_allow_every_collector_call_and_nothing_else() -> Res
     for kind in &kinds {
         let page = gc.list_metadata(kind, ns.name(), SELECTOR, 1, None).await?;
         assert_eq!(item_names(&json(&page.text)?).len(), 1, "{}", kind.kind);
+        // Read whole, to archive its manifest before the delete.
+        assert!(gc.get_object(kind, ns.name(), "s-1").await?.is_some());
         assert!(page.continue_token.is_some());
         for name in ["s-1", "s-2"] {
             let fence = fence(&root, kind, ns.name(), name).await?;
