@@ -37,10 +37,14 @@ enum Command {
     Run(RunCommand),
     /// Run a collector every interval and serve its metrics on /metrics.
     Serve(Box<Serve>),
+    /// Create deleted objects again from their archives.
+    #[command(subcommand)]
+    Restore(RestoreCommand),
     /// Move the observation ledger in and out of the store, unchanged.
     #[command(subcommand)]
     Ledger(LedgerCommand),
-    /// Read archived Pods back: list them, show one, verify them against their receipts.
+    /// Read archives back (failed Pods', session resources' manifests): list them, show one,
+    /// verify them against their receipts.
     #[command(subcommand)]
     Archives(ArchivesCommand),
     /// Print a shell completion script (bash: `source <(gc-cli completions bash)`).
@@ -55,6 +59,15 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out_dir: Option<std::path::PathBuf>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum RestoreCommand {
+    /// Every archived object of the sessions named that does not exist now, created again from
+    /// its verified archive (an object that exists is never replaced); a claim whose volume was
+    /// kept goes back on that volume, which gets its reclaim policy back once the new claim is
+    /// bound (restore again then). A session whose archives fail verification restores nothing.
+    Sessions(Box<crate::sessions::restore::RestoreSessions>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -93,6 +106,9 @@ impl Cli {
             Command::Run(run) => run.run(),
             Command::Serve(args) => crate::serve::serve(*args),
             Command::Plan(PlanCommand::Sessions(args)) => crate::sessions::plan::plan(&args),
+            Command::Restore(RestoreCommand::Sessions(args)) => {
+                crate::sessions::restore::restore(&args)
+            }
             Command::Ledger(command) => crate::ledger::execute(&command),
             Command::Archives(command) => crate::archives::execute(&command),
             Command::Completions { shell } => {

@@ -10,4 +10,5 @@
 
 pub(crate) mod args;
 pub(crate) mod plan;
+pub(crate) mod restore;
 pub(crate) mod run;

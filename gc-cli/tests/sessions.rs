@@ -1068,6 +1068,223 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
     Ok(())
 }
 
+/// Undoing a delete: `restore sessions` creates each archived object of a session again with its
+/// labels and spec, the claim on its kept volume (moved to the new claim, fenced); an object that
+/// exists is never replaced, so a second restore changes nothing; once the claim is bound, a
+/// restore gives the volume its policy back. A dry run creates nothing; a session whose archive
+/// was edited restores nothing.
+#[tokio::test]
+async fn a_deleted_session_is_restored_from_its_archives() -> Result {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    use kube::api::{Patch, PatchParams};
+    let Some((f, _)) = Fixture::new("sessions-restore").await? else {
+        return Ok(());
+    };
+    let [gone, edited] = GONE;
+    let claim = format!("{gone}-home");
+    let claims = f.ns.api::<PersistentVolumeClaim>();
+    let claim_uid = claims.get(&claim).await?.metadata.uid.unwrap();
+    let pv_name = format!("pv-{}", f.ns.name());
+    let volumes: Api<PersistentVolume> = Api::all(f.ns.client().clone());
+    let pv = serde_json::from_value(json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": format!("/tmp/{pv_name}")},
+            "persistentVolumeReclaimPolicy": "Delete",
+            "claimRef": {"namespace": f.ns.name(), "name": claim, "uid": claim_uid},
+        },
+    }))?;
+    volumes.create(&PostParams::default(), &pv).await?;
+    let bind = json!({"spec": {"volumeName": pv_name}});
+    claims
+        .patch(&claim, &PatchParams::default(), &Patch::Merge(&bind))
+        .await?;
+    let before = f.snapshot().await?;
+    let deployment_before = f.ns.api::<Deployment>().get(gone).await?;
+    let service_before = f.ns.api::<Service>().get(gone).await?;
+
+    let dir = tempfile::tempdir()?;
+    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+    let archives = dir.path().join("archives");
+    let kept = [
+        "--store",
+        &store,
+        "--archive-dir",
+        archives.to_str().unwrap(),
+    ];
+    ok(&f.cli("run", &kept));
+    // The claims' protection finalizer, removed as its controller removes it (no Pod uses them).
+    let unprotect = json!({"metadata": {"finalizers": null}});
+    for id in [gone, edited] {
+        let name = format!("{id}-home");
+        claims
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&unprotect))
+            .await?;
+    }
+    // Its volume Released, as the PV controller marks a volume whose claim is gone.
+    let released = json!({"status": {"phase": "Released"}});
+    volumes
+        .patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(&released))
+        .await?;
+    let deleted = f.snapshot().await?;
+    let of = |id: &str| objects_of(id, true);
+    assert_eq!(
+        removed(&before, &deleted),
+        of(gone).into_iter().chain(of(edited)).collect()
+    );
+
+    let restore = |session: &str, extra: &[&str]| {
+        let base = [
+            "restore",
+            "sessions",
+            "-n",
+            f.ns.name(),
+            "--session",
+            session,
+        ];
+        let at = ["--kubeconfig", f.kubeconfig.as_str(), "-o", "json"];
+        gc_cli(&[&base[..], &at, &kept, extra].concat(), &[])
+    };
+    let results = |out: &Output| -> Vec<(String, String)> {
+        let restored: Vec<Value> = serde_json::from_str(&text(&out.stdout)).unwrap();
+        let mut pairs: Vec<(String, String)> = restored
+            .iter()
+            .map(|r| {
+                let kind_name = format!(
+                    "{}/{}",
+                    r["kind"].as_str().unwrap(),
+                    r["name"].as_str().unwrap()
+                );
+                (kind_name, r["result"].as_str().unwrap().to_owned())
+            })
+            .collect();
+        pairs.sort();
+        pairs
+    };
+    let each = |id: &str, result: &str| -> Vec<(String, String)> {
+        of(id).into_iter().map(|k| (k, result.to_owned())).collect()
+    };
+
+    // A dry run: what would be created, nothing created.
+    let out = restore(gone, &["--dry-run=server"]);
+    assert_eq!(
+        results(&out),
+        each(gone, "would create"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(f.snapshot().await?, deleted);
+
+    // The restore: each object again, with its labels and spec; the claim on its volume.
+    let out = restore(gone, &[]);
+    assert_eq!(
+        results(&out),
+        each(gone, "created"),
+        "{}",
+        text(&out.stderr)
+    );
+    let deployment = f.ns.api::<Deployment>().get(gone).await?;
+    assert_eq!(
+        deployment.metadata.labels,
+        deployment_before.metadata.labels
+    );
+    assert_eq!(deployment.spec.replicas, deployment_before.spec.replicas);
+    assert_ne!(deployment.metadata.uid, deployment_before.metadata.uid);
+    let service = f.ns.api::<Service>().get(gone).await?;
+    assert_eq!(service.metadata.labels, service_before.metadata.labels);
+    assert_eq!(
+        service.spec.unwrap().ports,
+        service_before.spec.unwrap().ports
+    );
+    let new_claim = claims.get(&claim).await?;
+    assert_eq!(
+        new_claim.spec.as_ref().unwrap().volume_name.as_deref(),
+        Some(pv_name.as_str())
+    );
+    let pv = volumes.get(&pv_name).await?;
+    let pv_spec = pv.spec.clone().unwrap();
+    assert_eq!(pv_spec.claim_ref.unwrap().uid, new_claim.metadata.uid);
+    assert_eq!(
+        pv_spec.persistent_volume_reclaim_policy.as_deref(),
+        Some("Retain")
+    );
+    let events =
+        Api::<k8s_openapi::api::events::v1::Event>::namespaced(f.ns.client().clone(), f.ns.name());
+    let restored_events = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Restored"))
+        .count();
+    assert_eq!(restored_events, 4);
+
+    // Again: everything exists, nothing is replaced.
+    let now = f.snapshot().await?;
+    let out = restore(gone, &[]);
+    assert_eq!(results(&out), each(gone, "exists"));
+    assert_eq!(f.snapshot().await?, now);
+
+    // Bound (as the PV controller would bind it): the volume gets its policy back.
+    let bound = json!({"status": {"phase": "Bound"}});
+    volumes
+        .patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(&bound))
+        .await?;
+    let out = restore(gone, &[]);
+    assert_eq!(results(&out), each(gone, "exists"));
+    let pv = volumes.get(&pv_name).await?;
+    assert_eq!(
+        pv.spec.unwrap().persistent_volume_reclaim_policy.as_deref(),
+        Some("Delete")
+    );
+    assert!(
+        pv.metadata
+            .annotations
+            .unwrap_or_default()
+            .get("gc.example.com/retained")
+            .is_none()
+    );
+
+    // An edited archive: nothing of that session is restored, and the run says why.
+    let listed = gc_cli(
+        &[
+            "archives",
+            "list",
+            "--session",
+            edited,
+            "-o",
+            "json",
+            "--store",
+            &store,
+        ],
+        &[],
+    );
+    let listed: Vec<Value> = serde_json::from_str(&ok(&listed))?;
+    let uri = listed[0]["uri"].as_str().unwrap();
+    let path = uri.strip_prefix("file://").unwrap();
+    let mut bytes = std::fs::read(path)?;
+    bytes.push(b' ');
+    std::fs::write(path, bytes)?;
+    let out = restore(edited, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    for (_, result) in results(&out) {
+        assert!(
+            result.starts_with(
+                "failed: not restored: an archive of the session failed verification: archive "
+            ),
+            "{result}"
+        );
+    }
+    let after = f.snapshot().await?;
+    assert!(
+        of(edited).iter().all(|k| !after.contains_key(k)),
+        "{after:?}"
+    );
+    volumes.delete(&pv_name, &Default::default()).await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_table_holding_none_of_the_ids_deletes_nothing_whatever_the_floor() -> Result {
     let Some(db) = TestDatabase::fresh("sessions-norow").await? else {

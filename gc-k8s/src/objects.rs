@@ -175,6 +175,34 @@ impl ObjectCluster for KubeCluster {
     }
 }
 
+impl KubeCluster {
+    /// Creates `object` (JSON text) of `kind` in `namespace`; with `dry_run`, server-side dry run.
+    /// Answers the created object's JSON text (a dry run's carries the uid it would have).
+    ///
+    /// # Errors
+    /// Mapped as for [`gc_core::ports::Cluster`]; an object of that name already there is
+    /// [`ClusterError::Changed`] (409).
+    pub async fn create_object(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        object: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError> {
+        let call = Call {
+            verb: "create",
+            resource: &kind.plural,
+            namespace,
+        };
+        let params = kube::api::PostParams {
+            dry_run,
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+        };
+        let request = built(collection(kind, namespace)?.create(&params, object.to_vec()))?;
+        self.send(request, call).await
+    }
+}
+
 /// Where an error of a PersistentVolume call says it was (they are cluster-scoped).
 const CLUSTER_SCOPE: &str = "(cluster)";
 

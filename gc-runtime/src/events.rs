@@ -106,6 +106,11 @@ impl Events {
         self.post(cluster, &namespace_event(namespace, error)).await;
     }
 
+    /// Posts `record` (an Event of the embedder's, or of `restore`).
+    pub async fn post_record(&self, cluster: &(impl EventSink + ?Sized), record: &EventRecord) {
+        self.post(cluster, record).await;
+    }
+
     async fn post(&self, cluster: &(impl EventSink + ?Sized), record: &EventRecord) {
         let Some(reporter) = &self.reporter else {
             return;

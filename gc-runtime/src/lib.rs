@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod namespaces;
 mod outcome;
 pub mod pods;
+pub mod restore;
 pub mod serve;
 pub mod sessions;
 mod stop;

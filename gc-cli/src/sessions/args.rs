@@ -156,7 +156,7 @@ fn scope_pair(text: &str) -> Result<(String, String), String> {
 }
 
 /// A kind by StreamSpace name or as `group/version/Kind/plural`.
-fn parse_kind(text: &str) -> Result<Kind, String> {
+pub(crate) fn parse_kind(text: &str) -> Result<Kind, String> {
     let known = Kind::streamspace();
     let short = text.to_ascii_lowercase();
     let short = if short == "pvc" || short == "pvcs" {

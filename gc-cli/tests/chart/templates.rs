@@ -30,7 +30,7 @@ fn lint_and_templates() {
     );
     // Cluster-wide, only the volumes a session run retains (gc.retainVolumeDays).
     assert!(
-        !defaults.contains("failed-pods") && defaults.matches("kind: ClusterRole\n").count() == 1
+        !defaults.contains("failed-pods") && defaults.matches("\nkind: ClusterRole\n").count() == 1
     );
     assert!(defaults.contains("resources: [persistentvolumes]"));
     // The session collector takes the run lock too; Pods only with the failed-Pod collector.

@@ -82,6 +82,44 @@ pub fn document(
     out
 }
 
+/// The object to create again from an archive `doc` ([`document`]'s): its manifest, less what
+/// the cluster gave the old object and would refuse or misread in a new one: a Service's
+/// `clusterIP`/`clusterIPs` (another may hold them now; a headless `None` stays), a claim's
+/// `pv.kubernetes.io/` annotations (they say the old claim was bound), and a claim's
+/// `volumeName` unless `keep_volume` (its volume was kept: the new claim binds to it).
+///
+/// # Errors
+/// When `doc` has no manifest with `apiVersion`, `kind` and `metadata.name`.
+pub fn restorable(doc: &Value, keep_volume: bool) -> Result<Value, String> {
+    let mut manifest = doc["manifest"].clone();
+    let named = ["/apiVersion", "/kind", "/metadata/name"]
+        .iter()
+        .all(|p| manifest.pointer(p).is_some_and(Value::is_string));
+    if !named {
+        return Err("the archive holds no manifest with apiVersion, kind and name".into());
+    }
+    let (api_version, kind) = (manifest["apiVersion"].clone(), manifest["kind"].clone());
+    if api_version == "v1" && kind == "Service" {
+        if let Some(spec) = manifest["spec"].as_object_mut() {
+            if spec.get("clusterIP") != Some(&Value::from("None")) {
+                spec.remove("clusterIP");
+                spec.remove("clusterIPs");
+            }
+        }
+    }
+    if api_version == "v1" && kind == "PersistentVolumeClaim" {
+        if let Some(notes) = manifest["metadata"]["annotations"].as_object_mut() {
+            notes.retain(|k, _| !k.starts_with("pv.kubernetes.io/"));
+        }
+        if !keep_volume {
+            if let Some(spec) = manifest["spec"].as_object_mut() {
+                spec.remove("volumeName");
+            }
+        }
+    }
+    Ok(manifest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +183,37 @@ mod tests {
         assert!(check(&object("u-2", "7")).contains("another object"));
         assert!(check(&object("u-1", "8")).contains("changed since it was listed"));
         assert!(check(&json!([])).contains("another object"));
+    }
+
+    #[test]
+    fn what_the_cluster_gave_the_old_object_is_left_out() {
+        let doc = json!({"manifest": {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"], "ports": [{"port": 1}]},
+        }});
+        let service = restorable(&doc, false).unwrap();
+        assert_eq!(service["spec"], json!({"ports": [{"port": 1}]}));
+        let mut headless = doc.clone();
+        headless["manifest"]["spec"]["clusterIP"] = "None".into();
+        assert_eq!(
+            restorable(&headless, false).unwrap()["spec"]["clusterIP"],
+            "None"
+        );
+
+        let claim = json!({"manifest": {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "c", "annotations": {
+                "pv.kubernetes.io/bind-completed": "yes", "team": "a"}},
+            "spec": {"volumeName": "pv-1", "resources": {}},
+        }});
+        let kept = restorable(&claim, true).unwrap();
+        assert_eq!(kept["spec"]["volumeName"], "pv-1");
+        assert_eq!(kept["metadata"]["annotations"], json!({"team": "a"}));
+        assert!(
+            restorable(&claim, false).unwrap()["spec"]
+                .get("volumeName")
+                .is_none()
+        );
+        assert!(restorable(&json!({"manifest": {"kind": "X"}}), false).is_err());
     }
 }

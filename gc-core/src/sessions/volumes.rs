@@ -36,6 +36,9 @@ pub struct Retained {
     pub session: Option<String>,
     /// When (seconds since the epoch).
     pub at: f64,
+    /// The uid of the claim `restore` created again and bound the volume to, once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_to: Option<String>,
 }
 
 /// `/metadata/{field}/{key}` added to `meta`: the whole map when it has none yet.
@@ -111,6 +114,7 @@ pub async fn retain(
         claim_uid: resource.uid.clone(),
         session: resource.session.clone(),
         at: now,
+        restored_to: None,
     };
     let record = serde_json::to_string(&record).map_err(|e| e.to_string())?;
     let patch = json!([
@@ -223,7 +227,18 @@ pub async fn expire(
         let result = if matches!(decision, SessionDecision::Delete { .. }) {
             Some(match stop.result() {
                 Some(unsent) => unsent,
-                None => give_back(volumes, &volume, &record, &cfg.cluster_id, dry_run).await,
+                None => {
+                    let fence = (record.claim_uid.as_str(), "Released");
+                    give_back(
+                        volumes,
+                        &volume,
+                        fence,
+                        &record.policy,
+                        &cfg.cluster_id,
+                        dry_run,
+                    )
+                    .await
+                }
             })
         } else {
             None
@@ -233,11 +248,14 @@ pub async fn expire(
     Ok(judged)
 }
 
-/// The fenced patch that gives `volume` back its policy and drops gc's label and annotation.
+/// The fenced patch that gives `volume` back its `policy` and drops gc's label and annotation,
+/// fenced on its uid, resourceVersion, claim uid and phase (`fence`), `Retain` and gc's label
+/// of `cluster`.
 async fn give_back(
     volumes: &dyn Volumes,
     volume: &Value,
-    record: &Retained,
+    fence: (&str, &str),
+    policy: &str,
     cluster: &str,
     dry_run: bool,
 ) -> crate::collect_sessions::DeleteResult {
@@ -245,14 +263,15 @@ async fn give_back(
     let meta = &volume["metadata"];
     let label = RETAINED_LABEL.replace('/', "~1");
     let annotation = RETAINED_ANNOTATION.replace('/', "~1");
+    let (claim_uid, phase) = fence;
     let patch = json!([
         {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
-        {"op": "test", "path": "/spec/claimRef/uid", "value": record.claim_uid},
-        {"op": "test", "path": "/status/phase", "value": "Released"},
+        {"op": "test", "path": "/spec/claimRef/uid", "value": claim_uid},
+        {"op": "test", "path": "/status/phase", "value": phase},
         {"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"},
         {"op": "test", "path": format!("/metadata/labels/{label}"), "value": cluster},
-        {"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": record.policy},
+        {"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": policy},
         {"op": "remove", "path": format!("/metadata/labels/{label}")},
         {"op": "remove", "path": format!("/metadata/annotations/{annotation}")},
     ]);
@@ -265,5 +284,120 @@ async fn give_back(
         Ok(_) => DeleteResult::Deleted,
         Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => DeleteResult::Changed,
         Err(e) => DeleteResult::Failed(e.to_string()),
+    }
+}
+
+/// The volume `name` as it was kept for the deleted claim `claim_uid` of `cluster`: still
+/// claimed by it, still labelled and annotated by gc, not bound to anything else (`Released` or
+/// `Available`); with what its annotation records.
+///
+/// # Errors
+/// Why it is not (gone, claimed again, changed): a claim is then not created again on it.
+pub async fn kept_for(
+    volumes: &dyn Volumes,
+    name: &str,
+    claim_uid: &str,
+    cluster: &str,
+) -> Result<(Value, Retained), String> {
+    let text = volumes
+        .get_volume(name)
+        .await
+        .map_err(|e| format!("cannot read its volume {name}: {e}"))?
+        .ok_or_else(|| format!("its volume {name} is gone"))?;
+    let volume: Value =
+        serde_json::from_slice(&text).map_err(|e| format!("volume {name} is not JSON: {e}"))?;
+    let meta = &volume["metadata"];
+    let record = meta["annotations"][RETAINED_ANNOTATION]
+        .as_str()
+        .and_then(|a| serde_json::from_str::<Retained>(a).ok())
+        .filter(|r| r.claim_uid == claim_uid && meta["labels"][RETAINED_LABEL] == cluster)
+        .ok_or_else(|| format!("its volume {name} is no longer kept by gc for this claim"))?;
+    let phase = &volume["status"]["phase"];
+    if volume["spec"]["claimRef"]["uid"] != claim_uid
+        || !(phase == "Released" || phase == "Available")
+    {
+        return Err(format!(
+            "its volume {name} is claimed again (phase {phase})"
+        ));
+    }
+    Ok((volume, record))
+}
+
+/// Moves the kept `volume` ([`kept_for`]) to the claim created again (`namespace`/`claim`, uid
+/// `new_uid`), fenced on its uid, resourceVersion and old claim; its annotation records the new
+/// claim, and its policy stays `Retain` until that claim is bound ([`claimed_again`]).
+///
+/// # Errors
+/// The patch refused, or a fence that held (the volume changed).
+pub async fn rebind(
+    volumes: &dyn Volumes,
+    volume: &Value,
+    mut record: Retained,
+    claim: &str,
+    new_uid: &str,
+    dry_run: bool,
+) -> Result<(), String> {
+    let meta = &volume["metadata"];
+    let name = meta["name"].as_str().unwrap_or_default();
+    let old_uid = record.claim_uid.clone();
+    let namespace = record.namespace.clone();
+    record.restored_to = Some(new_uid.to_owned());
+    let note = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+    let annotation = RETAINED_ANNOTATION.replace('/', "~1");
+    let patch = json!([
+        {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+        {"op": "test", "path": "/spec/claimRef/uid", "value": old_uid},
+        {"op": "replace", "path": "/spec/claimRef", "value": {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "namespace": namespace, "name": claim, "uid": new_uid,
+        }},
+        {"op": "replace", "path": format!("/metadata/annotations/{annotation}"), "value": note},
+    ]);
+    volumes
+        .patch_volume(name, patch.to_string().as_bytes(), dry_run)
+        .await
+        .map(drop)
+        .map_err(|e| format!("cannot bind its volume {name} to the new claim: {e}"))
+}
+
+/// Gives the volume `name`, moved to the claim created again (`claim_uid`), its policy back
+/// once that claim is bound to it: `Ok(true)` when given back, `Ok(false)` when there is
+/// nothing to give back (not gc's, or not bound yet: the next `restore` looks again).
+///
+/// # Errors
+/// The volume cannot be read, or the patch fails.
+pub async fn claimed_again(
+    volumes: &dyn Volumes,
+    name: &str,
+    claim_uid: &str,
+    cluster: &str,
+    dry_run: bool,
+) -> Result<bool, String> {
+    let Some(text) = volumes
+        .get_volume(name)
+        .await
+        .map_err(|e| format!("cannot read its volume {name}: {e}"))?
+    else {
+        return Ok(false);
+    };
+    let volume: Value =
+        serde_json::from_slice(&text).map_err(|e| format!("volume {name} is not JSON: {e}"))?;
+    let record = volume["metadata"]["annotations"][RETAINED_ANNOTATION]
+        .as_str()
+        .and_then(|a| serde_json::from_str::<Retained>(a).ok())
+        .filter(|r| r.restored_to.as_deref() == Some(claim_uid));
+    let bound =
+        volume["status"]["phase"] == "Bound" && volume["spec"]["claimRef"]["uid"] == claim_uid;
+    let Some(record) = record.filter(|_| bound) else {
+        return Ok(false);
+    };
+    let fence = (claim_uid, "Bound");
+    match give_back(volumes, &volume, fence, &record.policy, cluster, dry_run).await {
+        crate::collect_sessions::DeleteResult::Deleted
+        | crate::collect_sessions::DeleteResult::WouldDelete => Ok(true),
+        other => Err(format!(
+            "cannot give its volume {name} its policy back: {other}"
+        )),
     }
 }

@@ -684,6 +684,7 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
             claim_uid: format!("claim-{name}"),
             session: Some("gone".into()),
             at: now - days_ago * 86_400.0,
+            restored_to: None,
         };
         let mut v = volume(name, claim_uid, "Retain", phase);
         v["metadata"]["labels"] = json!({"gc.example.com/retained": "primary"});

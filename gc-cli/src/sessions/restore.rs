@@ -1,0 +1,138 @@
+//! `gc-cli restore sessions`: every archived object of the sessions named that does not exist
+//! now, created again from its verified archive (`gc_runtime::restore`).
+
+use std::io::Write;
+
+use clap::Args;
+use gc_core::sessions::Kind;
+use gc_runtime::restore::{RestoreRun, restore_sessions};
+
+use crate::archives::ArchiveArgs;
+use crate::exit::UsageError;
+use crate::live::{self, ConnectArgs};
+use crate::output::{Output, OutputArgs, object_name, write_columns, write_doc};
+use crate::sessions::args::{SESSIONS_NAMESPACE, parse_kind};
+
+/// `gc-cli restore sessions`
+#[derive(Debug, Args)]
+pub(crate) struct RestoreSessions {
+    /// The namespace the sessions' objects were deleted from (and are created again in).
+    #[arg(long, short = 'n', value_name = "NS", default_value = SESSIONS_NAMESPACE)]
+    namespace: String,
+    /// A session whose archived objects to create again; repeat for several.
+    #[arg(long = "session", value_name = "ID", required = true)]
+    sessions: Vec<String>,
+    /// The cluster id the run that deleted them archived them under.
+    #[arg(long, default_value = "primary", value_name = "ID")]
+    cluster_id: String,
+    /// The kinds archived objects may be of (as `run sessions --kinds`). Default: StreamSpace's.
+    #[arg(long, value_delimiter = ',', value_parser = parse_kind, value_name = "KIND")]
+    kinds: Vec<Kind>,
+    /// `server`: every create a server-side dry run, no volume moved, to report what a restore
+    /// would do; `none` (the default) creates. A bare `--dry-run` is `server`.
+    #[arg(
+        long,
+        value_name = "none|server",
+        num_args = 0..=1,
+        require_equals = true,
+        default_value = "none",
+        default_missing_value = "server",
+        value_parser = crate::dry_run::parse
+    )]
+    dry_run: bool,
+    /// gc's store, holding the receipts: `sqlite:PATH`, a path, or `postgres://...`. Default:
+    /// the embedded SQLite file.
+    #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
+    store: Option<String>,
+    #[command(flatten)]
+    archive: ArchiveArgs,
+    #[command(flatten)]
+    connect: ConnectArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
+    let sink = args.archive.sink()?;
+    if let Some(empty) = args.sessions.iter().find(|s| s.is_empty()) {
+        return Err(
+            UsageError::new(format!("invalid --session {empty:?}: must not be empty")).into(),
+        );
+    }
+    gc_core::input::check_scope(&args.cluster_id, &args.namespace)?;
+    let kinds = if args.kinds.is_empty() {
+        Kind::streamspace()
+    } else {
+        args.kinds.clone()
+    };
+    let restored = live::block_on(async {
+        let cluster = args.connect.cluster().await?;
+        let store = gc_runtime::open_store(args.store.as_deref()).await?;
+        let events = gc_runtime::events::Events::new(!args.dry_run);
+        let run = RestoreRun {
+            cluster: &cluster,
+            store: &store,
+            sink: &sink,
+            cluster_id: &args.cluster_id,
+            namespace: &args.namespace,
+            kinds: &kinds,
+            dry_run: args.dry_run,
+            events: &events,
+        };
+        let restored = restore_sessions(&run, &args.sessions).await;
+        store.close().await;
+        Ok(restored)
+    })?;
+    let mut out = std::io::stdout().lock();
+    match args.output.form {
+        Output::Json | Output::Yaml => write_doc(&mut out, &restored, args.output.form)?,
+        Output::Name => {
+            for r in restored
+                .iter()
+                .filter(|r| r.uid.is_some() && r.result != "exists")
+            {
+                writeln!(out, "{}", object_name(&r.api_version, &r.kind, &r.name))?;
+            }
+        }
+        Output::Table | Output::Wide | Output::Kestra => {
+            let wide = args.output.form == Output::Wide;
+            let rows: Vec<[String; 6]> = restored
+                .iter()
+                .map(|r| {
+                    [
+                        r.session.clone(),
+                        r.kind.clone(),
+                        r.name.clone(),
+                        r.result.clone(),
+                        if wide {
+                            r.uid.clone().unwrap_or_default()
+                        } else {
+                            String::new()
+                        },
+                        r.note.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            write_columns(
+                &mut out,
+                ["SESSION", "KIND", "NAME", "RESULT", "UID", "NOTE"],
+                &rows,
+            )?;
+        }
+    }
+    let failed: Vec<&str> = restored
+        .iter()
+        .filter(|r| r.failed())
+        .map(|r| r.session.as_str())
+        .collect();
+    if !failed.is_empty() {
+        let mut sessions = failed.clone();
+        sessions.dedup();
+        anyhow::bail!(
+            "{} object(s) not restored, of session(s) {}",
+            failed.len(),
+            sessions.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,308 @@
+//! Undoing session deletes: every archived object of a session that does not exist now, created
+//! again from its verified archive ([`restore_sessions`]).
+//!
+//! A session's archives are all read back and verified against their receipts first: one that
+//! does not match (or cannot be read) restores nothing of that session. An object that exists
+//! again (same kind and name) is never replaced. A claim whose volume was kept is created on that
+//! volume, and the volume's `claimRef` moved to it (fenced); once the new claim is bound, a later
+//! `restore` gives the volume back its reclaim policy. Each object created gets an Event.
+
+use gc_core::ports::{ArchiveSink as _, Receipt};
+use gc_core::sessions::manifest::restorable;
+use gc_core::sessions::{Kind, volumes};
+use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding};
+use gc_store::{Archives, ReceiptQuery, Store};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::events::Events;
+
+/// What a restore needs: where the archives and receipts are, and where to create.
+pub struct RestoreRun<'a> {
+    /// The cluster, connected.
+    pub cluster: &'a KubeCluster,
+    /// gc's store, holding the receipts.
+    pub store: &'a Store,
+    /// The archive sink the receipts name.
+    pub sink: &'a Archives,
+    /// The cluster id the archives were written under.
+    pub cluster_id: &'a str,
+    /// The namespace the session's objects were in (and are created again in).
+    pub namespace: &'a str,
+    /// The kinds objects may be of (their plural names the API path).
+    pub kinds: &'a [Kind],
+    /// Every create a server-side dry run; no volume moved.
+    pub dry_run: bool,
+    /// An Event on each object created (off for a dry run).
+    pub events: &'a Events,
+}
+
+/// What came of one archived object.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Restored {
+    /// The session id.
+    pub session: String,
+    /// The object's `apiVersion` (empty when the session has no archive at all).
+    pub api_version: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// The uid of the object archived.
+    pub archived_uid: String,
+    /// The uid of the object created (or that would be; `null` otherwise).
+    pub uid: Option<String>,
+    /// `created`, `would create`, `exists` (left as it is), or `failed: ...`.
+    pub result: String,
+    /// What else was done or is owed (the volume bound, its policy given back, ...).
+    pub note: Option<String>,
+}
+
+impl Restored {
+    /// Whether the restore of this object failed.
+    #[must_use]
+    pub fn failed(&self) -> bool {
+        self.result.starts_with("failed")
+    }
+}
+
+/// The order objects are created in: claims first (the Deployment's Pods mount them).
+fn order(r: &Receipt) -> u8 {
+    u8::from(r.kind() != "PersistentVolumeClaim")
+}
+
+/// Restores every session of `sessions`, one after the other.
+pub async fn restore_sessions(run: &RestoreRun<'_>, sessions: &[String]) -> Vec<Restored> {
+    let mut all = Vec::new();
+    for session in sessions {
+        all.extend(restore_session(run, session).await);
+    }
+    all
+}
+
+/// One session: its newest receipt of each object, every archive verified, then each object.
+async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
+    let failed = |why: String| Restored {
+        session: session.to_owned(),
+        api_version: String::new(),
+        kind: String::new(),
+        name: String::new(),
+        archived_uid: String::new(),
+        uid: None,
+        result: format!("failed: {why}"),
+        note: None,
+    };
+    let query = ReceiptQuery {
+        namespace: Some(run.namespace),
+        session: Some(session),
+        ..ReceiptQuery::default()
+    };
+    let listed = match run.store.list_receipts(run.cluster_id, query).await {
+        Ok(listed) => listed,
+        Err(e) => return vec![failed(format!("cannot list the receipts: {e}"))],
+    };
+    // Newest first: the first receipt of each object is its last archive.
+    let mut receipts: Vec<Receipt> = Vec::new();
+    for l in listed {
+        let r = l.receipt;
+        let seen = receipts.iter().any(|k| {
+            k.kind() == r.kind() && k.api_version() == r.api_version() && k.name == r.name
+        });
+        if r.session.is_some() && !seen {
+            receipts.push(r);
+        }
+    }
+    if receipts.is_empty() {
+        return vec![failed(format!(
+            "no archive of session {session} in namespace {} of cluster {} in {}",
+            run.namespace,
+            run.cluster_id,
+            run.store.location()
+        ))];
+    }
+    receipts.sort_by_key(order);
+    let mut docs = Vec::with_capacity(receipts.len());
+    let mut problems = Vec::new();
+    for r in &receipts {
+        match read(run.sink, r).await {
+            Ok(doc) => docs.push(doc),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if !problems.is_empty() {
+        let why = format!(
+            "not restored: an archive of the session failed verification: {}",
+            problems.join("; ")
+        );
+        return receipts
+            .iter()
+            .map(|r| outcome(session, r, None, &format!("failed: {why}"), None))
+            .collect();
+    }
+    let mut done = Vec::with_capacity(receipts.len());
+    for (r, doc) in receipts.iter().zip(&docs) {
+        done.push(restore_object(run, session, r, doc).await);
+    }
+    done
+}
+
+/// The archive of `r`, read from `sink` and verified against `r`.
+async fn read(sink: &Archives, r: &Receipt) -> Result<Value, String> {
+    if !sink.holds(&r.uri) {
+        return Err(format!(
+            "archive {} is not in {} (give the sink it was written to)",
+            r.uri,
+            sink.shown()
+        ));
+    }
+    let bytes = sink
+        .read(&r.uri)
+        .await
+        .map_err(|e| format!("cannot read archive {}: {e}", r.uri))?;
+    if let Some(problem) = r.mismatch(&bytes) {
+        return Err(format!("archive {} {problem}", r.uri));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("archive {} is not JSON: {e}", r.uri))
+}
+
+fn outcome(
+    session: &str,
+    r: &Receipt,
+    uid: Option<String>,
+    result: &str,
+    note: Option<String>,
+) -> Restored {
+    Restored {
+        session: session.to_owned(),
+        api_version: r.api_version().to_owned(),
+        kind: r.kind().to_owned(),
+        name: r.name.clone(),
+        archived_uid: r.uid.clone(),
+        uid,
+        result: result.to_owned(),
+        note,
+    }
+}
+
+/// One object of the session: left alone when it exists (a claim's kept volume then given back
+/// its policy once bound to it), else created again (a claim on its kept volume).
+async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &Value) -> Restored {
+    use gc_core::ports::ObjectCluster as _;
+    let done = |uid, result: &str, note| outcome(session, r, uid, result, note);
+    let Some(kind) = run
+        .kinds
+        .iter()
+        .find(|k| k.kind == r.kind() && k.api_version() == r.api_version())
+    else {
+        let why = format!(
+            "failed: kind {} {} is not among --kinds",
+            r.api_version(),
+            r.kind()
+        );
+        return done(None, &why, None);
+    };
+    let retained = r.session.as_ref().and_then(|s| s.retained.as_ref());
+    let existing = match run.cluster.get_object(kind, run.namespace, &r.name).await {
+        Ok(existing) => existing,
+        Err(e) => return done(None, &format!("failed: cannot read it: {e}"), None),
+    };
+    if let Some(existing) = existing {
+        let existing: Value = serde_json::from_slice(&existing).unwrap_or_default();
+        let uid = existing["metadata"]["uid"].as_str().map(str::to_owned);
+        if !existing["metadata"]["deletionTimestamp"].is_null() {
+            let note = "being deleted (a finalizer holds it): restore again once it is gone";
+            return done(uid, "exists", Some(note.to_owned()));
+        }
+        let mut note = None;
+        if let (Some(volume), Some(uid)) = (retained, &uid) {
+            let back =
+                volumes::claimed_again(run.cluster, &volume.name, uid, run.cluster_id, run.dry_run);
+            note = Some(match back.await {
+                Ok(true) => format!(
+                    "its volume {} bound again: reclaim policy {} given back",
+                    volume.name, volume.policy
+                ),
+                Ok(false) => format!(
+                    "its volume {} keeps Retain until this claim is bound to it",
+                    volume.name
+                ),
+                Err(why) => return done(Some(uid.clone()), &format!("failed: {why}"), None),
+            });
+        }
+        return done(uid, "exists", note);
+    }
+    // A claim goes back on its kept volume, if it is still as it was kept.
+    let kept = match retained {
+        Some(volume) => {
+            match volumes::kept_for(run.cluster, &volume.name, &r.uid, run.cluster_id).await {
+                Ok(kept) => Some(kept),
+                Err(why) => return done(None, &format!("failed: not restored: {why}"), None),
+            }
+        }
+        None => None,
+    };
+    let manifest = match restorable(doc, kept.is_some()) {
+        Ok(manifest) => manifest,
+        Err(why) => return done(None, &format!("failed: {why}"), None),
+    };
+    let created = run
+        .cluster
+        .create_object(
+            kind,
+            run.namespace,
+            manifest.to_string().as_bytes(),
+            run.dry_run,
+        )
+        .await;
+    let created: Value = match created {
+        Ok(text) => serde_json::from_slice(&text).unwrap_or_default(),
+        Err(e) => return done(None, &format!("failed: cannot create it: {e}"), None),
+    };
+    let uid = created["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let result = if run.dry_run {
+        "would create"
+    } else {
+        "created"
+    };
+    let mut note = None;
+    if let Some((volume, record)) = kept {
+        let name = volume["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if let Err(why) =
+            volumes::rebind(run.cluster, &volume, record, &r.name, &uid, run.dry_run).await
+        {
+            return done(Some(uid), &format!("failed: {why}"), None);
+        }
+        note = Some(format!(
+            "on its volume {name}, which keeps Retain until this claim is bound to it (restore again then)"
+        ));
+    } else if r.kind() == "PersistentVolumeClaim" {
+        note = Some("its volume was not kept: a new, empty one".to_owned());
+    }
+    if !run.dry_run {
+        let record = EventRecord {
+            regarding: Regarding {
+                api_version: r.api_version().to_owned(),
+                kind: r.kind().to_owned(),
+                name: r.name.clone(),
+                namespace: run.namespace.to_owned(),
+                uid: Some(uid.clone()),
+            },
+            type_: EventType::Normal,
+            reason: "Restored",
+            action: "Create",
+            note: format!(
+                "created again from archive {} of session {session} (uid {} before)",
+                r.uri, r.uid
+            ),
+        };
+        run.events.post_record(run.cluster, &record).await;
+    }
+    done(Some(uid), result, note)
+}
