@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes API server, etcd and helm from the Go module proxy, once, into a cache
+# Builds the real Kubernetes API server and controller manager, etcd and helm from the Go module proxy, once, into a cache
 # outside the repository keyed by version. Rebuilds only what is missing. Prints the cache folder's
 # bin path on its last line of stdout.
 set -euo pipefail
@@ -62,6 +62,19 @@ build_kube() {
     "; this takes many minutes" kube_step
 }
 
+# The controller manager of the same version, from the same wrapper module: the volume binder,
+# the garbage collector and the protection controllers, so claims bind and owners cascade.
+kcm_step() {
+  wrapper k8s.io/kubernetes "$KUBE_VERSION" "$2" "v0.${KUBE_VERSION#v1.}"
+  (cd "$2" && go get "k8s.io/kubernetes/cmd/kube-controller-manager@$KUBE_VERSION" \
+   && CGO_ENABLED=0 go build -o "$1" k8s.io/kubernetes/cmd/kube-controller-manager)
+}
+
+build_kcm() {
+  build_once kube-controller-manager "$KUBE_VERSION" "$CACHE/src/kubernetes-$KUBE_VERSION" \
+    "; this takes minutes" kcm_step
+}
+
 etcd_step() {
   local dir=$2
   # go.etcd.io/etcd/server/v3 is a library; the etcd binary is its `etcdmain` package's main in
@@ -104,12 +117,14 @@ build_helm() {
 what=${1:-all}
 case "$what" in
   kube) build_kube ;;
+  kcm) build_kcm ;;
   etcd) build_etcd ;;
   helm) build_helm ;;
-  all) build_etcd; build_helm; build_kube ;;
-  *) echo "usage: $0 [all|kube|etcd|helm]" >&2; exit 2 ;;
+  all) build_etcd; build_helm; build_kube; build_kcm ;;
+  *) echo "usage: $0 [all|kube|kcm|etcd|helm]" >&2; exit 2 ;;
 esac
 ln -sf "kube-apiserver-$KUBE_VERSION" "$BIN/kube-apiserver" 2>/dev/null || true
+ln -sf "kube-controller-manager-$KUBE_VERSION" "$BIN/kube-controller-manager" 2>/dev/null || true
 ln -sf "etcd-$ETCD_VERSION" "$BIN/etcd" 2>/dev/null || true
 ln -sf "helm-$HELM_VERSION" "$BIN/helm" 2>/dev/null || true
 echo "$BIN"

@@ -22,6 +22,15 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The test binary's API server; a failed start is kept too, so every test reports it at once.
 static SHARED: OnceCell<Result<TestBed, String>> = OnceCell::const_new();
+/// The test binary's API server with a controller manager ([`TestBed::with_controllers`]).
+static CONTROLLED: OnceCell<Result<TestBed, String>> = OnceCell::const_new();
+
+/// The controllers [`TestBed::with_controllers`] runs: claims bind to volumes and volumes are
+/// released, protected objects wait for their users, owners cascade to what they own
+/// (Deployments to ReplicaSets to Pods).
+const CONTROLLERS: &str = "persistentvolume-binder-controller,persistentvolume-protection-controller,\
+persistentvolumeclaim-protection-controller,garbage-collector-controller,deployment-controller,\
+replicaset-controller";
 
 /// A running kube-apiserver backed by its own etcd, with an admin identity.
 ///
@@ -35,6 +44,7 @@ pub struct TestBed {
     config: Config,
     _etcd: Supervised,
     _apiserver: Supervised,
+    _controllers: Option<Supervised>,
 }
 
 impl TestBed {
@@ -52,9 +62,27 @@ impl TestBed {
     /// early (the message carries the end of its log) or does not become ready in time. Every
     /// later call returns the same error without trying again.
     pub async fn shared() -> Result<&'static TestBed> {
-        let started = SHARED
-            .get_or_init(|| async {
-                Self::start().await.map_err(|e| match e {
+        Self::once(&SHARED, false).await
+    }
+
+    /// A second API server of the test binary, with the same version's kube-controller-manager
+    /// running the volume binder, the garbage collector, the protection controllers and the
+    /// Deployment and ReplicaSet controllers ([`CONTROLLERS`]): for tests of what those do (a
+    /// claim bound, an owner's delete cascading). No scheduler or kubelet: Pods stay Pending.
+    ///
+    /// # Errors
+    /// As [`Self::shared`]; also when `kube-controller-manager` is missing or exits early.
+    pub async fn with_controllers() -> Result<&'static TestBed> {
+        Self::once(&CONTROLLED, true).await
+    }
+
+    async fn once(
+        cell: &'static OnceCell<Result<TestBed, String>>,
+        controllers: bool,
+    ) -> Result<&'static TestBed> {
+        let started = cell
+            .get_or_init(|| async move {
+                Self::start(controllers).await.map_err(|e| match e {
                     Error::Start(message) => message,
                     other => other.to_string(),
                 })
@@ -128,18 +156,18 @@ impl TestBed {
 
     /// Starts the servers; tries a second time when one exits early (a free port may have been
     /// taken by another process between our check and the server's bind).
-    async fn start() -> Result<Self> {
+    async fn start(controllers: bool) -> Result<Self> {
         let binaries = Binaries::locate()?;
-        match Self::start_with(&binaries).await {
+        match Self::start_with(&binaries, controllers).await {
             Err(Error::Start(first)) => {
                 eprintln!("gc-testbed: retrying once after: {first}");
-                Self::start_with(&binaries).await
+                Self::start_with(&binaries, controllers).await
             }
             started => started,
         }
     }
 
-    async fn start_with(binaries: &Binaries) -> Result<Self> {
+    async fn start_with(binaries: &Binaries, controllers: bool) -> Result<Self> {
         let started = Instant::now();
         let etcd_port = free_port()?;
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
@@ -176,6 +204,23 @@ impl TestBed {
             "gc-testbed: kube-apiserver ready at {server_url} in {:.1?}",
             started.elapsed()
         );
+        let controllers = if controllers {
+            let binary = binaries.kube_controller_manager()?;
+            let kubeconfig = kubeconfig_path.display().to_string();
+            let manager = Supervised::spawn("kube-controller-manager", &binary, |_| {
+                Ok(vec![
+                    format!("--kubeconfig={kubeconfig}"),
+                    format!("--controllers={CONTROLLERS}"),
+                    "--leader-elect=false".to_owned(),
+                    "--secure-port=0".to_owned(),
+                    "--use-service-account-credentials=false".to_owned(),
+                ])
+            })?;
+            eprintln!("gc-testbed: kube-controller-manager started ({CONTROLLERS})");
+            Some(manager)
+        } else {
+            None
+        };
         Ok(Self {
             server_url,
             ca_file,
@@ -183,6 +228,7 @@ impl TestBed {
             config,
             _etcd: etcd,
             _apiserver: apiserver,
+            _controllers: controllers,
         })
     }
 }

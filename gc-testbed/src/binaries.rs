@@ -13,6 +13,8 @@ pub const BIN_ENV: &str = "GC_TESTBED_BIN";
 pub(crate) struct Binaries {
     pub(crate) kube_apiserver: PathBuf,
     pub(crate) etcd: PathBuf,
+    /// The folder, where `kube-controller-manager` is too (checked only when a test needs it).
+    dir: PathBuf,
 }
 
 impl Binaries {
@@ -26,6 +28,7 @@ impl Binaries {
         let binaries = Self {
             kube_apiserver: dir.join("kube-apiserver"),
             etcd: dir.join("etcd"),
+            dir,
         };
         for path in [&binaries.kube_apiserver, &binaries.etcd] {
             if !path.is_file() {
@@ -37,6 +40,25 @@ impl Binaries {
             }
         }
         Ok(binaries)
+    }
+}
+
+impl Binaries {
+    /// `kube-controller-manager`, of the API server's version.
+    ///
+    /// # Errors
+    /// When it is missing.
+    pub(crate) fn kube_controller_manager(&self) -> Result<PathBuf> {
+        let path = self.dir.join("kube-controller-manager");
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(Error::Start(format!(
+                "{} is missing; run scripts/testbed-build.sh all and set {BIN_ENV} to the folder \
+                 it prints",
+                path.display()
+            )))
+        }
     }
 }
 
