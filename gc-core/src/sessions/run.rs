@@ -293,7 +293,12 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     } = plan(cluster, directory, cfg, now).await?;
     let mut records = Vec::with_capacity(plan.judged.len());
     let mut failures = 0;
-    for judged in plan.judged {
+    // Claims first: deleting a Deployment stops the Pods that use its claim, and the controllers
+    // then update the claim (its `Unused` condition), so a claim deleted later would find its
+    // fence changed. A claim deleted first waits, behind its protection finalizer, for its Pods.
+    let mut judged_all = plan.judged;
+    judged_all.sort_by_key(|j| !is_claim(&j.resource));
+    for judged in judged_all {
         let (result, archive) = match judged.decision {
             SessionDecision::Delete { .. } => {
                 let r = &judged.resource;
@@ -338,6 +343,11 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         failures,
         volumes_unlisted,
     })
+}
+
+/// Whether `r` is a PersistentVolumeClaim.
+fn is_claim(r: &Resource) -> bool {
+    r.kind == "PersistentVolumeClaim" && r.api_version == "v1"
 }
 
 /// Archives one orphan's manifest, then deletes it with the uid and resourceVersion
@@ -414,8 +424,7 @@ async fn archive<C: ObjectCluster>(
     if manifest::unchanged(&object, r).is_err() {
         return Err(DeleteResult::Changed);
     }
-    let claim = r.kind == "PersistentVolumeClaim" && r.api_version == "v1";
-    let retained = if claim && cfg.retain_volume_days > 0 {
+    let retained = if is_claim(r) && cfg.retain_volume_days > 0 {
         match volumes::retain(keep.volumes, cfg, &object, r, now, dry_run).await {
             Ok(retained) => retained,
             Err(why) if why.is_empty() => return Err(DeleteResult::Changed),
