@@ -1239,11 +1239,10 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
         Some("Delete")
     );
     assert!(
-        pv.metadata
+        !pv.metadata
             .annotations
             .unwrap_or_default()
-            .get("gc.example.com/retained")
-            .is_none()
+            .contains_key("gc.example.com/retained")
     );
 
     // An edited archive: nothing of that session is restored, and the run says why.

@@ -99,22 +99,21 @@ pub fn restorable(doc: &Value, keep_volume: bool) -> Result<Value, String> {
         return Err("the archive holds no manifest with apiVersion, kind and name".into());
     }
     let (api_version, kind) = (manifest["apiVersion"].clone(), manifest["kind"].clone());
-    if api_version == "v1" && kind == "Service" {
-        if let Some(spec) = manifest["spec"].as_object_mut() {
-            if spec.get("clusterIP") != Some(&Value::from("None")) {
-                spec.remove("clusterIP");
-                spec.remove("clusterIPs");
-            }
-        }
+    let spec = manifest["spec"].as_object_mut();
+    if api_version == "v1"
+        && kind == "Service"
+        && let Some(spec) = spec
+        && spec.get("clusterIP") != Some(&Value::from("None"))
+    {
+        spec.remove("clusterIP");
+        spec.remove("clusterIPs");
     }
     if api_version == "v1" && kind == "PersistentVolumeClaim" {
         if let Some(notes) = manifest["metadata"]["annotations"].as_object_mut() {
             notes.retain(|k, _| !k.starts_with("pv.kubernetes.io/"));
         }
-        if !keep_volume {
-            if let Some(spec) = manifest["spec"].as_object_mut() {
-                spec.remove("volumeName");
-            }
+        if !keep_volume && let Some(spec) = manifest["spec"].as_object_mut() {
+            spec.remove("volumeName");
         }
     }
     Ok(manifest)

@@ -410,7 +410,10 @@ async fn volumes_are_read_listed_and_patched_behind_fences() -> Result {
     let version = read["metadata"]["resourceVersion"].clone();
     let selector = format!("gc.example.com/retained={}", ns.name());
     let listed = gc.list_volumes(&selector, 10, None).await?;
-    assert_eq!(item_names(&json(&listed.text)?), [name.clone()]);
+    assert_eq!(
+        item_names(&json(&listed.text)?),
+        std::slice::from_ref(&name)
+    );
     let retain = |policy_was: &str| {
         json!([
             {"op": "test", "path": "/metadata/resourceVersion", "value": version},
