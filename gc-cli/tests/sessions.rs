@@ -371,6 +371,33 @@ impl Fixture {
     async fn snapshot(&self) -> Result<Snapshot> {
         snapshot(&self.ns, &self.session).await
     }
+
+    /// Binds `claim` to a new volume `pv-<namespace>` whose policy is `Delete` (a static,
+    /// pre-bound volume, as the binder would leave it); the volume's name and the claim's uid.
+    async fn bind_to_volume(&self, claim: &str) -> Result<(String, String)> {
+        use k8s_openapi::api::core::v1::PersistentVolume;
+        use kube::api::{Patch, PatchParams};
+        let claims = self.ns.api::<PersistentVolumeClaim>();
+        let claim_uid = claims.get(claim).await?.metadata.uid.unwrap();
+        let pv_name = format!("pv-{}", self.ns.name());
+        let pv = serde_json::from_value(json!({
+            "metadata": {"name": pv_name},
+            "spec": {
+                "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                "hostPath": {"path": format!("/tmp/{pv_name}")},
+                "persistentVolumeReclaimPolicy": "Delete",
+                "claimRef": {"namespace": self.ns.name(), "name": claim, "uid": claim_uid},
+            },
+        }))?;
+        Api::<PersistentVolume>::all(self.ns.client().clone())
+            .create(&PostParams::default(), &pv)
+            .await?;
+        let bind = json!({"spec": {"volumeName": pv_name}});
+        claims
+            .patch(claim, &PatchParams::default(), &Patch::Merge(&bind))
+            .await?;
+        Ok((pv_name, claim_uid))
+    }
 }
 
 /// A run that exited `code` and said `says` as its error.
@@ -916,23 +943,8 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
     };
     let claim = format!("{}-home", GONE[0]);
     let claims = f.ns.api::<PersistentVolumeClaim>();
-    let claim_uid = claims.get(&claim).await?.metadata.uid.unwrap();
-    let pv_name = format!("pv-{}", f.ns.name());
+    let (pv_name, claim_uid) = f.bind_to_volume(&claim).await?;
     let volumes: Api<PersistentVolume> = Api::all(f.ns.client().clone());
-    let pv = serde_json::from_value(json!({
-        "metadata": {"name": pv_name},
-        "spec": {
-            "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
-            "hostPath": {"path": format!("/tmp/{pv_name}")},
-            "persistentVolumeReclaimPolicy": "Delete",
-            "claimRef": {"namespace": f.ns.name(), "name": claim, "uid": claim_uid},
-        },
-    }))?;
-    volumes.create(&PostParams::default(), &pv).await?;
-    let bind = json!({"spec": {"volumeName": pv_name}});
-    claims
-        .patch(&claim, &PatchParams::default(), &Patch::Merge(&bind))
-        .await?;
     let policy = async || -> Result<(String, Option<String>)> {
         let pv = volumes.get(&pv_name).await?;
         let policy = pv.spec.unwrap().persistent_volume_reclaim_policy.unwrap();
@@ -1083,23 +1095,8 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     let [gone, edited] = GONE;
     let claim = format!("{gone}-home");
     let claims = f.ns.api::<PersistentVolumeClaim>();
-    let claim_uid = claims.get(&claim).await?.metadata.uid.unwrap();
-    let pv_name = format!("pv-{}", f.ns.name());
+    let (pv_name, claim_uid) = f.bind_to_volume(&claim).await?;
     let volumes: Api<PersistentVolume> = Api::all(f.ns.client().clone());
-    let pv = serde_json::from_value(json!({
-        "metadata": {"name": pv_name},
-        "spec": {
-            "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
-            "hostPath": {"path": format!("/tmp/{pv_name}")},
-            "persistentVolumeReclaimPolicy": "Delete",
-            "claimRef": {"namespace": f.ns.name(), "name": claim, "uid": claim_uid},
-        },
-    }))?;
-    volumes.create(&PostParams::default(), &pv).await?;
-    let bind = json!({"spec": {"volumeName": pv_name}});
-    claims
-        .patch(&claim, &PatchParams::default(), &Patch::Merge(&bind))
-        .await?;
     let before = f.snapshot().await?;
     let deployment_before = f.ns.api::<Deployment>().get(gone).await?;
     let service_before = f.ns.api::<Service>().get(gone).await?;

@@ -42,6 +42,8 @@ pub(crate) struct Kept {
     pub(crate) volumes: std::sync::Mutex<std::collections::BTreeMap<String, serde_json::Value>>,
     /// Volume patches are refused (no RBAC).
     pub(crate) refuse_volume_patches: bool,
+    /// Set by each volume patch: a flag of the run's `Stop` raised right after it.
+    pub(crate) raise_on_volume_patch: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Kept {
@@ -176,6 +178,9 @@ impl crate::ports::Volumes for Kept {
         patched["metadata"]["resourceVersion"] = (version + 1).to_string().into();
         if !dry_run {
             volumes.insert(name.to_owned(), patched.clone());
+        }
+        if let Some(flag) = &self.raise_on_volume_patch {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         Ok(patched.to_string().into_bytes())
     }

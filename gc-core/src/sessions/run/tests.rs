@@ -750,3 +750,59 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
         "Retain"
     );
 }
+
+/// The lock lost right after a volume was retained: no receipt and no delete; the volume stays
+/// kept for its claim, and the next run takes it as kept and deletes the claim.
+#[test]
+fn a_lock_lost_after_the_retain_leaves_the_claim_for_the_next_run() {
+    let claim_uid = "u-e-PersistentVolumeClaim";
+    let lost = Arc::new(AtomicBool::new(false));
+    let kept = Kept {
+        raise_on_volume_patch: Some(Arc::clone(&lost)),
+        ..kept_with(vec![volume("pv-e", claim_uid, "Delete", "Bound")], false)
+    };
+    let f = with_claim();
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let stopping = AtomicBool::new(false);
+    let stop = Stop {
+        lock_lost: &*lost,
+        stopping: &stopping,
+    };
+    let report = block_on(run(
+        &f,
+        &db,
+        kept.keep(),
+        &cfg(),
+        1_795_953_600.0,
+        false,
+        stop,
+    ))
+    .unwrap();
+    assert!(
+        f.deleted.lock().unwrap().is_empty(),
+        "{:?}",
+        results(&report)
+    );
+    assert!(kept.receipts.lock().unwrap().is_empty());
+    let pv = kept.volumes.lock().unwrap()["pv-e"].clone();
+    assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+
+    // The next run: the volume is gc's already, the claim archived with it and deleted.
+    let kept = kept_with(vec![pv], false);
+    let report = run_keeping(&f, &kept, false, false, false);
+    assert_eq!(report.failures, 0, "{:?}", results(&report));
+    assert!(
+        f.deleted
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(n, _)| n == "e-PersistentVolumeClaim")
+    );
+    let receipts = kept.receipts.lock().unwrap();
+    let receipt = receipts.iter().find(|r| r.uid == claim_uid).unwrap();
+    let retained = receipt.session.as_ref().unwrap().retained.clone().unwrap();
+    assert_eq!(
+        (retained.name.as_str(), retained.policy.as_str()),
+        ("pv-e", "Delete")
+    );
+}
