@@ -1095,7 +1095,7 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     let [gone, edited] = GONE;
     let claim = format!("{gone}-home");
     let claims = f.ns.api::<PersistentVolumeClaim>();
-    let (pv_name, claim_uid) = f.bind_to_volume(&claim).await?;
+    let (pv_name, _) = f.bind_to_volume(&claim).await?;
     let volumes: Api<PersistentVolume> = Api::all(f.ns.client().clone());
     let before = f.snapshot().await?;
     let deployment_before = f.ns.api::<Deployment>().get(gone).await?;
