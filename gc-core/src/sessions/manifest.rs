@@ -213,6 +213,10 @@ mod tests {
                 .get("volumeName")
                 .is_none()
         );
+        // Only a claim loses them: another core object keeps its annotations and fields.
+        let mut config = claim.clone();
+        config["manifest"]["kind"] = "ConfigMap".into();
+        assert_eq!(restorable(&config, false).unwrap(), config["manifest"]);
         assert!(restorable(&json!({"manifest": {"kind": "X"}}), false).is_err());
     }
 }

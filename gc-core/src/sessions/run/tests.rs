@@ -695,12 +695,28 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
     let kept = kept_with(
         vec![
             retained("old", 8.0, "claim-old", "Released"),
+            retained("exact", 7.0, "claim-exact", "Released"),
             retained("young", 6.0, "claim-young", "Released"),
             retained("again", 8.0, "someone-else", "Bound"),
+            retained("other-claim", 8.0, "someone-else", "Released"),
+            retained("bound", 8.0, "claim-bound", "Bound"),
         ],
         false,
     );
+    // A dry run says what it would give back, and gives back nothing.
     let f = fake(false);
+    let dry = run_keeping(&f, &kept, true, false, false);
+    let would: Vec<String> = dry
+        .records
+        .iter()
+        .filter(|r| r.judged.resource.kind == "PersistentVolume")
+        .filter_map(|r| Some(format!("{} {}", r.judged.resource.name, r.result.as_ref()?)))
+        .collect();
+    assert_eq!(would, ["exact would delete", "old would delete"]);
+    assert_eq!(
+        kept.volumes.lock().unwrap()["old"]["spec"]["persistentVolumeReclaimPolicy"],
+        "Retain"
+    );
     let report = run_keeping(&f, &kept, false, false, false);
     let volumes: Vec<(String, &str, String)> = report
         .records
@@ -723,10 +739,23 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
         volumes,
         [
             ("again".into(), "skipped", String::new()),
+            ("bound".into(), "skipped", String::new()),
+            ("exact".into(), "delete", "deleted".into()),
             ("old".into(), "delete", "deleted".into()),
+            ("other-claim".into(), "skipped", String::new()),
             ("young".into(), "held", String::new()),
         ]
     );
+    let young = report
+        .records
+        .iter()
+        .find(|r| r.judged.resource.name == "young")
+        .unwrap();
+    assert!(!young.judged.resource.deleting);
+    let SessionDecision::Held { until, .. } = young.judged.decision else {
+        panic!("{young:?}");
+    };
+    assert_eq!(until, now + 86_400.0);
     let volumes = kept.volumes.lock().unwrap();
     let old = &volumes["old"];
     assert_eq!(old["spec"]["persistentVolumeReclaimPolicy"], "Delete");
@@ -805,4 +834,130 @@ fn a_lock_lost_after_the_retain_leaves_the_claim_for_the_next_run() {
         (retained.name.as_str(), retained.policy.as_str()),
         ("pv-e", "Delete")
     );
+}
+
+/// A restore puts a claim back only on a volume still kept for the deleted claim: gc's label of
+/// this cluster, its annotation naming that claim, claimed by it, and not bound to anything.
+#[test]
+fn a_volume_is_taken_back_only_as_it_was_kept() {
+    use crate::sessions::volumes::{Retained, kept_for};
+    let kept_volume = |claim_uid: &str, label: &str, noted: &str, phase: &str| {
+        let record = Retained {
+            policy: "Delete".into(),
+            namespace: "streamspace".into(),
+            claim: "c".into(),
+            claim_uid: noted.into(),
+            session: None,
+            at: 0.0,
+            restored_to: None,
+        };
+        let mut v = volume("pv", claim_uid, "Retain", phase);
+        v["metadata"]["labels"] = json!({"gc.example.com/retained": label});
+        v["metadata"]["annotations"] =
+            json!({"gc.example.com/retained": serde_json::to_string(&record).unwrap()});
+        v
+    };
+    let check = |v: Value| {
+        let kept = kept_with(vec![v], false);
+        block_on(kept_for(&kept, "pv", "old", "primary")).map(|(_, r)| r.policy)
+    };
+    assert_eq!(
+        check(kept_volume("old", "primary", "old", "Released")),
+        Ok("Delete".into())
+    );
+    assert_eq!(
+        check(kept_volume("old", "primary", "old", "Available")),
+        Ok("Delete".into())
+    );
+    for (v, why) in [
+        (
+            kept_volume("old", "primary", "old", "Bound"),
+            "claimed again",
+        ),
+        (
+            kept_volume("new", "primary", "old", "Released"),
+            "claimed again",
+        ),
+        (
+            kept_volume("old", "other", "old", "Released"),
+            "no longer kept",
+        ),
+        (
+            kept_volume("old", "primary", "older", "Released"),
+            "no longer kept",
+        ),
+    ] {
+        let error = check(v).unwrap_err();
+        assert!(error.contains(why), "{error}");
+    }
+    let gone = kept_with(Vec::new(), false);
+    let error = block_on(kept_for(&gone, "pv", "old", "primary")).unwrap_err();
+    assert_eq!(error, "its volume pv is gone");
+}
+
+/// A restore moves the kept volume to the new claim (fenced on the old one) and, once that claim
+/// is bound to it, gives the volume its policy back; not before, and a dry run changes nothing.
+#[test]
+fn a_kept_volume_is_moved_to_the_restored_claim_and_given_back_once_bound() {
+    use crate::sessions::volumes::{claimed_again, kept_for, rebind};
+    let claim_uid = "u-e-PersistentVolumeClaim";
+    let f = with_claim();
+    let kept = kept_with(vec![volume("pv-e", claim_uid, "Delete", "Bound")], false);
+    run_keeping(&f, &kept, false, false, false);
+    kept.volumes.lock().unwrap().get_mut("pv-e").unwrap()["status"]["phase"] = "Released".into();
+
+    let (pv, record) = block_on(kept_for(&kept, "pv-e", claim_uid, "primary")).unwrap();
+    block_on(rebind(
+        &kept,
+        &pv,
+        record.clone(),
+        "e-home",
+        "new-uid",
+        true,
+    ))
+    .unwrap();
+    assert_eq!(
+        kept.volumes.lock().unwrap()["pv-e"]["spec"]["claimRef"]["uid"],
+        claim_uid
+    );
+    block_on(rebind(
+        &kept,
+        &pv,
+        record.clone(),
+        "e-home",
+        "new-uid",
+        false,
+    ))
+    .unwrap();
+    let moved = kept.volumes.lock().unwrap()["pv-e"].clone();
+    assert_eq!(moved["spec"]["claimRef"]["uid"], "new-uid");
+    assert_eq!(moved["spec"]["claimRef"]["name"], "e-home");
+    // The same move again meets its fence (the volume is no longer the old claim's).
+    let again = block_on(rebind(&kept, &pv, record, "e-home", "other", false)).unwrap_err();
+    assert!(
+        again.starts_with("cannot bind its volume pv-e to the new claim"),
+        "{again}"
+    );
+
+    let back = |dry_run| block_on(claimed_again(&kept, "pv-e", "new-uid", "primary", dry_run));
+    let policy =
+        || kept.volumes.lock().unwrap()["pv-e"]["spec"]["persistentVolumeReclaimPolicy"].clone();
+    assert_eq!(back(false), Ok(false), "not bound yet");
+    kept.volumes.lock().unwrap().get_mut("pv-e").unwrap()["status"]["phase"] = "Bound".into();
+    assert_eq!(
+        block_on(claimed_again(&kept, "pv-e", "other-uid", "primary", false)),
+        Ok(false)
+    );
+    assert_eq!(back(true), Ok(true));
+    assert_eq!(policy(), "Retain", "a dry run gives nothing back");
+    assert_eq!(back(false), Ok(true));
+    assert_eq!(policy(), "Delete");
+    let pv = kept.volumes.lock().unwrap()["pv-e"].clone();
+    assert!(
+        pv["metadata"]["annotations"]
+            .get("gc.example.com/retained")
+            .is_none(),
+        "{pv}"
+    );
+    assert_eq!(back(false), Ok(false), "nothing more to give back");
 }
