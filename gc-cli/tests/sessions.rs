@@ -618,6 +618,24 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     assert!(manifest["spec"]["template"].is_object(), "{doc}");
     assert!(manifest["metadata"].get("uid").is_none() && manifest.get("status").is_none());
     assert_eq!(doc["archivedFrom"]["uid"], line["uid"]);
+    // `archives show` verifies it and names the object and its session; `-o name` as kubectl.
+    let uid = line["uid"].as_str().unwrap();
+    let show = |form: &str| {
+        let args = [
+            &["archives", "show", uid, "-o", form][..],
+            &store_flags.concat(),
+        ]
+        .concat();
+        ok(&gc_cli(&args, &[]))
+    };
+    let shown = show("table");
+    assert!(
+        shown.contains(&format!("Session:  {}", GONE[0]))
+            && shown.contains(&format!("/deployment.apps/{} ({uid})", GONE[0]))
+            && shown.contains("verified"),
+        "{shown}"
+    );
+    assert_eq!(show("name").trim(), format!("deployment.apps/{}", GONE[0]));
     let unlabelled = records
         .iter()
         .find(|r| r["name"] == "streamspace-session-unlabelled")
