@@ -44,6 +44,8 @@ pub(crate) struct Kept {
     pub(crate) refuse_volume_patches: bool,
     /// Set by each volume patch: a flag of the run's `Stop` raised right after it.
     pub(crate) raise_on_volume_patch: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Set by each volume read: a flag raised between a read and the patch that follows it.
+    pub(crate) raise_on_volume_read: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Kept {
@@ -123,6 +125,9 @@ impl crate::ports::Store for Kept {
 #[async_trait::async_trait]
 impl crate::ports::Volumes for Kept {
     async fn get_volume(&self, name: &str) -> Result<Option<Vec<u8>>, crate::ports::ClusterError> {
+        if let Some(flag) = &self.raise_on_volume_read {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let volumes = self.volumes.lock().unwrap();
         Ok(volumes.get(name).map(|v| v.to_string().into_bytes()))
     }

@@ -425,11 +425,7 @@ async fn archive<C: ObjectCluster>(
         return Err(DeleteResult::Changed);
     }
     let retained = if is_claim(r) && cfg.retain_volume_days > 0 {
-        match volumes::retain(keep.volumes, cfg, &object, r, now, dry_run).await {
-            Ok(retained) => retained,
-            Err(why) if why.is_empty() => return Err(DeleteResult::Changed),
-            Err(why) => return Err(failed(why)),
-        }
+        volumes::retain(keep.volumes, cfg, &object, r, now, dry_run, stop).await?
     } else {
         None
     };

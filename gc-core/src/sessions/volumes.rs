@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::collect_sessions::DeleteResult;
 use crate::ports::{ClusterError, RetainedVolume, Volumes};
 use crate::sessions::{Judged, Resource, SessionConfig, SessionDecision};
 
@@ -51,23 +52,15 @@ fn add_to(meta: &Value, field: &str, key: &str, value: &str) -> Value {
     }
 }
 
-/// A write refused by a fence is a change; any other error is said with `what`.
-fn refused(error: ClusterError, what: &str) -> Result<(), String> {
-    match error {
-        ClusterError::Changed { .. } | ClusterError::NotFound(_) => Err(String::new()),
-        e => Err(format!("{what}: {e}")),
-    }
-}
-
 /// Keeps the volume of `claim` (the claim's whole object, about to be deleted): `Ok(None)` when
 /// there is none to keep (unbound, bound to a volume that names another claim, a policy other than
 /// `Delete`), `Ok(Some)` when it is kept (now, or by an earlier run that did not get to the
-/// delete). `Err("")` when a fence held (the claim or the volume changed: leave the claim for
-/// the next run), `Err(why)` when the volume cannot be read or patched: the claim must not be
-/// deleted then.
+/// delete). `stop` is read before the patch.
 ///
 /// # Errors
-/// As said.
+/// The result of the claim's delete, which must not be sent: `Changed` when a fence held (leave
+/// the claim for the next run), `Failed` when the volume cannot be read or patched, what `stop`
+/// says when it is set.
 pub async fn retain(
     volumes: &dyn Volumes,
     cfg: &SessionConfig,
@@ -75,7 +68,9 @@ pub async fn retain(
     resource: &Resource,
     now: f64,
     dry_run: bool,
-) -> Result<Option<RetainedVolume>, String> {
+    stop: crate::collect_sessions::Stop<'_>,
+) -> Result<Option<RetainedVolume>, DeleteResult> {
+    let failed = |why: String| DeleteResult::Failed(format!("not deleted: {why}"));
     let Some(name) = claim["spec"]["volumeName"]
         .as_str()
         .filter(|n| !n.is_empty())
@@ -85,10 +80,10 @@ pub async fn retain(
     let text = match volumes.get_volume(name).await {
         Ok(Some(text)) => text,
         Ok(None) => return Ok(None),
-        Err(e) => return Err(format!("cannot read its volume {name}: {e}")),
+        Err(e) => return Err(failed(format!("cannot read its volume {name}: {e}"))),
     };
-    let volume: Value =
-        serde_json::from_slice(&text).map_err(|e| format!("volume {name} is not JSON: {e}"))?;
+    let volume: Value = serde_json::from_slice(&text)
+        .map_err(|e| failed(format!("volume {name} is not JSON: {e}")))?;
     if volume["spec"]["claimRef"]["uid"] != resource.uid.as_str() {
         return Ok(None);
     }
@@ -116,7 +111,7 @@ pub async fn retain(
         at: now,
         restored_to: None,
     };
-    let record = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+    let record = serde_json::to_string(&record).map_err(|e| failed(e.to_string()))?;
     let patch = json!([
         {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
@@ -126,6 +121,9 @@ pub async fn retain(
         add_to(meta, "labels", RETAINED_LABEL, &cfg.cluster_id),
         add_to(meta, "annotations", RETAINED_ANNOTATION, &record),
     ]);
+    if let Some(unsent) = stop.result() {
+        return Err(unsent);
+    }
     match volumes
         .patch_volume(name, patch.to_string().as_bytes(), dry_run)
         .await
@@ -134,12 +132,13 @@ pub async fn retain(
             name: name.to_owned(),
             policy: "Delete".into(),
         })),
-        Err(e) => refused(e, &format!("cannot retain its volume {name}")).map(|()| None),
+        Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => Err(DeleteResult::Changed),
+        Err(e) => Err(failed(format!("cannot retain its volume {name}: {e}"))),
     }
 }
 
 /// What [`expire`] did with one retained volume: its judgement, and the result of its patch.
-pub type Expired = (Judged, Option<crate::collect_sessions::DeleteResult>);
+pub type Expired = (Judged, Option<DeleteResult>);
 
 /// Each volume of `cfg`'s cluster retained for a claim of `cfg`'s namespace, judged: given back
 /// its reclaim policy when it was retained more than `retain_volume_days` ago and is still
@@ -258,8 +257,7 @@ async fn give_back(
     policy: &str,
     cluster: &str,
     dry_run: bool,
-) -> crate::collect_sessions::DeleteResult {
-    use crate::collect_sessions::DeleteResult;
+) -> DeleteResult {
     let meta = &volume["metadata"];
     let label = RETAINED_LABEL.replace('/', "~1");
     let annotation = RETAINED_ANNOTATION.replace('/', "~1");
@@ -394,8 +392,7 @@ pub async fn claimed_again(
     };
     let fence = (claim_uid, "Bound");
     match give_back(volumes, &volume, fence, &record.policy, cluster, dry_run).await {
-        crate::collect_sessions::DeleteResult::Deleted
-        | crate::collect_sessions::DeleteResult::WouldDelete => Ok(true),
+        DeleteResult::Deleted | DeleteResult::WouldDelete => Ok(true),
         other => Err(format!(
             "cannot give its volume {name} its policy back: {other}"
         )),

@@ -165,6 +165,26 @@ fn run_keeping(
     .unwrap()
 }
 
+/// One run over `f` keeping to `kept`, its lock lost once `lost` is raised.
+fn run_stopped(f: &Fake, kept: &Kept, lost: &AtomicBool) -> SessionReport {
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let stopping = AtomicBool::new(false);
+    let stop = Stop {
+        lock_lost: lost,
+        stopping: &stopping,
+    };
+    block_on(run(
+        f,
+        &db,
+        kept.keep(),
+        &cfg(),
+        1_795_953_600.0,
+        false,
+        stop,
+    ))
+    .unwrap()
+}
+
 /// One run over the fake cluster with a table holding sessions a to d.
 fn run_once(dry_run: bool, lock_lost: bool) -> (Fake, SessionReport) {
     let f = fake(false);
@@ -791,22 +811,7 @@ fn a_lock_lost_after_the_retain_leaves_the_claim_for_the_next_run() {
         ..kept_with(vec![volume("pv-e", claim_uid, "Delete", "Bound")], false)
     };
     let f = with_claim();
-    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
-    let stopping = AtomicBool::new(false);
-    let stop = Stop {
-        lock_lost: &*lost,
-        stopping: &stopping,
-    };
-    let report = block_on(run(
-        &f,
-        &db,
-        kept.keep(),
-        &cfg(),
-        1_795_953_600.0,
-        false,
-        stop,
-    ))
-    .unwrap();
+    let report = run_stopped(&f, &kept, &lost);
     assert!(
         f.deleted.lock().unwrap().is_empty(),
         "{:?}",
@@ -960,4 +965,25 @@ fn a_kept_volume_is_moved_to_the_restored_claim_and_given_back_once_bound() {
         "{pv}"
     );
     assert_eq!(back(false), Ok(false), "nothing more to give back");
+}
+
+/// The lock lost between the volume's read and its patch: the volume is not touched, and the
+/// claim not deleted.
+#[test]
+fn a_lock_lost_before_the_retain_writes_nothing() {
+    let claim_uid = "u-e-PersistentVolumeClaim";
+    let lost = Arc::new(AtomicBool::new(false));
+    let bound = volume("pv-e", claim_uid, "Delete", "Bound");
+    let kept = Kept {
+        raise_on_volume_read: Some(Arc::clone(&lost)),
+        ..kept_with(vec![bound.clone()], false)
+    };
+    let f = with_claim();
+    let report = run_stopped(&f, &kept, &lost);
+    assert!(f.deleted.lock().unwrap().is_empty());
+    assert_eq!(kept.volumes.lock().unwrap()["pv-e"], bound);
+    assert_eq!(
+        results(&report)[0],
+        "failed: not deleted: the run lock was lost"
+    );
 }
