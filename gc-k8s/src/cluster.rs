@@ -76,6 +76,37 @@ impl KubeCluster {
     }
 }
 
+/// A GET's answer, a missing object (404) as `None`.
+pub(crate) fn found(
+    answer: Result<Vec<u8>, ClusterError>,
+) -> Result<Option<Vec<u8>>, ClusterError> {
+    match answer {
+        Ok(text) => Ok(Some(text)),
+        Err(ClusterError::NotFound(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The request applying the JSON patch `patch` (JSON text) to `name` in `collection`, as gc's
+/// field manager; with `dry_run`, server-side dry run.
+pub(crate) fn json_patch(
+    collection: Request,
+    name: &str,
+    patch: &[u8],
+    dry_run: bool,
+) -> Result<http::Request<Vec<u8>>, ClusterError> {
+    let ops: json_patch::Patch = serde_json::from_slice(patch)
+        .map_err(|e| ClusterError::Other(format!("not a JSON patch: {e}")))?;
+    let params = PatchParams {
+        dry_run,
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    collection
+        .patch(name, &params, &Patch::Json::<()>(ops))
+        .map_err(|e| ClusterError::Other(chain(&e)))
+}
+
 /// `/api/v1/namespaces/NAMESPACE/pods`, for a namespace that is a DNS label.
 fn pods_path(namespace: &str) -> Result<Request, ClusterError> {
     check_namespace(namespace)?;
@@ -241,11 +272,7 @@ impl Cluster for KubeCluster {
             namespace,
         };
         let request = pods_path(namespace)?.get(name, &GetParams::default());
-        match self.text(request, call).await {
-            Ok(text) => Ok(Some(text)),
-            Err(ClusterError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        }
+        found(self.text(request, call).await)
     }
 
     async fn patch_pod(
@@ -261,15 +288,8 @@ impl Cluster for KubeCluster {
             resource: "pods",
             namespace,
         };
-        let ops: json_patch::Patch = serde_json::from_slice(patch)
-            .map_err(|e| ClusterError::Other(format!("not a JSON patch: {e}")))?;
-        let params = PatchParams {
-            dry_run,
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
-        };
-        let request = pods_path(namespace)?.patch(name, &params, &Patch::Json::<()>(ops));
-        self.text(request, call).await
+        let request = json_patch(pods_path(namespace)?, name, patch, dry_run)?;
+        self.send(request, call).await
     }
 
     async fn delete_pod(

@@ -7,12 +7,13 @@ use gc_core::ports::{ClusterError, ObjectCluster, Page, Preconditions, Volumes};
 use gc_core::sessions::Kind;
 use http::HeaderValue;
 use http::header::ACCEPT;
-use kube::api::{GetParams, ListParams, Patch, PatchParams};
+use kube::api::{GetParams, ListParams};
 use kube::core::Request;
 
 use crate::KubeCluster;
 use crate::cluster::{
-    FIELD_MANAGER, check_name, check_namespace, delete_params, is_dns_subdomain, page, selector,
+    FIELD_MANAGER, check_name, check_namespace, delete_params, found, is_dns_subdomain, json_patch,
+    page, selector,
 };
 use crate::errors::{Call, chain};
 
@@ -150,11 +151,7 @@ impl ObjectCluster for KubeCluster {
             namespace,
         };
         let request = built(collection(kind, namespace)?.get(name, &GetParams::default()))?;
-        match self.send(request, call).await {
-            Ok(text) => Ok(Some(text)),
-            Err(ClusterError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        }
+        found(self.send(request, call).await)
     }
 
     async fn delete_object(
@@ -220,11 +217,7 @@ impl Volumes for KubeCluster {
             namespace: CLUSTER_SCOPE,
         };
         let request = built(Request::new(VOLUMES).get(name, &GetParams::default()))?;
-        match self.send(request, call).await {
-            Ok(text) => Ok(Some(text)),
-            Err(ClusterError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        }
+        found(self.send(request, call).await)
     }
 
     async fn list_volumes(
@@ -258,14 +251,7 @@ impl Volumes for KubeCluster {
             resource: "persistentvolumes",
             namespace: CLUSTER_SCOPE,
         };
-        let ops: json_patch::Patch = serde_json::from_slice(patch)
-            .map_err(|e| ClusterError::Other(format!("not a JSON patch: {e}")))?;
-        let params = PatchParams {
-            dry_run,
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PatchParams::default()
-        };
-        let request = built(Request::new(VOLUMES).patch(name, &params, &Patch::Json::<()>(ops)))?;
+        let request = json_patch(Request::new(VOLUMES), name, patch, dry_run)?;
         self.send(request, call).await
     }
 }
