@@ -71,14 +71,30 @@ pub async fn read_verified(
             store.location()
         );
     };
-    let bytes = sink
-        .read(&receipt.uri)
-        .await
-        .with_context(|| format!("cannot read archive {}", receipt.uri))?;
-    if let Some(problem) = receipt.mismatch(&bytes) {
-        anyhow::bail!("archive {} {problem}: not shown", receipt.uri);
-    }
+    let bytes = read_receipted(sink, &receipt).await.context("not shown")?;
     Ok((receipt, bytes))
+}
+
+/// The archive `receipt` records, read from `sink` and verified against it.
+///
+/// # Errors
+/// When `sink` does not hold it, it cannot be read, or it does not match `receipt`.
+pub async fn read_receipted(sink: &Archives, receipt: &Receipt) -> anyhow::Result<Vec<u8>> {
+    let uri = &receipt.uri;
+    if !sink.holds(uri) {
+        anyhow::bail!(
+            "archive {uri} is not in {} (give the sink it was written to)",
+            sink.shown()
+        );
+    }
+    let bytes = sink
+        .read(uri)
+        .await
+        .with_context(|| format!("cannot read archive {uri}"))?;
+    if let Some(problem) = receipt.mismatch(&bytes) {
+        anyhow::bail!("archive {uri} {problem}");
+    }
+    Ok(bytes)
 }
 
 /// Every receipt of `cluster` (in `namespace`, if given) against its archive, read from the sink

@@ -7,7 +7,7 @@
 //! volume, and the volume's `claimRef` moved to it (fenced); once the new claim is bound, a later
 //! `restore` gives the volume back its reclaim policy. Each object created gets an Event.
 
-use gc_core::ports::{ArchiveSink as _, Receipt};
+use gc_core::ports::Receipt;
 use gc_core::sessions::manifest::restorable;
 use gc_core::sessions::{Kind, volumes};
 use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding};
@@ -147,22 +147,11 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
     done
 }
 
-/// The archive of `r`, read from `sink` and verified against `r`.
+/// The archive of `r`, read from `sink` and verified against `r`, as JSON.
 async fn read(sink: &Archives, r: &Receipt) -> Result<Value, String> {
-    if !sink.holds(&r.uri) {
-        return Err(format!(
-            "archive {} is not in {} (give the sink it was written to)",
-            r.uri,
-            sink.shown()
-        ));
-    }
-    let bytes = sink
-        .read(&r.uri)
+    let bytes = crate::archives::read_receipted(sink, r)
         .await
-        .map_err(|e| format!("cannot read archive {}: {e}", r.uri))?;
-    if let Some(problem) = r.mismatch(&bytes) {
-        return Err(format!("archive {} {problem}", r.uri));
-    }
+        .map_err(|e| format!("{e:#}"))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("archive {} is not JSON: {e}", r.uri))
 }
 
