@@ -370,6 +370,27 @@ fn one_line(s: &str) -> String {
     }
 }
 
+/// `NAME:   value` lines, each value escaped; empty values left out.
+fn write_fields<const N: usize>(
+    out: &mut impl Write,
+    fields: [(&str, String); N],
+) -> std::io::Result<()> {
+    for (name, value) in fields {
+        if !value.is_empty() {
+            writeln!(out, "{:<10}{}", format!("{name}:"), escape(&value))?;
+        }
+    }
+    Ok(())
+}
+
+/// The archive line of a `show`: where, how large, its digest, verified.
+fn archive_line(receipt: &Receipt) -> String {
+    format!(
+        "{} ({} bytes, sha256 {}, verified)",
+        receipt.uri, receipt.bytes, receipt.sha256
+    )
+}
+
 /// `kind.group/NAME` of the archived object, as `kubectl -o name` prints it.
 fn name_of(receipt: &Receipt) -> String {
     object_name(receipt.api_version(), receipt.kind(), &receipt.name)
@@ -392,23 +413,17 @@ fn write_manifest(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::
         name_of(receipt),
         receipt.uid
     );
-    let archive = format!(
-        "{} ({} bytes, sha256 {}, verified)",
-        receipt.uri, receipt.bytes, receipt.sha256
-    );
-    for (name, value) in [
-        ("Object", object),
-        ("Session", from("session")),
-        ("Created", from("creationTimestamp")),
-        ("Archived", from("runAt")),
-        ("Labels", labels.join(",")),
-        ("Archive", archive),
-    ] {
-        if !value.is_empty() {
-            writeln!(out, "{:<10}{}", format!("{name}:"), escape(&value))?;
-        }
-    }
-    Ok(())
+    write_fields(
+        out,
+        [
+            ("Object", object),
+            ("Session", from("session")),
+            ("Created", from("creationTimestamp")),
+            ("Archived", from("runAt")),
+            ("Labels", labels.join(",")),
+            ("Archive", archive_line(receipt)),
+        ],
+    )
 }
 
 fn write_archive(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::io::Result<()> {
@@ -429,19 +444,9 @@ fn write_archive(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::i
                 None => String::new(),
             },
         ),
-        (
-            "Archive",
-            format!(
-                "{} ({} bytes, sha256 {}, verified)",
-                receipt.uri, receipt.bytes, receipt.sha256
-            ),
-        ),
+        ("Archive", archive_line(receipt)),
     ];
-    for (name, value) in fields {
-        if !value.is_empty() {
-            writeln!(out, "{:<10}{}", format!("{name}:"), escape(&value))?;
-        }
-    }
+    write_fields(out, fields)?;
     let mut rows = Vec::new();
     for (list, kind) in [
         ("initContainerStatuses", "init"),

@@ -1190,6 +1190,28 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
         text(&out.stderr)
     );
     assert_eq!(f.snapshot().await?, deleted);
+    // `-o name` as kubectl: the objects a restore would create.
+    let base = [
+        "restore",
+        "sessions",
+        "-n",
+        f.ns.name(),
+        "--session",
+        gone,
+        "--dry-run",
+    ];
+    let at = ["--kubeconfig", f.kubeconfig.as_str(), "-o", "name"];
+    let names = ok(&gc_cli(&[&base[..], &at, &kept].concat(), &[]));
+    let mut names: Vec<&str> = names.lines().collect();
+    names.sort_unstable();
+    let claim_name = format!("persistentvolumeclaim/{claim}");
+    let want = [
+        format!("deployment.apps/{gone}"),
+        claim_name,
+        format!("service/{gone}"),
+        format!("session.stream.space/{gone}"),
+    ];
+    assert_eq!(names, want);
 
     // The restore: each object again, with its labels and spec; the claim on its volume.
     let out = restore(gone, &[]);

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use clap::Args;
 use gc_core::sessions::Kind;
-use gc_runtime::restore::{RestoreRun, restore_sessions};
+use gc_runtime::restore::{RestoreRun, Restored, restore_sessions};
 
 use crate::archives::ArchiveArgs;
 use crate::exit::UsageError;
@@ -87,37 +87,41 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
     match args.output.form {
         Output::Json | Output::Yaml => write_doc(&mut out, &restored, args.output.form)?,
         Output::Name => {
-            for r in restored
-                .iter()
-                .filter(|r| r.uid.is_some() && r.result != "exists")
-            {
+            let created = |r: &&Restored| r.result == "created" || r.result == "would create";
+            for r in restored.iter().filter(created) {
                 writeln!(out, "{}", object_name(&r.api_version, &r.kind, &r.name))?;
             }
         }
         Output::Table | Output::Wide | Output::Kestra => {
-            let wide = args.output.form == Output::Wide;
             let rows: Vec<[String; 6]> = restored
                 .iter()
                 .map(|r| {
+                    let uid = r.uid.clone().unwrap_or_default();
+                    let note = r.note.clone().unwrap_or_default();
                     [
                         r.session.clone(),
                         r.kind.clone(),
                         r.name.clone(),
                         r.result.clone(),
-                        if wide {
-                            r.uid.clone().unwrap_or_default()
-                        } else {
-                            String::new()
-                        },
-                        r.note.clone().unwrap_or_default(),
+                        uid,
+                        note,
                     ]
                 })
                 .collect();
-            write_columns(
-                &mut out,
-                ["SESSION", "KIND", "NAME", "RESULT", "UID", "NOTE"],
-                &rows,
-            )?;
+            let header = ["SESSION", "KIND", "NAME", "RESULT", "UID", "NOTE"];
+            if args.output.form == Output::Wide {
+                write_columns(&mut out, header, &rows)?;
+            } else {
+                let rows: Vec<[String; 5]> = rows
+                    .into_iter()
+                    .map(|[s, k, n, r, _, note]| [s, k, n, r, note])
+                    .collect();
+                write_columns(
+                    &mut out,
+                    ["SESSION", "KIND", "NAME", "RESULT", "NOTE"],
+                    &rows,
+                )?;
+            }
         }
     }
     let failed: Vec<&str> = restored
