@@ -227,8 +227,9 @@ async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
     };
     assert_eq!(policy().await?, "Retain");
 
-    // The restore: the four objects again, the claim bound by the binder to the same volume,
-    // the Deployment's ReplicaSet made again.
+    // The restore, one command: the four objects again, the claim bound by the binder to the
+    // same volume and the volume's policy given back before it returns, the Deployment's
+    // ReplicaSet made again.
     let out = gc(&["restore", "sessions", "--session", gone, "-o", "json"]);
     assert!(out.status.success(), "{}", log(&out));
     let restored: Vec<Value> = serde_json::from_slice(&out.stdout)?;
@@ -237,15 +238,35 @@ async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
         "{restored:?}"
     );
     assert_eq!(restored.len(), 4);
-    eventually("the restored claim binds to its volume", async || {
+    assert_eq!(
+        restored[0]["note"],
+        format!("on its volume {pv}, bound again: reclaim policy Delete given back"),
+        "{restored:?}"
+    );
+    assert_eq!(policy().await?, "Delete");
+    // The binder binds the volume first, then marks the claim.
+    eventually("the restored claim bound", async || {
         let now = phases(&ns, &claim, &pv).await?;
-        Ok((now == (bound.clone(), bound.clone()), ()))
+        Ok((now == (bound.clone(), bound.clone()), now))
     })
     .await?;
     let new_claim = ns.api::<PersistentVolumeClaim>().get(&claim).await?;
     assert_eq!(
         new_claim.spec.unwrap().volume_name.as_deref(),
         Some(pv.as_str())
+    );
+    let kept = volumes.get(&pv).await?.metadata;
+    assert!(
+        !kept
+            .annotations
+            .unwrap_or_default()
+            .contains_key("gc.example.com/retained")
+    );
+    assert!(
+        !kept
+            .labels
+            .unwrap_or_default()
+            .contains_key("gc.example.com/retained")
     );
     eventually("the restored Deployment's ReplicaSet", async || {
         let sets = replica_sets()
@@ -257,13 +278,14 @@ async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
     })
     .await?;
 
-    // Bound again: the next restore gives the volume its policy back, and changes nothing else.
-    assert_eq!(policy().await?, "Retain");
+    // A second restore changes nothing.
+    let before = volumes.get(&pv).await?.metadata.resource_version;
     let out = gc(&["restore", "sessions", "--session", gone, "-o", "json"]);
     assert!(out.status.success(), "{}", log(&out));
     let again: Vec<Value> = serde_json::from_slice(&out.stdout)?;
     assert!(again.iter().all(|r| r["result"] == "exists"), "{again:?}");
-    assert_eq!(policy().await?, "Delete");
+    assert!(again.iter().all(|r| r["note"].is_null()), "{again:?}");
+    assert_eq!(volumes.get(&pv).await?.metadata.resource_version, before);
     let uids = |records: &[Value]| records.iter().map(|r| r["uid"].clone()).collect::<Vec<_>>();
     assert_eq!(uids(&again), uids(&restored));
     Ok(())

@@ -1213,8 +1213,9 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     ];
     assert_eq!(names, want);
 
-    // The restore: each object again, with its labels and spec; the claim on its volume.
-    let out = restore(gone, &[]);
+    // The restore: each object again, with its labels and spec; the claim on its volume. No
+    // binder runs here: without a wait, the volume keeps Retain until a later restore.
+    let out = restore(gone, &["--bind-wait-seconds=0"]);
     assert_eq!(
         results(&out),
         each(gone, "created"),

@@ -4,12 +4,14 @@
 //! A session's archives are all read back and verified against their receipts first: one that
 //! does not match (or cannot be read) restores nothing of that session. An object that exists
 //! again (same kind and name) is never replaced. A claim whose volume was kept is created on that
-//! volume, and the volume's `claimRef` moved to it (fenced); once the new claim is bound, a later
-//! `restore` gives the volume back its reclaim policy. Each object created gets an Event.
+//! volume, and the volume's `claimRef` moved to it (fenced); once the new claim is bound (waited
+//! for up to [`RestoreRun::bind_wait`], else by a later `restore`), the volume gets its reclaim
+//! policy back. Each object created gets an Event.
 
 use gc_core::ports::Receipt;
+use gc_core::sessions::Kind;
 use gc_core::sessions::manifest::restorable;
-use gc_core::sessions::{Kind, volumes};
+use gc_core::sessions::volumes::{self, ClaimedAgain};
 use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding};
 use gc_store::{Archives, ReceiptQuery, Store};
 use serde::Serialize;
@@ -35,6 +37,9 @@ pub struct RestoreRun<'a> {
     pub dry_run: bool,
     /// An Event on each object created (off for a dry run).
     pub events: &'a Events,
+    /// How long to wait, once a session's objects are created, for a claim created on its kept
+    /// volume to be bound, to give the volume back its policy; zero: a later `restore` does.
+    pub bind_wait: std::time::Duration,
 }
 
 /// What came of one archived object.
@@ -144,7 +149,39 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
     for (r, doc) in receipts.iter().zip(&docs) {
         done.push(restore_object(run, session, r, doc).await);
     }
+    // After every object: a claim may bind only once a Pod mounts it (WaitForFirstConsumer).
+    for (r, restored) in receipts.iter().zip(&mut done) {
+        let volume = r.session.as_ref().and_then(|s| s.retained.as_ref());
+        if let (Some(volume), Some(uid), false, "created") =
+            (volume, &restored.uid, run.dry_run, restored.result.as_str())
+        {
+            if let Some(note) = wait_bound(run, &volume.name, uid, &volume.policy).await {
+                restored.note = Some(note);
+            }
+        }
+    }
     done
+}
+
+/// Waits up to [`RestoreRun::bind_wait`] for the volume `name` to be bound to the claim created
+/// again (`uid`), and gives it back its `policy` then: what was done, or `None` when the wait
+/// ran out (the volume keeps `Retain`; a later `restore` gives it back).
+async fn wait_bound(run: &RestoreRun<'_>, name: &str, uid: &str, policy: &str) -> Option<String> {
+    let deadline = tokio::time::Instant::now() + run.bind_wait;
+    loop {
+        match volumes::claimed_again(run.cluster, name, uid, run.cluster_id, false).await {
+            Ok(ClaimedAgain::GivenBack) => {
+                return Some(format!(
+                    "on its volume {name}, bound again: reclaim policy {policy} given back"
+                ));
+            }
+            Ok(ClaimedAgain::NotBound) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            Ok(_) => return None,
+            Err(why) => return Some(format!("on its volume {name}: {why}")),
+        }
+    }
 }
 
 /// The archive of `r`, read from `sink` and verified against `r`, as JSON.
@@ -207,17 +244,18 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
         if let (Some(volume), Some(uid)) = (retained, &uid) {
             let back =
                 volumes::claimed_again(run.cluster, &volume.name, uid, run.cluster_id, run.dry_run);
-            note = Some(match back.await {
-                Ok(true) => format!(
+            note = match back.await {
+                Ok(ClaimedAgain::GivenBack) => Some(format!(
                     "its volume {} bound again: reclaim policy {} given back",
                     volume.name, volume.policy
-                ),
-                Ok(false) => format!(
+                )),
+                Ok(ClaimedAgain::NotBound) => Some(format!(
                     "its volume {} keeps Retain until this claim is bound to it",
                     volume.name
-                ),
+                )),
+                Ok(ClaimedAgain::NotKept) => None,
                 Err(why) => return done(Some(uid.clone()), &format!("failed: {why}"), None),
-            });
+            };
         }
         return done(uid, "exists", note);
     }

@@ -40,6 +40,11 @@ pub(crate) struct RestoreSessions {
         value_parser = crate::dry_run::parse
     )]
     dry_run: bool,
+    /// Once a session's objects are created, how long to wait for a claim created on its kept
+    /// volume to be bound, to give the volume back its reclaim policy then. 0: do not wait (the
+    /// volume keeps `Retain`; `restore` again once the claim is bound).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    bind_wait_seconds: u64,
     /// gc's store, holding the receipts: `sqlite:PATH`, a path, or `postgres://...`. Default:
     /// the embedded SQLite file.
     #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
@@ -78,6 +83,7 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
             kinds: &kinds,
             dry_run: args.dry_run,
             events: &events,
+            bind_wait: std::time::Duration::from_secs(args.bind_wait_seconds),
         };
         let restored = restore_sessions(&run, &args.sessions).await;
         store.close().await;

@@ -359,9 +359,19 @@ pub async fn rebind(
         .map_err(|e| format!("cannot bind its volume {name} to the new claim: {e}"))
 }
 
+/// What [`claimed_again`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimedAgain {
+    /// Bound to the claim created again: its policy given back (or, in a dry run, would be).
+    GivenBack,
+    /// Still gc's for that claim, not bound yet: it keeps `Retain`.
+    NotBound,
+    /// Gone, or no longer kept by gc for that claim: nothing to give back.
+    NotKept,
+}
+
 /// Gives the volume `name`, moved to the claim created again (`claim_uid`), its policy back
-/// once that claim is bound to it: `Ok(true)` when given back, `Ok(false)` when there is
-/// nothing to give back (not gc's, or not bound yet: the next `restore` looks again).
+/// once that claim is bound to it.
 ///
 /// # Errors
 /// The volume cannot be read, or the patch fails.
@@ -371,13 +381,13 @@ pub async fn claimed_again(
     claim_uid: &str,
     cluster: &str,
     dry_run: bool,
-) -> Result<bool, String> {
+) -> Result<ClaimedAgain, String> {
     let Some(text) = volumes
         .get_volume(name)
         .await
         .map_err(|e| format!("cannot read its volume {name}: {e}"))?
     else {
-        return Ok(false);
+        return Ok(ClaimedAgain::NotKept);
     };
     let volume: Value =
         serde_json::from_slice(&text).map_err(|e| format!("volume {name} is not JSON: {e}"))?;
@@ -387,12 +397,15 @@ pub async fn claimed_again(
         .filter(|r| r.restored_to.as_deref() == Some(claim_uid));
     let bound =
         volume["status"]["phase"] == "Bound" && volume["spec"]["claimRef"]["uid"] == claim_uid;
-    let Some(record) = record.filter(|_| bound) else {
-        return Ok(false);
+    let Some(record) = record else {
+        return Ok(ClaimedAgain::NotKept);
     };
+    if !bound {
+        return Ok(ClaimedAgain::NotBound);
+    }
     let fence = (claim_uid, "Bound");
     match give_back(volumes, &volume, fence, &record.policy, cluster, dry_run).await {
-        DeleteResult::Deleted | DeleteResult::WouldDelete => Ok(true),
+        DeleteResult::Deleted | DeleteResult::WouldDelete => Ok(ClaimedAgain::GivenBack),
         other => Err(format!(
             "cannot give its volume {name} its policy back: {other}"
         )),

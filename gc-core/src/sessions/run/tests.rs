@@ -904,7 +904,7 @@ fn a_volume_is_taken_back_only_as_it_was_kept() {
 /// is bound to it, gives the volume its policy back; not before, and a dry run changes nothing.
 #[test]
 fn a_kept_volume_is_moved_to_the_restored_claim_and_given_back_once_bound() {
-    use crate::sessions::volumes::{claimed_again, kept_for, rebind};
+    use crate::sessions::volumes::{ClaimedAgain, claimed_again, kept_for, rebind};
     let claim_uid = "u-e-PersistentVolumeClaim";
     let f = with_claim();
     let kept = kept_with(vec![volume("pv-e", claim_uid, "Delete", "Bound")], false);
@@ -947,15 +947,15 @@ fn a_kept_volume_is_moved_to_the_restored_claim_and_given_back_once_bound() {
     let back = |dry_run| block_on(claimed_again(&kept, "pv-e", "new-uid", "primary", dry_run));
     let policy =
         || kept.volumes.lock().unwrap()["pv-e"]["spec"]["persistentVolumeReclaimPolicy"].clone();
-    assert_eq!(back(false), Ok(false), "not bound yet");
+    assert_eq!(back(false), Ok(ClaimedAgain::NotBound), "not bound yet");
     kept.volumes.lock().unwrap().get_mut("pv-e").unwrap()["status"]["phase"] = "Bound".into();
     assert_eq!(
         block_on(claimed_again(&kept, "pv-e", "other-uid", "primary", false)),
-        Ok(false)
+        Ok(ClaimedAgain::NotKept)
     );
-    assert_eq!(back(true), Ok(true));
+    assert_eq!(back(true), Ok(ClaimedAgain::GivenBack));
     assert_eq!(policy(), "Retain", "a dry run gives nothing back");
-    assert_eq!(back(false), Ok(true));
+    assert_eq!(back(false), Ok(ClaimedAgain::GivenBack));
     assert_eq!(policy(), "Delete");
     let pv = kept.volumes.lock().unwrap()["pv-e"].clone();
     assert!(
@@ -964,7 +964,15 @@ fn a_kept_volume_is_moved_to_the_restored_claim_and_given_back_once_bound() {
             .is_none(),
         "{pv}"
     );
-    assert_eq!(back(false), Ok(false), "nothing more to give back");
+    assert_eq!(
+        back(false),
+        Ok(ClaimedAgain::NotKept),
+        "nothing more to give back"
+    );
+    assert_eq!(
+        block_on(claimed_again(&kept, "pv-gone", "new-uid", "primary", false)),
+        Ok(ClaimedAgain::NotKept)
+    );
 }
 
 /// The lock lost between the volume's read and its patch: the volume is not touched, and the
