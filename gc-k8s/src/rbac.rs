@@ -133,6 +133,39 @@ pub fn volume_rules() -> Vec<PolicyRule> {
     vec![rule("", &["persistentvolumes"], &["get", "list", "patch"])]
 }
 
+/// The rules of the Role of `restore sessions` (the chart's `gc.restore.enabled`: an account of
+/// its own, never the collector's), in each namespace it restores into:
+///
+/// | API group | resources | verbs | for |
+/// | --- | --- | --- | --- |
+/// | `apps` | `deployments` | get, create | an archived object read (exists?) and created again |
+/// | `""` | `services`, `persistentvolumeclaims` | get, create | the same |
+/// | `stream.space`, `stream.streamspace.io` | `sessions` | get, create | the same |
+/// | `events.k8s.io` | `events` | create | a `Restored` Event per object created (`events`) |
+///
+/// No `update`, `patch` or `delete`: an object that exists is never replaced.
+pub fn restore_rules(events: bool) -> Vec<PolicyRule> {
+    let mut rules = vec![
+        rule("apps", &["deployments"], &["get", "create"]),
+        rule("", &["services", "persistentvolumeclaims"], &["get", "create"]),
+        rule("stream.space", &["sessions"], &["get", "create"]),
+        rule("stream.streamspace.io", &["sessions"], &["get", "create"]),
+    ];
+    if events {
+        rules.push(rule("events.k8s.io", &["events"], &["create"]));
+    }
+    rules
+}
+
+/// The rules of the restore account's ClusterRole for kept volumes:
+///
+/// | API group | resources | verbs | for |
+/// | --- | --- | --- | --- |
+/// | `""` | `persistentvolumes` | get, patch | a kept volume moved to the claim created again, and given back its policy once bound |
+pub fn restore_volume_rules() -> Vec<PolicyRule> {
+    vec![rule("", &["persistentvolumes"], &["get", "patch"])]
+}
+
 /// The rules of a cluster-wide install's ClusterRole: [`required_rules`] in every namespace,
 /// and `list` on Namespaces, to find them (`--all-namespaces`, `--namespace-selector`).
 ///

@@ -105,19 +105,114 @@ fn the_roles_grant_exactly_the_rules_of_gc_k8s() {
     }
 }
 
+/// `gc.restore.enabled` renders an account of its own for `restore sessions`, granted exactly
+/// `gc_k8s::rbac::restore_rules` in each namespace of `gc.restore.namespaces` (default: the
+/// release's) and `restore_volume_rules` cluster-wide when volumes are kept; nothing by default,
+/// and never a Role in a system namespace.
+#[test]
+fn the_restore_account_is_granted_exactly_the_restore_rules() {
+    use gc_k8s::rbac::{restore_rules, restore_volume_rules};
+    let named = |objects: &[Value], suffix: &str| -> Vec<Value> {
+        objects
+            .iter()
+            .filter(|o| {
+                o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with(suffix))
+            })
+            .cloned()
+            .collect()
+    };
+    let rules = |o: &Value| grants(serde_json::from_value(o["rules"].clone()).unwrap());
+    let default = documents(&template(&[]));
+    assert!(named(&default, "-restore").is_empty(), "{}", names(&default));
+    assert!(named(&default, "-restore-volumes").is_empty());
+
+    for (sets, events, namespaces, volumes) in [
+        (&["gc.restore.enabled=true"][..], true, &["streamspace"][..], true),
+        (
+            &["gc.restore.enabled=true", "events.enabled=false"],
+            false,
+            &["streamspace"],
+            true,
+        ),
+        (
+            &[
+                "gc.restore.enabled=true",
+                "gc.retainVolumeDays=0",
+                "gc.restore.namespaces={team-a,team-b}",
+            ],
+            true,
+            &["team-a", "team-b"],
+            false,
+        ),
+    ] {
+        let objects = documents(&template(sets));
+        let restore = named(&objects, "-restore");
+        let account: Vec<&Value> = restore
+            .iter()
+            .filter(|o| o["kind"] == "ServiceAccount")
+            .collect();
+        assert_eq!(account.len(), 1, "{sets:?}");
+        assert_eq!(account[0]["metadata"]["name"], "gc-restore");
+        let roles: Vec<&Value> = restore.iter().filter(|o| o["kind"] == "Role").collect();
+        let bindings: Vec<&Value> = restore
+            .iter()
+            .filter(|o| o["kind"] == "RoleBinding")
+            .collect();
+        let in_ns = |os: &[&Value]| -> Vec<String> {
+            os.iter()
+                .map(|o| o["metadata"]["namespace"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(in_ns(&roles), namespaces, "{sets:?}");
+        assert_eq!(in_ns(&bindings), namespaces, "{sets:?}");
+        for (role, binding) in roles.iter().zip(&bindings) {
+            assert_eq!(rules(role), grants(restore_rules(events)), "{sets:?}");
+            assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+            assert_eq!(binding["subjects"][0]["name"], "gc-restore");
+            assert_eq!(binding["subjects"][0]["namespace"], "streamspace");
+        }
+        let cluster = named(&objects, "-restore-volumes");
+        assert_eq!(cluster.len(), if volumes { 2 } else { 0 }, "{sets:?}");
+        if let [role, binding] = &cluster[..] {
+            assert_eq!(role["kind"], "ClusterRole");
+            assert_eq!(rules(role), grants(restore_volume_rules()));
+            assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+            assert_eq!(binding["subjects"][0]["name"], "gc-restore");
+        }
+    }
+    let out = super::helm(&[
+        "template",
+        "gc",
+        super::CHART,
+        "--set",
+        "gc.restore.enabled=true",
+        "--set",
+        "gc.restore.namespaces={kube-system}",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("gc.restore.namespaces: kube-system is a system namespace"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// One grant: (API group, resource, verb, the object's name when the rule names objects).
 type Grant = (String, String, String, Option<String>);
 
 /// The Role's (or ClusterRole's) rules of `objects` as grants.
 fn granted(objects: &[Value], kind: &str) -> std::collections::BTreeSet<Grant> {
-    // The volumes' ClusterRole is a role of its own (`volume_rules`).
+    // The volumes' ClusterRole and the restore account's roles are roles of their own.
     let role = objects
         .iter()
         .find(|o| {
             o["kind"] == kind
                 && !o["metadata"]["name"]
                     .as_str()
-                    .is_some_and(|n| n.ends_with("-volumes"))
+                    .is_some_and(|n| n.ends_with("-volumes") || n.ends_with("-restore"))
         })
         .unwrap_or_else(|| panic!("no {kind} in {}", names(objects)));
     let rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule> =
