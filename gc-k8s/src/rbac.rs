@@ -147,7 +147,11 @@ pub fn volume_rules() -> Vec<PolicyRule> {
 pub fn restore_rules(events: bool) -> Vec<PolicyRule> {
     let mut rules = vec![
         rule("apps", &["deployments"], &["get", "create"]),
-        rule("", &["services", "persistentvolumeclaims"], &["get", "create"]),
+        rule(
+            "",
+            &["services", "persistentvolumeclaims"],
+            &["get", "create"],
+        ),
         rule("stream.space", &["sessions"], &["get", "create"]),
         rule("stream.streamspace.io", &["sessions"], &["get", "create"]),
     ];

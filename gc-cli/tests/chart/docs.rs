@@ -57,7 +57,7 @@ fn shell_words(line: &str) -> Vec<String> {
 
 /// The `kubectl` and `helm` commands of a Markdown file's fenced code blocks, in order: a `$ `
 /// prompt and comments removed, `\` continuations joined, `&&`, `||`, `|` and `;` separating.
-fn doc_commands(markdown: &str) -> Vec<Vec<String>> {
+pub(super) fn doc_commands(markdown: &str) -> Vec<Vec<String>> {
     let mut commands = Vec::new();
     let mut fenced = false;
     let mut pending = String::new();
@@ -136,9 +136,16 @@ fn kubectl_names(words: &[String]) -> (Vec<Named>, Vec<Named>) {
     let mut namespace = "default".to_owned();
     let mut positional = Vec::new();
     let mut values = Vec::new();
-    let mut rest = words[1..].iter();
+    // After `--`: the container's arguments (`kubectl run ... -- ARGS`), not kubectl's.
+    let own = words[1..].split(|w| w == "--").next().unwrap_or_default();
+    let mut rest = own.iter();
+    let mut overrides = None;
     while let Some(word) = rest.next() {
         if let Some((flag, value)) = word.split_once('=').filter(|_| word.starts_with('-')) {
+            if flag == "--overrides" {
+                overrides = Some(serde_json::from_str::<Value>(value).expect("--overrides JSON"));
+                continue;
+            }
             if flag == "--namespace" || flag == "-n" {
                 namespace = value.to_owned();
             }
@@ -176,6 +183,17 @@ fn kubectl_names(words: &[String]) -> (Vec<Named>, Vec<Named>) {
         if let Some(account) = value.strip_prefix("system:serviceaccount:") {
             let (ns, name) = account.split_once(':').expect("namespace:name");
             refers.push(named("ServiceAccount", ns, name));
+        }
+    }
+    // `run --overrides`: the Pod's ServiceAccount and claims.
+    if let Some(spec) = overrides.as_ref().map(|o| &o["spec"]) {
+        if let Some(account) = spec["serviceAccountName"].as_str() {
+            refers.push(named("ServiceAccount", &namespace, account));
+        }
+        for volume in spec["volumes"].as_array().into_iter().flatten() {
+            if let Some(claim) = volume["persistentVolumeClaim"]["claimName"].as_str() {
+                refers.push(named("PersistentVolumeClaim", &namespace, claim));
+            }
         }
     }
     let verb = positional.first().map(String::as_str);
@@ -218,6 +236,8 @@ struct HelmCommand {
     namespace: String,
     sets: Vec<String>,
     install: bool,
+    /// `--reuse-values`: the release's earlier values, then these `--set`s.
+    reuse: bool,
 }
 
 fn parse_helm(words: &[String]) -> HelmCommand {
@@ -227,6 +247,7 @@ fn parse_helm(words: &[String]) -> HelmCommand {
         namespace: "default".to_owned(),
         sets: Vec::new(),
         install: false,
+        reuse: false,
     };
     let mut rest = words.iter().skip(2);
     while let Some(word) = rest.next() {
@@ -239,6 +260,7 @@ fn parse_helm(words: &[String]) -> HelmCommand {
             "-n" | "--namespace" => parsed.namespace = value(),
             "--set" | "--set-string" => parsed.sets.push(value()),
             "--install" | "-i" => parsed.install = true,
+            "--reuse-values" => parsed.reuse = true,
             "--create-namespace" | "--wait" | "--atomic" | "--dry-run" => {}
             flag if flag.starts_with('-') => {
                 panic!("helm {flag}: teach this test what it does to the rendered names")
@@ -259,6 +281,8 @@ fn readme_commands_name_rendered_objects() {
             .unwrap();
     let commands = doc_commands(&readme);
     let mut releases: Vec<(String, String)> = Vec::new();
+    // The values each install or upgrade of a release rendered it with, in order.
+    let mut values: Vec<((String, String), Vec<String>)> = Vec::new();
     let mut known: Vec<Named> = Vec::new();
     let (mut renders, mut checked) = (0, 0);
     let mut problems = Vec::new();
@@ -284,9 +308,16 @@ fn readme_commands_name_rendered_objects() {
                             ));
                         }
                     } else if helm.subcommand != "template" {
-                        releases.push(release_ns);
+                        releases.push(release_ns.clone());
                     }
-                    let sets: Vec<&str> = helm.sets.iter().map(String::as_str).collect();
+                    let mut sets: Vec<String> = Vec::new();
+                    if helm.reuse {
+                        let earlier = values.iter().rev().find(|(r, _)| *r == release_ns);
+                        sets.extend(earlier.into_iter().flat_map(|(_, s)| s.clone()));
+                    }
+                    sets.extend(helm.sets.iter().cloned());
+                    values.push((release_ns, sets.clone()));
+                    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
                     let rendered = template_as(release, &helm.namespace, &sets);
                     known.extend(rendered_objects(&rendered, &helm.namespace));
                     renders += 1;

@@ -207,6 +207,217 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
             "{verb} {group}/{resource}"
         );
     }
+    // Volumes kept (`gc.retainVolumeDays`, 7): get, list, patch on PersistentVolumes, no more.
+    for (verb, want) in [
+        ("get", true),
+        ("list", true),
+        ("patch", true),
+        ("delete", false),
+        ("create", false),
+        ("update", false),
+    ] {
+        let got = allowed(&client, verb, "", "persistentvolumes", None).await?;
+        assert_eq!(got, want, "{verb} persistentvolumes");
+    }
+
+    // The delete undone as the chart README says, by the restore account it enables.
+    restore_as_the_readme_says(bed, &ns, cron_job, &state).await?;
+    assert!(sessions.get_opt("gone-1").await?.is_some());
+    assert!(services.get_opt("gone-1").await?.is_some());
+    Ok(())
+}
+
+/// The chart README's "Undoing a delete": `helm upgrade --reuse-values --set
+/// gc.restore.enabled=true`, then its `kubectl run` Pod's container run as the kubelet would run
+/// it (the overrides' account, volume and environment; the image's entrypoint with the arguments
+/// after `--`), the README's namespace and session id those of the test. The Pod is the
+/// CronJob's image, on its state volume, as its own account; a dry run creates nothing, the run
+/// creates the session's objects again; the account may create and not delete or update.
+async fn restore_as_the_readme_says(
+    bed: &TestBed,
+    ns: &TestNamespace,
+    cron_job: &k8s_openapi::api::batch::v1::CronJob,
+    state: &dyn Fn(&str) -> String,
+) -> Result {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../chart/README.md"))?;
+    let readme = readme
+        .replace(" streamspace ", &format!(" {} ", ns.name()))
+        .replace("alice-firefox-0000000a", "gone-1");
+    let commands = super::docs::doc_commands(&readme);
+    let upgrade = commands
+        .iter()
+        .find(|c| {
+            c[..2] == ["helm", "upgrade"] && c.iter().any(|w| w.contains("gc.restore.enabled=true"))
+        })
+        .expect("the README's upgrade that enables the restore account");
+    let kubeconfig = bed.kubeconfig_path().to_str().unwrap();
+    let args: Vec<&str> = upgrade[1..]
+        .iter()
+        .map(|w| {
+            if w == "./chart" {
+                super::CHART
+            } else {
+                w.as_str()
+            }
+        })
+        .chain(["--kubeconfig", kubeconfig])
+        .collect();
+    let out = super::helm(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = commands
+        .iter()
+        .find(|c| c[..2] == ["kubectl", "run"])
+        .expect("the README's kubectl run");
+    let flag = |name: &str| -> String {
+        run.iter()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("{name}= in {run:?}"))
+            .to_owned()
+    };
+    assert!(
+        run.contains(&"-n".to_owned()) && run.contains(&ns.name().to_owned()),
+        "{run:?}"
+    );
+    assert_eq!(
+        flag("--override-type"),
+        "strategic",
+        "containers merge by name"
+    );
+    let overrides: serde_json::Value = serde_json::from_str(&flag("--overrides"))?;
+    let spec = &overrides["spec"];
+    let container = &spec["containers"][0];
+    // The override merges into kubectl run's container, named as the Pod.
+    assert_eq!(container["name"], run[2].as_str(), "{overrides}");
+    // The CronJob's image (the chart's appVersion), security context and state volume.
+    let cron = cron_pod(cron_job);
+    let cron_container = &cron.containers[0];
+    assert_eq!(Some(flag("--image")), cron_container.image, "{run:?}");
+    let security = cron.security_context.clone().unwrap();
+    assert_eq!(
+        spec["securityContext"]["runAsUser"],
+        security.run_as_user.unwrap()
+    );
+    assert_eq!(
+        spec["securityContext"]["fsGroup"],
+        security.fs_group.unwrap()
+    );
+    let claim = cron.volumes.clone().unwrap()[0]
+        .persistent_volume_claim
+        .clone()
+        .unwrap()
+        .claim_name;
+    assert_eq!(
+        spec["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        claim.as_str()
+    );
+    let mount = &cron_container.volume_mounts.clone().unwrap()[0];
+    assert_eq!(
+        container["volumeMounts"][0]["mountPath"],
+        mount.mount_path.as_str()
+    );
+    // The account the chart rendered for it.
+    let account = spec["serviceAccountName"].as_str().unwrap();
+    assert!(
+        ns.api::<ServiceAccount>().get_opt(account).await?.is_some(),
+        "{account}"
+    );
+    let env: Vec<(String, String)> = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_owned(),
+                state(e["value"].as_str().unwrap()),
+            )
+        })
+        .collect();
+
+    let dir = tempfile::tempdir()?;
+    let token = token_file(ns, account, &dir).await?;
+    let after: Vec<String> = run.split(|w| w == "--").nth(1).expect("-- ARGS").to_vec();
+    let gc = |args: &[String]| {
+        command()
+            .args(out_of_cluster(args, bed, &token))
+            .args(["-o", "json"])
+            .env_clear()
+            .envs(env.iter().cloned())
+            .output()
+            .unwrap()
+    };
+    let rows = |out: &std::process::Output| -> Vec<(String, String)> {
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{log}");
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let mut rows: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["kind"].as_str().unwrap().to_owned(),
+                    r["result"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    // As written: a dry run.
+    assert!(after.contains(&"--dry-run=server".to_owned()), "{after:?}");
+    let would = rows(&gc(&after));
+    assert_eq!(
+        would,
+        [("Service", "would create"), ("Session", "would create")]
+            .map(|(k, r)| (k.to_owned(), r.to_owned()))
+    );
+    // Without the dry run: created.
+    let live: Vec<String> = after
+        .into_iter()
+        .filter(|a| a != "--dry-run=server")
+        .collect();
+    let created = rows(&gc(&live));
+    assert_eq!(
+        created,
+        [("Service", "created"), ("Session", "created")].map(|(k, r)| (k.to_owned(), r.to_owned()))
+    );
+
+    // Its account: get and create the kinds and Events here, nothing else; the kept volumes.
+    let client = ns.service_account_client(account).await?;
+    for (verb, group, resource, want) in [
+        ("create", "apps", "deployments", true),
+        ("get", "apps", "deployments", true),
+        ("create", "", "services", true),
+        ("create", "", "persistentvolumeclaims", true),
+        ("create", "stream.space", "sessions", true),
+        ("create", "events.k8s.io", "events", true),
+        ("delete", "apps", "deployments", false),
+        ("update", "", "services", false),
+        ("patch", "", "persistentvolumeclaims", false),
+        ("list", "stream.space", "sessions", false),
+        ("create", "", "pods", false),
+        ("get", "", "secrets", false),
+        ("create", "coordination.k8s.io", "leases", false),
+    ] {
+        let got = allowed(&client, verb, group, resource, Some(ns.name())).await?;
+        assert_eq!(got, want, "restore account: {verb} {group}/{resource}");
+        if want {
+            assert!(!allowed(&client, verb, group, resource, Some("default")).await?);
+        }
+    }
+    for (verb, want) in [
+        ("get", true),
+        ("patch", true),
+        ("list", false),
+        ("delete", false),
+    ] {
+        let got = allowed(&client, verb, "", "persistentvolumes", None).await?;
+        assert_eq!(got, want, "restore account: {verb} persistentvolumes");
+    }
     Ok(())
 }
 

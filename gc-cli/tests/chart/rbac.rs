@@ -125,11 +125,20 @@ fn the_restore_account_is_granted_exactly_the_restore_rules() {
     };
     let rules = |o: &Value| grants(serde_json::from_value(o["rules"].clone()).unwrap());
     let default = documents(&template(&[]));
-    assert!(named(&default, "-restore").is_empty(), "{}", names(&default));
+    assert!(
+        named(&default, "-restore").is_empty(),
+        "{}",
+        names(&default)
+    );
     assert!(named(&default, "-restore-volumes").is_empty());
 
     for (sets, events, namespaces, volumes) in [
-        (&["gc.restore.enabled=true"][..], true, &["streamspace"][..], true),
+        (
+            &["gc.restore.enabled=true"][..],
+            true,
+            &["streamspace"][..],
+            true,
+        ),
         (
             &["gc.restore.enabled=true", "events.enabled=false"],
             false,
