@@ -154,10 +154,9 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
         let volume = r.session.as_ref().and_then(|s| s.retained.as_ref());
         if let (Some(volume), Some(uid), false, "created") =
             (volume, &restored.uid, run.dry_run, restored.result.as_str())
+            && let Some(note) = wait_bound(run, &volume.name, uid, &volume.policy).await
         {
-            if let Some(note) = wait_bound(run, &volume.name, uid, &volume.policy).await {
-                restored.note = Some(note);
-            }
+            restored.note = Some(note);
         }
     }
     done
