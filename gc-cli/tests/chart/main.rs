@@ -186,10 +186,16 @@ async fn allowed_named(
 /// The Prometheus Operator's ServiceMonitor CRD (`tests/data`), installed once on the test bed
 /// and `Established`.
 async fn install_service_monitor_crd(bed: &TestBed) -> Result {
+    install_crd(bed, "servicemonitors").await
+}
+
+/// The Prometheus Operator's CRD of `plural` (`tests/data/monitoring.coreos.com_PLURAL.yaml`),
+/// installed once on the test bed and `Established`.
+async fn install_crd(bed: &TestBed, plural: &str) -> Result {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/monitoring.coreos.com_servicemonitors.yaml"
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/data/monitoring.coreos.com_{plural}.yaml",
+        env!("CARGO_MANIFEST_DIR")
     ))?;
     let [crd] = &documents(&text)[..] else {
         panic!("one CRD");
@@ -200,9 +206,10 @@ async fn install_service_monitor_crd(bed: &TestBed) -> Result {
         Err(e) if gc_testbed::status_code(&e) != Some(409) => return Err(e.into()),
         _ => {}
     }
+    let name = format!("{plural}.monitoring.coreos.com");
     for _ in 0..300 {
         let conditions = crds
-            .get("servicemonitors.monitoring.coreos.com")
+            .get(&name)
             .await?
             .status
             .and_then(|s| s.conditions)
@@ -215,5 +222,5 @@ async fn install_service_monitor_crd(bed: &TestBed) -> Result {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    Err("the ServiceMonitor CRD is not Established".into())
+    Err(format!("the CRD {name} is not Established").into())
 }

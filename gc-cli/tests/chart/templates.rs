@@ -207,8 +207,9 @@ async fn dry_run_create(client: &kube::Client, namespace: &str, object: &Dynamic
 async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
     let (bed, ns) = namespace("chart-dry").await?;
     install_service_monitor_crd(bed).await?;
+    super::install_crd(bed, "prometheusrules").await?;
     let client = ns.client().clone();
-    let variations: [&[&str]; 7] = [
+    let variations: [&[&str]; 8] = [
         &[],
         &["failedPods.enabled=true"],
         &[
@@ -250,6 +251,14 @@ async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
             "serviceAccount.name=existing",
             "nodeSelector.pool=batch",
         ],
+        &[
+            "failedPods.enabled=true",
+            "prometheusRule.enabled=true",
+            "prometheusRule.labels.release=kube-prometheus-stack",
+            "metrics.prefix=gc",
+            "prometheusRule.noSuccessHours.pods=72",
+            "gc.restore.enabled=true",
+        ],
     ];
     for sets in variations {
         let mut sets = sets.to_vec();
@@ -270,6 +279,9 @@ async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
             kinds.push(object.types.unwrap().kind);
         }
         assert!(kinds.len() >= 4, "{sets:?}: only {kinds:?}");
+        if sets.contains(&"prometheusRule.enabled=true") {
+            assert!(kinds.iter().any(|k| k == "PrometheusRule"), "{kinds:?}");
+        }
         if sets.contains(&"metrics.serviceMonitor.enabled=true") {
             let monitors = kinds.iter().filter(|k| *k == "ServiceMonitor").count();
             assert_eq!(monitors, 2, "{sets:?}: {kinds:?}");
@@ -330,5 +342,107 @@ fn long_release_names_give_names_within_kubernetes_limits() {
             o["kind"],
             name.len()
         );
+    }
+}
+
+/// `prometheusRule.enabled` renders the shipped rules (`deploy/prometheus/gc-alerts.yaml`, which
+/// is `chart/files/gc-alerts.yaml`) as a PrometheusRule: with the default values exactly the
+/// file's groups; with another `metrics.prefix` and other thresholds, the file's with those (each
+/// window twice its threshold); its labels from values; nothing by default. promtool checks each
+/// rendering and passes the file's unit tests on the default one and on another prefix.
+#[test]
+fn the_prometheus_rule_is_the_shipped_rules() {
+    let file = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/prometheus/gc-alerts.yaml"
+    ))
+    .unwrap();
+    let groups = |text: &str| -> Value {
+        serde_json::to_value(serde_norway::from_str::<serde_norway::Value>(text).unwrap())
+            .unwrap()["groups"]
+            .clone()
+    };
+    let rule_of = |sets: &[&str]| -> Option<Value> {
+        documents(&template(sets))
+            .into_iter()
+            .find(|o| o["kind"] == "PrometheusRule")
+    };
+    assert!(rule_of(&["failedPods.enabled=true"]).is_none());
+
+    let default = rule_of(&[
+        "prometheusRule.enabled=true",
+        "prometheusRule.labels.release=kube-prometheus-stack",
+    ])
+    .expect("a PrometheusRule");
+    assert_eq!(default["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(default["metadata"]["name"], "gc");
+    assert_eq!(default["metadata"]["namespace"], "streamspace");
+    assert_eq!(
+        default["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+    assert_eq!(default["spec"]["groups"], groups(&file));
+
+    let prefixed = rule_of(&["prometheusRule.enabled=true", "metrics.prefix=gc"]).unwrap();
+    assert_eq!(
+        prefixed["spec"]["groups"],
+        groups(&file.replace("streamspace_", "gc_"))
+    );
+    let custom = rule_of(&[
+        "prometheusRule.enabled=true",
+        "metrics.prefix=gc",
+        "prometheusRule.noSuccessHours.sessions=6",
+        "prometheusRule.noSuccessHours.pods=24",
+    ])
+    .unwrap();
+    let want = file
+        .replace("streamspace_", "gc_")
+        .replace("> 12 * 3600", "> 6 * 3600")
+        .replace(r#"{collector="sessions"}[24h]"#, r#"{collector="sessions"}[12h]"#)
+        .replace("> 48 * 3600", "> 24 * 3600")
+        .replace(r#"{collector="pods"}[96h]"#, r#"{collector="pods"}[48h]"#);
+    assert_ne!(want, file.replace("streamspace_", "gc_"));
+    assert_eq!(custom["spec"]["groups"], groups(&want));
+
+    let Some(bin) = std::env::var_os("GC_TEST_PROMETHEUS").map(std::path::PathBuf::from) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install Prometheus (GC_TEST_PROMETHEUS)"
+        );
+        return;
+    };
+    let tests = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/prometheus/gc-alerts.test.yaml"
+    ))
+    .unwrap();
+    let promtool = |dir: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new(bin.join("promtool"))
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && text.contains("SUCCESS"), "{args:?}: {text}");
+    };
+    for (rule, prefix, unit_tests) in [
+        (&default, "streamspace_", true),
+        (&prefixed, "gc_", true),
+        (&custom, "gc_", false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        // JSON is YAML: the rule's groups as a rule file.
+        let rules = serde_json::json!({"groups": rule["spec"]["groups"]});
+        std::fs::write(dir.path().join("gc-alerts.yaml"), rules.to_string()).unwrap();
+        promtool(dir.path(), &["check", "rules", "gc-alerts.yaml"]);
+        if unit_tests {
+            let tests = tests.replace("streamspace_", prefix);
+            std::fs::write(dir.path().join("gc-alerts.test.yaml"), tests).unwrap();
+            promtool(dir.path(), &["test", "rules", "gc-alerts.test.yaml"]);
+        }
     }
 }
