@@ -1,8 +1,11 @@
-//! The shipped alert rules (`deploy/prometheus/gc-alerts.yaml`): checked and unit-tested with
-//! promtool, and evaluated end to end by a real Prometheus scraping a real Pushgateway that real
-//! runs push to, and a real `gc-cli serve`: failures fire `GcRunFailing` from the first one,
-//! `GcNoRecentSuccess` fires whether a success was ever recorded or not, a success resolves both,
-//! and `serve`'s counters never go down.
+//! The shipped alert rules (`deploy/prometheus/gc-alerts.yaml`) and dashboard
+//! (`deploy/grafana/gc.json`). The rules checked and unit-tested with promtool, and evaluated end
+//! to end, as the chart renders them in its PrometheusRule, by a real Prometheus scraping a real Pushgateway that real runs push to, and a real
+//! `gc-cli serve`: failures fire `GcRunFailing` from the first one, `GcNoRecentSuccess` fires
+//! whether a success was ever recorded or not, a success resolves both, and `serve`'s counters
+//! never go down. Every panel and variable query of the dashboard, as the chart renders it in its
+//! ConfigMap, run through a real
+//! Prometheus's query API after real runs, showing what those runs did.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -13,7 +16,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{Result, command, namespace, pushgateway, sqlite};
+use common::{COLLECT, Result, command, namespace, pushgateway, sqlite, target};
 
 /// The folder of the shipped rules and their unit tests.
 const RULES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/prometheus");
@@ -60,11 +63,56 @@ fn promtool_checks_the_rules_and_passes_their_unit_tests() {
     assert!(tested.contains("SUCCESS"), "{tested}");
 }
 
-/// The shipped rules, as JSON.
+/// The chart rendered as an install with the alert rules and the dashboard enabled (default
+/// prefix): what the end-to-end tests evaluate. (`tests/chart` proves that the rendering equals
+/// the shipped files, and promtool passes the files' unit tests on it.)
+fn rendered_chart() -> Vec<Value> {
+    let bin = std::env::var_os("GC_TESTBED_BIN").map_or_else(
+        || {
+            let out = Command::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../scripts/testbed-build.sh"
+            ))
+            .arg("helm")
+            .output()
+            .unwrap();
+            PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+        },
+        PathBuf::from,
+    );
+    let out = Command::new(bin.join("helm"))
+        .args([
+            "template",
+            "gc",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../chart"),
+        ])
+        .args(["--set", "prometheusRule.enabled=true"])
+        .args(["--set", "grafana.dashboards.enabled=true"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split("\n---")
+        .filter(|d| d.lines().any(|l| l.starts_with("kind:")))
+        .map(|doc| {
+            let value: serde_norway::Value = serde_norway::from_str(doc).unwrap();
+            serde_json::to_value(value).unwrap()
+        })
+        .collect()
+}
+
+/// The chart's PrometheusRule's rules (`{"groups": ...}`), as JSON.
 fn rules() -> Value {
-    let text = std::fs::read_to_string(Path::new(RULES_DIR).join("gc-alerts.yaml")).unwrap();
-    let yaml: serde_norway::Value = serde_norway::from_str(&text).unwrap();
-    serde_json::to_value(yaml).unwrap()
+    let rule = rendered_chart()
+        .into_iter()
+        .find(|o| o["kind"] == "PrometheusRule")
+        .expect("a PrometheusRule");
+    serde_json::json!({"groups": rule["spec"]["groups"]})
 }
 
 #[test]
@@ -528,5 +576,469 @@ async fn alerts_from_serve_resolve_and_its_counters_never_go_down() -> Result {
         "{took:?}: {log}"
     );
     eprintln!("serve exited {took:?} after SIGTERM, Prometheus connected");
+    Ok(())
+}
+
+/// The chart's dashboard ConfigMap's dashboard.
+fn dashboard() -> Value {
+    let map = rendered_chart()
+        .into_iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["data"].get("gc.json").is_some())
+        .expect("the dashboard's ConfigMap");
+    serde_json::from_str(map["data"]["gc.json"].as_str().unwrap()).unwrap()
+}
+
+/// Every query of the dashboard's panels: (panel title, refId, expression).
+fn panel_queries(dashboard: &Value) -> Vec<(String, String, String)> {
+    let mut queries = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for t in panel["targets"].as_array().into_iter().flatten() {
+            queries.push((
+                panel["title"].as_str().unwrap().to_owned(),
+                t["refId"].as_str().unwrap().to_owned(),
+                t["expr"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    queries
+}
+
+/// `expr` as Grafana sends it with the prefix `streamspace`, one collector and one namespace
+/// chosen, and a rate interval of a minute (four scrapes of this test's Prometheus and more).
+fn filled(expr: &str, collector: &str, namespace: &str) -> String {
+    expr.replace("${prefix}", "streamspace")
+        .replace("$collector", collector)
+        .replace("$namespace", namespace)
+        .replace("$__rate_interval", "1m")
+}
+
+/// The samples of an instant query, as (the labels `keys` name, joined by `/`, value), sorted.
+fn samples(prometheus: &Prometheus, query: &str, keys: &[&str]) -> Vec<(String, f64)> {
+    let answer = prometheus.query(query).unwrap();
+    assert_eq!(answer["status"], "success", "{query}: {answer}");
+    let mut found: Vec<(String, f64)> = answer["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let labels: Vec<&str> = keys
+                .iter()
+                .map(|k| r["metric"][k].as_str().unwrap_or("-"))
+                .collect();
+            let value = r["value"][1].as_str().unwrap().parse().unwrap();
+            (labels.join("/"), value)
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// A panel's query filled in for `collector` and `namespace`: the one query of `title`, or its
+/// query `ref_id`.
+fn panel(dashboard: &Value, title: &str, ref_id: &str, collector: &str, namespace: &str) -> String {
+    let queries = panel_queries(dashboard);
+    let (_, _, expr) = queries
+        .iter()
+        .find(|(t, r, _)| t == title && r == ref_id)
+        .unwrap_or_else(|| panic!("no query {ref_id} in panel {title:?}"));
+    filled(expr, collector, namespace)
+}
+
+/// Every panel and variable of the dashboard on a real Prometheus scraping a real Pushgateway,
+/// after real runs in one namespace: a failed run (the errors panel names its stage, the result
+/// panel shows 0 and no success age); a live run over four failed Pods, one inside retention,
+/// capped at two (scanned 4, eligible 4, held 1, deferred 1, deleted 2, the archive bytes of the
+/// two receipts, a success a moment ago); an apply whose one target changed after its plan (a
+/// fence lost at the step that found it, nothing deleted).
+#[tokio::test]
+async fn dashboard_panels_show_what_pushed_runs_did() -> Result {
+    let (Some(bin), Some(gateway)) = (prometheus_bin(), pushgateway()) else {
+        return Ok(());
+    };
+    let (bed, ns) = namespace("dashboard").await?;
+    let name = ns.name();
+    let dir = tempfile::tempdir()?;
+    let store = sqlite(dir.path(), "s.db");
+    let archives = dir.path().join("a");
+    let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
+    let gc = |args: &[&str]| {
+        let out = command()
+            .args(args)
+            .args(["--store", &store])
+            .env_remove("GC_ALERT_WEBHOOK")
+            .env_remove("GC_METRICS_FILE")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.stdout,
+        )
+    };
+    // The Pushgateway outlives test runs: a group of this namespace's name is an earlier run's.
+    let group = format!("{gateway}/metrics/job/gc/collector/pods/namespace/{name}");
+    let deleted = Command::new("curl")
+        .args(["-fsS", "-X", "DELETE", &group])
+        .status()?;
+    assert!(deleted.success());
+    let push = [
+        "--pushgateway",
+        &gateway,
+        "--metrics-prefix",
+        "streamspace",
+        "--archive-dir",
+        archives.to_str().unwrap(),
+    ];
+    let addr = gateway.trim_start_matches("http://").trim_end_matches('/');
+    let prometheus = Prometheus::start(
+        &bin,
+        "groups: []\n",
+        Target::Pushgateway {
+            addr,
+            namespace: name,
+        },
+    );
+    let board = dashboard();
+    let shown = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let show = |title: &str, ref_id: &str, keys: &[&str]| {
+        shown
+            .borrow_mut()
+            .insert((title.to_owned(), ref_id.to_owned()));
+        samples(
+            &prometheus,
+            &panel(&board, title, ref_id, "pods", name),
+            keys,
+        )
+    };
+    let attempt = format!(
+        r#"streamspace_last_attempt_timestamp_seconds{{collector="pods",namespace="{name}"}}"#
+    );
+    let mut last = 0.0;
+    let mut scraped = |prometheus: &Prometheus| {
+        last = prometheus.wait_for_value(&attempt, |a| a > last);
+    };
+    let one = |v: f64| vec![(name.to_owned(), v)];
+    let keys = ["namespace"];
+    let by_stage = ["namespace", "stage"];
+
+    // A failed run: the cluster unreachable.
+    let (ok, log, _) = gc(&[
+        &["run", "pods", "-n", name, "--retention-seconds", "3600"][..],
+        &["--api-url", "https://127.0.0.1:1", "--trust-certs"],
+        &push,
+    ]
+    .concat());
+    assert!(!ok, "{log}");
+    scraped(&prometheus);
+    assert_eq!(show("Last run result", "A", &keys), one(0.0));
+    assert_eq!(show("Last success age", "A", &keys), []);
+    assert_eq!(
+        show("Errors by stage", "A", &by_stage),
+        [(format!("{name}/run"), 1.0)]
+    );
+    assert_eq!(show("Fences lost by stage", "A", &by_stage), []);
+
+    // A live run over four failed Pods: three due, one inside retention, at most two a run.
+    for pod in ["due-1", "due-2", "due-3"] {
+        target(&ns, pod).await?;
+    }
+    gc_testbed::FailedPod::new("recent")
+        .label(COLLECT, "true")
+        .finished_at(k8s_openapi::jiff::Timestamp::now())
+        .create(&ns.api::<k8s_openapi::api::core::v1::Pod>())
+        .await?;
+    let started = std::time::SystemTime::now();
+    let (ok, log, _) = gc(&[
+        &[
+            "run",
+            "pods",
+            "-n",
+            name,
+            "--retention-seconds",
+            "3600",
+            "--max-pods",
+            "2",
+        ][..],
+        &[
+            "--dry-run=none",
+            "--auto-remediate",
+            "--kubeconfig",
+            &kubeconfig,
+        ],
+        &push,
+    ]
+    .concat());
+    assert!(ok, "{log}");
+    scraped(&prometheus);
+    assert_eq!(show("Last run result", "A", &keys), one(1.0));
+    let age = show("Last success age", "A", &keys);
+    let since = started.elapsed()?.as_secs_f64();
+    assert!(
+        age.len() == 1 && age[0].1 >= 0.0 && age[0].1 <= since + 2.0,
+        "{age:?} {since}"
+    );
+    for (ref_id, count) in [("A", 4.0), ("B", 4.0), ("C", 1.0), ("D", 1.0), ("E", 2.0)] {
+        assert_eq!(
+            show("Objects per run", ref_id, &keys),
+            one(count),
+            "{ref_id}"
+        );
+    }
+    assert_eq!(show("Errors by stage", "A", &by_stage), []);
+    // The archive bytes are those of the two receipts.
+    let (ok, log, listed) = gc(&["archives", "list", "-n", name, "-o", "json"]);
+    assert!(ok, "{log}");
+    let listed: Vec<Value> = serde_json::from_slice(&listed)?;
+    assert_eq!(listed.len(), 2);
+    let bytes: f64 = listed.iter().map(|r| r["bytes"].as_f64().unwrap()).sum();
+    assert_eq!(show("Archive bytes per run", "A", &keys), one(bytes));
+    let duration = show("Run duration", "A", &keys);
+    assert!(
+        duration.len() == 1 && duration[0].1 > 0.0 && duration[0].1 < since + 1.0,
+        "{duration:?}"
+    );
+
+    // A plan of the one due Pod left, the Pod changed, then the plan applied.
+    let plan = dir.path().join("plan.json");
+    let policy = ["-n", name, "--retention-seconds", "3600", "--max-pods", "2"];
+    let (ok, log, _) = gc(&[
+        &[
+            "plan",
+            "pods",
+            "--kubeconfig",
+            &kubeconfig,
+            "--out",
+            plan.to_str().unwrap(),
+        ][..],
+        &policy,
+    ]
+    .concat());
+    assert!(ok, "{log}");
+    let pods = ns.api::<k8s_openapi::api::core::v1::Pod>();
+    let left: Vec<String> = pods
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .filter(|n| n.starts_with("due-"))
+        .collect();
+    let [due] = &left[..] else {
+        panic!("one due Pod left: {left:?}");
+    };
+    let label = serde_json::json!({"metadata": {"labels": {"changed": "after-the-plan"}}});
+    pods.patch(
+        due,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&label),
+    )
+    .await?;
+    let (ok, log, _) = gc(&[
+        &[
+            "apply",
+            plan.to_str().unwrap(),
+            "--cluster-id",
+            "primary",
+            "--kubeconfig",
+            &kubeconfig,
+        ][..],
+        &policy,
+        &push,
+    ]
+    .concat());
+    // A changed target is not a failure: the run succeeds, and the object is left alone.
+    assert!(ok, "{log}");
+    scraped(&prometheus);
+    assert_eq!(
+        show("Fences lost by stage", "A", &by_stage),
+        [(format!("{name}/Reread"), 1.0)]
+    );
+    assert_eq!(show("Last run result", "A", &keys), one(1.0));
+    assert_eq!(show("Objects per run", "E", &keys), one(0.0));
+    assert!(pods.get_opt(due).await?.is_some());
+
+    // The variables: the collector and the namespace the runs published.
+    let label_values = |label: &str, matcher: &str| -> Vec<String> {
+        let text = curl(
+            &format!("{}/api/v1/label/{label}/values", prometheus.url),
+            &[("match[]", matcher)],
+        )
+        .unwrap();
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        serde_json::from_value(answer["data"].clone()).unwrap()
+    };
+    for variable in board["templating"]["list"].as_array().unwrap() {
+        let Some(query) = variable["query"]["query"].as_str() else {
+            continue;
+        };
+        let inner = query
+            .strip_prefix("label_values(")
+            .and_then(|q| q.strip_suffix(')'))
+            .unwrap();
+        let (matcher, label) = inner.rsplit_once(", ").unwrap();
+        let matcher = filled(matcher, "pods", name);
+        let want = match variable["name"].as_str().unwrap() {
+            "collector" => "pods",
+            "namespace" => name,
+            other => panic!("a variable this test does not know: {other}"),
+        };
+        assert_eq!(label_values(label, &matcher), [want], "{query}");
+    }
+    let listed: std::collections::BTreeSet<(String, String)> = PUSHED_PANELS
+        .iter()
+        .map(|(t, r)| ((*t).to_owned(), (*r).to_owned()))
+        .collect();
+    assert_eq!(shown.into_inner(), listed);
+    Ok(())
+}
+
+/// The queries `dashboard_panels_show_what_pushed_runs_did` proves, and those
+/// `dashboard_rates_show_what_serve_did` proves: together, every query of the dashboard.
+const PUSHED_PANELS: [(&str, &str); 11] = [
+    ("Last success age", "A"),
+    ("Last run result", "A"),
+    ("Run duration", "A"),
+    ("Objects per run", "A"),
+    ("Objects per run", "B"),
+    ("Objects per run", "C"),
+    ("Objects per run", "D"),
+    ("Objects per run", "E"),
+    ("Fences lost by stage", "A"),
+    ("Errors by stage", "A"),
+    ("Archive bytes per run", "A"),
+];
+const SERVE_PANELS: [(&str, &str); 4] = [
+    ("Runs per hour by result", "A"),
+    ("Objects deleted per hour", "A"),
+    ("Errors and fences lost per hour", "A"),
+    ("Errors and fences lost per hour", "B"),
+];
+
+/// No panel query goes unproven: the two tests' lists are the dashboard's queries, each once.
+#[test]
+fn every_dashboard_query_is_proven_by_a_run() {
+    let mut proven: Vec<(String, String)> = PUSHED_PANELS
+        .iter()
+        .chain(&SERVE_PANELS)
+        .map(|(t, r)| ((*t).to_owned(), (*r).to_owned()))
+        .collect();
+    proven.sort();
+    let mut queries: Vec<(String, String)> = panel_queries(&dashboard())
+        .into_iter()
+        .map(|(t, r, _)| (t, r))
+        .collect();
+    queries.sort();
+    assert_eq!(proven, queries);
+    // Each query selects by the variables, so a chosen collector and namespace narrow it.
+    for (title, _, expr) in panel_queries(&dashboard()) {
+        for variable in [
+            "${prefix}_",
+            r#"collector=~"$collector""#,
+            r#"namespace=~"$namespace""#,
+        ] {
+            assert!(expr.contains(variable), "{title}: {expr} lacks {variable}");
+        }
+    }
+}
+
+/// The `serve` panels on a real Prometheus scraping a real `gc-cli serve`: runs failing first
+/// (the cluster unreachable), then succeeding and deleting two due Pods one a run: the runs
+/// panel shows both results per hour and no stopped run, the deleted panel Pods, the errors
+/// panel the `run` stage and no lost fence.
+#[tokio::test]
+async fn dashboard_rates_show_what_serve_did() -> Result {
+    let Some(bin) = prometheus_bin() else {
+        return Ok(());
+    };
+    let (bed, ns) = namespace("dashboard-serve").await?;
+    let name = ns.name();
+    let dir = tempfile::tempdir()?;
+    let reachable = std::fs::read_to_string(bed.kubeconfig_path())?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    let point = |text: &str| -> std::io::Result<()> {
+        let next = dir.path().join("kubeconfig.next");
+        std::fs::write(&next, text)?;
+        std::fs::rename(&next, &kubeconfig)
+    };
+    point(&reachable.replace(bed.server_url(), "https://127.0.0.1:1"))?;
+    for pod in ["due-1", "due-2"] {
+        target(&ns, pod).await?;
+    }
+    let addr = free_addr();
+    let mut serve = command()
+        .args(["serve", "--listen", &addr, "--interval-seconds", "1"])
+        .args([
+            "pods",
+            "-n",
+            name,
+            "--retention-seconds",
+            "3600",
+            "--max-pods",
+            "1",
+        ])
+        .args(["--dry-run=none", "--auto-remediate"])
+        .args(["--kubeconfig", kubeconfig.to_str().unwrap()])
+        .args(["--store", &sqlite(dir.path(), "s.db")])
+        .args(["--archive-dir", dir.path().join("a").to_str().unwrap()])
+        .args(["--metrics-prefix", "streamspace"])
+        .env_remove("GC_PUSHGATEWAY")
+        .env_remove("GC_ALERT_WEBHOOK")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let prometheus = Prometheus::start(&bin, "groups: []\n", Target::Serve { addr: &addr });
+    let board = dashboard();
+    let show = |title: &str, ref_id: &str, keys: &[&str]| {
+        samples(
+            &prometheus,
+            &panel(&board, title, ref_id, "pods", name),
+            keys,
+        )
+    };
+    let runs =
+        |result: &str| format!(r#"streamspace_runs_total{{namespace="{name}",result="{result}"}}"#);
+    // Failures Prometheus saw happen (not only their count at its first scrape).
+    let first = prometheus.wait_for_value(&runs("failure"), |_| true);
+    prometheus.wait_for_value(&runs("failure"), |n| n >= first + 2.0);
+    point(&reachable)?;
+    let deleted = format!(r#"streamspace_objects_deleted_total{{namespace="{name}"}}"#);
+    prometheus.wait_for_value(&deleted, |n| n >= 2.0);
+    prometheus.wait_for_value(&runs("success"), |n| n >= 3.0);
+    serve.kill()?;
+    serve.wait()?;
+
+    let rates = show("Runs per hour by result", "A", &["result"]);
+    let rate = |of: &[(String, f64)], key: &str| {
+        of.iter()
+            .find(|(k, _)| k == key)
+            .unwrap_or_else(|| panic!("no {key} in {of:?}"))
+            .1
+    };
+    assert!(rate(&rates, "failure") > 0.0, "{rates:?}");
+    assert!(rate(&rates, "success") > 0.0, "{rates:?}");
+    assert_eq!(rate(&rates, "stopped"), 0.0, "{rates:?}");
+    let deletes = show("Objects deleted per hour", "A", &["kind"]);
+    assert!(
+        deletes.len() == 1 && rate(&deletes, "Pod") > 0.0,
+        "{deletes:?}"
+    );
+    let errors = show("Errors and fences lost per hour", "A", &["stage"]);
+    assert!(rate(&errors, "run") > 0.0, "{errors:?}");
+    assert!(
+        errors.iter().all(|(stage, v)| stage == "run" || *v == 0.0),
+        "{errors:?}"
+    );
+    let fences = show("Errors and fences lost per hour", "B", &["stage"]);
+    assert!(
+        !fences.is_empty() && fences.iter().all(|(_, v)| *v == 0.0),
+        "{fences:?}"
+    );
+    assert!(
+        ns.api::<k8s_openapi::api::core::v1::Pod>()
+            .list(&Default::default())
+            .await?
+            .items
+            .is_empty()
+    );
     Ok(())
 }

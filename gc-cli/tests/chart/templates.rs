@@ -258,6 +258,8 @@ async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
             "metrics.prefix=gc",
             "prometheusRule.noSuccessHours.pods=72",
             "gc.restore.enabled=true",
+            "grafana.dashboards.enabled=true",
+            "grafana.dashboards.annotations.grafana_folder=Platform",
         ],
     ];
     for sets in variations {
@@ -358,8 +360,8 @@ fn the_prometheus_rule_is_the_shipped_rules() {
     ))
     .unwrap();
     let groups = |text: &str| -> Value {
-        serde_json::to_value(serde_norway::from_str::<serde_norway::Value>(text).unwrap())
-            .unwrap()["groups"]
+        serde_json::to_value(serde_norway::from_str::<serde_norway::Value>(text).unwrap()).unwrap()
+            ["groups"]
             .clone()
     };
     let rule_of = |sets: &[&str]| -> Option<Value> {
@@ -398,7 +400,10 @@ fn the_prometheus_rule_is_the_shipped_rules() {
     let want = file
         .replace("streamspace_", "gc_")
         .replace("> 12 * 3600", "> 6 * 3600")
-        .replace(r#"{collector="sessions"}[24h]"#, r#"{collector="sessions"}[12h]"#)
+        .replace(
+            r#"{collector="sessions"}[24h]"#,
+            r#"{collector="sessions"}[12h]"#,
+        )
         .replace("> 48 * 3600", "> 24 * 3600")
         .replace(r#"{collector="pods"}[96h]"#, r#"{collector="pods"}[48h]"#);
     assert_ne!(want, file.replace("streamspace_", "gc_"));
@@ -427,7 +432,10 @@ fn the_prometheus_rule_is_the_shipped_rules() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(out.status.success() && text.contains("SUCCESS"), "{args:?}: {text}");
+        assert!(
+            out.status.success() && text.contains("SUCCESS"),
+            "{args:?}: {text}"
+        );
     };
     for (rule, prefix, unit_tests) in [
         (&default, "streamspace_", true),
@@ -445,4 +453,67 @@ fn the_prometheus_rule_is_the_shipped_rules() {
             promtool(dir.path(), &["test", "rules", "gc-alerts.test.yaml"]);
         }
     }
+}
+
+/// `grafana.dashboards.enabled` renders the shipped dashboard (`deploy/grafana/gc.json`, which is
+/// `chart/files/gc-dashboard.json`) in a ConfigMap labelled for Grafana's sidecar: the file's
+/// dashboard, its prefix variable `metrics.prefix`; label, namespace and annotations from
+/// values; nothing by default.
+#[test]
+fn the_dashboard_config_map_is_the_shipped_dashboard() {
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/grafana/gc.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let map_of = |sets: &[&str]| -> Option<Value> {
+        documents(&template(sets))
+            .into_iter()
+            .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "gc-dashboard")
+    };
+    assert!(map_of(&["failedPods.enabled=true"]).is_none());
+    let board = |map: &Value| -> Value {
+        serde_json::from_str(map["data"]["gc.json"].as_str().unwrap()).unwrap()
+    };
+    let with_prefix = |prefix: &str| {
+        let mut want = file.clone();
+        for variable in want["templating"]["list"].as_array_mut().unwrap() {
+            if variable["name"] == "prefix" {
+                variable["query"] = prefix.into();
+                variable["current"] = serde_json::json!({"text": prefix, "value": prefix});
+            }
+        }
+        want
+    };
+
+    let default = map_of(&["grafana.dashboards.enabled=true"]).unwrap();
+    assert_eq!(default["metadata"]["labels"]["grafana_dashboard"], "1");
+    assert_eq!(default["metadata"]["namespace"], "streamspace");
+    assert_eq!(board(&default), file);
+    assert_eq!(board(&default), with_prefix("streamspace"));
+
+    let custom = map_of(&[
+        "grafana.dashboards.enabled=true",
+        "metrics.prefix=gc",
+        "grafana.dashboards.namespace=monitoring",
+        "grafana.dashboards.label=dashboards",
+        "grafana.dashboards.labelValue=gc",
+        "grafana.dashboards.annotations.grafana_folder=Platform",
+    ])
+    .unwrap();
+    assert_eq!(custom["metadata"]["labels"]["dashboards"], "gc");
+    assert!(
+        custom["metadata"]["labels"]
+            .get("grafana_dashboard")
+            .is_none()
+    );
+    assert_eq!(custom["metadata"]["namespace"], "monitoring");
+    assert_eq!(
+        custom["metadata"]["annotations"]["grafana_folder"],
+        "Platform"
+    );
+    assert_eq!(board(&custom), with_prefix("gc"));
 }
