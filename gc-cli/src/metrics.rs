@@ -28,8 +28,8 @@ pub(crate) struct MetricsArgs {
         value_parser = metric_prefix
     )]
     metrics_prefix: String,
-    /// Post an alert to this webhook when a run fails; repeat for several. `teams=URL` or
-    /// `json=URL` gives one its own format, else `--alert-format`'s. Each post gives up after
+    /// Post an alert to this webhook when a run fails; repeat for several. `teams=URL`,
+    /// `adaptive=URL` or `json=URL` gives one its own format, else `--alert-format`'s. Each post gives up after
     /// 10 seconds (connecting included) and is reported, never fatal; messages show only the
     /// scheme and host, never the URL (its path is the webhook's secret).
     #[arg(
@@ -40,13 +40,14 @@ pub(crate) struct MetricsArgs {
     )]
     alert_webhook: Vec<String>,
     /// The body of an alert: `slack` (Slack's incoming webhook, `{"text": ...}`; Mattermost and
-    /// Rocket.Chat take it too), `teams` (a Microsoft Teams message card) or `json`
-    /// (`{collector, namespace, outcome, counts, error, runId, text}`).
+    /// Rocket.Chat take it too), `teams` (a Microsoft Teams message card, for an Office 365
+    /// connector URL), `adaptive` (a message with an Adaptive Card, for a Teams Workflows URL) or
+    /// `json` (`{collector, namespace, outcome, counts, error, runId, text}`).
     #[arg(
         long,
         env = "GC_ALERT_FORMAT",
         default_value = "slack",
-        value_name = "slack|teams|json",
+        value_name = "slack|teams|adaptive|json",
         value_parser = AlertFormat::parse
     )]
     alert_format: AlertFormat,

@@ -77,12 +77,13 @@ fn a_failed_run_alerts_the_webhook_and_counts_the_error() {
     );
 }
 
-/// Several webhooks, each in its format: Slack's `{"text"}` (the default), a Teams message card
-/// and the JSON body with its counts; a format prefix that names none is refused (exit 2)
+/// Several webhooks, each in its format: Slack's `{"text"}` (the default), a Teams message card,
+/// an Adaptive Card message and the JSON body with its counts; a format prefix that names none is refused (exit 2)
 /// without showing the URL.
 #[test]
 fn each_webhook_gets_the_alert_in_its_format() {
     let (slack, teams, json) = (Webhook::start(), Webhook::start(), Webhook::start());
+    let adaptive = Webhook::start();
     let dir = tempfile::tempdir().unwrap();
     let out = unreachable_run(dir.path())
         .env_remove("GC_ALERT_WEBHOOK")
@@ -90,6 +91,7 @@ fn each_webhook_gets_the_alert_in_its_format() {
         .args(["--alert-webhook", &slack.url])
         .args(["--alert-webhook", &format!("teams={}", teams.url)])
         .args(["--alert-webhook", &format!("json={}", json.url)])
+        .args(["--alert-webhook", &format!("adaptive={}", adaptive.url)])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -106,6 +108,47 @@ fn each_webhook_gets_the_alert_in_its_format() {
     assert_eq!(card["@type"], "MessageCard");
     assert_eq!(card["title"], "gc pods collector failed in namespace batch");
     assert_eq!(card["themeColor"], "D70000");
+    let [message] = &adaptive.bodies()[..] else {
+        panic!("one Adaptive Card alert: {:?}", adaptive.bodies())
+    };
+    assert_eq!(message["type"], "message");
+    let [attachment] = &message["attachments"].as_array().unwrap()[..] else {
+        panic!("one attachment: {message}")
+    };
+    assert_eq!(
+        attachment["contentType"],
+        "application/vnd.microsoft.card.adaptive"
+    );
+    let card = &attachment["content"];
+    assert_eq!(card["type"], "AdaptiveCard");
+    let blocks = card["body"].as_array().unwrap();
+    assert_eq!(
+        blocks[0]["text"],
+        "gc pods collector failed in namespace batch"
+    );
+    assert_eq!(blocks[0]["color"], "Attention");
+    assert!(
+        blocks[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("cannot connect"),
+        "{message}"
+    );
+    let facts = blocks[2]["facts"].as_array().unwrap();
+    let fact = |name: &str| {
+        facts
+            .iter()
+            .find(|f| f["title"] == name)
+            .map(|f| f["value"].clone())
+    };
+    assert_eq!(fact("errors"), Some(serde_json::json!("1")), "{message}");
+    assert!(
+        fact("runId")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .starts_with("pods-batch-")
+    );
     let [body] = &json.bodies()[..] else {
         panic!("one JSON alert: {:?}", json.bodies())
     };
@@ -143,7 +186,7 @@ fn each_webhook_gets_the_alert_in_its_format() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("is not slack, teams or json") && !stderr.contains("Sekr1t"),
+        stderr.contains("is not slack, teams, adaptive or json") && !stderr.contains("Sekr1t"),
         "{stderr}"
     );
 }

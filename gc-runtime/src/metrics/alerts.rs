@@ -1,6 +1,7 @@
 //! Alerts to webhooks, each in its format: Slack's incoming webhook (`{"text": ...}`), a
-//! Microsoft Teams message card, or a documented JSON body for anything else (collector,
-//! namespace, outcome, counts, error, run id). A webhook URL's path is its secret: no message
+//! Microsoft Teams message card (Office 365 connectors), an Adaptive Card message (Teams
+//! Workflows), or a documented JSON body for anything else (collector, namespace, outcome,
+//! counts, error, run id). A webhook URL's path is its secret: no message
 //! ever shows it.
 
 use std::fmt;
@@ -18,14 +19,19 @@ pub enum AlertFormat {
     /// Slack's incoming webhook: `{"text": ...}` (also Mattermost and Rocket.Chat).
     #[default]
     Slack,
-    /// A Microsoft Teams message card (`@type: MessageCard`), red on failure.
+    /// A Microsoft Teams message card (`@type: MessageCard`), red on failure: what an Office 365
+    /// connector's URL takes.
     Teams,
+    /// A message with one Adaptive Card (`type: message`, an attachment of content type
+    /// `application/vnd.microsoft.card.adaptive`): what a Teams Workflows webhook ("when a
+    /// Teams webhook request is received") takes.
+    Adaptive,
     /// `{"collector", "namespace", "outcome", "counts", "error", "runId", "text"}`.
     Json,
 }
 
 impl AlertFormat {
-    /// The format named `slack`, `teams` or `json`.
+    /// The format named `slack`, `teams`, `adaptive` or `json`.
     ///
     /// # Errors
     /// What the name should have been.
@@ -33,8 +39,9 @@ impl AlertFormat {
         match name {
             "slack" => Ok(Self::Slack),
             "teams" => Ok(Self::Teams),
+            "adaptive" => Ok(Self::Adaptive),
             "json" => Ok(Self::Json),
-            _ => Err(format!("{name:?} is not slack, teams or json")),
+            _ => Err(format!("{name:?} is not slack, teams, adaptive or json")),
         }
     }
 }
@@ -59,8 +66,8 @@ impl fmt::Debug for Webhook {
 }
 
 impl Webhook {
-    /// `[FORMAT=]URL`: `teams=https://...` or `json=https://...`, else a URL in `default`'s
-    /// format.
+    /// `[FORMAT=]URL`: `teams=https://...`, `adaptive=https://...` or `json=https://...`, else
+    /// a URL in `default`'s format.
     ///
     /// # Errors
     /// A format prefix that names no format (the URL is not repeated).
@@ -106,16 +113,17 @@ impl Alert {
         } else {
             "succeeded"
         };
+        let title = match &self.namespace {
+            Some(ns) => format!(
+                "gc {} collector {outcome} in namespace {ns}",
+                self.collector
+            ),
+            None => format!("gc {} collector {outcome}", self.collector),
+        };
         match format {
             AlertFormat::Slack => json!({ "text": self.text }),
+            AlertFormat::Adaptive => self.adaptive_card(&title, plain),
             AlertFormat::Teams => {
-                let title = match &self.namespace {
-                    Some(ns) => format!(
-                        "gc {} collector {outcome} in namespace {ns}",
-                        self.collector
-                    ),
-                    None => format!("gc {} collector {outcome}", self.collector),
-                };
                 json!({
                     "@type": "MessageCard",
                     "@context": "https://schema.org/extensions",
@@ -135,6 +143,46 @@ impl Alert {
                 "text": plain,
             }),
         }
+    }
+}
+
+impl Alert {
+    /// A message with one Adaptive Card (schema 1.4): the title (red on failure), the text, and
+    /// the run's counts and id as facts.
+    fn adaptive_card(&self, title: &str, text: &str) -> Value {
+        let mut facts: Vec<Value> = self
+            .counts
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, n)| json!({ "title": name, "value": n.to_string() }))
+            .collect();
+        facts.push(json!({ "title": "runId", "value": self.run_id }));
+        json!({
+            "type": "message",
+            "attachments": [{
+                "contentType": "application/vnd.microsoft.card.adaptive",
+                "contentUrl": null,
+                "content": {
+                    "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+                    "type": "AdaptiveCard",
+                    "version": "1.4",
+                    "msteams": { "width": "Full" },
+                    "body": [
+                        {
+                            "type": "TextBlock",
+                            "text": title,
+                            "weight": "Bolder",
+                            "size": "Medium",
+                            "color": if self.error.is_some() { "Attention" } else { "Good" },
+                            "wrap": true,
+                        },
+                        { "type": "TextBlock", "text": text, "wrap": true },
+                        { "type": "FactSet", "facts": facts },
+                    ],
+                },
+            }],
+        })
     }
 }
 
@@ -210,6 +258,33 @@ mod tests {
             (Some("succeeded"), true)
         );
         assert_eq!(alert(None).body(AlertFormat::Teams)["themeColor"], "2EB886");
+        let message = failed.body(AlertFormat::Adaptive);
+        assert_eq!(message["type"], "message");
+        let attachment = &message["attachments"][0];
+        assert_eq!(
+            attachment["contentType"],
+            "application/vnd.microsoft.card.adaptive"
+        );
+        let card = &attachment["content"];
+        assert_eq!(card["type"], "AdaptiveCard");
+        assert_eq!(
+            card["body"][0]["text"],
+            "gc pods collector failed in namespace etl"
+        );
+        assert_eq!(card["body"][0]["color"], "Attention");
+        assert_eq!(
+            card["body"][1]["text"],
+            "gc pods collector failed in namespace etl: x"
+        );
+        assert_eq!(
+            card["body"][2]["facts"],
+            json!([{"title": "deleted", "value": "2"}, {"title": "runId", "value": "pods-etl-1"}])
+        );
+        let good = alert(None).body(AlertFormat::Adaptive);
+        assert_eq!(
+            good["attachments"][0]["content"]["body"][0]["color"],
+            "Good"
+        );
     }
 
     #[test]
@@ -227,6 +302,10 @@ mod tests {
                 .unwrap()
                 .format,
             AlertFormat::Json
+        );
+        assert_eq!(
+            hook("adaptive=https://h/x").unwrap().format,
+            AlertFormat::Adaptive
         );
         let err = hook("discord=https://h/secret").unwrap_err();
         assert!(!err.contains("secret"), "{err}");
