@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes API server and controller manager, etcd and helm from the Go module proxy, once, into a cache
+# Builds the real Kubernetes API server, controller manager and kubectl, etcd, helm and krew from the Go module proxy, once, into a cache
 # outside the repository keyed by version. Rebuilds only what is missing. Prints the cache folder's
 # bin path on its last line of stdout.
 set -euo pipefail
@@ -7,6 +7,7 @@ set -euo pipefail
 KUBE_VERSION="${GC_KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${GC_ETCD_VERSION:-v3.6.16}"
 HELM_VERSION="${GC_HELM_VERSION:-v3.22.0}"
+KREW_VERSION="${GC_KREW_VERSION:-v0.4.3}"
 CACHE="${GC_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gc-testbed}"
 BIN="$CACHE/bin"
 mkdir -p "$BIN"
@@ -75,6 +76,18 @@ build_kcm() {
     "; this takes minutes" kcm_step
 }
 
+# kubectl of the same version, from the same wrapper module: `kubectl gc` runs the plugin.
+kubectl_step() {
+  wrapper k8s.io/kubernetes "$KUBE_VERSION" "$2" "v0.${KUBE_VERSION#v1.}"
+  (cd "$2" && go get "k8s.io/kubernetes/cmd/kubectl@$KUBE_VERSION" \
+   && CGO_ENABLED=0 go build -o "$1" k8s.io/kubernetes/cmd/kubectl)
+}
+
+build_kubectl() {
+  build_once kubectl "$KUBE_VERSION" "$CACHE/src/kubernetes-$KUBE_VERSION" \
+    "; this takes minutes" kubectl_step
+}
+
 etcd_step() {
   local dir=$2
   # go.etcd.io/etcd/server/v3 is a library; the etcd binary is its `etcdmain` package's main in
@@ -114,17 +127,31 @@ build_helm() {
   build_once helm "$HELM_VERSION" "$CACHE/src/helm-$HELM_VERSION" "" helm_step
 }
 
+# krew, which installs `kubectl gc` from deploy/krew/gc.yaml and a release archive in the tests.
+krew_step() {
+  GOBIN="$2" CGO_ENABLED=0 go install "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION"
+  mv "$2/krew" "$1"
+}
+
+build_krew() {
+  build_once krew "$KREW_VERSION" "$CACHE/src/krew-$KREW_VERSION" "" krew_step
+}
+
 what=${1:-all}
 case "$what" in
   kube) build_kube ;;
   kcm) build_kcm ;;
   etcd) build_etcd ;;
   helm) build_helm ;;
-  all) build_etcd; build_helm; build_kube; build_kcm ;;
-  *) echo "usage: $0 [all|kube|kcm|etcd|helm]" >&2; exit 2 ;;
+  kubectl) build_kubectl ;;
+  krew) build_krew ;;
+  all) build_etcd; build_helm; build_kube; build_kcm; build_kubectl; build_krew ;;
+  *) echo "usage: $0 [all|kube|kcm|kubectl|krew|etcd|helm]" >&2; exit 2 ;;
 esac
 ln -sf "kube-apiserver-$KUBE_VERSION" "$BIN/kube-apiserver" 2>/dev/null || true
 ln -sf "kube-controller-manager-$KUBE_VERSION" "$BIN/kube-controller-manager" 2>/dev/null || true
+ln -sf "kubectl-$KUBE_VERSION" "$BIN/kubectl" 2>/dev/null || true
 ln -sf "etcd-$ETCD_VERSION" "$BIN/etcd" 2>/dev/null || true
 ln -sf "helm-$HELM_VERSION" "$BIN/helm" 2>/dev/null || true
+ln -sf "krew-$KREW_VERSION" "$BIN/krew" 2>/dev/null || true
 echo "$BIN"

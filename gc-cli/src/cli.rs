@@ -7,6 +7,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::archives::ArchivesCommand;
 use crate::ledger::LedgerCommand;
 use crate::logging::LogArgs;
+use crate::plugin::{Invoked, PLUGIN};
 use crate::pods::apply::Apply;
 use crate::pods::plan::PlanPods;
 use crate::run::RunCommand;
@@ -47,7 +48,11 @@ enum Command {
     /// verify them against their receipts.
     #[command(subcommand)]
     Archives(ArchivesCommand),
-    /// Print a shell completion script (bash: `source <(gc-cli completions bash)`).
+    /// Print a shell completion script for `gc-cli` (bash: `source <(gc-cli completions bash)`).
+    ///
+    /// As a kubectl plugin, `kubectl gc <TAB>` completes through kubectl (1.26+), which runs
+    /// `kubectl_complete-gc` from PATH: link it to this binary (or use the release archive's
+    /// script of that name).
     Completions {
         /// The shell.
         #[arg(value_enum)]
@@ -89,13 +94,22 @@ impl Cli {
     ///
     /// # Errors
     /// clap's error: a usage error, or the help or version to print.
-    pub(crate) fn parse_args() -> Result<Self, clap::Error> {
-        let mut command = Self::command();
+    pub(crate) fn parse_args(invoked: Invoked) -> Result<Self, clap::Error> {
+        let mut command = Self::command_for(invoked);
         if std::env::args().any(|a| a == "-h" || a == "--help") {
             command = with_context_namespace(command);
         }
         let matches = command.try_get_matches()?;
         <Self as clap::FromArgMatches>::from_arg_matches(&matches)
+    }
+
+    /// The command line as `invoked`: as a kubectl plugin its usage and help say `kubectl gc`.
+    pub(crate) fn command_for(invoked: Invoked) -> clap::Command {
+        let command = Self::command();
+        match invoked {
+            Invoked::Cli => command,
+            Invoked::Plugin | Invoked::Completer => command.bin_name(PLUGIN).display_name(PLUGIN),
+        }
     }
 
     /// Runs the command. The error's type gives the exit code (`crate::exit::code`).

@@ -14,6 +14,7 @@ mod logging;
 mod metrics;
 mod namespaces;
 mod output;
+mod plugin;
 mod pods;
 mod run;
 mod serve;
@@ -23,7 +24,20 @@ mod signals;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let result = match cli::Cli::parse_args() {
+    let args: Vec<String> = std::env::args().collect();
+    let invoked = plugin::invoked(args.first().map_or("", String::as_str));
+    // kubectl completing `kubectl gc ...`: as `kubectl_complete-gc`, or `kubectl-gc __complete`.
+    let completing = match (invoked, args.get(1).map(String::as_str)) {
+        (plugin::Invoked::Completer, _) => Some(&args[1..]),
+        (_, Some("__complete")) => Some(&args[2..]),
+        _ => None,
+    };
+    if let Some(words) = completing {
+        let text = plugin::complete(cli::Cli::command_for(plugin::Invoked::Plugin), words);
+        print!("{text}");
+        return ExitCode::from(exit::OK);
+    }
+    let result = match cli::Cli::parse_args(invoked) {
         Ok(cli) => {
             logging::init(&cli.log);
             let format = cli.log.format();

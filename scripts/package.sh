@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Packs a built gc-cli into the release archive that krew installs (deploy/krew/gc.yaml):
+#   scripts/package.sh BINARY VERSION OUT_DIR [OS ARCH]
+# writes OUT_DIR/gc-VERSION-OS-ARCH.tar.gz (OS, ARCH as krew names them: linux|darwin,
+# amd64|arm64; default this machine's) holding kubectl-gc (the binary), kubectl_complete-gc
+# (kubectl's completion hook for `kubectl gc`) and README.md, and prints its path and sha256.
+set -euo pipefail
+
+binary=$1 version=$2 out=$3
+os=${4:-$(uname -s | tr '[:upper:]' '[:lower:]')}
+case "${5:-$(uname -m)}" in
+  x86_64|amd64) arch=amd64 ;;
+  aarch64|arm64) arch=arm64 ;;
+  *) echo "package.sh: unknown architecture ${5:-$(uname -m)}" >&2; exit 2 ;;
+esac
+root=$(cd "$(dirname "$0")/.." && pwd)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+install -m 0755 "$binary" "$stage/kubectl-gc"
+cat > "$stage/kubectl_complete-gc" <<'SH'
+#!/bin/sh
+# kubectl (1.26+) runs this to complete `kubectl gc ...`: put it on PATH beside kubectl-gc.
+exec kubectl-gc __complete "$@"
+SH
+chmod 0755 "$stage/kubectl_complete-gc"
+cp "$root/README.md" "$stage/README.md"
+mkdir -p "$out"
+archive="$(cd "$out" && pwd)/gc-$version-$os-$arch.tar.gz"
+tar -C "$stage" --owner=0 --group=0 -czf "$archive" kubectl-gc kubectl_complete-gc README.md
+echo "$archive $(sha256sum "$archive" | cut -d' ' -f1)"
