@@ -126,7 +126,10 @@ fn kubectl_gc_is_the_plugin_krew_installs() {
     let out = run(&kubectl, &["gc", "--help"]);
     let (help, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(help.contains("Usage: kubectl gc [OPTIONS] <COMMAND>"), "{help}");
+    assert!(
+        help.contains("Usage: kubectl gc [OPTIONS] <COMMAND>"),
+        "{help}"
+    );
     for command in ["plan", "apply", "run", "restore", "archives"] {
         assert!(
             help.contains(&format!("\n  {command} ")),
