@@ -153,8 +153,13 @@ pub(crate) struct List {
 /// `gc-cli archives show`
 #[derive(Debug, Args)]
 pub(crate) struct Show {
-    /// The archived object's uid.
+    /// The archived object's uid; or `KIND/NAME` as `-o name` prints it (`pod/NAME`,
+    /// `deployment.apps/NAME`), with `-n`: that object's newest archive.
+    #[arg(value_name = "UID|KIND/NAME")]
     uid: String,
+    /// The namespace of a `KIND/NAME`.
+    #[arg(long, short = 'n', value_name = "NS")]
+    namespace: Option<String>,
     #[command(flatten)]
     scope: Scope,
     #[command(flatten)]
@@ -321,11 +326,43 @@ fn listed(l: &ListedReceipt) -> Listed<'_> {
     }
 }
 
+/// The uid `show` names: its argument, or the uid of the newest archive of its `KIND/NAME`.
+async fn newest_of(store: &gc_store::Store, args: &Show) -> anyhow::Result<String> {
+    let Some((kind, name)) = args.uid.split_once('/') else {
+        return Ok(args.uid.clone());
+    };
+    let Some(namespace) = args.namespace.as_deref() else {
+        let why = format!("archives show {}: a KIND/NAME needs -n NAMESPACE", args.uid);
+        return Err(UsageError::new(why).into());
+    };
+    // `deployment.apps` is the Kind `deployment` of the group `apps`; receipts match any case.
+    let kind = kind.split('.').next().unwrap_or(kind);
+    let query = ReceiptQuery {
+        namespace: Some(namespace),
+        name: Some(name),
+        kind: Some(kind),
+        ..ReceiptQuery::default()
+    };
+    let listed = store.list_receipts(&args.scope.cluster_id, query).await?;
+    let newest = listed.first().ok_or_else(|| {
+        anyhow::anyhow!(
+            "no archive of {} in namespace {namespace} of cluster {} in {}",
+            args.uid,
+            args.scope.cluster_id,
+            store.location()
+        )
+    })?;
+    Ok(newest.receipt.uid.clone())
+}
+
 fn show(args: &Show) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let (receipt, bytes) = block_on(async {
         let store = open_store(args.scope.store.as_deref()).await?;
-        let verified = read_verified(&store, &sink, &args.scope.cluster_id, &args.uid).await;
+        let verified = match newest_of(&store, args).await {
+            Ok(uid) => read_verified(&store, &sink, &args.scope.cluster_id, &uid).await,
+            Err(e) => Err(e),
+        };
         store.close().await;
         verified
     })?;

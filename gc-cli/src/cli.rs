@@ -181,11 +181,4 @@ fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn command_line_is_consistent() {
-        Cli::command().debug_assert();
-    }
-}
+mod tests;

@@ -20,7 +20,7 @@ pub(crate) const USAGE: u8 = 2;
 /// session guard.
 pub(crate) const PLAN: u8 = 3;
 
-/// The exit code of `error`, documented in the README: the first error of a known type in its
+/// The exit code of `error`, documented in `docs/failed-pods.md`: the first error of a known type in its
 /// chain, from the outermost context in, decides; an error of no known type is [`FAILURE`].
 pub(crate) fn code(error: &anyhow::Error) -> u8 {
     error.chain().find_map(class).unwrap_or(FAILURE)

@@ -3,33 +3,8 @@
 //! through a real kubectl (built by the test bed from the API server's Go modules): its help says
 //! `kubectl gc`, and kubectl completes `kubectl gc ...` through `kubectl_complete-gc`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-/// The test bed's folder holding `kubectl` and `krew` (`GC_TESTBED_BIN`, else built now).
-fn testbed_bin() -> PathBuf {
-    if let Some(dir) = std::env::var_os("GC_TESTBED_BIN") {
-        return PathBuf::from(dir);
-    }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/testbed-build.sh");
-    let mut last = String::new();
-    for what in ["kubectl", "krew"] {
-        let out = Command::new(script).arg(what).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        last = String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .lines()
-            .last()
-            .unwrap()
-            .to_owned();
-    }
-    PathBuf::from(last)
-}
 
 fn text(out: &Output) -> (String, String) {
     (
@@ -59,7 +34,9 @@ fn render(template: &str, tag: &str, sha256: &str) -> String {
 
 #[test]
 fn kubectl_gc_is_the_plugin_krew_installs() {
-    let bin = testbed_bin();
+    let kubectl = gc_testbed::tool("kubectl").unwrap();
+    let krew = gc_testbed::tool("krew").unwrap();
+    let bin = kubectl.parent().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let tag = format!("v{}", env!("CARGO_PKG_VERSION"));
 
@@ -110,7 +87,7 @@ fn kubectl_gc_is_the_plugin_krew_installs() {
             .unwrap()
     };
     let out = run(
-        &bin.join("krew"),
+        &krew,
         &[
             "install",
             &format!("--manifest={}", manifest_path.display()),
@@ -122,7 +99,6 @@ fn kubectl_gc_is_the_plugin_krew_installs() {
     assert!(krew_root.join("bin/kubectl-gc").exists());
 
     // `kubectl gc` through the real kubectl: its help and version say `kubectl gc`.
-    let kubectl = bin.join("kubectl");
     let out = run(&kubectl, &["gc", "--help"]);
     let (help, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");

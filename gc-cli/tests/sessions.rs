@@ -523,7 +523,7 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         .iter()
         .find(|r| r["name"] == GONE[0] && r["kind"] == "Deployment")
         .unwrap();
-    // Every line carries every field the README lists: `null` where there is none.
+    // Every line carries every field docs/sessions.md lists: `null` where there is none.
     const FIELDS: [&str; 12] = [
         "cluster",
         "namespace",

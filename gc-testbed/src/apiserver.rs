@@ -27,10 +27,10 @@ static CONTROLLED: OnceCell<Result<TestBed, String>> = OnceCell::const_new();
 
 /// The controllers [`TestBed::with_controllers`] runs: claims bind to volumes and volumes are
 /// released, protected objects wait for their users, owners cascade to what they own
-/// (Deployments to ReplicaSets to Pods).
+/// (Deployments to ReplicaSets to Pods), a deleted namespace's objects go and then it does.
 const CONTROLLERS: &str = "persistentvolume-binder-controller,persistentvolume-protection-controller,\
 persistentvolumeclaim-protection-controller,garbage-collector-controller,deployment-controller,\
-replicaset-controller";
+replicaset-controller,namespace-controller";
 
 /// A running kube-apiserver backed by its own etcd, with an admin identity.
 ///

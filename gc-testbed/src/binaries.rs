@@ -49,17 +49,35 @@ impl Binaries {
     /// # Errors
     /// When it is missing.
     pub(crate) fn kube_controller_manager(&self) -> Result<PathBuf> {
-        let path = self.dir.join("kube-controller-manager");
-        if path.is_file() {
-            Ok(path)
-        } else {
-            Err(Error::Start(format!(
-                "{} is missing; run scripts/testbed-build.sh all and set {BIN_ENV} to the folder \
-                 it prints",
-                path.display()
-            )))
-        }
+        in_dir(&self.dir, "kube-controller-manager")
     }
+}
+
+/// `name` in `dir`, if it is there.
+fn in_dir(dir: &Path, name: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(Error::Start(format!(
+            "{} is missing; run scripts/testbed-build.sh all and set {BIN_ENV} to the folder it \
+             prints",
+            path.display()
+        )))
+    }
+}
+
+/// A tool the test bed builds beside the API server (`kubectl`, `krew`, `helm`): from
+/// `$GC_TESTBED_BIN`, or built now (once, cached) when it is unset.
+///
+/// # Errors
+/// The build failed, or the tool is missing.
+pub fn tool(name: &str) -> Result<PathBuf> {
+    let dir = match std::env::var_os(BIN_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => build()?,
+    };
+    in_dir(&dir, name)
 }
 
 /// Runs `scripts/testbed-build.sh all` from the workspace root; its last stdout line is the folder.

@@ -28,7 +28,7 @@ mod s3;
 mod service_account;
 
 pub use apiserver::TestBed;
-pub use binaries::BIN_ENV;
+pub use binaries::{BIN_ENV, tool};
 pub use crd::{
     SESSION_GROUP, SESSION_GROUP_IO, SESSION_KIND, SESSION_PLURAL, SESSION_VERSION,
     session_resource, session_resource_in,

@@ -279,7 +279,23 @@ fn readme_commands_name_rendered_objects() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../chart/README.md"))
             .unwrap();
-    let commands = doc_commands(&readme);
+    check_commands(&readme);
+}
+
+/// The same of the project README's "Install in a cluster".
+#[test]
+fn the_project_readmes_install_names_rendered_objects() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme.find("## Install in a cluster").expect("the section");
+    let rest = &readme[start..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3);
+    check_commands(&rest[..end]);
+}
+
+/// Checks the `kubectl` and `helm` commands of `markdown`, in order (see above).
+fn check_commands(readme: &str) {
+    let commands = doc_commands(readme);
     let mut releases: Vec<(String, String)> = Vec::new();
     // The values each install or upgrade of a release rendered it with, in order.
     let mut values: Vec<((String, String), Vec<String>)> = Vec::new();
