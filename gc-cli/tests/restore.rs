@@ -159,7 +159,17 @@ async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
         "--archive-dir",
         archives.to_str().unwrap(),
     ];
-    let gc = |args: &[&str]| command().args(args).args(common).output().unwrap();
+    // Each command and its output on stderr: the story, as `--nocapture` shows it.
+    let gc = |args: &[&str]| {
+        let out = command().args(args).args(common).output().unwrap();
+        eprintln!(
+            "$ gc-cli {} -n {} ...\n{}",
+            args.join(" "),
+            ns.name(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        out
+    };
     let log = |out: &std::process::Output| {
         format!(
             "{}\n{}",
