@@ -1639,6 +1639,15 @@ async fn a_scope_column_limits_which_rows_count_here() -> Result {
         gone.retain(|o| before.contains_key(o));
         gone
     });
+    // A live session of another scope is not called missing from the database.
+    let reason = format!(
+        "no session {} in the database with user_id = 'alice' (or those columns empty)",
+        LIVE.iter().find(|id| !id.starts_with("alice")).unwrap()
+    );
+    assert!(
+        audit.iter().any(|l| l["reason"] == reason.as_str()),
+        "{reason}: {audit:?}"
+    );
     // A bad pair is the command line's own error (clap's words).
     let out = f.cli("run", &["--scope-column", "user_id"]);
     assert_eq!(out.status.code(), Some(2));

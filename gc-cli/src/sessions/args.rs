@@ -249,6 +249,7 @@ impl SessionArgs {
             protect_label: self.protect_label.to_string(),
             exclude_selector: self.exclude_selector.as_ref().map(ToString::to_string),
             retain_volume_days: self.retain_volume_days,
+            lookup_scope: self.database.scope_columns.clone(),
         };
         Ok(inputs.validate()?)
     }

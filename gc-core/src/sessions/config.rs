@@ -97,6 +97,10 @@ pub struct SessionConfig {
     /// `Retain`; this many days later a run gives it back its policy (and Kubernetes deletes
     /// it). 0: volumes are never retained.
     pub retain_volume_days: u32,
+    /// The `column = value` pairs a session row must hold to count as live here (the store's
+    /// scope, `--scope-column`): only named in the reasons, so that a row of another scope is
+    /// not called missing from the database.
+    pub lookup_scope: Vec<(String, String)>,
 }
 
 impl SessionConfig {
@@ -139,6 +143,9 @@ pub struct SessionInputs {
     pub exclude_selector: Option<String>,
     /// See [`SessionConfig`].
     pub retain_volume_days: i64,
+    /// See [`SessionConfig`].
+    #[serde(default)]
+    pub lookup_scope: Vec<(String, String)>,
 }
 
 impl Default for SessionInputs {
@@ -158,6 +165,7 @@ impl Default for SessionInputs {
             protect_label: DEFAULT_PROTECT_LABEL.into(),
             exclude_selector: None,
             retain_volume_days: 7,
+            lookup_scope: Vec::new(),
         }
     }
 }
@@ -268,6 +276,7 @@ impl SessionInputs {
             protect_label,
             exclude_selector,
             retain_volume_days: u32::try_from(self.retain_volume_days).unwrap_or(0),
+            lookup_scope: self.lookup_scope.clone(),
         })
     }
 }

@@ -377,7 +377,7 @@ pub fn plan_labelled(
                     orphans += 1;
                     orphan(
                         r,
-                        &format!("no session {id} in the database"),
+                        &format!("no session {id} in the database{}", scope_words(cfg)),
                         grace,
                         now,
                         &mut due,
@@ -467,6 +467,20 @@ fn orphan(
         };
     }
     SessionDecision::Delete { reason: why.into() }
+}
+
+/// How a reason names the rows that count as live here: nothing when every row counts, else
+/// ` with COLUMN = 'VALUE' and ...` (a row of another scope is there, but not live here).
+fn scope_words(cfg: &SessionConfig) -> String {
+    if cfg.lookup_scope.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = cfg
+        .lookup_scope
+        .iter()
+        .map(|(column, value)| format!("{column} = '{value}'"))
+        .collect();
+    format!(" with {} (or those columns empty)", pairs.join(" and "))
 }
 
 #[cfg(test)]

@@ -112,6 +112,30 @@ fn live_gone_soft_deleted_young_and_unlabelled() {
         ("soft-PersistentVolumeClaim".into(), "delete")
     );
     assert_eq!(plan.deletes().count(), 2);
+    // A scoped lookup: the reason says which rows count here, not that the row is missing.
+    let reason = |c: &SessionConfig| {
+        let plan = plan_sessions(&resources, &db, c, NOW).unwrap();
+        match &plan.judged[1].decision {
+            SessionDecision::Delete { reason } => reason.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        reason(&cfg(|i| i.guard_floor = 10)),
+        "no session gone in the database"
+    );
+    let scoped = cfg(|i| {
+        i.guard_floor = 10;
+        i.lookup_scope = vec![
+            ("cluster_id".into(), "prod".into()),
+            ("namespace".into(), "s".into()),
+        ];
+    });
+    assert_eq!(
+        reason(&scoped),
+        "no session gone in the database with cluster_id = 'prod' and namespace = 's' \
+         (or those columns empty)"
+    );
 }
 
 #[test]
