@@ -335,8 +335,9 @@ async fn newest_of(store: &gc_store::Store, args: &Show) -> anyhow::Result<Strin
         let why = format!("archives show {}: a KIND/NAME needs -n NAMESPACE", args.uid);
         return Err(UsageError::new(why).into());
     };
-    // `deployment.apps` is the Kind `deployment` of the group `apps`; receipts match any case.
-    let kind = kind.split('.').next().unwrap_or(kind);
+    // `deployment.apps` is the Kind `deployment` of the group `apps` (`pod`: the core group);
+    // receipts match the Kind in any case, and the group exactly.
+    let (kind, group) = kind.split_once('.').unwrap_or((kind, ""));
     let query = ReceiptQuery {
         namespace: Some(namespace),
         name: Some(name),
@@ -344,7 +345,11 @@ async fn newest_of(store: &gc_store::Store, args: &Show) -> anyhow::Result<Strin
         ..ReceiptQuery::default()
     };
     let listed = store.list_receipts(&args.scope.cluster_id, query).await?;
-    let newest = listed.first().ok_or_else(|| {
+    let of_group = |r: &&ListedReceipt| match r.receipt.api_version().split_once('/') {
+        Some((g, _)) => g == group,
+        None => group.is_empty(),
+    };
+    let newest = listed.iter().find(of_group).ok_or_else(|| {
         anyhow::anyhow!(
             "no archive of {} in namespace {namespace} of cluster {} in {}",
             args.uid,

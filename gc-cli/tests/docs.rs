@@ -56,7 +56,9 @@ async fn fail_as_the_kubelet_would(pods: &Api<Pod>, name: &str) -> Result {
         .nth(1)
         .and_then(|m| m.split('\'').next())
         .unwrap_or_default();
-    let finished = k8s_openapi::jiff::Timestamp::now() - std::time::Duration::from_secs(5);
+    // Now, in whole seconds, as the kubelet writes it: the tour's own wait covers retention.
+    let finished =
+        k8s_openapi::jiff::Timestamp::from_second(k8s_openapi::jiff::Timestamp::now().as_second())?;
     let status = json!({"status": {
         "phase": "Failed",
         "startTime": finished.to_string(),
@@ -178,6 +180,9 @@ async fn the_readme_tour_runs_as_written() -> Result {
         stderr.contains("no archive of pod/tour-not-opted-in in namespace gc-tour"),
         "{stderr}"
     );
+    // The group is part of the name: no Pod of the group `apps` was archived.
+    let out = show(&["-n", "gc-tour", "pod.apps/tour-exit-1"]);
+    assert_eq!(out.status.code(), Some(1));
     let out = show(&["-n", "gc-tour", "pod/tour-exit-2", "-o", "json"]);
     let archive: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(archive["metadata"]["name"], "tour-exit-2");

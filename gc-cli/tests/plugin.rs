@@ -51,7 +51,7 @@ fn kubectl_gc_is_the_plugin_krew_installs() {
     .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    let (archive, sha256) = stdout.trim().split_once(' ').unwrap();
+    let (sha256, archive) = stdout.trim().split_once(' ').unwrap();
     let archive = Path::new(archive);
 
     // The manifest names that archive for this platform.

@@ -149,7 +149,7 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
     for (r, doc) in receipts.iter().zip(&docs) {
         done.push(restore_object(run, session, r, doc).await);
     }
-    // After every object: a claim may bind only once a Pod mounts it (WaitForFirstConsumer).
+    // After every object of the session, so that one slow binding delays none of the others.
     for (r, restored) in receipts.iter().zip(&mut done) {
         let volume = r.session.as_ref().and_then(|s| s.retained.as_ref());
         if let (Some(volume), Some(uid), false, "created") =
@@ -164,21 +164,26 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
 
 /// Waits up to [`RestoreRun::bind_wait`] for the volume `name` to be bound to the claim created
 /// again (`uid`), and gives it back its `policy` then: what was done, or `None` when the wait
-/// ran out (the volume keeps `Retain`; a later `restore` gives it back).
+/// ran out with the volume not yet bound (it keeps `Retain`; a later `restore` gives it back).
+/// A read or a patch that fails (a fence lost to another write of the volume) is tried again
+/// until the wait runs out, and then said.
 async fn wait_bound(run: &RestoreRun<'_>, name: &str, uid: &str, policy: &str) -> Option<String> {
     let deadline = tokio::time::Instant::now() + run.bind_wait;
     loop {
-        match volumes::claimed_again(run.cluster, name, uid, run.cluster_id, false).await {
+        let found = volumes::claimed_again(run.cluster, name, uid, run.cluster_id, false).await;
+        let late = tokio::time::Instant::now() >= deadline;
+        match found {
             Ok(ClaimedAgain::GivenBack) => {
                 return Some(format!(
                     "on its volume {name}, bound again: reclaim policy {policy} given back"
                 ));
             }
-            Ok(ClaimedAgain::NotBound) if tokio::time::Instant::now() < deadline => {
+            Ok(ClaimedAgain::NotKept) => return None,
+            Ok(ClaimedAgain::NotBound) if late => return None,
+            Err(why) if late => return Some(format!("on its volume {name}: {why}")),
+            Ok(ClaimedAgain::NotBound) | Err(_) => {
                 tokio::time::sleep(std::time::Duration::from_millis(500)).await;
             }
-            Ok(_) => return None,
-            Err(why) => return Some(format!("on its volume {name}: {why}")),
         }
     }
 }

@@ -43,8 +43,15 @@ pub(crate) struct RestoreSessions {
     /// Once a session's objects are created, how long to wait for a claim created on its kept
     /// volume to be bound, to give the volume back its reclaim policy then. 0: do not wait (the
     /// volume keeps `Retain`; `restore` again once the claim is bound).
-    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    #[arg(
+        long,
+        default_value_t = 60,
+        value_name = "SECONDS",
+        value_parser = clap::value_parser!(u64).range(0..=3600)
+    )]
     bind_wait_seconds: u64,
+    #[command(flatten)]
+    events: crate::events::EventArgs,
     /// gc's store, holding the receipts: `sqlite:PATH`, a path, or `postgres://...`. Default:
     /// the embedded SQLite file.
     #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
@@ -73,7 +80,7 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
     let restored = live::block_on(async {
         let cluster = args.connect.cluster().await?;
         let store = gc_runtime::open_store(args.store.as_deref()).await?;
-        let events = gc_runtime::events::Events::new(!args.dry_run);
+        let events = args.events.events(args.dry_run);
         let run = RestoreRun {
             cluster: &cluster,
             store: &store,

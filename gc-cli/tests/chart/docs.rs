@@ -236,7 +236,8 @@ struct HelmCommand {
     namespace: String,
     sets: Vec<String>,
     install: bool,
-    /// `--reuse-values`: the release's earlier values, then these `--set`s.
+    /// `--reuse-values`, `--reset-then-reuse-values`: the release's earlier values, then these
+    /// `--set`s.
     reuse: bool,
 }
 
@@ -260,7 +261,9 @@ fn parse_helm(words: &[String]) -> HelmCommand {
             "-n" | "--namespace" => parsed.namespace = value(),
             "--set" | "--set-string" => parsed.sets.push(value()),
             "--install" | "-i" => parsed.install = true,
-            "--reuse-values" => parsed.reuse = true,
+            // The release's values, then these; with `--reset-then-reuse-values` the chart's
+            // new defaults under them (what renders here either way).
+            "--reuse-values" | "--reset-then-reuse-values" => parsed.reuse = true,
             "--create-namespace" | "--wait" | "--atomic" | "--dry-run" => {}
             flag if flag.starts_with('-') => {
                 panic!("helm {flag}: teach this test what it does to the rendered names")

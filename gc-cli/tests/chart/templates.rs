@@ -408,6 +408,31 @@ fn the_prometheus_rule_is_the_shipped_rules() {
         .replace(r#"{collector="pods"}[96h]"#, r#"{collector="pods"}[48h]"#);
     assert_ne!(want, file.replace("streamspace_", "gc_"));
     assert_eq!(custom["spec"]["groups"], groups(&want));
+    // Each threshold stays its own when one equals the other's default (a daily session run).
+    let daily = rule_of(&[
+        "prometheusRule.enabled=true",
+        "prometheusRule.noSuccessHours.sessions=48",
+        "prometheusRule.noSuccessHours.pods=72",
+    ])
+    .unwrap();
+    let expr = daily["spec"]["groups"][0]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["alert"] == "GcNoRecentSuccess")
+        .unwrap()["expr"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (sessions, pods) = expr.split_once(") or (").unwrap();
+    assert!(
+        sessions.contains(r#"{collector="sessions"}[96h]"#) && sessions.contains("> 48 * 3600"),
+        "{expr}"
+    );
+    assert!(
+        pods.contains(r#"{collector="pods"}[144h]"#) && pods.contains("> 72 * 3600"),
+        "{expr}"
+    );
 
     let Some(bin) = std::env::var_os("GC_TEST_PROMETHEUS").map(std::path::PathBuf::from) else {
         assert!(
