@@ -67,20 +67,7 @@ fn promtool_checks_the_rules_and_passes_their_unit_tests() {
 /// prefix): what the end-to-end tests evaluate. (`tests/chart` proves that the rendering equals
 /// the shipped files, and promtool passes the files' unit tests on it.)
 fn rendered_chart() -> Vec<Value> {
-    let bin = std::env::var_os("GC_TESTBED_BIN").map_or_else(
-        || {
-            let out = Command::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../scripts/testbed-build.sh"
-            ))
-            .arg("helm")
-            .output()
-            .unwrap();
-            PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-        },
-        PathBuf::from,
-    );
-    let out = Command::new(bin.join("helm"))
+    let out = Command::new(gc_testbed::tool("helm").unwrap())
         .args([
             "template",
             "gc",
@@ -95,15 +82,7 @@ fn rendered_chart() -> Vec<Value> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split("\n---")
-        .filter(|d| d.lines().any(|l| l.starts_with("kind:")))
-        .map(|doc| {
-            let value: serde_norway::Value = serde_norway::from_str(doc).unwrap();
-            serde_json::to_value(value).unwrap()
-        })
-        .collect()
+    common::yaml_documents(&String::from_utf8(out.stdout).unwrap())
 }
 
 /// The chart's PrometheusRule's rules (`{"groups": ...}`), as JSON.
@@ -383,6 +362,45 @@ impl Drop for Prometheus {
     }
 }
 
+/// A kubeconfig file the runs read that names, at first, an API server that is not there, and
+/// then ([`Switchable::reach`]) the test bed's: replaced whole, as a rename.
+struct Switchable {
+    path: PathBuf,
+    reachable: String,
+}
+
+impl Switchable {
+    fn new(bed: &gc_testbed::TestBed, dir: &Path) -> std::io::Result<Self> {
+        let reachable = std::fs::read_to_string(bed.kubeconfig_path())?;
+        assert!(reachable.contains(bed.server_url()));
+        let kubeconfig = Self {
+            path: dir.join("kubeconfig"),
+            reachable,
+        };
+        kubeconfig.point(
+            &kubeconfig
+                .reachable
+                .replace(bed.server_url(), "https://127.0.0.1:1"),
+        )?;
+        Ok(kubeconfig)
+    }
+
+    fn point(&self, text: &str) -> std::io::Result<()> {
+        let next = self.path.with_extension("next");
+        std::fs::write(&next, text)?;
+        std::fs::rename(&next, &self.path)
+    }
+
+    /// From now on the kubeconfig names the test bed's API server.
+    fn reach(&self) -> std::io::Result<()> {
+        self.point(&self.reachable)
+    }
+
+    fn path(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+}
+
 /// `GcNoRecentSuccess` fires this many seconds after the last success (or first attempt) in the
 /// end-to-end tests, instead of 12 or 48 hours.
 const THRESHOLD: u64 = 10;
@@ -484,21 +502,13 @@ async fn alerts_from_serve_resolve_and_its_counters_never_go_down() -> Result {
     let name = ns.name();
     let dir = tempfile::tempdir()?;
     // The kubeconfig the runs read: first naming an API server that is not there.
-    let reachable = std::fs::read_to_string(bed.kubeconfig_path())?;
-    assert!(reachable.contains(bed.server_url()));
-    let kubeconfig = dir.path().join("kubeconfig");
-    let point = |text: &str| -> std::io::Result<()> {
-        let next = dir.path().join("kubeconfig.next");
-        std::fs::write(&next, text)?;
-        std::fs::rename(&next, &kubeconfig)
-    };
-    point(&reachable.replace(bed.server_url(), "https://127.0.0.1:1"))?;
+    let kubeconfig = Switchable::new(bed, dir.path())?;
     let addr = free_addr();
     let log = dir.path().join("serve.log");
     let mut serve = command()
         .args(["serve", "--listen", &addr, "--interval-seconds", "2"])
         .args(["pods", "-n", name, "--retention-seconds", "3600"])
-        .args(["--kubeconfig", kubeconfig.to_str().unwrap()])
+        .args(["--kubeconfig", kubeconfig.path()])
         .args(["--store", &sqlite(dir.path(), "s.db")])
         .args(["--archive-dir", dir.path().join("a").to_str().unwrap()])
         .args(["--metrics-prefix", "streamspace"])
@@ -517,7 +527,7 @@ async fn alerts_from_serve_resolve_and_its_counters_never_go_down() -> Result {
 
     prometheus.wait_for(name, "GcRunFailing");
     prometheus.wait_for_value(&runs("failure"), |n| n >= 2.0);
-    point(&reachable)?;
+    kubeconfig.reach()?;
     prometheus.wait_for_value(&runs("success"), |n| n >= 1.0);
     prometheus.wait_for_exactly(name, &[]);
     let failures = prometheus.value(&runs("failure")).unwrap().unwrap();
@@ -953,14 +963,7 @@ async fn dashboard_rates_show_what_serve_did() -> Result {
     let (bed, ns) = namespace("dashboard-serve").await?;
     let name = ns.name();
     let dir = tempfile::tempdir()?;
-    let reachable = std::fs::read_to_string(bed.kubeconfig_path())?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    let point = |text: &str| -> std::io::Result<()> {
-        let next = dir.path().join("kubeconfig.next");
-        std::fs::write(&next, text)?;
-        std::fs::rename(&next, &kubeconfig)
-    };
-    point(&reachable.replace(bed.server_url(), "https://127.0.0.1:1"))?;
+    let kubeconfig = Switchable::new(bed, dir.path())?;
     for pod in ["due-1", "due-2"] {
         target(&ns, pod).await?;
     }
@@ -977,7 +980,7 @@ async fn dashboard_rates_show_what_serve_did() -> Result {
             "1",
         ])
         .args(["--dry-run=none", "--auto-remediate"])
-        .args(["--kubeconfig", kubeconfig.to_str().unwrap()])
+        .args(["--kubeconfig", kubeconfig.path()])
         .args(["--store", &sqlite(dir.path(), "s.db")])
         .args(["--archive-dir", dir.path().join("a").to_str().unwrap()])
         .args(["--metrics-prefix", "streamspace"])
@@ -1000,7 +1003,7 @@ async fn dashboard_rates_show_what_serve_did() -> Result {
     // Failures Prometheus saw happen (not only their count at its first scrape).
     let first = prometheus.wait_for_value(&runs("failure"), |_| true);
     prometheus.wait_for_value(&runs("failure"), |n| n >= first + 2.0);
-    point(&reachable)?;
+    kubeconfig.reach()?;
     let deleted = format!(r#"streamspace_objects_deleted_total{{namespace="{name}"}}"#);
     prometheus.wait_for_value(&deleted, |n| n >= 2.0);
     prometheus.wait_for_value(&runs("success"), |n| n >= 3.0);

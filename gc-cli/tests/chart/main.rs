@@ -4,7 +4,6 @@
 //! install's Deployment run exactly as rendered, and the README's and NOTES' commands naming only
 //! objects the chart renders.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use gc_testbed::{TestBed, TestNamespace};
@@ -30,24 +29,11 @@ use common::Result;
 
 const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chart");
 
-fn helm_path() -> PathBuf {
-    let bin = std::env::var_os("GC_TESTBED_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let out = Command::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../scripts/testbed-build.sh"
-            ))
-            .arg("helm")
-            .output()
-            .unwrap();
-            PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-        });
-    bin.join("helm")
-}
-
 fn helm(args: &[&str]) -> Output {
-    Command::new(helm_path()).args(args).output().unwrap()
+    Command::new(gc_testbed::tool("helm").unwrap())
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 /// `helm install gc CHART` into `ns` of the test bed, with `flags`.
@@ -78,14 +64,7 @@ fn template_as(release: &str, namespace: &str, sets: &[&str]) -> String {
 
 /// Every object of a `helm template` output (or of a YAML file), as JSON.
 fn documents(rendered: &str) -> Vec<Value> {
-    rendered
-        .split("\n---")
-        .filter(|d| d.lines().any(|l| l.starts_with("kind:")))
-        .map(|doc| {
-            let value: serde_norway::Value = serde_norway::from_str(doc).unwrap();
-            serde_json::to_value(value).unwrap()
-        })
-        .collect()
+    common::yaml_documents(rendered)
 }
 
 /// The rendered object of `kind` named `name`.

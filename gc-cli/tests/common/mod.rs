@@ -255,3 +255,14 @@ pub(crate) async fn one_live_session(db: &gc_testbed::TestDatabase) -> Result {
     pool.close().await;
     Ok(())
 }
+
+/// Every object of a multi-document YAML text (`helm template` output, a YAML file), as JSON.
+pub(crate) fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
+    text.split("\n---")
+        .filter(|d| d.lines().any(|l| l.starts_with("kind:")))
+        .map(|doc| {
+            let value: serde_norway::Value = serde_norway::from_str(doc).unwrap();
+            serde_json::to_value(value).unwrap()
+        })
+        .collect()
+}
