@@ -8,77 +8,30 @@ use clap::CommandFactory;
 
 use super::Cli;
 
-/// Splits a shell line into words: quotes group, `\` escapes, `#` starts a comment.
-fn words(line: &str) -> Vec<String> {
-    let (mut words, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                any = true;
-            }
-            (None, '\\') => word.extend(chars.next()),
-            (None, '#') if !any => break,
-            (None, c) if c.is_whitespace() => {
-                if any {
-                    words.push(std::mem::take(&mut word));
-                    any = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                any = true;
-            }
-        }
-    }
-    if any {
-        words.push(word);
-    }
-    words
-}
+#[path = "../../tests/common/markdown.rs"]
+mod markdown;
 
 /// The `gc-cli` commands of `markdown`'s fenced blocks, as argument lists starting with the
 /// program: `gc-cli ...`, `kubectl gc ...`, `cargo run ... -p gc-cli -- ...`.
 fn commands(markdown: &str) -> Vec<Vec<String>> {
-    let (mut found, mut fenced, mut pending) = (Vec::new(), false, String::new());
-    for line in markdown.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if !fenced {
-            continue;
-        }
-        let line = line.trim();
-        let line = line.strip_prefix("$ ").unwrap_or(line);
-        if let Some(head) = line.strip_suffix('\\') {
-            pending.push_str(head);
-            pending.push(' ');
-            continue;
-        }
-        pending.push_str(line);
-        let all = words(&std::mem::take(&mut pending));
-        for part in all.split(|w| ["&&", "||", "|", ";", ">", "2>"].contains(&w.as_str())) {
-            let args = match part {
-                [gc, rest @ ..] if gc == "gc-cli" => rest,
-                [k, gc, rest @ ..] if k == "kubectl" && gc == "gc" => rest,
-                [cargo, run, rest @ ..] if cargo == "cargo" && run == "run" => {
-                    match rest.iter().position(|w| w == "--") {
-                        Some(dash) if rest.windows(2).any(|w| w == ["-p", "gc-cli"]) => {
-                            &rest[dash + 1..]
-                        }
-                        _ => continue,
+    let mut found = Vec::new();
+    for command in markdown::fenced_commands(markdown) {
+        let args = match &command[..] {
+            [gc, rest @ ..] if gc == "gc-cli" => rest,
+            [k, gc, rest @ ..] if k == "kubectl" && gc == "gc" => rest,
+            [cargo, run, rest @ ..] if cargo == "cargo" && run == "run" => {
+                match rest.iter().position(|w| w == "--") {
+                    Some(dash) if rest.windows(2).any(|w| w == ["-p", "gc-cli"]) => {
+                        &rest[dash + 1..]
                     }
+                    _ => continue,
                 }
-                _ => continue,
-            };
-            let mut command = vec!["gc-cli".to_owned()];
-            command.extend(args.iter().cloned());
-            found.push(command);
-        }
+            }
+            _ => continue,
+        };
+        let mut words = vec!["gc-cli".to_owned()];
+        words.extend(args.iter().cloned());
+        found.push(words);
     }
     found
 }
@@ -122,7 +75,9 @@ fn command_line_is_consistent() {
 #[test]
 fn shell_words_group_quotes_and_drop_comments() {
     assert_eq!(
-        words(r#"gc-cli run pods --exclude-selector 'team in (a),!keep' -n "x y"  # why"#),
+        markdown::shell_words(
+            r#"gc-cli run pods --exclude-selector 'team in (a),!keep' -n "x y"  # why"#
+        ),
         [
             "gc-cli",
             "run",
@@ -133,5 +88,5 @@ fn shell_words_group_quotes_and_drop_comments() {
             "x y"
         ]
     );
-    assert_eq!(words("a --x=''"), ["a", "--x="]);
+    assert_eq!(markdown::shell_words("a --x=''"), ["a", "--x="]);
 }

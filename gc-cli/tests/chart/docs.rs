@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::{CHART, documents, helm, install_service_monitor_crd, object, template, template_as};
 use crate::common::Result;
+use crate::common::markdown::shell_words;
 
 /// An object by kind, namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -31,63 +32,12 @@ fn rendered_objects(rendered: &str, namespace: &str) -> Vec<Named> {
         .collect()
 }
 
-/// The words of one shell line: quotes group words, an unquoted `#` starting a word ends the line.
-fn shell_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quote = None;
-    for c in line.chars() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => word.get_or_insert_default().push(c),
-            None => match c {
-                '\'' | '"' => {
-                    quote = Some(c);
-                    word.get_or_insert_default();
-                }
-                '#' if word.is_none() => break,
-                c if c.is_whitespace() => words.extend(word.take()),
-                c => word.get_or_insert_default().push(c),
-            },
-        }
-    }
-    words.extend(word);
-    words
-}
-
-/// The `kubectl` and `helm` commands of a Markdown file's fenced code blocks, in order: a `$ `
-/// prompt and comments removed, `\` continuations joined, `&&`, `||`, `|` and `;` separating.
+/// The `kubectl` and `helm` commands of a Markdown file's fenced code blocks, in order.
 pub(super) fn doc_commands(markdown: &str) -> Vec<Vec<String>> {
-    let mut commands = Vec::new();
-    let mut fenced = false;
-    let mut pending = String::new();
-    for line in markdown.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if !fenced {
-            continue;
-        }
-        let line = line.trim();
-        let line = line.strip_prefix("$ ").unwrap_or(line);
-        if let Some(head) = line.strip_suffix('\\') {
-            pending.push_str(head);
-            pending.push(' ');
-            continue;
-        }
-        pending.push_str(line);
-        let words = shell_words(&std::mem::take(&mut pending));
-        for command in words.split(|w| ["&&", "||", "|", ";"].contains(&w.as_str())) {
-            if command
-                .first()
-                .is_some_and(|w| w == "kubectl" || w == "helm")
-            {
-                commands.push(command.to_vec());
-            }
-        }
-    }
-    commands
+    crate::common::markdown::fenced_commands(markdown)
+        .into_iter()
+        .filter(|c| c[0] == "kubectl" || c[0] == "helm")
+        .collect()
 }
 
 /// The kind a kubectl resource word names (`cronjob`, `cronjobs.batch`, `sa`, ...), if one this

@@ -4,6 +4,8 @@
 //! Each test crate uses part of it, so the rest is dead code there.
 #![allow(dead_code)]
 
+pub(crate) mod markdown;
+
 use std::ffi::OsStr;
 use std::process::{Command, Output};
 
