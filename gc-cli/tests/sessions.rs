@@ -1149,7 +1149,7 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
         of(gone).into_iter().chain(of(edited)).collect()
     );
 
-    let restore = |session: &str, extra: &[&str]| {
+    let restore_as = |form: &str, session: &str, extra: &[&str]| {
         let base = [
             "restore",
             "sessions",
@@ -1158,9 +1158,10 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
             "--session",
             session,
         ];
-        let at = ["--kubeconfig", f.kubeconfig.as_str(), "-o", "json"];
+        let at = ["--kubeconfig", f.kubeconfig.as_str(), "-o", form];
         gc_cli(&[&base[..], &at, &kept, extra].concat(), &[])
     };
+    let restore = |session: &str, extra: &[&str]| restore_as("json", session, extra);
     let results = |out: &Output| -> Vec<(String, String)> {
         let restored: Vec<Value> = serde_json::from_str(&text(&out.stdout)).unwrap();
         let mut pairs: Vec<(String, String)> = restored
@@ -1191,17 +1192,7 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     );
     assert_eq!(f.snapshot().await?, deleted);
     // `-o name` as kubectl: the objects a restore would create.
-    let base = [
-        "restore",
-        "sessions",
-        "-n",
-        f.ns.name(),
-        "--session",
-        gone,
-        "--dry-run",
-    ];
-    let at = ["--kubeconfig", f.kubeconfig.as_str(), "-o", "name"];
-    let names = ok(&gc_cli(&[&base[..], &at, &kept].concat(), &[]));
+    let names = ok(&restore_as("name", gone, &["--dry-run"]));
     let mut names: Vec<&str> = names.lines().collect();
     names.sort_unstable();
     let claim_name = format!("persistentvolumeclaim/{claim}");
