@@ -3,5 +3,4 @@
 
 pub(crate) mod apply;
 pub(crate) mod args;
-pub(crate) mod output;
 pub(crate) mod plan;

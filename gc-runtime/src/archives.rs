@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::Context;
 use gc_core::ports::{ArchiveSink as _, Receipt, Store as _, StoreError};
-use gc_store::{Archives, ObjectOptions, Store};
+use gc_store::{Archives, ListedReceipt, ObjectOptions, ReceiptQuery, Store};
 use serde::Serialize;
 
 /// One finding of [`verify`].
@@ -225,5 +225,110 @@ async fn check_receipt(
             ("missing", "the receipt's archive does not exist".to_owned())
         }
         Err(e) => ("unreadable", e.to_string()),
+    }
+}
+
+/// The receipts of `cluster` that `query` matches, newest first, recorded in `[since, until)`
+/// (seconds; `None`: unbounded).
+///
+/// # Errors
+/// When the receipts cannot be listed, or one's `archivedAt` is not a timestamp.
+pub async fn list(
+    store: &Store,
+    cluster: &str,
+    query: ReceiptQuery<'_>,
+    since: Option<f64>,
+    until: Option<f64>,
+) -> anyhow::Result<Vec<ListedReceipt>> {
+    let listed = store
+        .list_receipts(cluster, query)
+        .await
+        .context("cannot list the receipts")?;
+    let mut kept = Vec::with_capacity(listed.len());
+    for l in listed {
+        let at = gc_core::isotime::parse_timestamp(&l.archived_at)
+            .with_context(|| format!("archivedAt of the receipt of {}", l.receipt.uid))?;
+        if since.is_none_or(|s| at >= s) && until.is_none_or(|u| at < u) {
+            kept.push(l);
+        }
+    }
+    Ok(kept)
+}
+
+/// The uid of the newest archive of `object` in `namespace` of `cluster`: `object` is `KIND/NAME`
+/// as `kubectl -o name` prints it (`pod/NAME`, `deployment.apps/NAME`): the Kind in any case,
+/// the group exactly.
+///
+/// # Errors
+/// When the receipts cannot be listed, or none is of that object.
+pub async fn newest(
+    store: &Store,
+    cluster: &str,
+    namespace: &str,
+    object: &str,
+) -> anyhow::Result<String> {
+    let (kind, name) = object.split_once('/').unwrap_or((object, ""));
+    let (kind, group) = kind.split_once('.').unwrap_or((kind, ""));
+    let query = ReceiptQuery {
+        namespace: Some(namespace),
+        name: Some(name),
+        kind: Some(kind),
+        ..ReceiptQuery::default()
+    };
+    let listed = store.list_receipts(cluster, query).await?;
+    let of_group = |r: &&ListedReceipt| match r.receipt.api_version().split_once('/') {
+        Some((g, _)) => g == group,
+        None => group.is_empty(),
+    };
+    let newest = listed.iter().find(of_group).ok_or_else(|| {
+        let location = store.location();
+        anyhow::anyhow!(
+            "no archive of {object} in namespace {namespace} of cluster {cluster} in {location}"
+        )
+    })?;
+    Ok(newest.receipt.uid.clone())
+}
+
+impl Verified {
+    /// Logs what verification found, and fails when an archive and its receipt do not match,
+    /// when there was no receipt of `cluster` (in `namespace`) to verify (naming the clusters
+    /// the store has receipts of), or when every receipt was skipped. An archive without a
+    /// receipt is reported, never a failure: archives are write-once, so a later run never
+    /// replaced it.
+    ///
+    /// # Errors
+    /// As said.
+    pub fn outcome(&self, cluster: &str, namespace: Option<&str>) -> anyhow::Result<()> {
+        let checked = &self.checked;
+        let count = |result: &str| checked.iter().filter(|c| c.result == result).count();
+        let problems = checked.iter().filter(|c| c.is_problem()).count();
+        tracing::info!(
+            "{} archive(s) match their receipts, {problems} problem(s), {} skipped, {} archive(s) \
+             without a receipt, {} unexpected object(s)",
+            count("ok"),
+            count("skipped"),
+            count("noReceipt"),
+            count("unexpected"),
+        );
+        if problems > 0 {
+            anyhow::bail!("{problems} archive(s) or receipt(s) do not match");
+        }
+        if self.receipts == 0 {
+            let scope = namespace.map_or(String::new(), |ns| format!(" in namespace {ns}"));
+            let elsewhere = if self.clusters.is_empty() {
+                "the store holds no receipt at all".to_owned()
+            } else {
+                format!(
+                    "receipts exist for --cluster-id {}",
+                    self.clusters.join(", ")
+                )
+            };
+            anyhow::bail!("nothing to verify: no receipt of cluster {cluster}{scope}; {elsewhere}");
+        }
+        if count("skipped") == self.receipts {
+            let receipts = self.receipts;
+            anyhow::bail!("nothing verified: every one of the {receipts} receipt(s) was skipped");
+        }
+        Ok(())
     }
 }

@@ -6,11 +6,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::apply::Outcome;
 use gc_core::approval::open_plans;
+use gc_output::pods::{write_report, write_runs};
 use gc_runtime::NamespaceRun;
 use gc_runtime::pods::{self, PodRun, Report, Targets};
-use serde::Serialize;
 
 use crate::archives::ArchiveArgs;
 use crate::clock;
@@ -18,7 +17,7 @@ use crate::events::EventArgs;
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs, LockArgs};
 use crate::metrics::MetricsArgs;
-use crate::output::{Output, OutputArgs, escape, write_doc};
+use crate::output::{Output, OutputArgs};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use crate::pods::plan::PlanPods;
 
@@ -348,93 +347,14 @@ fn finish(
     runs: Vec<NamespaceRun<Report>>,
     several: bool,
 ) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     if let (false, [run]) = (several, &runs[..]) {
         if let Some(report) = &run.report {
-            print_report(report, output)?;
+            write_report(&mut out, report, output).context("cannot write the report")?;
         }
     } else {
         delivery.write_merged(&runs.iter().map(|r| r.metrics.clone()).collect::<Vec<_>>());
-        if matches!(output, Output::Table | Output::Wide | Output::Name) {
-            for run in &runs {
-                if output != Output::Name {
-                    println!("namespace {}:", run.namespace);
-                }
-                match (&run.report, &run.failure) {
-                    (Some(report), _) => print_report(report, output)?,
-                    (None, Some(failure)) if output != Output::Name => {
-                        println!("FAILED: {:#}", failure.error);
-                    }
-                    _ => {}
-                }
-            }
-        } else {
-            #[derive(Serialize)]
-            struct Doc<'a> {
-                namespace: &'a str,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                report: Option<&'a Report>,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                error: Option<String>,
-            }
-            let docs: Vec<Doc> = runs
-                .iter()
-                .map(|r| Doc {
-                    namespace: &r.namespace,
-                    report: r.report.as_ref(),
-                    error: r.failure.as_ref().map(|f| format!("{:#}", f.error)),
-                })
-                .collect();
-            write_doc(&mut std::io::stdout().lock(), &docs, output)?;
-        }
+        write_runs(&mut out, &runs, output).context("cannot write the reports")?;
     }
     crate::namespaces::outcome_of(runs)
-}
-
-/// Prints a report: a line per target (table and wide alike), the document (JSON, YAML), or
-/// `pod/NAME` of each Pod collected or that would be (name).
-fn print_report(r: &Report, output: Output) -> anyhow::Result<()> {
-    match output {
-        Output::Table | Output::Wide => {}
-        Output::Name => {
-            for t in r.recovered.iter().chain(&r.results) {
-                if matches!(
-                    t.outcome,
-                    Outcome::Collected { .. } | Outcome::WouldCollect { .. }
-                ) {
-                    println!("pod/{}", escape(&t.name));
-                }
-            }
-            return Ok(());
-        }
-        _ => {
-            return write_doc(&mut std::io::stdout().lock(), r, output)
-                .context("cannot write the report");
-        }
-    }
-    for t in r.recovered.iter().chain(&r.results) {
-        let line = match &t.outcome {
-            Outcome::Collected { uri, sha256, .. } => {
-                format!("collected   archive {uri} sha256 {sha256}")
-            }
-            Outcome::WouldCollect { sha256, bytes } => {
-                format!("would collect   archive of {bytes} bytes, sha256 {sha256}")
-            }
-            Outcome::Skipped { step, reason } => format!("skipped at {step:?}: {reason}"),
-            Outcome::Changed { step, message } => {
-                format!("changed at {step:?} (fence held): {message}")
-            }
-            Outcome::TooLarge { bytes, max } => format!(
-                "too large   archive of {bytes} bytes over max_archive_bytes {max}; pin released"
-            ),
-            Outcome::Released { reason } => format!("released   {reason}"),
-            Outcome::NotStarted { reason } => format!("not started   {reason}"),
-            Outcome::Failed { step, error } => format!("FAILED at {step:?}: {error}"),
-        };
-        println!(
-            "{}",
-            escape(&format!("{:<32} {:<38} {line}", t.name, t.uid))
-        );
-    }
-    println!("{}", r.summary());
-    Ok(())
 }

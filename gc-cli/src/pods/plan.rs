@@ -12,9 +12,9 @@ use gc_core::{PodConfig, PodPlan, PreviousLedger, plan_pods};
 use crate::exit::UsageError;
 use crate::files::{read_input, write_file};
 use crate::live::{self, ConnectArgs};
-use crate::output::{Output, OutputArgs, write_doc};
+use crate::output::{Output, OutputArgs};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
-use crate::pods::output::{self, PlanDoc};
+use gc_output::pods::{write_plan, write_plans};
 
 /// `gc-cli plan pods`
 #[derive(Debug, Args)]
@@ -95,39 +95,11 @@ pub(crate) fn plan(args: &PlanPods) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match &plans[..] {
         [(cfg, plan)] if failed.is_empty() => {
-            output::write_plan(&mut out, plan, cfg, args.output.form)
-                .context("cannot write the plan")?;
+            write_plan(&mut out, plan, cfg, args.output.form).context("cannot write the plan")?;
         }
         _ => write_plans(&mut out, &plans, args.output.form).context("cannot write the plans")?,
     }
     crate::namespaces::outcome(plans.len() + failed.len(), failed)
-}
-
-/// Several namespaces' plans: each under a `namespace NS:` line in a table, one list of the
-/// one-namespace documents in JSON or YAML, every target's name with `name`.
-fn write_plans(
-    out: &mut impl std::io::Write,
-    plans: &[(PodConfig, PodPlan)],
-    format: Output,
-) -> anyhow::Result<()> {
-    match format {
-        Output::Table | Output::Wide | Output::Kestra => {
-            for (cfg, plan) in plans {
-                writeln!(out, "namespace {}:", cfg.namespace)?;
-                output::write_plan(out, plan, cfg, format)?;
-            }
-        }
-        Output::Name => {
-            for (_, plan) in plans {
-                output::write_names(out, plan)?;
-            }
-        }
-        Output::Json | Output::Yaml => {
-            let docs: Vec<PlanDoc> = plans.iter().map(|(c, p)| PlanDoc::new(p, c)).collect();
-            write_doc(out, &docs, format)?;
-        }
-    }
-    Ok(())
 }
 
 /// The plans of every namespace `args` name, and the namespaces whose plan failed (with why);

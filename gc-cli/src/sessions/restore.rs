@@ -1,16 +1,15 @@
 //! `gc-cli restore sessions`: every archived object of the sessions named that does not exist
 //! now, created again from its verified archive (`gc_runtime::restore`).
 
-use std::io::Write;
-
 use clap::Args;
 use gc_core::sessions::Kind;
-use gc_runtime::restore::{RestoreRun, Restored, restore_sessions};
+use gc_output::sessions::write_restored;
+use gc_runtime::restore::{RestoreRun, restore_sessions};
 
 use crate::archives::ArchiveArgs;
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs};
-use crate::output::{Output, OutputArgs, object_name, write_columns, write_doc};
+use crate::output::OutputArgs;
 use crate::sessions::args::{SESSIONS_NAMESPACE, parse_kind};
 
 /// `gc-cli restore sessions`
@@ -96,47 +95,7 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
         store.close().await;
         Ok(restored)
     })?;
-    let mut out = std::io::stdout().lock();
-    match args.output.form {
-        Output::Json | Output::Yaml => write_doc(&mut out, &restored, args.output.form)?,
-        Output::Name => {
-            let created = |r: &&Restored| r.result == "created" || r.result == "would create";
-            for r in restored.iter().filter(created) {
-                writeln!(out, "{}", object_name(&r.api_version, &r.kind, &r.name))?;
-            }
-        }
-        Output::Table | Output::Wide | Output::Kestra => {
-            let rows: Vec<[String; 6]> = restored
-                .iter()
-                .map(|r| {
-                    let uid = r.uid.clone().unwrap_or_default();
-                    let note = r.note.clone().unwrap_or_default();
-                    [
-                        r.session.clone(),
-                        r.kind.clone(),
-                        r.name.clone(),
-                        r.result.clone(),
-                        uid,
-                        note,
-                    ]
-                })
-                .collect();
-            let header = ["SESSION", "KIND", "NAME", "RESULT", "UID", "NOTE"];
-            if args.output.form == Output::Wide {
-                write_columns(&mut out, header, &rows)?;
-            } else {
-                let rows: Vec<[String; 5]> = rows
-                    .into_iter()
-                    .map(|[s, k, n, r, _, note]| [s, k, n, r, note])
-                    .collect();
-                write_columns(
-                    &mut out,
-                    ["SESSION", "KIND", "NAME", "RESULT", "NOTE"],
-                    &rows,
-                )?;
-            }
-        }
-    }
+    write_restored(&mut std::io::stdout().lock(), &restored, args.output.form)?;
     let failed: Vec<&str> = restored
         .iter()
         .filter(|r| r.failed())

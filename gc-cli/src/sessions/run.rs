@@ -7,18 +7,18 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use gc_core::collect_sessions::{DeleteResult, SessionReport};
+use gc_core::collect_sessions::SessionReport;
 use gc_core::sessions::SessionConfig;
-use gc_runtime::sessions::{self, Audit, AuditLine, AuditLog, RefusedLine, SessionRun, rank};
+use gc_output::sessions::Shown;
+use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionRun};
 
 use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
 use crate::exit::UsageError;
 use crate::live;
 use crate::metrics::MetricsArgs;
-use crate::output::{FORMS, Output, escape, forms, write_columns, write_doc};
+use crate::output::{FORMS, Output, forms};
 use crate::sessions::args::{SESSIONS_NAMESPACE, SessionArgs, Unconnected, configs, try_connect};
-use crate::sessions::plan::{kube_name, reason};
 
 /// `gc-cli run sessions`
 #[derive(Debug, Args)]
@@ -163,18 +163,12 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     };
     let mut audit = Audited {
         log: AuditLog(sink),
-        shown: Shown {
-            output: args.output,
-            // As the flags say (`-A` however many match), so that the output's shape is
-            // known.
-            several: configs.len() > 1
-                || args
-                    .args
-                    .namespaces
-                    .named(SESSIONS_NAMESPACE)
-                    .is_none_or(|named| named.len() > 1),
-            records: Vec::new(),
-        },
+        // Several as the flags say (`-A` however many match): the output's shape is known.
+        shown: Shown::new(
+            args.output,
+            configs.len() > 1
+                || (args.args.namespaces.named(SESSIONS_NAMESPACE)).is_none_or(|n| n.len() > 1),
+        ),
     };
     let lock = args.lock.options();
     let run = SessionRun {
@@ -192,7 +186,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     let runs = sessions::run_sessions(&run, &configs, &mut audit).await;
     table.close().await;
     store.close().await;
-    audit.shown.finish()?;
+    audit.shown.finish(&mut std::io::stdout().lock())?;
     crate::namespaces::outcome_of(runs)
 }
 
@@ -210,118 +204,11 @@ impl Audit for Audited {
         time: &str,
     ) -> anyhow::Result<()> {
         self.log.judged(cfg, report, time)?;
-        self.shown.add(cfg, report, time)
+        let mut out = std::io::stdout().lock();
+        self.shown.add(&mut out, cfg, report, time)
     }
     fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()> {
         self.log.refused(line)?;
-        self.shown.refused(line)
-    }
-}
-
-/// What `-o` prints of a run: each namespace's rows or names at once, the records of them all
-/// as one document at the end.
-struct Shown {
-    output: Option<Output>,
-    several: bool,
-    records: Vec<serde_json::Value>,
-}
-
-impl Shown {
-    fn add(
-        &mut self,
-        cfg: &SessionConfig,
-        report: &SessionReport,
-        time: &str,
-    ) -> anyhow::Result<()> {
-        let mut out = std::io::stdout().lock();
-        match self.output {
-            None | Some(Output::Kestra) => {}
-            Some(Output::Json | Output::Yaml) => {
-                for record in &report.records {
-                    self.records
-                        .push(serde_json::to_value(AuditLine { time, record })?);
-                }
-            }
-            Some(Output::Name) => {
-                for r in &report.records {
-                    if matches!(
-                        r.result,
-                        Some(DeleteResult::Deleted | DeleteResult::WouldDelete)
-                    ) {
-                        let res = &r.judged.resource;
-                        writeln!(out, "{}", kube_name(res))?;
-                    }
-                }
-            }
-            Some(table) => {
-                if self.several {
-                    writeln!(out, "namespace {}:", cfg.namespace)?;
-                }
-                let wide = table == Output::Wide;
-                let mut records: Vec<_> = report
-                    .records
-                    .iter()
-                    .filter(|r| wide || rank(&r.judged.decision) < 4)
-                    .collect();
-                records.sort_by_key(|r| rank(&r.judged.decision));
-                let rows: Vec<[String; 7]> = records
-                    .iter()
-                    .map(|r| {
-                        let res = &r.judged.resource;
-                        [
-                            r.judged.decision.name().to_owned(),
-                            r.result
-                                .as_ref()
-                                .map(ToString::to_string)
-                                .unwrap_or_default(),
-                            res.kind.clone(),
-                            res.name.clone(),
-                            res.uid.clone(),
-                            res.session.clone().unwrap_or_default(),
-                            reason(&r.judged.decision),
-                        ]
-                    })
-                    .collect();
-                if wide {
-                    let header = [
-                        "DECISION", "RESULT", "KIND", "NAME", "UID", "SESSION", "REASON",
-                    ];
-                    write_columns(&mut out, header, &rows)?;
-                } else {
-                    let rows: Vec<[String; 5]> = rows
-                        .into_iter()
-                        .map(|[d, r, k, n, _, s, _]| [d, r, k, n, s])
-                        .collect();
-                    write_columns(
-                        &mut out,
-                        ["DECISION", "RESULT", "KIND", "NAME", "SESSION"],
-                        &rows,
-                    )?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// A namespace whose run failed: its refusal line in the document (so that each namespace
-    /// is in it), its error under its name in a table of several.
-    fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()> {
-        match self.output {
-            Some(Output::Json | Output::Yaml) => self.records.push(serde_json::to_value(line)?),
-            Some(Output::Table | Output::Wide) if self.several => {
-                let mut out = std::io::stdout().lock();
-                writeln!(out, "namespace {}:", line.namespace)?;
-                writeln!(out, "FAILED: {}", escape(&line.reason))?;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> anyhow::Result<()> {
-        if let Some(output @ (Output::Json | Output::Yaml)) = self.output {
-            write_doc(&mut std::io::stdout().lock(), &self.records, output)?;
-        }
-        Ok(())
+        self.shown.refused(&mut std::io::stdout().lock(), line)
     }
 }

@@ -1,5 +1,5 @@
-//! Failed-Pod plans as text: a table for people, JSON for machines, and the Kestra flow's output
-//! line.
+//! The failed-Pod collector's plans and runs: a table for people, JSON or YAML for machines,
+//! `pod/NAME` lines, and the Kestra flow's output line.
 
 use std::io::Write;
 
@@ -9,11 +9,15 @@ use gc_core::pyjson::{self, Layout};
 use gc_core::selector::Spared;
 use serde::Serialize;
 
-use crate::output::{Output, escape, rfc3339, write_columns, write_doc};
+use gc_core::apply::Outcome;
+use gc_runtime::NamespaceRun;
+use gc_runtime::pods::Report;
+
+use crate::{Output, escape, rfc3339, write_columns, write_doc};
 
 /// A plan as JSON and YAML show it: the settings, the plan, the count of targets.
 #[derive(Serialize)]
-pub(crate) struct PlanDoc<'a> {
+pub struct PlanDoc<'a> {
     config: &'a PodConfig,
     #[serde(flatten)]
     plan: &'a PodPlan,
@@ -22,7 +26,9 @@ pub(crate) struct PlanDoc<'a> {
 }
 
 impl<'a> PlanDoc<'a> {
-    pub(crate) fn new(plan: &'a PodPlan, cfg: &'a PodConfig) -> Self {
+    /// The document of `plan`, made under `cfg`.
+    #[must_use]
+    pub fn new(plan: &'a PodPlan, cfg: &'a PodConfig) -> Self {
         Self {
             config: cfg,
             plan,
@@ -32,7 +38,7 @@ impl<'a> PlanDoc<'a> {
 }
 
 /// Writes `plan` as `output` says.
-pub(crate) fn write_plan(
+pub fn write_plan(
     out: &mut impl Write,
     plan: &PodPlan,
     cfg: &PodConfig,
@@ -49,7 +55,7 @@ pub(crate) fn write_plan(
 }
 
 /// `pod/NAME` of each target.
-pub(crate) fn write_names(out: &mut impl Write, plan: &PodPlan) -> std::io::Result<()> {
+pub fn write_names(out: &mut impl Write, plan: &PodPlan) -> std::io::Result<()> {
     for t in &plan.targets {
         let name = t
             .name
@@ -75,7 +81,7 @@ fn spared(plan: &PodPlan) -> (usize, usize) {
 /// written as its `json.dumps(..., separators=(',', ':'))` writes them. When the plan spares a
 /// Pod, `"protected":N,"excluded":N` follow `deferred` (the flow reads neither; without them the
 /// line is the flow's byte for byte).
-pub(crate) fn kestra_line(plan: &PodPlan) -> String {
+pub fn kestra_line(plan: &PodPlan) -> String {
     let mut s = String::from("::{\"outputs\":{\"targets\":[");
     for (i, t) in plan.targets.iter().enumerate() {
         if i > 0 {
@@ -236,4 +242,119 @@ fn write_table(
         cfg.namespace,
         rfc3339(plan.now)
     )
+}
+
+/// Several namespaces' plans: each under a `namespace NS:` line in a table, one list of the
+/// one-namespace documents in JSON or YAML, every target's name with `name`.
+pub fn write_plans(
+    out: &mut impl Write,
+    plans: &[(PodConfig, PodPlan)],
+    format: Output,
+) -> anyhow::Result<()> {
+    match format {
+        Output::Table | Output::Wide | Output::Kestra => {
+            for (cfg, plan) in plans {
+                writeln!(out, "namespace {}:", cfg.namespace)?;
+                write_plan(out, plan, cfg, format)?;
+            }
+        }
+        Output::Name => {
+            for (_, plan) in plans {
+                write_names(out, plan)?;
+            }
+        }
+        Output::Json | Output::Yaml => {
+            let docs: Vec<PlanDoc> = plans.iter().map(|(c, p)| PlanDoc::new(p, c)).collect();
+            write_doc(out, &docs, format)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a run's report: a line per target (table and wide alike), the document (JSON, YAML), or
+/// `pod/NAME` of each Pod collected or that would be (name).
+pub fn write_report(out: &mut impl Write, r: &Report, output: Output) -> anyhow::Result<()> {
+    match output {
+        Output::Table | Output::Wide => {}
+        Output::Name => {
+            for t in r.recovered.iter().chain(&r.results) {
+                if matches!(
+                    t.outcome,
+                    Outcome::Collected { .. } | Outcome::WouldCollect { .. }
+                ) {
+                    writeln!(out, "pod/{}", escape(&t.name))?;
+                }
+            }
+            return Ok(());
+        }
+        _ => {
+            return write_doc(out, r, output);
+        }
+    }
+    for t in r.recovered.iter().chain(&r.results) {
+        let line = match &t.outcome {
+            Outcome::Collected { uri, sha256, .. } => {
+                format!("collected   archive {uri} sha256 {sha256}")
+            }
+            Outcome::WouldCollect { sha256, bytes } => {
+                format!("would collect   archive of {bytes} bytes, sha256 {sha256}")
+            }
+            Outcome::Skipped { step, reason } => format!("skipped at {step:?}: {reason}"),
+            Outcome::Changed { step, message } => {
+                format!("changed at {step:?} (fence held): {message}")
+            }
+            Outcome::TooLarge { bytes, max } => format!(
+                "too large   archive of {bytes} bytes over max_archive_bytes {max}; pin released"
+            ),
+            Outcome::Released { reason } => format!("released   {reason}"),
+            Outcome::NotStarted { reason } => format!("not started   {reason}"),
+            Outcome::Failed { step, error } => format!("FAILED at {step:?}: {error}"),
+        };
+        let line = escape(&format!("{:<32} {:<38} {line}", t.name, t.uid));
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out, "{}", r.summary())?;
+    Ok(())
+}
+
+/// The runs of several namespaces: each report under a `namespace NS:` line in a table (a failed
+/// namespace's error as `FAILED: ...`), every collected Pod's name with `name`, and one list of
+/// `{namespace, report | error}` in JSON or YAML.
+pub fn write_runs(
+    out: &mut impl Write,
+    runs: &[NamespaceRun<Report>],
+    output: Output,
+) -> anyhow::Result<()> {
+    if matches!(output, Output::Table | Output::Wide | Output::Name) {
+        for run in runs {
+            if output != Output::Name {
+                writeln!(out, "namespace {}:", run.namespace)?;
+            }
+            match (&run.report, &run.failure) {
+                (Some(report), _) => write_report(out, report, output)?,
+                (None, Some(failure)) if output != Output::Name => {
+                    writeln!(out, "FAILED: {:#}", failure.error)?;
+                }
+                _ => {}
+            }
+        }
+        return Ok(());
+    }
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        namespace: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        report: Option<&'a Report>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    }
+    let docs: Vec<Doc> = runs
+        .iter()
+        .map(|r| Doc {
+            namespace: &r.namespace,
+            report: r.report.as_ref(),
+            error: r.failure.as_ref().map(|f| format!("{:#}", f.error)),
+        })
+        .collect();
+    write_doc(out, &docs, output)
 }
