@@ -32,46 +32,12 @@ fn class(error: &(dyn Error + 'static)) -> Option<u8> {
     if error.is::<UsageError>() || error.is::<clap::Error>() {
         return Some(USAGE);
     }
-    if let Some(several) = error.downcast_ref::<NamespacesFailed>() {
-        return Some(if several.refused_on_data {
-            PLAN
-        } else {
-            FAILURE
-        });
-    }
     FailureKind::decided_by(error).map(|kind| match kind {
         FailureKind::Usage => USAGE,
         FailureKind::Data => PLAN,
         FailureKind::Run => FAILURE,
     })
 }
-
-/// Several namespaces of a run failed: exit code [`PLAN`] when every one that failed was refused
-/// on its data, [`FAILURE`] otherwise (`namespaces::outcome` makes it).
-#[derive(Debug)]
-pub(crate) struct NamespacesFailed {
-    message: String,
-    refused_on_data: bool,
-}
-
-impl NamespacesFailed {
-    /// Namespaces failed as `message` says; `refused_on_data` when every one was refused on its
-    /// data.
-    pub(crate) fn new(message: String, refused_on_data: bool) -> Self {
-        Self {
-            message,
-            refused_on_data,
-        }
-    }
-}
-
-impl fmt::Display for NamespacesFailed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl Error for NamespacesFailed {}
 
 /// An input that only the command line checks: a flag's value, a combination of flags, an input
 /// file that cannot be read. Exit code [`USAGE`].
@@ -192,6 +158,32 @@ mod tests {
                 check(error.context("outer context"), expected);
             }
         }
+    }
+
+    /// Several namespaces: 1 when any failed, else 3 when any was refused on its data; a stop
+    /// when a signal stopped every one.
+    #[test]
+    fn several_namespaces_exit_as_their_worst_failure() {
+        use gc_runtime::{Stopped, outcome, stopped};
+        let refused = || anyhow::Error::new(LedgerError("not an object".into()));
+        let failed = || anyhow::anyhow!("the cluster is unreachable");
+        let stop = || anyhow::Error::new(Stopped::new("stopped by SIGTERM"));
+        let run = |errors: Vec<anyhow::Error>| {
+            let named = errors.into_iter().enumerate();
+            outcome(3, named.map(|(i, e)| (format!("ns{i}"), e)).collect()).unwrap_err()
+        };
+        assert_eq!(code(&run(vec![refused()])), PLAN);
+        assert_eq!(code(&run(vec![refused(), refused()])), PLAN);
+        assert_eq!(code(&run(vec![refused(), failed()])), FAILURE);
+        assert_eq!(code(&run(vec![failed()])), FAILURE);
+        assert_eq!(code(&run(vec![refused(), stop()])), FAILURE);
+        assert_eq!(code(&run(vec![UsageError::new("x").into()])), FAILURE);
+        assert!(stopped(&run(vec![stop(), stop()])));
+        assert!(!stopped(&run(vec![stop(), failed()])));
+        // One namespace of one: its own error, as it is.
+        let one = outcome(1, vec![("a".into(), refused())]).unwrap_err();
+        assert_eq!(code(&one), PLAN);
+        assert!(outcome(3, Vec::new()).is_ok());
     }
 
     #[test]

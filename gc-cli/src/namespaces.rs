@@ -138,55 +138,6 @@ impl NamespaceArgs {
     }
 }
 
-/// The outcome of a run over `total` namespaces of which `failed` failed: one namespace's error
-/// as it is; with several, each named on stderr and one error that names them all, whose exit
-/// code is 3 when every namespace that failed was refused on its data, 1 when any failed
-/// otherwise, and which is a stop (not a failure) when a signal stopped every one of them.
-pub(crate) fn outcome(
-    total: usize,
-    mut failed: Vec<(String, anyhow::Error)>,
-) -> anyhow::Result<()> {
-    match failed.len() {
-        0 => Ok(()),
-        1 if total == 1 => Err(failed.remove(0).1),
-        n => {
-            for (namespace, error) in &failed {
-                tracing::error!("{}", in_namespace(namespace, error));
-            }
-            let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
-            let message = format!("{n} of {total} namespaces failed: {}", names.join(", "));
-            if failed.iter().all(|(_, e)| crate::signals::stopped(e)) {
-                return Err(crate::signals::Stopped::new(message).into());
-            }
-            let refused_on_data = failed
-                .iter()
-                .all(|(_, e)| crate::exit::code(e) == crate::exit::PLAN);
-            Err(crate::exit::NamespacesFailed::new(message, refused_on_data).into())
-        }
-    }
-}
-
-/// [`outcome`] of the runs of each namespace.
-pub(crate) fn outcome_of<R>(runs: Vec<gc_runtime::NamespaceRun<R>>) -> anyhow::Result<()> {
-    let total = runs.len();
-    let failed = runs
-        .into_iter()
-        .filter_map(|r| r.failure.map(|f| (r.namespace, f.error)))
-        .collect();
-    outcome(total, failed)
-}
-
-/// `error` in full, after its namespace unless it starts by naming it already.
-fn in_namespace(namespace: &str, error: &anyhow::Error) -> String {
-    let named = format!("namespace {namespace}");
-    let text = format!("{error:#}");
-    if text.starts_with(&format!("{named} ")) || text.starts_with(&format!("{named}:")) {
-        text
-    } else {
-        format!("{named}: {text}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,47 +153,6 @@ mod tests {
         Cli::try_parse_from([&["gc"], args].concat()).map(|c| c.ns)
     }
 
-    /// Several namespaces: 1 when any failed, else 3 when any was refused on its data; a stop
-    /// when a signal stopped every one.
-    #[test]
-    fn several_namespaces_exit_as_their_worst_failure() {
-        use crate::exit::{FAILURE, PLAN, code};
-        let refused = || anyhow::Error::new(gc_core::ledger::LedgerError("not an object".into()));
-        let failed = || anyhow::anyhow!("the cluster is unreachable");
-        let stopped = || anyhow::Error::new(crate::signals::Stopped::new("stopped by SIGTERM"));
-        let run = |errors: Vec<anyhow::Error>| {
-            let named = errors.into_iter().enumerate();
-            outcome(3, named.map(|(i, e)| (format!("ns{i}"), e)).collect()).unwrap_err()
-        };
-        assert_eq!(code(&run(vec![refused()])), PLAN);
-        assert_eq!(code(&run(vec![refused(), refused()])), PLAN);
-        assert_eq!(code(&run(vec![refused(), failed()])), FAILURE);
-        assert_eq!(code(&run(vec![failed()])), FAILURE);
-        assert_eq!(code(&run(vec![refused(), stopped()])), FAILURE);
-        assert!(crate::signals::stopped(&run(vec![stopped(), stopped()])));
-        assert!(!crate::signals::stopped(&run(vec![stopped(), failed()])));
-        // One namespace of one: its own error, as it is.
-        let one = outcome(1, vec![("a".into(), refused())]).unwrap_err();
-        assert_eq!(code(&one), PLAN);
-        assert!(outcome(3, Vec::new()).is_ok());
-    }
-
-    #[test]
-    fn a_failed_namespace_is_named_once() {
-        let own = anyhow::anyhow!("cannot read").context("namespace etl of cluster c");
-        assert_eq!(
-            in_namespace("etl", &own),
-            "namespace etl of cluster c: cannot read"
-        );
-        let bare = anyhow::anyhow!("lock held");
-        assert_eq!(in_namespace("etl", &bare), "namespace etl: lock held");
-        let other = anyhow::anyhow!("namespace etl2: x");
-        assert_eq!(
-            in_namespace("etl", &other),
-            "namespace etl: namespace etl2: x"
-        );
-    }
-
     #[test]
     fn named_namespaces_are_kept_once_in_order_and_default_to_default() {
         let ns = parse(&[]).unwrap();
@@ -255,16 +165,6 @@ mod tests {
         let all = parse(&["-A", "--exclude-namespace", "x"]).unwrap();
         assert_eq!(all.named("d"), None);
         assert!(all.one("d", "x").is_err());
-    }
-
-    #[test]
-    fn one_namespace_fails_as_itself_several_are_named_together() {
-        let err = |m: &str| anyhow::anyhow!("{m}");
-        assert!(outcome(3, Vec::new()).is_ok());
-        let one = outcome(1, vec![("a".into(), err("lock held"))]).unwrap_err();
-        assert_eq!(one.to_string(), "lock held");
-        let some = outcome(3, vec![("a".into(), err("x")), ("c".into(), err("y"))]).unwrap_err();
-        assert_eq!(some.to_string(), "2 of 3 namespaces failed: a, c");
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     let server = AdminServer::start(listener, served, Arc::clone(&health))?;
     tracing::info!("serving /metrics on {shown}");
     let interval = Duration::from_secs(args.interval_seconds);
-    let rounds = every(interval, args.runs, &health, &signals::Signals, || {
+    let rounds = every(interval, args.runs, &health, &*signals::STOP, || {
         args.run.run_async()
     });
     let (done, failed) = crate::live::block_on(async { Ok(rounds.await) })?;

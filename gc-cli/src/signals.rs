@@ -3,21 +3,19 @@
 //! Pod engine finishes its target in progress and starts no other: it reads the lock's `lost`
 //! flag inside a target and this one only between targets), no lock is taken any more, and `serve` starts no other run and leaves its
 //! sleep at once. A second one stops the process at once (exit status 128 + the signal's number).
-//! A run so stopped ends with a [`Stopped`] error: neither a success nor a failure. The runs
-//! read the signals as their [`gc_runtime::Cancel`], [`Signals`].
+//! A run so stopped ends with a [`gc_runtime::Stopped`] error: neither a success nor a failure.
+//! The runs read the signals as their [`gc_runtime::Cancel`]: [`STOP`].
 //!
 //! The signals are hooked once, on a thread of their own with its own runtime, by the first
 //! [`install`]: commands that never take a run lock keep the default (the signal ends them).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{LazyLock, OnceLock};
 
 use anyhow::Context;
+use gc_runtime::{Cancel as _, StopToken};
 
-/// The signal that asked the process to stop, once one did.
-static RECEIVED: OnceLock<&'static str> = OnceLock::new();
-/// The stop flags of the run locks taken so far (set when the signal arrives).
-static FLAGS: Mutex<Vec<Weak<AtomicBool>>> = Mutex::new(Vec::new());
+/// What the signals stop: every run reads it as its [`gc_runtime::Cancel`].
+pub(crate) static STOP: LazyLock<StopToken> = LazyLock::new(StopToken::new);
 /// The outcome of the first [`install`].
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
@@ -34,33 +32,8 @@ pub(crate) fn install() -> anyhow::Result<()> {
 }
 
 /// The signal that asked the process to stop (`SIGTERM`, `SIGINT`), if one did.
-pub(crate) fn received() -> Option<&'static str> {
-    RECEIVED.get().copied()
-}
-
-pub(crate) use gc_runtime::{Stopped, stopped};
-
-/// The termination signals, as the runs' [`gc_runtime::Cancel`]: hooked by [`install`].
-pub(crate) struct Signals;
-
-impl gc_runtime::Cancel for Signals {
-    fn cancelled(&self) -> Option<String> {
-        received().map(str::to_owned)
-    }
-    fn register(&self, flag: &Arc<AtomicBool>) {
-        register(flag);
-    }
-}
-
-/// Sets `flag` when a signal asks the process to stop (at once if one did already).
-pub(crate) fn register(flag: &Arc<AtomicBool>) {
-    let mut flags = FLAGS.lock().unwrap_or_else(PoisonError::into_inner);
-    flags.retain(|f| f.strong_count() > 0);
-    flags.push(Arc::downgrade(flag));
-    drop(flags);
-    if received().is_some() {
-        flag.store(true, Ordering::SeqCst);
-    }
+pub(crate) fn received() -> Option<String> {
+    STOP.cancelled()
 }
 
 /// Starts the signal thread and waits until its hooks are in place.
@@ -104,16 +77,11 @@ async fn watch(mut signals: Hooked) {
 
 /// Asks the process to stop: records `name`, sets every lock's stop flag.
 fn stop(name: &'static str) {
-    let _ = RECEIVED.set(name);
+    STOP.stop(name);
     tracing::warn!(
         "{name} received: finishing the target in progress (no new target, no new \
          run), then releasing the run lock; send it again to stop at once"
     );
-    let flags = FLAGS.lock().unwrap_or_else(PoisonError::into_inner);
-    for flag in flags.iter().filter_map(Weak::upgrade) {
-        flag.store(true, Ordering::SeqCst);
-    }
-    drop(flags);
 }
 
 /// The hooked signals.

@@ -12,6 +12,7 @@ pub mod archives;
 pub mod clock;
 pub mod events;
 pub mod files;
+pub mod ledger;
 mod lock;
 pub mod metrics;
 pub mod namespaces;
@@ -24,6 +25,9 @@ mod stop;
 mod store;
 
 pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
-pub use outcome::{Failure, FailureKind, NamespaceRun, Outcome, failed_before};
+pub use outcome::{
+    Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, failed_before, outcome,
+    outcome_of,
+};
 pub use stop::{Cancel, NeverCancel, StopToken, Stopped, stopped};
 pub use store::open_store;

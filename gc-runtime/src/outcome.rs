@@ -110,7 +110,10 @@ impl FailureKind {
     /// The kind one error in a chain decides, when its type decides one.
     #[must_use]
     pub fn decided_by(error: &(dyn Error + 'static)) -> Option<Self> {
-        if error.is::<InputError>() || error.is::<PlanFileError>() {
+        if error.is::<InputError>()
+            || error.is::<PlanFileError>()
+            || error.is::<crate::ledger::LedgerFileError>()
+        {
             return Some(Self::Usage);
         }
         if error.is::<PlanError>()
@@ -119,6 +122,9 @@ impl FailureKind {
             || error.is::<SessionPlanError>()
         {
             return Some(Self::Data);
+        }
+        if let Some(several) = error.downcast_ref::<NamespacesFailed>() {
+            return Some(several.kind);
         }
         if let Some(run) = error.downcast_ref::<SessionRunError>() {
             // The plan's refusals (no answer for an id, the guard) are about the data; a list or
@@ -177,4 +183,100 @@ pub async fn failed_before<R>(
         delivery.write_merged(&texts);
     }
     runs
+}
+
+/// Several namespaces of a run failed ([`outcome`]): of kind [`FailureKind::Data`] when every one
+/// that failed was refused on its data, [`FailureKind::Run`] otherwise.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct NamespacesFailed {
+    message: String,
+    kind: FailureKind,
+}
+
+/// The outcome of a run over `total` namespaces of which `failed` failed: one namespace's error
+/// as it is; with several, each logged with its namespace and one [`NamespacesFailed`] that
+/// names them all, which is [`Stopped`](crate::Stopped) instead when a stop ended every one.
+///
+/// # Errors
+/// As said, when any namespace failed.
+pub fn outcome(total: usize, mut failed: Vec<(String, anyhow::Error)>) -> anyhow::Result<()> {
+    match failed.len() {
+        0 => Ok(()),
+        1 if total == 1 => Err(failed.remove(0).1),
+        n => {
+            for (namespace, error) in &failed {
+                tracing::error!("{}", in_namespace(namespace, error));
+            }
+            let names: Vec<&str> = failed.iter().map(|(ns, _)| ns.as_str()).collect();
+            let message = format!("{n} of {total} namespaces failed: {}", names.join(", "));
+            if failed.iter().all(|(_, e)| crate::stopped(e)) {
+                return Err(crate::Stopped::new(message).into());
+            }
+            let on_data = failed
+                .iter()
+                .all(|(_, e)| FailureKind::of(e) == FailureKind::Data);
+            let kind = if on_data {
+                FailureKind::Data
+            } else {
+                FailureKind::Run
+            };
+            Err(NamespacesFailed { message, kind }.into())
+        }
+    }
+}
+
+/// [`outcome`] of the runs of each namespace.
+///
+/// # Errors
+/// As [`outcome`].
+pub fn outcome_of<R>(runs: Vec<NamespaceRun<R>>) -> anyhow::Result<()> {
+    let total = runs.len();
+    let failed = runs
+        .into_iter()
+        .filter_map(|r| r.failure.map(|f| (r.namespace, f.error)))
+        .collect();
+    outcome(total, failed)
+}
+
+/// `error` in full, after its namespace unless it starts by naming it already.
+fn in_namespace(namespace: &str, error: &anyhow::Error) -> String {
+    let named = format!("namespace {namespace}");
+    let text = format!("{error:#}");
+    if text.starts_with(&format!("{named} ")) || text.starts_with(&format!("{named}:")) {
+        text
+    } else {
+        format!("{named}: {text}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_namespace_is_named_once() {
+        let own = anyhow::anyhow!("cannot read").context("namespace etl of cluster c");
+        assert_eq!(
+            in_namespace("etl", &own),
+            "namespace etl of cluster c: cannot read"
+        );
+        let bare = anyhow::anyhow!("lock held");
+        assert_eq!(in_namespace("etl", &bare), "namespace etl: lock held");
+        let other = anyhow::anyhow!("namespace etl2: x");
+        assert_eq!(
+            in_namespace("etl", &other),
+            "namespace etl: namespace etl2: x"
+        );
+    }
+
+    #[test]
+    fn one_namespace_fails_as_itself_several_are_named_together() {
+        let err = |m: &str| anyhow::anyhow!("{m}");
+        assert!(outcome(3, Vec::new()).is_ok());
+        let one = outcome(1, vec![("a".into(), err("lock held"))]).unwrap_err();
+        assert_eq!(one.to_string(), "lock held");
+        let some = outcome(3, vec![("a".into(), err("x")), ("c".into(), err("y"))]).unwrap_err();
+        assert_eq!(some.to_string(), "2 of 3 namespaces failed: a, c");
+    }
 }

@@ -211,7 +211,7 @@ impl Reporting {
                 delivery: self.delivery,
                 events: self.events,
                 progress: Some(Arc::new(live::Progress::new())),
-                cancel: Arc::new(crate::signals::Signals),
+                cancel: Arc::new(crate::signals::STOP.clone()),
                 dry_run,
             }),
             Err(error) => {
@@ -356,5 +356,5 @@ fn finish(
         delivery.write_merged(&runs.iter().map(|r| r.metrics.clone()).collect::<Vec<_>>());
         write_runs(&mut out, &runs, output).context("cannot write the reports")?;
     }
-    crate::namespaces::outcome_of(runs)
+    gc_runtime::outcome_of(runs)
 }

@@ -99,7 +99,7 @@ pub(crate) fn plan(args: &PlanPods) -> anyhow::Result<()> {
         }
         _ => write_plans(&mut out, &plans, args.output.form).context("cannot write the plans")?,
     }
-    crate::namespaces::outcome(plans.len() + failed.len(), failed)
+    gc_runtime::outcome(plans.len() + failed.len(), failed)
 }
 
 /// The plans of every namespace `args` name, and the namespaces whose plan failed (with why);

@@ -64,5 +64,5 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
             tracing::warn!("no plan file written: a namespace failed to plan");
         }
     }
-    crate::namespaces::outcome(plans.len() + failed.len(), failed)
+    gc_runtime::outcome(plans.len() + failed.len(), failed)
 }

@@ -181,13 +181,13 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         lock: &lock,
         delivery: &delivery,
         events: &events,
-        cancel: &crate::signals::Signals,
+        cancel: &*crate::signals::STOP,
     };
     let runs = sessions::run_sessions(&run, &configs, &mut audit).await;
     table.close().await;
     store.close().await;
     audit.shown.finish(&mut std::io::stdout().lock())?;
-    crate::namespaces::outcome_of(runs)
+    gc_runtime::outcome_of(runs)
 }
 
 /// The audit lines, then what `-o` shows of them.
