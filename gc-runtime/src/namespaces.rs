@@ -1,7 +1,98 @@
-//! Which namespaces a run over "every namespace" (`-A`) covers.
+//! Which namespaces a run covers: those named (`-n`, repeatable), or every one the identity may
+//! list (`-A`) that matches a selector, less some. Each namespace is then run on its own (its
+//! own ledger, Lease, plan section, metrics labels and audit lines); one namespace's failure does
+//! not stop the others ([`crate::outcome`]).
 
 use gc_core::input::SYSTEM_NAMESPACES;
 use gc_core::ports::ClusterError;
+
+/// The namespaces of a run, before they are resolved ([`Selection::resolve`]).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// The namespaces named, in order (a repeated one counts once); none: the default.
+    pub named: Vec<String>,
+    /// Every namespace the identity may list instead ([`every`]).
+    pub all: bool,
+    /// With `all`: only namespaces whose labels match this selector.
+    pub selector: Option<String>,
+    /// With `all`: namespaces left out.
+    pub exclude: Vec<String>,
+    /// The default when none is named, before the collector's: the namespace the connection's
+    /// context names ([`Selection::in_context`]).
+    pub context: Option<String>,
+}
+
+impl Selection {
+    /// The namespaces named (the default when none is: the context's, else `default`), each
+    /// once in the order given; `None` with `all`, whose namespaces come from the cluster.
+    #[must_use]
+    pub fn named(&self, default: &str) -> Option<Vec<String>> {
+        if self.all {
+            return None;
+        }
+        if self.named.is_empty() {
+            return Some(vec![self.context.as_deref().unwrap_or(default).to_owned()]);
+        }
+        let mut named: Vec<String> = Vec::new();
+        for ns in &self.named {
+            if !named.contains(ns) {
+                named.push(ns.clone());
+            }
+        }
+        Some(named)
+    }
+
+    /// Whether the selection may cover several namespaces (several named, or `all` however many
+    /// match): what a run prints is then a list, one entry per namespace.
+    #[must_use]
+    pub fn several(&self, default: &str) -> bool {
+        self.named(default).is_none_or(|named| named.len() > 1)
+    }
+
+    /// The namespaces of the run: the named ones, or with `all` the cluster's ([`every`]).
+    ///
+    /// # Errors
+    /// When the Namespaces cannot be listed (for example a namespaced identity).
+    pub async fn resolve(
+        &self,
+        cluster: &gc_k8s::KubeCluster,
+        default: &str,
+    ) -> anyhow::Result<Vec<String>> {
+        match self.named(default) {
+            Some(named) => Ok(named),
+            None => every(cluster, self.selector.as_deref(), &self.exclude).await,
+        }
+    }
+
+    /// This selection with the namespace `connection`'s context names as the default, as
+    /// kubectl takes it (for a collector whose default is not its own), logging where it came
+    /// from.
+    #[must_use]
+    pub fn in_context(mut self, connection: Option<&gc_k8s::Connection>) -> Self {
+        if !self.named.is_empty() || self.all {
+            return self;
+        }
+        match connection.and_then(gc_k8s::context_namespace) {
+            Some((namespace, origin)) => {
+                if SYSTEM_NAMESPACES.contains(&namespace.as_str()) {
+                    tracing::warn!(
+                        namespace,
+                        "the namespace comes from {origin}; the failed-Pod collector refuses \
+                         system namespaces: name one with -n"
+                    );
+                } else {
+                    tracing::info!(namespace, "namespace from {origin}");
+                }
+                self.context = Some(namespace);
+            }
+            None => tracing::info!(
+                namespace = "default",
+                "no kubeconfig context names a namespace"
+            ),
+        }
+        self
+    }
+}
 
 /// Every namespace the identity may list that matches `selector` (a label selector, passed to
 /// the API server), less `exclude` and the system namespaces, sorted.

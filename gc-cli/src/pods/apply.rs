@@ -9,6 +9,7 @@ use clap::Args;
 use gc_core::approval::open_plans;
 use gc_output::pods::{write_report, write_runs};
 use gc_runtime::NamespaceRun;
+use gc_runtime::namespaces::Selection;
 use gc_runtime::pods::{self, PodRun, Report, Targets};
 
 use crate::archives::ArchiveArgs;
@@ -145,7 +146,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
                 .check_scope(&cfg.cluster_id, &cfg.namespace)
                 .with_context(|| format!("ledger {}", path.display()))?;
         }
-        let several = files.len() > 1 || several(scope);
+        let several = files.len() > 1 || scope.several(PODS_NAMESPACE);
         let covered: Vec<String> = files.iter().map(|f| f.config.namespace.clone()).collect();
         let delivery = reporting.delivery.clone();
         let made = reporting.run(&a.connect, &a.archive, &a.lock, args.dry_run, &covered);
@@ -161,7 +162,7 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
             let targets = Targets::Reviewed(&file.targets, ledger.as_ref());
             runs.push(pods::run_namespace(&run, &cfg, targets, files.len()).await);
         }
-        if scope.all() {
+        if scope.all {
             let inputs = |ns: &str| args.pod.inputs(ns).validate();
             runs.extend(pods::release_outside(&run, &namespaces, inputs).await);
         }
@@ -274,7 +275,7 @@ pub(crate) fn check(args: &RunPods) -> anyhow::Result<()> {
         }
     }
     // The policy of each namespace named (the flags alone; `-A`'s are known only when listed).
-    let named = p.pod.namespaces.named(PODS_NAMESPACE);
+    let named = p.pod.namespaces.selection().named(PODS_NAMESPACE);
     for ns in named.unwrap_or_else(|| vec![PODS_NAMESPACE.to_owned()]) {
         p.pod.inputs(&ns).validate()?;
     }
@@ -309,33 +310,43 @@ pub(crate) async fn run(args: &RunPods) -> anyhow::Result<()> {
     );
     let mut run = match made.await {
         Ok(run) => run,
-        Err(unmade_run) => return unmade(&delivery, p.output.form, unmade_run, several(scope)),
+        Err(unmade_run) => {
+            return unmade(
+                &delivery,
+                p.output.form,
+                unmade_run,
+                scope.several(PODS_NAMESPACE),
+            );
+        }
     };
     run.store.clone_from(&p.store);
-    let runs = pods::run_pods(&run, &configs, scope.all(), inputs).await;
-    finish(&run.delivery, p.output.form, runs, several(scope))
+    let runs = pods::run_pods(&run, &configs, scope.all, inputs).await;
+    finish(
+        &run.delivery,
+        p.output.form,
+        runs,
+        scope.several(PODS_NAMESPACE),
+    )
 }
 
 /// The namespaces of the run; when they cannot be known (`-A`, the cluster unreachable or its
 /// Namespaces not listable), the webhook is alerted once, as no namespace's metrics can say so.
 async fn resolve(
-    scope: &crate::namespaces::NamespaceArgs,
+    scope: &Selection,
     connect: &ConnectArgs,
     delivery: &gc_runtime::metrics::Delivery,
 ) -> anyhow::Result<Vec<String>> {
-    let resolved = scope.resolve_with(connect, PODS_NAMESPACE).await;
+    let resolved = match scope.named(PODS_NAMESPACE) {
+        Some(named) => Ok(named),
+        None => match connect.cluster().await {
+            Ok(cluster) => scope.resolve(&cluster, PODS_NAMESPACE).await,
+            Err(e) => Err(e),
+        },
+    };
     if let Err(error) = &resolved {
         delivery.alert_unscoped("pods", &format!("{error:#}")).await;
     }
     resolved
-}
-
-/// Whether the flags name several namespaces, or `-A`'s (however many match): the output is
-/// then a list, one entry per namespace, an empty list too.
-fn several(scope: &crate::namespaces::NamespaceArgs) -> bool {
-    scope
-        .named(PODS_NAMESPACE)
-        .is_none_or(|named| named.len() > 1)
 }
 
 /// Prints what each namespace's run did and writes their metrics; the error names the

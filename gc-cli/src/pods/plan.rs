@@ -114,7 +114,7 @@ async fn plan_all(
     let key = args.seal.key()?;
     let now = crate::clock::at(args.now.as_deref())?;
     let scope = &args.pod.namespaces.in_context(&args.connect);
-    let several = scope.named(PODS_NAMESPACE).is_none_or(|n| n.len() > 1);
+    let several = scope.several(PODS_NAMESPACE);
     if several {
         for (given, flag) in [
             (args.inventory.is_some(), "--inventory"),
@@ -123,7 +123,7 @@ async fn plan_all(
             (args.output.form == Output::Kestra, "-o/--format kestra"),
         ] {
             if given {
-                scope.one(PODS_NAMESPACE, flag)?;
+                crate::namespaces::one(scope, PODS_NAMESPACE, flag)?;
             }
         }
     }

@@ -44,7 +44,7 @@ pub(crate) struct SessionArgs {
     /// `group/version/Kind/plural` (core group: `v1/Kind/plural`). Default: those four, and
     /// `Session` of `stream.streamspace.io` too (StreamSpace installs the definition under either
     /// group; one not installed is reported, not an error).
-    #[arg(long, value_delimiter = ',', value_parser = parse_kind, value_name = "KIND")]
+    #[arg(long, value_delimiter = ',', value_parser = Kind::parse, value_name = "KIND")]
     kinds: Vec<Kind>,
     /// Orphans younger than this (from `creationTimestamp`) are held.
     #[arg(
@@ -155,52 +155,12 @@ fn scope_pair(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A kind by StreamSpace name or as `group/version/Kind/plural`.
-pub(crate) fn parse_kind(text: &str) -> Result<Kind, String> {
-    let known = Kind::streamspace();
-    let short = text.to_ascii_lowercase();
-    let short = if short == "pvc" || short == "pvcs" {
-        "persistentvolumeclaims".to_owned()
-    } else {
-        short
-    };
-    if let Some(kind) = known
-        .iter()
-        .find(|k| k.kind.to_ascii_lowercase() == short || k.plural == short)
-    {
-        return Ok(kind.clone());
-    }
-    let parts: Vec<&str> = text.split('/').collect();
-    let (group, rest) = match parts.as_slice() {
-        [group, version, kind, plural] => (*group, [*version, *kind, *plural]),
-        [version, kind, plural] => ("", [*version, *kind, *plural]),
-        _ => {
-            return Err(format!(
-                "{text:?} is neither Deployment, Service, PersistentVolumeClaim, Session nor \
-                 group/version/Kind/plural"
-            ));
-        }
-    };
-    let [version, kind, plural] = rest;
-    if [version, kind, plural].iter().any(|p| p.is_empty()) {
-        return Err(format!(
-            "{text:?}: version, Kind and plural must not be empty"
-        ));
-    }
-    Ok(Kind {
-        group: group.into(),
-        version: version.into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    })
-}
-
 impl SessionArgs {
     /// The checks of these flags alone, before anything connects: each named namespace's
     /// settings (with `-A`, the settings in the default namespace; the listed ones are checked
     /// when listed).
     pub(crate) fn check(&self) -> anyhow::Result<()> {
-        let named = self.namespaces.named(SESSIONS_NAMESPACE);
+        let named = self.namespaces.selection().named(SESSIONS_NAMESPACE);
         for ns in named.unwrap_or_else(|| vec![SESSIONS_NAMESPACE.to_owned()]) {
             self.config(&ns)?;
         }
@@ -284,6 +244,7 @@ pub(crate) async fn configs(
     cluster: &KubeCluster,
 ) -> anyhow::Result<Vec<SessionConfig>> {
     args.namespaces
+        .selection()
         .resolve(cluster, SESSIONS_NAMESPACE)
         .await?
         .iter()
@@ -318,44 +279,5 @@ pub(crate) async fn try_connect(
             cluster: Some(cluster),
             error: anyhow::Error::new(e).context("cannot open the session table"),
         }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kinds_by_name_or_in_full() {
-        let name = |t: &str| parse_kind(t).map(|k| (k.group, k.version, k.kind, k.plural));
-        for (text, (group, version, kind, plural)) in [
-            ("deployment", ("apps", "v1", "Deployment", "deployments")),
-            (
-                "pvc",
-                ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
-            ),
-            (
-                "Session",
-                ("stream.space", "v1alpha1", "Session", "sessions"),
-            ),
-            (
-                "example.com/v1/Widget/widgets",
-                ("example.com", "v1", "Widget", "widgets"),
-            ),
-            (
-                "v1/ConfigMap/configmaps",
-                ("", "v1", "ConfigMap", "configmaps"),
-            ),
-            (
-                "/v1/ConfigMap/configmaps",
-                ("", "v1", "ConfigMap", "configmaps"),
-            ),
-        ] {
-            let want = (group.into(), version.into(), kind.into(), plural.into());
-            assert_eq!(name(text), Ok(want), "{text}");
-        }
-        assert!(name("widgets").is_err());
-        assert!(name("example.com/v1//widgets").is_err());
-        assert!(name("a/b/c/d/e").is_err());
     }
 }

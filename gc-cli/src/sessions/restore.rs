@@ -10,7 +10,7 @@ use crate::archives::ArchiveArgs;
 use crate::exit::UsageError;
 use crate::live::{self, ConnectArgs};
 use crate::output::OutputArgs;
-use crate::sessions::args::{SESSIONS_NAMESPACE, parse_kind};
+use crate::sessions::args::SESSIONS_NAMESPACE;
 
 /// `gc-cli restore sessions`
 #[derive(Debug, Args)]
@@ -25,7 +25,7 @@ pub(crate) struct RestoreSessions {
     #[arg(long, default_value = "primary", value_name = "ID")]
     cluster_id: String,
     /// The kinds archived objects may be of (as `run sessions --kinds`). Default: StreamSpace's.
-    #[arg(long, value_delimiter = ',', value_parser = parse_kind, value_name = "KIND")]
+    #[arg(long, value_delimiter = ',', value_parser = Kind::parse, value_name = "KIND")]
     kinds: Vec<Kind>,
     /// `server`: every create a server-side dry run, no volume moved, to report what a restore
     /// would do; `none` (the default) creates. A bare `--dry-run` is `server`.

@@ -122,7 +122,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     crate::signals::install()?;
     let started = std::time::Instant::now();
     let early = async |cluster: Option<&gc_k8s::KubeCluster>, error: anyhow::Error| {
-        let scope = &args.args.namespaces;
+        let scope = &args.args.namespaces.selection();
         let namespaces = match (scope.named(SESSIONS_NAMESPACE), cluster) {
             (Some(named), _) => named,
             (None, Some(cluster)) => scope
@@ -166,8 +166,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         // Several as the flags say (`-A` however many match): the output's shape is known.
         shown: Shown::new(
             args.output,
-            configs.len() > 1
-                || (args.args.namespaces.named(SESSIONS_NAMESPACE)).is_none_or(|n| n.len() > 1),
+            configs.len() > 1 || args.args.namespaces.selection().several(SESSIONS_NAMESPACE),
         ),
     };
     let lock = args.lock.options();

@@ -50,6 +50,50 @@ impl Kind {
             Self::new("stream.streamspace.io", "v1alpha1", "Session", "sessions"),
         ]
     }
+
+    /// A kind by StreamSpace name (`deployment`, `pvc`, `Session`, ... any case; a `Session`
+    /// is `stream.space`'s) or as `group/version/Kind/plural` (core group: `v1/Kind/plural`).
+    ///
+    /// # Errors
+    /// A message naming `text` and the forms accepted.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let known = Self::streamspace();
+        let short = text.to_ascii_lowercase();
+        let short = if short == "pvc" || short == "pvcs" {
+            "persistentvolumeclaims".to_owned()
+        } else {
+            short
+        };
+        if let Some(kind) = known
+            .iter()
+            .find(|k| k.kind.to_ascii_lowercase() == short || k.plural == short)
+        {
+            return Ok(kind.clone());
+        }
+        let parts: Vec<&str> = text.split('/').collect();
+        let (group, rest) = match parts.as_slice() {
+            [group, version, kind, plural] => (*group, [*version, *kind, *plural]),
+            [version, kind, plural] => ("", [*version, *kind, *plural]),
+            _ => {
+                return Err(format!(
+                    "{text:?} is neither Deployment, Service, PersistentVolumeClaim, Session nor \
+                     group/version/Kind/plural"
+                ));
+            }
+        };
+        let [version, kind, plural] = rest;
+        if [version, kind, plural].iter().any(|p| p.is_empty()) {
+            return Err(format!(
+                "{text:?}: version, Kind and plural must not be empty"
+            ));
+        }
+        Ok(Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        })
+    }
 }
 
 impl SessionConfig {
@@ -278,5 +322,44 @@ impl SessionInputs {
             retain_volume_days: u32::try_from(self.retain_volume_days).unwrap_or(0),
             lookup_scope: self.lookup_scope.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_by_name_or_in_full() {
+        let name = |t: &str| Kind::parse(t).map(|k| (k.group, k.version, k.kind, k.plural));
+        for (text, (group, version, kind, plural)) in [
+            ("deployment", ("apps", "v1", "Deployment", "deployments")),
+            (
+                "pvc",
+                ("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+            ),
+            (
+                "Session",
+                ("stream.space", "v1alpha1", "Session", "sessions"),
+            ),
+            (
+                "example.com/v1/Widget/widgets",
+                ("example.com", "v1", "Widget", "widgets"),
+            ),
+            (
+                "v1/ConfigMap/configmaps",
+                ("", "v1", "ConfigMap", "configmaps"),
+            ),
+            (
+                "/v1/ConfigMap/configmaps",
+                ("", "v1", "ConfigMap", "configmaps"),
+            ),
+        ] {
+            let want = (group.into(), version.into(), kind.into(), plural.into());
+            assert_eq!(name(text), Ok(want), "{text}");
+        }
+        assert!(name("widgets").is_err());
+        assert!(name("example.com/v1//widgets").is_err());
+        assert!(name("a/b/c/d/e").is_err());
     }
 }
