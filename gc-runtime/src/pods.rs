@@ -70,6 +70,42 @@ impl PodRun {
     }
 }
 
+impl PodRun {
+    /// This run with `connection` and `sink`, as a command's flags give them. When either could
+    /// not be made (an unreadable token file, an invalid archive URL), each of `namespaces`
+    /// fails at stage `run` with its metrics, alert and Event (when the cluster can be reached),
+    /// as a run that met the error does: `Err` holds those runs and the error.
+    ///
+    /// # Errors
+    /// As said.
+    pub async fn with_parts(
+        mut self,
+        connection: anyhow::Result<gc_k8s::Connection>,
+        sink: anyhow::Result<gc_store::Archives>,
+        namespaces: &[String],
+    ) -> Result<Self, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
+        let (connection, error) = match (connection, sink) {
+            (Ok(connection), Ok(sink)) => {
+                (self.connection, self.sink) = (connection, sink);
+                return Ok(self);
+            }
+            (Ok(connection), Err(error)) => (Some(connection), error),
+            (Err(error), _) => (None, error),
+        };
+        if namespaces.is_empty() {
+            return Err((Vec::new(), error));
+        }
+        let cluster = match &connection {
+            Some(connection) => connect(connection).await.ok(),
+            None => None,
+        };
+        let (started, d, e) = (std::time::Instant::now(), &self.delivery, &self.events);
+        let failed =
+            crate::failed_before("pods", d, e, cluster.as_ref(), namespaces, started, &error);
+        Err((failed.await, error))
+    }
+}
+
 /// Hears how a live plan's listing of Pods goes.
 pub trait Progress: Send + Sync {
     /// `pages` pages listed so far, holding `pods` Pods.

@@ -163,6 +163,148 @@ pub async fn run_sessions(
     runs
 }
 
+/// Where the session collector's inputs are, as a command's flags give them (either of the first
+/// two may have failed to be made: an unreadable token file, an unusable database URL).
+pub struct SessionSources {
+    /// How to reach the cluster.
+    pub connection: anyhow::Result<gc_k8s::Connection>,
+    /// The session database's URL.
+    pub database_url: anyhow::Result<String>,
+    /// The session table in it.
+    pub table: gc_store::TableSpec,
+}
+
+/// The cluster and the session table of `sources`, connected and checked; when that fails, the
+/// cluster too if it was connected before the table failed (to post Events with).
+///
+/// # Errors
+/// As said.
+pub async fn connect(
+    sources: SessionSources,
+) -> Result<
+    (gc_k8s::KubeCluster, gc_store::SessionTable),
+    (Option<gc_k8s::KubeCluster>, anyhow::Error),
+> {
+    let url = sources.database_url.map_err(|e| (None, e))?;
+    let connection = sources.connection.map_err(|e| (None, e))?;
+    let cluster = crate::pods::connect(&connection)
+        .await
+        .map_err(|e| (None, e))?;
+    match gc_store::connect_sessions(&url, sources.table).await {
+        Ok(table) => Ok((cluster, table)),
+        Err(e) => {
+            let error = anyhow::Error::new(e).context("cannot open the session table");
+            Err((Some(cluster), error))
+        }
+    }
+}
+
+/// The run of each namespace of `selection` ([`run_sessions`]), each with its settings from
+/// `config`, over `sources` and gc's store `store` (`None`: the embedded one), as `run` says
+/// (its `cluster`, `table` and `store` are the ones connected here). Anything that fails before
+/// the first namespace's run (a connection, the table, the Namespaces list, a namespace's
+/// settings, the store) fails every namespace known at stage `run`, with its metrics, alert and
+/// Event (when the cluster was reached): the error is returned.
+///
+/// # Errors
+/// As said.
+pub async fn run_selected(
+    sources: SessionSources,
+    store: Option<&str>,
+    run: SessionRunParts<'_>,
+    selection: &crate::namespaces::Selection,
+    config: impl Fn(&str) -> anyhow::Result<SessionConfig>,
+    audit: &mut (dyn Audit + Send),
+) -> anyhow::Result<Vec<NamespaceRun<SessionReport>>> {
+    let started = std::time::Instant::now();
+    let default = SESSIONS_NAMESPACE;
+    let early = async |cluster: Option<&gc_k8s::KubeCluster>, error: anyhow::Error| {
+        let namespaces = match (selection.named(default), cluster) {
+            (Some(named), _) => named,
+            (None, Some(c)) => selection.resolve(c, default).await.unwrap_or_default(),
+            (None, None) => Vec::new(),
+        };
+        let (d, e) = (run.delivery, run.events);
+        crate::failed_before::<SessionReport>(
+            "sessions",
+            d,
+            e,
+            cluster,
+            &namespaces,
+            started,
+            &error,
+        )
+        .await;
+        error
+    };
+    let (cluster, table) = match connect(sources).await {
+        Ok(connected) => connected,
+        Err((cluster, error)) => return Err(early(cluster.as_ref(), error).await),
+    };
+    let opened = async {
+        let configs = selection.resolve(&cluster, default).await?;
+        let configs = configs
+            .iter()
+            .map(|ns| config(ns))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok((configs, crate::open_store(store).await?))
+    };
+    let (configs, store) = match opened.await {
+        Ok(opened) => opened,
+        Err(error) => {
+            table.close().await;
+            return Err(early(Some(&cluster), error).await);
+        }
+    };
+    let SessionRunParts {
+        sink,
+        now,
+        dry_run,
+        lock,
+        delivery,
+        events,
+        cancel,
+    } = run;
+    let run = SessionRun {
+        cluster: &cluster,
+        table: &table,
+        store: &store,
+        sink,
+        now,
+        dry_run,
+        lock,
+        delivery,
+        events,
+        cancel,
+    };
+    let runs = run_sessions(&run, &configs, audit).await;
+    table.close().await;
+    store.close().await;
+    Ok(runs)
+}
+
+/// A [`SessionRun`] but for what [`run_selected`] connects itself.
+#[derive(Clone, Copy)]
+pub struct SessionRunParts<'a> {
+    /// Where each object's manifest is archived before its delete.
+    pub sink: &'a gc_store::Archives,
+    /// The instant the run judges at (seconds since the epoch).
+    pub now: f64,
+    /// Every delete a server-side dry run; no Lease taken.
+    pub dry_run: bool,
+    /// How the run lock is taken.
+    pub lock: &'a LockOptions,
+    /// Where the run's metrics and alerts go.
+    pub delivery: &'a Delivery,
+    /// The run's Events (off for a dry run).
+    pub events: &'a Events,
+    /// The embedder's shutdown.
+    pub cancel: &'a dyn Cancel,
+}
+
+/// The session collector's namespace when none is named (StreamSpace's).
+pub const SESSIONS_NAMESPACE: &str = "streamspace";
+
 /// A refusal, naming what came of it (`outcome`: no plan, nothing deleted); its type gives the
 /// failure's kind.
 #[must_use]

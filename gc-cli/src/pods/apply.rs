@@ -116,9 +116,10 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         std::fs::read(&args.plan).map_err(|e| UsageError::unreadable("plan", &args.plan, e))?;
     let ledger = crate::pods::plan::read_ledger(args.ledger.as_deref())?;
     let a = &args.apply;
-    let reporting = Reporting::new(&a.metrics, &a.events, args.dry_run)?;
+    let flags = (&a.metrics, &a.events, &a.lock);
+    let run = setup(flags, a.store.as_ref(), args.dry_run)?;
     live::block_on(async {
-        let namespaces = resolve(scope, &a.connect, &reporting.delivery).await?;
+        let namespaces = resolve(scope, &a.connect, &run.delivery).await?;
         let policy_for = |ns: &str| {
             namespaces
                 .iter()
@@ -148,13 +149,11 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         }
         let several = files.len() > 1 || scope.several(PODS_NAMESPACE);
         let covered: Vec<String> = files.iter().map(|f| f.config.namespace.clone()).collect();
-        let delivery = reporting.delivery.clone();
-        let made = reporting.run(&a.connect, &a.archive, &a.lock, args.dry_run, &covered);
-        let mut run = match made.await {
+        let delivery = run.delivery.clone();
+        let run = match made(run, &a.connect, &a.archive, &covered).await {
             Ok(run) => run,
             Err(unmade_run) => return unmade(&delivery, args.output.form, unmade_run, several),
         };
-        run.store.clone_from(&a.store);
         let mut runs = Vec::with_capacity(files.len());
         for file in &files {
             // The plan's policy equals apply's (checked); apply acts under its own.
@@ -170,71 +169,37 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     })
 }
 
-/// The parts of a run its flags give that cannot fail: where metrics go, the Events.
-struct Reporting {
-    delivery: gc_runtime::metrics::Delivery,
-    events: gc_runtime::events::Events,
+/// The run of `namespaces` its flags describe ([`PodRun::with_parts`]).
+async fn made(
+    run: PodRun,
+    connect: &ConnectArgs,
+    archive: &ArchiveArgs,
+    namespaces: &[String],
+) -> Result<PodRun, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
+    let connection = connect.connection().map_err(anyhow::Error::from);
+    let sink = archive.sink().map_err(anyhow::Error::from);
+    run.with_parts(connection, sink, namespaces).await
 }
 
-impl Reporting {
-    fn new(metrics: &MetricsArgs, events: &EventArgs, dry_run: bool) -> anyhow::Result<Self> {
-        crate::signals::install()?;
-        Ok(Self {
-            delivery: metrics.delivery()?,
-            events: events.events(dry_run),
-        })
-    }
-
-    /// The run of `namespaces` the flags describe. When its connection or sink cannot be made
-    /// (an unreadable `--token-file`, an invalid `--archive-url`), each namespace fails at stage
-    /// `run` with its metrics, alert and Event, as a run that met the error does: `Err` holds
-    /// those runs and the error.
-    async fn run(
-        self,
-        connect: &ConnectArgs,
-        archive: &ArchiveArgs,
-        lock: &LockArgs,
-        dry_run: bool,
-        namespaces: &[String],
-    ) -> Result<PodRun, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
-        let made = connect
-            .connection()
-            .map_err(anyhow::Error::from)
-            .and_then(|connection| Ok((connection, archive.sink()?)));
-        match made {
-            // No namespace to fail: the flags' error alone.
-            Err(error) if namespaces.is_empty() => Err((Vec::new(), error)),
-            Ok((connection, sink)) => Ok(PodRun {
-                connection,
-                store: None,
-                sink,
-                lock: lock.options(),
-                delivery: self.delivery,
-                events: self.events,
-                progress: Some(Arc::new(live::Progress::new())),
-                cancel: Arc::new(crate::signals::STOP.clone()),
-                dry_run,
-            }),
-            Err(error) => {
-                let cluster = connect.cluster().await.ok();
-                let (d, e) = (&self.delivery, &self.events);
-                let started = std::time::Instant::now();
-                let failed = gc_runtime::failed_before(
-                    "pods",
-                    d,
-                    e,
-                    cluster.as_ref(),
-                    namespaces,
-                    started,
-                    &error,
-                );
-                Err((failed.await, error))
-            }
-        }
-    }
+/// A run with the flags' reporting, lock, store and dry run (its connection and sink are
+/// [`made`]).
+fn setup(
+    flags: (&MetricsArgs, &EventArgs, &LockArgs),
+    store: Option<&String>,
+    dry_run: bool,
+) -> anyhow::Result<PodRun> {
+    crate::signals::install()?;
+    let mut run = PodRun::new(Arc::new(crate::signals::STOP.clone()));
+    run.delivery = flags.0.delivery()?;
+    run.events = flags.1.events(dry_run);
+    run.lock = flags.2.options();
+    run.store = store.cloned();
+    run.progress = Some(Arc::new(live::Progress::new()));
+    run.dry_run = dry_run;
+    Ok(run)
 }
 
-/// The end of a command whose run could not be made ([`Reporting::run`]): one namespace's error
+/// The end of a command whose run could not be [`made`]: one namespace's error
 /// as it is (its exit code), several as [`finish`] reports them.
 fn unmade(
     delivery: &gc_runtime::metrics::Delivery,
@@ -292,34 +257,21 @@ pub(crate) async fn run(args: &RunPods) -> anyhow::Result<()> {
             p.pod.inputs(ns).validate()?;
         }
     }
-    let reporting = Reporting::new(&args.metrics, &args.events, !live_run)?;
-    let namespaces = resolve(scope, &p.connect, &reporting.delivery).await?;
-    reporting.delivery.scope("pods", &namespaces);
+    let flags = (&args.metrics, &args.events, &args.lock);
+    let run = setup(flags, p.store.as_ref(), !live_run)?;
+    let namespaces = resolve(scope, &p.connect, &run.delivery).await?;
+    run.delivery.scope("pods", &namespaces);
     let configs = namespaces
         .iter()
         .map(|ns| p.pod.inputs(ns).validate())
         .collect::<Result<Vec<_>, _>>()?;
     let inputs = |ns: &str| p.pod.inputs(ns).validate();
-    let delivery = reporting.delivery.clone();
-    let made = reporting.run(
-        &p.connect,
-        &args.archive,
-        &args.lock,
-        !live_run,
-        &namespaces,
-    );
-    let mut run = match made.await {
+    let delivery = run.delivery.clone();
+    let several = scope.several(PODS_NAMESPACE);
+    let run = match made(run, &p.connect, &args.archive, &namespaces).await {
         Ok(run) => run,
-        Err(unmade_run) => {
-            return unmade(
-                &delivery,
-                p.output.form,
-                unmade_run,
-                scope.several(PODS_NAMESPACE),
-            );
-        }
+        Err(unmade_run) => return unmade(&delivery, p.output.form, unmade_run, several),
     };
-    run.store.clone_from(&p.store);
     let runs = pods::run_pods(&run, &configs, scope.all, inputs).await;
     finish(
         &run.delivery,

@@ -5,14 +5,14 @@ use clap::Args;
 use gc_core::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Selector};
 use gc_core::sessions::{Kind, SessionConfig, SessionInputs};
 use gc_k8s::KubeCluster;
+use gc_runtime::sessions::SessionSources;
 use gc_store::{SessionTable, TableSpec};
 
 use crate::exit::UsageError;
 use crate::live::ConnectArgs;
 use crate::namespaces::NamespaceArgs;
 
-/// The session collector's namespace when none is named (StreamSpace's).
-pub(crate) const SESSIONS_NAMESPACE: &str = "streamspace";
+pub(crate) use gc_runtime::sessions::SESSIONS_NAMESPACE;
 
 /// The environment variable that may hold the session database's URL.
 const DATABASE_URL_ENV: &str = "GC_SESSION_DATABASE_URL";
@@ -252,32 +252,20 @@ pub(crate) async fn configs(
         .collect()
 }
 
+impl SessionArgs {
+    /// Where the cluster and the session table are.
+    pub(crate) fn sources(&self) -> SessionSources {
+        SessionSources {
+            connection: self.connect.connection().map_err(Into::into),
+            database_url: self.database.url().map_err(Into::into),
+            table: self.database.spec(),
+        }
+    }
+}
+
 /// The cluster and the session table, connected and checked.
 pub(crate) async fn connect(args: &SessionArgs) -> anyhow::Result<(KubeCluster, SessionTable)> {
-    try_connect(args).await.map_err(|failed| failed.error)
-}
-
-/// Why [`try_connect`] failed, and the cluster when it was connected before the table failed.
-pub(crate) struct Unconnected {
-    pub(crate) cluster: Option<KubeCluster>,
-    pub(crate) error: anyhow::Error,
-}
-
-/// [`connect`], keeping the cluster when only the table failed (to post an Event with).
-pub(crate) async fn try_connect(
-    args: &SessionArgs,
-) -> Result<(KubeCluster, SessionTable), Unconnected> {
-    let alone = |error: anyhow::Error| Unconnected {
-        cluster: None,
-        error,
-    };
-    let url = args.database.url().map_err(|e| alone(e.into()))?;
-    let cluster = args.connect.cluster().await.map_err(alone)?;
-    match gc_store::connect_sessions(&url, args.database.spec()).await {
-        Ok(table) => Ok((cluster, table)),
-        Err(e) => Err(Unconnected {
-            cluster: Some(cluster),
-            error: anyhow::Error::new(e).context("cannot open the session table"),
-        }),
-    }
+    gc_runtime::sessions::connect(args.sources())
+        .await
+        .map_err(|(_, error)| error)
 }

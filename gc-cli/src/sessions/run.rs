@@ -10,7 +10,7 @@ use clap::Args;
 use gc_core::collect_sessions::SessionReport;
 use gc_core::sessions::SessionConfig;
 use gc_output::sessions::Shown;
-use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionRun};
+use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionRunParts};
 
 use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
@@ -18,7 +18,7 @@ use crate::exit::UsageError;
 use crate::live;
 use crate::metrics::MetricsArgs;
 use crate::output::{FORMS, Output, forms};
-use crate::sessions::args::{SESSIONS_NAMESPACE, SessionArgs, Unconnected, configs, try_connect};
+use crate::sessions::args::{SESSIONS_NAMESPACE, SessionArgs};
 
 /// `gc-cli run sessions`
 #[derive(Debug, Args)]
@@ -120,60 +120,14 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     let events = args.events.events(args.dry_run);
     let delivery = args.metrics.delivery()?;
     crate::signals::install()?;
-    let started = std::time::Instant::now();
-    let early = async |cluster: Option<&gc_k8s::KubeCluster>, error: anyhow::Error| {
-        let scope = &args.args.namespaces.selection();
-        let namespaces = match (scope.named(SESSIONS_NAMESPACE), cluster) {
-            (Some(named), _) => named,
-            (None, Some(cluster)) => scope
-                .resolve(cluster, SESSIONS_NAMESPACE)
-                .await
-                .unwrap_or_default(),
-            (None, None) => Vec::new(),
-        };
-        let failed = gc_runtime::failed_before::<SessionReport>(
-            "sessions",
-            &delivery,
-            &events,
-            cluster,
-            &namespaces,
-            started,
-            &error,
-        );
-        failed.await;
-        error
-    };
-    let (cluster, table) = match try_connect(&args.args).await {
-        Ok(connected) => connected,
-        Err(Unconnected { cluster, error }) => return Err(early(cluster.as_ref(), error).await),
-    };
-    let configs = match configs(&args.args, &cluster).await {
-        Ok(configs) => configs,
-        Err(error) => {
-            table.close().await;
-            return Err(early(Some(&cluster), error).await);
-        }
-    };
-    let store = match gc_runtime::open_store(args.store.as_deref()).await {
-        Ok(store) => store,
-        Err(error) => {
-            table.close().await;
-            return Err(early(Some(&cluster), error).await);
-        }
-    };
+    let selection = args.args.namespaces.selection();
     let mut audit = Audited {
         log: AuditLog(sink),
         // Several as the flags say (`-A` however many match): the output's shape is known.
-        shown: Shown::new(
-            args.output,
-            configs.len() > 1 || args.args.namespaces.selection().several(SESSIONS_NAMESPACE),
-        ),
+        shown: Shown::new(args.output, selection.several(SESSIONS_NAMESPACE)),
     };
     let lock = args.lock.options();
-    let run = SessionRun {
-        cluster: &cluster,
-        table: &table,
-        store: &store,
+    let run = SessionRunParts {
         sink: &archives,
         now,
         dry_run: args.dry_run,
@@ -182,9 +136,10 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         events: &events,
         cancel: &*crate::signals::STOP,
     };
-    let runs = sessions::run_sessions(&run, &configs, &mut audit).await;
-    table.close().await;
-    store.close().await;
+    let store = args.store.as_deref();
+    let config = |ns: &str| args.args.config(ns);
+    let sources = args.args.sources();
+    let runs = sessions::run_selected(sources, store, run, &selection, config, &mut audit).await?;
     audit.shown.finish(&mut std::io::stdout().lock())?;
     gc_runtime::outcome_of(runs)
 }
