@@ -1,7 +1,6 @@
 //! What the commands that talk to a cluster or a store share: connection flags, the store, the
 //! async runtime and the progress line.
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -118,32 +117,6 @@ impl LockArgs {
         gc_runtime::LockOptions {
             wait: Duration::from_secs(self.lock_wait_seconds),
             lease_seconds: self.lock_lease_seconds,
-        }
-    }
-}
-
-/// A one-line progress report on a terminal's stderr; silent when stderr is not a terminal.
-pub(crate) struct Progress {
-    on: bool,
-}
-
-impl Progress {
-    pub(crate) fn new() -> Self {
-        Self {
-            on: std::io::stderr().is_terminal(),
-        }
-    }
-}
-
-impl gc_runtime::pods::Progress for Progress {
-    fn page(&self, pages: usize, pods: usize) {
-        if self.on {
-            let _ = write!(std::io::stderr(), "\rlisting: {pages} pages, {pods} pods");
-        }
-    }
-    fn done(&self) {
-        if self.on {
-            let _ = writeln!(std::io::stderr());
         }
     }
 }

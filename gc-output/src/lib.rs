@@ -4,7 +4,7 @@
 //! Kestra flow's output line ([`pods::kestra_line`]). An embedder shows its runs with the same
 //! functions: each writes to any [`Write`].
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 pub mod archives;
 pub mod pods;
@@ -131,6 +131,42 @@ pub fn object_name(api_version: &str, kind: &str, name: &str) -> String {
     match api_version.split_once('/') {
         Some((group, _)) => format!("{kind}.{group}/{name}"),
         None => format!("{kind}/{name}"),
+    }
+}
+
+/// How a live plan's listing goes (`listing: N pages, M pods`), on one line of a terminal's
+/// stderr; silent when stderr is not a terminal.
+#[derive(Debug)]
+pub struct TerminalProgress {
+    on: bool,
+}
+
+impl TerminalProgress {
+    /// On when stderr is a terminal.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            on: std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+impl gc_runtime::pods::Progress for TerminalProgress {
+    fn page(&self, pages: usize, pods: usize) {
+        if self.on {
+            let _ = write!(std::io::stderr(), "\rlisting: {pages} pages, {pods} pods");
+        }
+    }
+    fn done(&self) {
+        if self.on {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+}
+
+impl Default for TerminalProgress {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

@@ -194,7 +194,7 @@ fn setup(
     run.events = flags.1.events(dry_run);
     run.lock = flags.2.options();
     run.store = store.cloned();
-    run.progress = Some(Arc::new(live::Progress::new()));
+    run.progress = Some(Arc::new(gc_output::TerminalProgress::new()));
     run.dry_run = dry_run;
     Ok(run)
 }

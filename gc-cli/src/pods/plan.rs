@@ -14,7 +14,9 @@ use crate::files::{read_input, write_file};
 use crate::live::{self, ConnectArgs};
 use crate::output::{Output, OutputArgs};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
+use gc_output::TerminalProgress;
 use gc_output::pods::{write_plan, write_plans};
+use gc_runtime::pods::Progress as _;
 
 /// `gc-cli plan pods`
 #[derive(Debug, Args)]
@@ -205,9 +207,10 @@ pub(crate) fn read_ledger(path: Option<&Path>) -> anyhow::Result<Option<Previous
 /// The cluster, and the store when the ledger lives there, of a live plan.
 pub(crate) type LivePorts<'a> = (&'a gc_k8s::KubeCluster, Option<&'a gc_store::Store>);
 
-/// The plan of one namespace (`cfg`): from `--inventory`, or from the cluster of `live`, with
-/// `file_ledger` or the store's ledger; the new ledger goes back to the store unless
-/// `--ledger-out` takes it.
+/// The plan of one namespace (`cfg`): from `--inventory`, or from the cluster of `live`
+/// ([`gc_runtime::pods::plan_live`]), with `file_ledger` or the store's ledger. The new ledger
+/// goes back to the store unless `--ledger-out` takes it, or `--now` plans for another instant
+/// (a first observation dated then would shorten retention). Nothing is written to the cluster.
 pub(crate) async fn plan_in(
     args: &PlanPods,
     cfg: &PodConfig,
@@ -215,39 +218,23 @@ pub(crate) async fn plan_in(
     file_ledger: Option<&PreviousLedger>,
     live: Option<LivePorts<'_>>,
 ) -> anyhow::Result<PodPlan> {
-    match (&args.inventory, live) {
-        (Some(path), _) => {
-            let inventory = read_inventory(path, cfg)?;
-            let empty = PreviousLedger::default();
-            let plan = plan_pods(&inventory, file_ledger.unwrap_or(&empty), cfg, now)
-                .with_context(|| format!("inventory {}", path.display()))?;
-            // Freeing every Pod's facts one by one costs more than the process's exit does.
-            std::mem::forget(inventory);
-            Ok(plan)
-        }
-        (None, Some(live)) => plan_live(args, cfg, file_ledger, now, live).await,
-        (None, None) => Err(anyhow::anyhow!("a live plan needs the cluster")),
+    if let Some(path) = &args.inventory {
+        let inventory = read_inventory(path, cfg)?;
+        let empty = PreviousLedger::default();
+        let plan = plan_pods(&inventory, file_ledger.unwrap_or(&empty), cfg, now)
+            .with_context(|| format!("inventory {}", path.display()))?;
+        // Freeing every Pod's facts one by one costs more than the process's exit does.
+        std::mem::forget(inventory);
+        return Ok(plan);
     }
-}
-
-/// Plans from the cluster ([`gc_runtime::pods::plan_live`]); the ledger comes from the store
-/// (or `--ledger`) and goes back to the store (unless `--ledger-out` takes it, or `--now` plans
-/// for another instant: a first observation dated then would shorten retention). Nothing is
-/// written to the cluster.
-async fn plan_live(
-    args: &PlanPods,
-    cfg: &PodConfig,
-    file_ledger: Option<&PreviousLedger>,
-    now: f64,
-    (cluster, store): LivePorts<'_>,
-) -> anyhow::Result<PodPlan> {
+    let (cluster, store) = live.context("a live plan needs the cluster")?;
+    let record = args.ledger_out.is_none() && args.now.is_none();
     let live = gc_runtime::pods::Live {
         cluster,
         store,
-        record: args.ledger_out.is_none() && args.now.is_none(),
+        record,
     };
-    use gc_runtime::pods::Progress as _;
-    let progress = live::Progress::new();
+    let progress = TerminalProgress::new();
     let mut heard = |pages, pods| progress.page(pages, pods);
     let plan = gc_runtime::pods::plan_live(live, cfg, file_ledger, now, &mut heard).await;
     progress.done();

@@ -89,11 +89,6 @@ fn audit_sink(
     })
 }
 
-/// The current time, as `--now` would give it.
-fn now_of_clock() -> anyhow::Result<f64> {
-    crate::clock::at(None)
-}
-
 /// The checks of `run sessions`' flags alone, which no later run could pass either (`serve`
 /// makes them before its first run).
 pub(crate) fn check(args: &RunSessions) -> anyhow::Result<()> {
@@ -107,7 +102,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     // A future `--now` would treat young resources as past their grace period: a live run
     // accepts one only when the environment says this is a test.
     if !args.dry_run
-        && now > now_of_clock()? + 60.0
+        && now > crate::clock::now() + 60.0
         && std::env::var_os("GC_ALLOW_FUTURE_NOW").is_none()
     {
         return Err(UsageError::new(
