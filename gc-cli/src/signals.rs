@@ -36,99 +36,66 @@ pub(crate) fn received() -> Option<String> {
     STOP.cancelled()
 }
 
-/// Starts the signal thread and waits until its hooks are in place.
+/// Hooks the signals, then watches them on a thread of its own.
+#[cfg(unix)]
 fn hook() -> anyhow::Result<()> {
-    let (ready, hooked) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("gc-signals".into())
-        .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime,
-                Err(e) => return drop(ready.send(Err(e))),
-            };
-            runtime.block_on(async move {
-                match Hooked::new() {
-                    Ok(signals) => {
-                        let _ = ready.send(Ok(()));
-                        watch(signals).await;
-                    }
-                    Err(e) => drop(ready.send(Err(e))),
-                }
-            });
-        })
-        .context("cannot start the signal thread")?;
-    hooked
-        .recv()
-        .context("the signal thread stopped")?
-        .context("cannot hook SIGTERM and SIGINT")
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = runtime()?;
+    let (mut term, mut int) = {
+        let _in = runtime.enter();
+        let hooks = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        );
+        (hooks.0?, hooks.1?)
+    };
+    watch(runtime, async move || {
+        tokio::select! {
+            _ = term.recv() => ("SIGTERM", 15),
+            _ = int.recv() => ("SIGINT", 2),
+        }
+    })
 }
 
-/// The first signal asks the process to stop; the second stops it.
-async fn watch(mut signals: Hooked) {
-    let (name, _) = signals.next().await;
-    stop(name);
-    let (name, number) = signals.next().await;
-    tracing::warn!("{name} received again: stopping at once");
-    std::process::exit(128 + number);
-}
-
-/// Asks the process to stop: records `name`, sets every lock's stop flag.
-fn stop(name: &'static str) {
-    STOP.stop(name);
-    tracing::warn!(
-        "{name} received: finishing the target in progress (no new target, no new \
-         run), then releasing the run lock; send it again to stop at once"
-    );
-}
-
-/// The hooked signals.
-#[cfg(unix)]
-struct Hooked {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-}
-
-#[cfg(unix)]
-impl Hooked {
-    fn new() -> std::io::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self {
-            term: signal(SignalKind::terminate())?,
-            int: signal(SignalKind::interrupt())?,
-        })
-    }
-
-    /// The next signal's name and number.
-    async fn next(&mut self) -> (&'static str, i32) {
-        use std::task::Poll;
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(Some(())) = self.term.poll_recv(cx) {
-                return Poll::Ready(("SIGTERM", 15));
-            }
-            if let Poll::Ready(Some(())) = self.int.poll_recv(cx) {
-                return Poll::Ready(("SIGINT", 2));
-            }
-            Poll::Pending
-        })
-        .await
-    }
-}
-
-/// The hooked signal: Ctrl-C.
+/// Watches Ctrl-C on a thread of its own.
 #[cfg(not(unix))]
-struct Hooked;
-
-#[cfg(not(unix))]
-impl Hooked {
-    fn new() -> std::io::Result<Self> {
-        Ok(Self)
-    }
-
-    async fn next(&mut self) -> (&'static str, i32) {
+fn hook() -> anyhow::Result<()> {
+    watch(runtime()?, async || {
         let _ = tokio::signal::ctrl_c().await;
         ("Ctrl-C", 2)
-    }
+    })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder
+        .enable_all()
+        .build()
+        .context("cannot start the signal runtime")
+}
+
+/// On a thread of its own, the first signal `next` gives asks the process to stop: records it
+/// and sets every lock's stop flag; the second stops it.
+fn watch(
+    runtime: tokio::runtime::Runtime,
+    mut next: impl AsyncFnMut() -> (&'static str, i32) + Send + 'static,
+) -> anyhow::Result<()> {
+    let watch = move || {
+        runtime.block_on(async move {
+            let (name, _) = next().await;
+            STOP.stop(name);
+            tracing::warn!(
+                "{name} received: finishing the target in progress (no new target, no new \
+                 run), then releasing the run lock; send it again to stop at once"
+            );
+            let (name, number) = next().await;
+            tracing::warn!("{name} received again: stopping at once");
+            std::process::exit(128 + number);
+        })
+    };
+    let thread = std::thread::Builder::new().name("gc-signals".into());
+    thread
+        .spawn(watch)
+        .context("cannot start the signal thread")?;
+    Ok(())
 }

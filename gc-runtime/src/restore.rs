@@ -86,6 +86,26 @@ pub async fn restore_sessions(run: &RestoreRun<'_>, sessions: &[String]) -> Vec<
     all
 }
 
+/// The failures of a restore: an error counting the objects not restored and naming their
+/// sessions, when any was not.
+///
+/// # Errors
+/// As said.
+pub fn failures(restored: &[Restored]) -> anyhow::Result<()> {
+    let failed: Vec<&str> = restored
+        .iter()
+        .filter(|r| r.failed())
+        .map(|r| r.session.as_str())
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let mut sessions = failed.clone();
+    sessions.dedup();
+    let (n, sessions) = (failed.len(), sessions.join(", "));
+    anyhow::bail!("{n} object(s) not restored, of session(s) {sessions}")
+}
+
 /// One session: its newest receipt of each object, every archive verified, then each object.
 async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
     let failed = |why: String| Restored {

@@ -96,19 +96,5 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
         Ok(restored)
     })?;
     write_restored(&mut std::io::stdout().lock(), &restored, args.output.form)?;
-    let failed: Vec<&str> = restored
-        .iter()
-        .filter(|r| r.failed())
-        .map(|r| r.session.as_str())
-        .collect();
-    if !failed.is_empty() {
-        let mut sessions = failed.clone();
-        sessions.dedup();
-        anyhow::bail!(
-            "{} object(s) not restored, of session(s) {}",
-            failed.len(),
-            sessions.join(", ")
-        );
-    }
-    Ok(())
+    gc_runtime::restore::failures(&restored)
 }
