@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 rev = sys.argv[1] if len(sys.argv) > 1 else "HEAD"
-crates = sys.argv[2:] or ["gc-cli", "gc-runtime", "gc-core", "gc-k8s", "gc-store"]
+crates = sys.argv[2:] or [
+    "gc-cli", "gc-runtime", "gc-output", "gc-core", "gc-k8s", "gc-store"]
 for crate in crates:
     listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, f"{crate}/src"],
                             capture_output=True, text=True, check=True).stdout.split()

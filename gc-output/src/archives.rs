@@ -140,16 +140,16 @@ pub fn write_show(
             out.write_all(bytes)?;
             writeln!(out)?;
         }
-        Output::Name => writeln!(out, "{}", name_of(&receipt))?,
+        Output::Name => writeln!(out, "{}", name_of(receipt))?,
         Output::Yaml | Output::Table | Output::Wide | Output::Kestra => {
             let doc: Value = serde_json::from_slice(bytes)
                 .with_context(|| format!("archive {} is not JSON", receipt.uri))?;
             if output == Output::Yaml {
                 write_doc(out, &doc, Output::Yaml)?;
             } else if receipt.session.is_some() {
-                write_manifest(out, &receipt, &doc)?;
+                write_manifest(out, receipt, &doc)?;
             } else {
-                write_archive(out, &receipt, &doc)?;
+                write_archive(out, receipt, &doc)?;
             }
         }
     }
