@@ -36,66 +36,67 @@ pub(crate) fn received() -> Option<String> {
     STOP.cancelled()
 }
 
-/// Hooks the signals, then watches them on a thread of its own.
-#[cfg(unix)]
+/// Starts the signal thread and waits until its hooks are in place.
 fn hook() -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let runtime = runtime()?;
-    let (mut term, mut int) = {
-        let _in = runtime.enter();
-        let hooks = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        );
-        (hooks.0?, hooks.1?)
-    };
-    watch(runtime, async move || {
-        tokio::select! {
-            _ = term.recv() => ("SIGTERM", 15),
-            _ = int.recv() => ("SIGINT", 2),
-        }
-    })
-}
-
-/// Watches Ctrl-C on a thread of its own.
-#[cfg(not(unix))]
-fn hook() -> anyhow::Result<()> {
-    watch(runtime()?, async || {
-        let _ = tokio::signal::ctrl_c().await;
-        ("Ctrl-C", 2)
-    })
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    let mut builder = tokio::runtime::Builder::new_current_thread();
-    builder
-        .enable_all()
-        .build()
-        .context("cannot start the signal runtime")
-}
-
-/// On a thread of its own, the first signal `next` gives asks the process to stop: records it
-/// and sets every lock's stop flag; the second stops it.
-fn watch(
-    runtime: tokio::runtime::Runtime,
-    mut next: impl AsyncFnMut() -> (&'static str, i32) + Send + 'static,
-) -> anyhow::Result<()> {
+    let (ready, hooked) = std::sync::mpsc::channel();
     let watch = move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        let runtime = match runtime {
+            Ok(runtime) => runtime,
+            Err(e) => return drop(ready.send(Err(e))),
+        };
         runtime.block_on(async move {
+            let mut next = match hooked_signals() {
+                Ok(next) => next,
+                Err(e) => return drop(ready.send(Err(e))),
+            };
+            let _ = ready.send(Ok(()));
+            // The first signal asks the process to stop; the second stops it.
             let (name, _) = next().await;
-            STOP.stop(name);
             tracing::warn!(
                 "{name} received: finishing the target in progress (no new target, no new \
                  run), then releasing the run lock; send it again to stop at once"
             );
+            STOP.stop(name);
             let (name, number) = next().await;
             tracing::warn!("{name} received again: stopping at once");
             std::process::exit(128 + number);
-        })
+        });
     };
     let thread = std::thread::Builder::new().name("gc-signals".into());
     thread
         .spawn(watch)
         .context("cannot start the signal thread")?;
-    Ok(())
+    hooked
+        .recv()
+        .context("the signal thread stopped")?
+        .context("cannot hook SIGTERM and SIGINT")
+}
+
+/// SIGTERM and SIGINT, hooked: each call gives the next one's name and number (SIGTERM first
+/// when both are there).
+#[cfg(unix)]
+fn hooked_signals() -> std::io::Result<impl AsyncFnMut() -> (&'static str, i32)> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move || {
+        tokio::select! {
+            biased;
+            Some(()) = term.recv() => ("SIGTERM", 15),
+            Some(()) = int.recv() => ("SIGINT", 2),
+            else => std::future::pending().await,
+        }
+    })
+}
+
+/// Ctrl-C: each call gives the next one.
+#[cfg(not(unix))]
+fn hooked_signals() -> std::io::Result<impl AsyncFnMut() -> (&'static str, i32)> {
+    Ok(async || {
+        let _ = tokio::signal::ctrl_c().await;
+        ("Ctrl-C", 2)
+    })
 }
