@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use gc_core::sessions::SessionInputs;
-use gc_runtime::sessions::{AuditLog, SessionRun, run_sessions};
+use gc_runtime::namespaces::Selection;
+use gc_runtime::sessions::{AuditLog, SessionOptions, SessionSources, run_selected};
 use gc_runtime::{LockOptions, StopToken, events::Events, metrics::Delivery, serve};
 
 const USAGE: &str = "usage: sessions --database-url URL [--namespace NS] [--grace-hours N] \
@@ -50,9 +51,6 @@ async fn main() -> anyhow::Result<()> {
     }
     let url = url.with_context(|| format!("--database-url is required: {USAGE}"))?;
     let cfg = inputs.validate().context("invalid settings")?;
-    let cluster = gc_k8s::connect(&gc_k8s::Connection::default()).await?;
-    let table = gc_store::connect_sessions(&url, gc_store::TableSpec::default()).await?;
-    let store = gc_runtime::open_store(store.as_deref()).await?;
     let sink = gc_store::Archives::Directory(gc_store::DirectorySink::new(folder));
     let shutdown = StopToken::new();
     let stop = shutdown.clone();
@@ -62,21 +60,22 @@ async fn main() -> anyhow::Result<()> {
         stop.stop("SIGTERM");
         std::io::Result::Ok(())
     });
-    let (events, lock) = (
-        Events::new(live),
-        LockOptions {
-            wait: Duration::from_secs(300),
-            lease_seconds: 30,
-        },
-    );
+    let (events, lock) = (Events::new(live), LockOptions::default());
+    let selection = Selection {
+        named: vec![cfg.namespace.clone()],
+        ..Selection::default()
+    };
     let health = serve::Health::new(None);
     let every = Duration::from_secs(interval);
     let mut audit = AuditLog(std::io::stdout());
     let (done, failed) = serve::every(every, once.then_some(1), &health, &shutdown, async || {
-        let run = SessionRun {
-            cluster: &cluster,
-            table: &table,
-            store: &store,
+        // Each run connects the cluster, the session table and the store as `run sessions` does.
+        let sources = SessionSources {
+            connection: Ok(gc_k8s::Connection::default()),
+            database_url: Ok(url.clone()),
+            table: gc_store::TableSpec::default(),
+        };
+        let options = SessionOptions {
             sink: &sink,
             now: gc_runtime::clock::now(),
             dry_run: !live,
@@ -85,13 +84,12 @@ async fn main() -> anyhow::Result<()> {
             events: &events,
             cancel: &shutdown,
         };
-        let runs = run_sessions(&run, std::slice::from_ref(&cfg), &mut audit).await;
-        let ran = runs.into_iter().next().context("no run")?;
-        ran.failure.map_or(Ok(()), |f| Err(f.error))
+        let config = |_: &str| Ok(cfg.clone());
+        let store = store.as_deref();
+        let runs = run_selected(sources, store, options, &selection, config, &mut audit).await?;
+        gc_runtime::outcome_of(runs)
     })
     .await;
-    table.close().await;
-    store.close().await;
     if failed > 0 {
         bail!("{failed} of {done} run(s) failed");
     }

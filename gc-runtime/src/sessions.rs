@@ -33,6 +33,13 @@ pub struct SessionRun<'a> {
     /// gc's own store, where the receipts of archived manifests go (never the application's
     /// database).
     pub store: &'a gc_store::Store,
+    /// How the run acts and reports.
+    pub options: SessionOptions<'a>,
+}
+
+/// How a session run acts and reports, whatever it is connected to.
+#[derive(Clone, Copy)]
+pub struct SessionOptions<'a> {
     /// Where each object's manifest is archived before its delete.
     pub sink: &'a gc_store::Archives,
     /// The instant the run judges at (seconds since the epoch).
@@ -109,12 +116,16 @@ pub async fn run_sessions(
     audit: &mut (dyn Audit + Send),
 ) -> Vec<NamespaceRun<SessionReport>> {
     let namespaces: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
-    run.delivery.scope("sessions", &namespaces);
-    let delivery = run.delivery.for_namespaces(configs.len());
+    run.options.delivery.scope("sessions", &namespaces);
+    let delivery = run.options.delivery.for_namespaces(configs.len());
     let mut runs = Vec::with_capacity(configs.len());
     for cfg in configs {
         let started = std::time::Instant::now();
-        let metrics = RunMetrics::new(&run.delivery.metrics_prefix, "sessions", &cfg.namespace);
+        let metrics = RunMetrics::new(
+            &run.options.delivery.metrics_prefix,
+            "sessions",
+            &cfg.namespace,
+        );
         let result = run_once(run, cfg, &metrics, audit).await;
         let elapsed = started.elapsed().as_secs_f64();
         let (report, error) = match result {
@@ -124,7 +135,9 @@ pub async fn run_sessions(
         match &error {
             None => {
                 metrics.finish(elapsed, Some(clock::now()));
-                let line = report.as_ref().map(|r| summary(r, cfg, run.dry_run));
+                let line = report
+                    .as_ref()
+                    .map(|r| summary(r, cfg, run.options.dry_run));
                 metrics
                     .deliver(&delivery, None, line.as_deref().unwrap_or(""))
                     .await;
@@ -151,7 +164,7 @@ pub async fn run_sessions(
     }
     if configs.len() > 1 {
         let texts: Vec<String> = runs.iter().map(|r| r.metrics.clone()).collect();
-        run.delivery.write_merged(&texts);
+        run.options.delivery.write_merged(&texts);
     }
     if let Some(cfg) = configs.first() {
         let missing = runs
@@ -200,8 +213,7 @@ pub async fn connect(
 }
 
 /// The run of each namespace of `selection` ([`run_sessions`]), each with its settings from
-/// `config`, over `sources` and gc's store `store` (`None`: the embedded one), as `run` says
-/// (its `cluster`, `table` and `store` are the ones connected here). Anything that fails before
+/// `config`, over `sources` and gc's store `store` (`None`: the embedded one), as `options` say. Anything that fails before
 /// the first namespace's run (a connection, the table, the Namespaces list, a namespace's
 /// settings, the store) fails every namespace known at stage `run`, with its metrics, alert and
 /// Event (when the cluster was reached): the error is returned.
@@ -211,7 +223,7 @@ pub async fn connect(
 pub async fn run_selected(
     sources: SessionSources,
     store: Option<&str>,
-    run: SessionRunParts<'_>,
+    options: SessionOptions<'_>,
     selection: &crate::namespaces::Selection,
     config: impl Fn(&str) -> anyhow::Result<SessionConfig>,
     audit: &mut (dyn Audit + Send),
@@ -224,7 +236,7 @@ pub async fn run_selected(
             (None, Some(c)) => selection.resolve(c, default).await.unwrap_or_default(),
             (None, None) => Vec::new(),
         };
-        let (d, e) = (run.delivery, run.events);
+        let (d, e) = (options.delivery, options.events);
         crate::failed_before::<SessionReport>(
             "sessions",
             d,
@@ -256,50 +268,16 @@ pub async fn run_selected(
             return Err(early(Some(&cluster), error).await);
         }
     };
-    let SessionRunParts {
-        sink,
-        now,
-        dry_run,
-        lock,
-        delivery,
-        events,
-        cancel,
-    } = run;
     let run = SessionRun {
         cluster: &cluster,
         table: &table,
         store: &store,
-        sink,
-        now,
-        dry_run,
-        lock,
-        delivery,
-        events,
-        cancel,
+        options,
     };
     let runs = run_sessions(&run, &configs, audit).await;
     table.close().await;
     store.close().await;
     Ok(runs)
-}
-
-/// A [`SessionRun`] but for what [`run_selected`] connects itself.
-#[derive(Clone, Copy)]
-pub struct SessionRunParts<'a> {
-    /// Where each object's manifest is archived before its delete.
-    pub sink: &'a gc_store::Archives,
-    /// The instant the run judges at (seconds since the epoch).
-    pub now: f64,
-    /// Every delete a server-side dry run; no Lease taken.
-    pub dry_run: bool,
-    /// How the run lock is taken.
-    pub lock: &'a LockOptions,
-    /// Where the run's metrics and alerts go.
-    pub delivery: &'a Delivery,
-    /// The run's Events (off for a dry run).
-    pub events: &'a Events,
-    /// The embedder's shutdown.
-    pub cancel: &'a dyn Cancel,
 }
 
 /// The session collector's namespace when none is named (StreamSpace's).
@@ -367,23 +345,22 @@ async fn run_once(
     metrics: &RunMetrics,
     audit: &mut (dyn Audit + Send),
 ) -> Result<SessionReport, (Option<SessionReport>, anyhow::Error)> {
-    let SessionRun {
-        cluster,
-        table,
+    let (cluster, table) = (run.cluster, run.table);
+    let SessionOptions {
         now,
         dry_run,
         events,
         ..
-    } = *run;
+    } = run.options;
     let time = gc_core::isotime::format_timestamp(now);
     let outcome = async {
         let lock = crate::lock::take_or_stop(
             cluster,
             &cfg.namespace,
             SESSIONS_LOCK,
-            run.lock,
+            run.options.lock,
             dry_run,
-            run.cancel,
+            run.options.cancel,
         )
         .await?;
         // A lost lock fails what is left; a stop leaves it not started.
@@ -392,22 +369,22 @@ async fn run_once(
             stopping: lock.stop(),
         };
         let keep = Keep {
-            sink: run.sink,
+            sink: run.options.sink,
             store: run.store,
             volumes: cluster,
         };
-        let report = match run.sink.probe(&cfg.cluster_id).await {
+        let report = match run.options.sink.probe(&cfg.cluster_id).await {
             Ok(()) => collect_sessions::run(cluster, table, keep, cfg, now, dry_run, stop)
                 .await
                 .map_err(|e| refused(e, cfg, "nothing deleted")),
             Err(e) => Err(anyhow::Error::new(e).context(format!(
                 "cannot use the archive sink {}: nothing deleted",
-                run.sink.shown()
+                run.options.sink.shown()
             ))),
         };
         // A run that lost its lock says so, and nothing else: what it did not finish is the
         // next run's.
-        match crate::lock::release_saying(lock, run.cancel).await {
+        match crate::lock::release_saying(lock, run.options.cancel).await {
             Some(lost) => Err(lost),
             None => report,
         }
@@ -468,7 +445,11 @@ async fn run_once(
         .filter(|r| matches!(r.result, Some(DeleteResult::NotStarted(_))))
         .count();
     if not_started > 0 {
-        let cause = run.cancel.cancelled().unwrap_or_else(|| "a stop".into());
+        let cause = run
+            .options
+            .cancel
+            .cancelled()
+            .unwrap_or_else(|| "a stop".into());
         let error = Stopped::new(format!(
             "stopped by {cause}: {not_started} delete(s) not started in namespace {}; the next \
              run judges them again",

@@ -3,8 +3,11 @@
 
 use gc_core::PodConfig;
 use gc_core::sessions::SessionConfig;
+use gc_runtime::namespaces::Selection;
 use gc_runtime::pods::{PodRun, run_pods};
-use gc_runtime::sessions::{Audit, SessionRun, run_sessions};
+use gc_runtime::sessions::{
+    Audit, SessionOptions, SessionRun, SessionSources, run_selected, run_sessions,
+};
 use gc_runtime::{Cancel, LockOptions, RunLock};
 
 /// Every source file of the crate, with its text.
@@ -73,6 +76,25 @@ fn _runs_are_send(
     fn send<T: Send>(_: T) {}
     send(run_pods(pods, configs, true, |_| unreachable!()));
     send(run_sessions(sessions, session_configs, audit));
+}
+
+/// Compiles only when a run over a selection of namespaces, which connects its own cluster,
+/// table and store, is `Send`. Never called.
+fn _selected_runs_are_send(
+    sources: SessionSources,
+    options: SessionOptions<'_>,
+    selection: &Selection,
+    audit: &mut (dyn Audit + Send),
+) {
+    fn send<T: Send>(_: T) {}
+    send(run_selected(
+        sources,
+        None,
+        options,
+        selection,
+        |_| unreachable!(),
+        audit,
+    ));
 }
 
 /// A run's settings can be shared between tasks.

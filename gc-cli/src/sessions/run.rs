@@ -10,7 +10,7 @@ use clap::Args;
 use gc_core::collect_sessions::SessionReport;
 use gc_core::sessions::SessionConfig;
 use gc_output::sessions::Shown;
-use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionRunParts};
+use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionOptions};
 
 use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
@@ -122,7 +122,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         shown: Shown::new(args.output, selection.several(SESSIONS_NAMESPACE)),
     };
     let lock = args.lock.options();
-    let run = SessionRunParts {
+    let options = SessionOptions {
         sink: &archives,
         now,
         dry_run: args.dry_run,
@@ -134,7 +134,8 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     let store = args.store.as_deref();
     let config = |ns: &str| args.args.config(ns);
     let sources = args.args.sources();
-    let runs = sessions::run_selected(sources, store, run, &selection, config, &mut audit).await?;
+    let runs =
+        sessions::run_selected(sources, store, options, &selection, config, &mut audit).await?;
     audit.shown.finish(&mut std::io::stdout().lock())?;
     gc_runtime::outcome_of(runs)
 }
