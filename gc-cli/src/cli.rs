@@ -71,7 +71,7 @@ enum RestoreCommand {
     /// Every archived object of the sessions named that does not exist now, created again from
     /// its verified archive (an object that exists is never replaced); a claim whose volume was
     /// kept goes back on that volume, which gets its reclaim policy back once the new claim is
-    /// bound (restore again then). A session whose archives fail verification restores nothing.
+    /// bound (or the next run does). A session whose archives fail verification restores nothing.
     Sessions(Box<crate::sessions::restore::RestoreSessions>),
 }
 

@@ -1100,8 +1100,8 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
 
 /// Undoing a delete: `restore sessions` creates each archived object of a session again with its
 /// labels and spec, the claim on its kept volume (moved to the new claim, fenced); an object that
-/// exists is never replaced, so a second restore changes nothing; once the claim is bound, a
-/// restore gives the volume its policy back. A dry run creates nothing; a session whose archive
+/// exists is never replaced, so a second restore changes nothing; once the claim is bound, the
+/// next run gives the volume its policy back. A dry run creates nothing; a session whose archive
 /// was edited restores nothing.
 #[tokio::test]
 async fn a_deleted_session_is_restored_from_its_archives() -> Result {
@@ -1205,7 +1205,7 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     assert_eq!(names, want);
 
     // The restore: each object again, with its labels and spec; the claim on its volume. No
-    // binder runs here: without a wait, the volume keeps Retain until a later restore.
+    // binder runs here: without a wait, the volume keeps Retain until the claim is bound.
     let out = restore(gone, &["--bind-wait-seconds=0"]);
     assert_eq!(
         results(&out),
@@ -1255,11 +1255,56 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     assert_eq!(results(&out), each(gone, "exists"));
     assert_eq!(f.snapshot().await?, now);
 
-    // Bound (as the PV controller would bind it): the volume gets its policy back.
+    // Bound (as the PV controller would bind it), the session's row put back: the next
+    // scheduled run keeps the restored objects and gives the volume its policy back, fenced on
+    // the new claim and `Bound`; a restore then has nothing left to do.
     let bound = json!({"status": {"phase": "Bound"}});
     volumes
         .patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(&bound))
         .await?;
+    let pool = f.db.pool().await?;
+    sqlx::query("INSERT INTO sessions (id, state) VALUES ($1, 'running')")
+        .bind(gone)
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    // A restore's dry run says it would give the policy back, and changes nothing.
+    let out = restore(gone, &["--dry-run=server"]);
+    assert_eq!(results(&out), each(gone, "exists"));
+    let rows: Vec<Value> = serde_json::from_str(&text(&out.stdout))?;
+    let note = rows
+        .iter()
+        .find_map(|r| r["note"].as_str())
+        .unwrap_or_default();
+    assert!(
+        note.contains("bound again: reclaim policy Delete given back"),
+        "{rows:?}"
+    );
+    let retained = volumes.get(&pv_name).await?.spec.unwrap();
+    assert_eq!(
+        retained.persistent_volume_reclaim_policy.as_deref(),
+        Some("Retain")
+    );
+    let restored = f.snapshot().await?;
+    let records = lines(&ok(&f.cli("run", &kept)));
+    let line = records
+        .iter()
+        .find(|r| r["kind"] == "PersistentVolume" && r["name"] == pv_name.as_str())
+        .unwrap();
+    assert_eq!(
+        (line["decision"].as_str(), line["result"].as_str()),
+        (Some("delete"), Some("deleted")),
+        "{line}"
+    );
+    let reason = line["reason"].as_str().unwrap();
+    let uid = new_claim.metadata.uid.clone().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "restored to claim uid {uid}, bound: reclaim policy Delete"
+        )),
+        "{reason}"
+    );
+    assert_eq!(f.snapshot().await?, restored);
     let out = restore(gone, &[]);
     assert_eq!(results(&out), each(gone, "exists"));
     let pv = volumes.get(&pv_name).await?;

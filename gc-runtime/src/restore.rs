@@ -184,7 +184,8 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
 
 /// Waits up to [`RestoreRun::bind_wait`] for the volume `name` to be bound to the claim created
 /// again (`uid`), and gives it back its `policy` then: what was done, or `None` when the wait
-/// ran out with the volume not yet bound (it keeps `Retain`; a later `restore` gives it back).
+/// ran out with the volume not yet bound (it keeps `Retain`; the next run of the collector, or a
+/// later `restore`, gives it back once bound).
 /// A read or a patch that fails (a fence lost to another write of the volume) is tried again
 /// until the wait runs out, and then said.
 async fn wait_bound(run: &RestoreRun<'_>, name: &str, uid: &str, policy: &str) -> Option<String> {
@@ -331,7 +332,8 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
             return done(Some(uid), &format!("failed: {why}"), None);
         }
         note = Some(format!(
-            "on its volume {name}, which keeps Retain until this claim is bound to it (restore again then)"
+            "on its volume {name}, which keeps Retain until this claim is bound to it (then the next run, \
+             or restore again, gives its policy back)"
         ));
     } else if r.kind() == "PersistentVolumeClaim" {
         note = Some("its volume was not kept: a new, empty one".to_owned());

@@ -6,7 +6,9 @@
 //! Every write is a JSON patch whose `test` ops fence it: [`retain`] on the volume's uid,
 //! resourceVersion, claim (the uid of the claim being deleted) and policy; [`expire`] also on its
 //! phase (`Released`: nothing claimed it again) and on gc's own label. A volume whose policy is
-//! already `Retain` (or anything but `Delete`) is left alone.
+//! already `Retain` (or anything but `Delete`) is left alone. A restore moves a kept volume to
+//! the claim created again ([`rebind`]); once that claim is bound, the restore or the next run
+//! gives the policy back ([`claimed_again`], [`expire`]), fenced on the new claim and `Bound`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -143,7 +145,9 @@ pub type Expired = (Judged, Option<DeleteResult>);
 /// Each volume of `cfg`'s cluster retained for a claim of `cfg`'s namespace, judged: given back
 /// its reclaim policy when it was retained more than `retain_volume_days` ago and is still
 /// `Released`, still claimed by the deleted claim's uid and still labelled as gc's; held until
-/// then; left alone (skipped) when claimed again. `stop` is read before each write.
+/// then; given back at once when a restore moved it to the claim created again and that claim
+/// is bound to it (what [`claimed_again`] does, for a restore that stopped waiting); left alone
+/// (skipped) when claimed by anything else. `stop` is read before each write.
 ///
 /// # Errors
 /// When the volumes cannot be listed: nothing is written then.
@@ -200,9 +204,33 @@ pub async fn expire(
             record.namespace, record.claim, record.claim_uid
         );
         let phase = &volume["status"]["phase"];
-        let decision = if volume["spec"]["claimRef"]["uid"] != record.claim_uid.as_str()
-            || phase != "Released"
-        {
+        let claimed_by = &volume["spec"]["claimRef"]["uid"];
+        // Moved by a restore to the claim created again ([`rebind`]), which `restore` could not
+        // see bound: its policy goes back once that claim is bound, whatever the window.
+        let restored_to = (record.restored_to.as_deref()).filter(|uid| claimed_by == *uid);
+        let fence = match restored_to {
+            Some(new_uid) => (new_uid, "Bound"),
+            None => (record.claim_uid.as_str(), "Released"),
+        };
+        let decision = if let Some(new_uid) = restored_to {
+            if phase == "Bound" {
+                SessionDecision::Delete {
+                    reason: format!(
+                        "{of_claim}: restored to claim uid {new_uid}, bound: reclaim policy {} \
+                         given back",
+                        record.policy
+                    ),
+                }
+            } else {
+                SessionDecision::Skipped {
+                    reason: format!(
+                        "{of_claim}: restored to claim uid {new_uid}, not bound yet (phase \
+                         {phase}): keeps Retain"
+                    ),
+                    spared: None,
+                }
+            }
+        } else if claimed_by != record.claim_uid.as_str() || phase != "Released" {
             SessionDecision::Skipped {
                 reason: format!("{of_claim}: claimed again (phase {phase}): left alone"),
                 spared: None,
@@ -227,7 +255,6 @@ pub async fn expire(
             Some(match stop.result() {
                 Some(unsent) => unsent,
                 None => {
-                    let fence = (record.claim_uid.as_str(), "Released");
                     give_back(
                         volumes,
                         &volume,

@@ -696,7 +696,7 @@ fn a_volume_not_retained_keeps_its_claim() {
 #[test]
 fn retained_volumes_get_their_policy_back_after_the_window() {
     let now = 1_795_953_600.0;
-    let retained = |name: &str, days_ago: f64, claim_uid: &str, phase: &str| {
+    let restored = |name: &str, days_ago: f64, claim_uid: &str, phase: &str, to: Option<&str>| {
         let record = crate::sessions::volumes::Retained {
             policy: "Delete".into(),
             namespace: "streamspace".into(),
@@ -704,13 +704,16 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
             claim_uid: format!("claim-{name}"),
             session: Some("gone".into()),
             at: now - days_ago * 86_400.0,
-            restored_to: None,
+            restored_to: to.map(str::to_owned),
         };
         let mut v = volume(name, claim_uid, "Retain", phase);
         v["metadata"]["labels"] = json!({"gc.example.com/retained": "primary"});
         v["metadata"]["annotations"] =
             json!({"gc.example.com/retained": serde_json::to_string(&record).unwrap()});
         v
+    };
+    let retained = |name: &str, days_ago: f64, claim_uid: &str, phase: &str| {
+        restored(name, days_ago, claim_uid, phase, None)
     };
     let kept = kept_with(
         vec![
@@ -720,6 +723,17 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
             retained("again", 8.0, "someone-else", "Bound"),
             retained("other-claim", 8.0, "someone-else", "Released"),
             retained("bound", 8.0, "claim-bound", "Bound"),
+            // Moved by a restore to the claim created again: its policy goes back once that
+            // claim is bound, whatever the window; not before, and not to another claim.
+            restored("restored", 1.0, "new-claim", "Bound", Some("new-claim")),
+            restored(
+                "restoring",
+                1.0,
+                "new-claim",
+                "Available",
+                Some("new-claim"),
+            ),
+            restored("taken", 1.0, "someone-else", "Bound", Some("new-claim")),
         ],
         false,
     );
@@ -732,7 +746,14 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
         .filter(|r| r.judged.resource.kind == "PersistentVolume")
         .filter_map(|r| Some(format!("{} {}", r.judged.resource.name, r.result.as_ref()?)))
         .collect();
-    assert_eq!(would, ["exact would delete", "old would delete"]);
+    assert_eq!(
+        would,
+        [
+            "exact would delete",
+            "old would delete",
+            "restored would delete"
+        ]
+    );
     assert_eq!(
         kept.volumes.lock().unwrap()["old"]["spec"]["persistentVolumeReclaimPolicy"],
         "Retain"
@@ -763,8 +784,40 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
             ("exact".into(), "delete", "deleted".into()),
             ("old".into(), "delete", "deleted".into()),
             ("other-claim".into(), "skipped", String::new()),
+            ("restored".into(), "delete", "deleted".into()),
+            ("restoring".into(), "skipped", String::new()),
+            ("taken".into(), "skipped", String::new()),
             ("young".into(), "held", String::new()),
         ]
+    );
+    let reason = |name: &str| {
+        let r = report
+            .records
+            .iter()
+            .find(|r| r.judged.resource.name == name);
+        match &r.unwrap().judged.decision {
+            SessionDecision::Kept { reason }
+            | SessionDecision::Held { reason, .. }
+            | SessionDecision::Delete { reason }
+            | SessionDecision::Deferred { reason }
+            | SessionDecision::Skipped { reason, .. } => reason.clone(),
+        }
+    };
+    let restored_reason = reason("restored");
+    assert!(
+        restored_reason
+            .contains("restored to claim uid new-claim, bound: reclaim policy Delete given back"),
+        "{restored_reason}"
+    );
+    let restoring = reason("restoring");
+    assert!(
+        restoring.contains("restored to claim uid new-claim, not bound yet (phase \"Available\")"),
+        "{restoring}"
+    );
+    assert!(
+        reason("taken").contains("claimed again"),
+        "{}",
+        reason("taken")
     );
     let young = report
         .records
@@ -798,6 +851,20 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
         volumes["again"]["spec"]["persistentVolumeReclaimPolicy"],
         "Retain"
     );
+    let restored = &volumes["restored"];
+    assert_eq!(restored["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    assert_eq!(restored["spec"]["claimRef"]["uid"], "new-claim");
+    assert!(
+        restored["metadata"]["labels"]
+            .get("gc.example.com/retained")
+            .is_none()
+    );
+    for name in ["restoring", "taken"] {
+        assert_eq!(
+            volumes[name]["spec"]["persistentVolumeReclaimPolicy"],
+            "Retain"
+        );
+    }
 }
 
 /// The lock lost right after a volume was retained: no receipt and no delete; the volume stays
