@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 use gc_core::PodConfig;
 use gc_core::apply::{self, Outcome, Ports, TargetResult};
+use gc_core::approval::PlanFile;
 use gc_core::ledger::PreviousLedger;
 use gc_core::plan::Target;
 use gc_core::ports::Store as _;
@@ -184,6 +185,34 @@ pub async fn run_pods(
         runs.extend(release_outside(run, &covered, inputs).await);
     }
     runs
+}
+
+/// The run of each reviewed plan of `plans` (opened by [`gc_core::approval::open_plans`], whose
+/// policy equals apply's own), each acting under apply's own policy `inputs`, with the
+/// observation ledger kept outside the store (`ledger`), if any; then, when the run covers
+/// `-A`'s choice of namespaces (`all`: the namespaces it resolved), the release of the pins
+/// outside them, as [`run_pods`] does.
+///
+/// # Errors
+/// When `inputs` refuses a plan's namespace: nothing is run then.
+pub async fn apply_reviewed(
+    run: &PodRun,
+    plans: &[PlanFile],
+    ledger: Option<&PreviousLedger>,
+    all: Option<&[String]>,
+    inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
+) -> Result<Vec<NamespaceRun<Report>>, gc_core::input::InputError> {
+    let configs =
+        (plans.iter().map(|p| inputs(&p.config.namespace))).collect::<Result<Vec<_>, _>>()?;
+    let mut runs = Vec::with_capacity(plans.len());
+    for (plan, cfg) in plans.iter().zip(&configs) {
+        let targets = Targets::Reviewed(&plan.targets, ledger);
+        runs.push(execute(run, cfg, targets, plans.len()).await);
+    }
+    if let Some(covered) = all {
+        runs.extend(release_outside(run, covered, inputs).await);
+    }
+    Ok(runs)
 }
 
 /// With `-A`: the pins in namespaces the run does not cover (outside `--namespace-selector`, or

@@ -10,7 +10,7 @@ use gc_core::approval::open_plans;
 use gc_output::pods::{write_report, write_runs};
 use gc_runtime::NamespaceRun;
 use gc_runtime::namespaces::Selection;
-use gc_runtime::pods::{self, PodRun, Report, Targets};
+use gc_runtime::pods::{self, PodRun, Report};
 
 use crate::archives::ArchiveArgs;
 use crate::clock;
@@ -154,17 +154,10 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
             Ok(run) => run,
             Err(unmade_run) => return unmade(&delivery, args.output.form, unmade_run, several),
         };
-        let mut runs = Vec::with_capacity(files.len());
-        for file in &files {
-            // The plan's policy equals apply's (checked); apply acts under its own.
-            let cfg = args.pod.inputs(&file.config.namespace).validate()?;
-            let targets = Targets::Reviewed(&file.targets, ledger.as_ref());
-            runs.push(pods::run_namespace(&run, &cfg, targets, files.len()).await);
-        }
-        if scope.all {
-            let inputs = |ns: &str| args.pod.inputs(ns).validate();
-            runs.extend(pods::release_outside(&run, &namespaces, inputs).await);
-        }
+        // The plans' policy equals apply's (checked); apply acts under its own.
+        let inputs = |ns: &str| args.pod.inputs(ns).validate();
+        let all = scope.all.then_some(&namespaces[..]);
+        let runs = pods::apply_reviewed(&run, &files, ledger.as_ref(), all, inputs).await?;
         finish(&run.delivery, args.output.form, runs, several)
     })
 }
