@@ -20,7 +20,7 @@ for crate in crates:
             continue
         text = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True,
                               check=True).stdout
-        for line in text.split("\n"):
+        for line in text.splitlines():
             if line.strip().startswith("#[cfg(test)]"):
                 break
             lines += 1
