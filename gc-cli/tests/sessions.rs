@@ -80,6 +80,20 @@ fn lines(text: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The audit line of the volume `pv`, asserted given its policy back (`delete`, `deleted`).
+fn given_back<'a>(records: &'a [Value], pv: &str) -> &'a Value {
+    let line = records
+        .iter()
+        .find(|r| r["kind"] == "PersistentVolume" && r["name"] == pv)
+        .unwrap_or_else(|| panic!("no line of {pv}: {records:?}"));
+    assert_eq!(
+        (line["decision"].as_str(), line["result"].as_str()),
+        (Some("delete"), Some("deleted")),
+        "{line}"
+    );
+    line
+}
+
 /// `kind/name` of every audit record with `result`.
 fn with_result(records: &[Value], result: &str) -> BTreeSet<String> {
     kind_names(records, "result", result)
@@ -1084,15 +1098,7 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
         &[],
     );
     let records = lines(&ok(&out));
-    let line = records
-        .iter()
-        .find(|r| r["kind"] == "PersistentVolume" && r["name"] == pv_name.as_str())
-        .unwrap();
-    assert_eq!(
-        (line["decision"].as_str(), line["result"].as_str()),
-        (Some("delete"), Some("deleted")),
-        "{line}"
-    );
+    given_back(&records, &pv_name);
     assert_eq!(policy().await?, ("Delete".to_owned(), None));
     volumes.delete(&pv_name, &Default::default()).await?;
     Ok(())
@@ -1287,15 +1293,7 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     );
     let restored = f.snapshot().await?;
     let records = lines(&ok(&f.cli("run", &kept)));
-    let line = records
-        .iter()
-        .find(|r| r["kind"] == "PersistentVolume" && r["name"] == pv_name.as_str())
-        .unwrap();
-    assert_eq!(
-        (line["decision"].as_str(), line["result"].as_str()),
-        (Some("delete"), Some("deleted")),
-        "{line}"
-    );
+    let line = given_back(&records, &pv_name);
     let reason = line["reason"].as_str().unwrap();
     let uid = new_claim.metadata.uid.clone().unwrap();
     assert!(
