@@ -42,6 +42,11 @@ const SOFT: &str = "grace-firefox-00000010";
 const YOUNG: &str = "heidi-gimp-00000011";
 
 fn gc_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
+    gc_cli_command(args, env).output().unwrap()
+}
+
+/// The `gc-cli` command [`gc_cli`] runs.
+fn gc_cli_command(args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
     let mut command = command();
     command.env("GC_ALLOW_FUTURE_NOW", "1");
     command.args(args).env_remove("GC_SESSION_DATABASE_URL");
@@ -55,7 +60,8 @@ fn gc_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
     ] {
         command.env_remove(name);
     }
-    command.envs(env.iter().copied()).output().unwrap()
+    command.envs(env.iter().copied());
+    command
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -377,9 +383,14 @@ impl Fixture {
     /// `gc-cli <verb> sessions` in the fixture's namespace at its `now`, with `args` and `env`
     /// (no database unless they name one).
     fn cli_env(&self, verb: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(verb, args, env).output().unwrap()
+    }
+
+    /// The command [`Self::cli_env`] runs.
+    fn command(&self, verb: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
         let base = [verb, "sessions", "-n", self.ns.name()];
         let at = ["--kubeconfig", &self.kubeconfig, "--now", &self.now];
-        gc_cli(&[&base[..], &at, args].concat(), env)
+        gc_cli_command(&[&base[..], &at, args].concat(), env)
     }
 
     async fn snapshot(&self) -> Result<Snapshot> {
@@ -1101,6 +1112,89 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
     given_back(&records, &pv_name);
     assert_eq!(policy().await?, ("Delete".to_owned(), None));
     volumes.delete(&pv_name, &Default::default()).await?;
+    Ok(())
+}
+
+/// The crash promise for sessions: a live run killed with SIGKILL after its first, third and
+/// fifth archived manifest, then run again at once:
+/// whatever the kill left, no object is gone without a receipt whose archive verifies; the rerun
+/// takes the lapsed lock, deletes exactly the gone sessions' objects, and every archive matches
+/// its receipt.
+#[tokio::test]
+async fn a_run_killed_mid_delete_leaves_nothing_deleted_unarchived() -> Result {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    for (round, kill_after) in [1usize, 3, 5].into_iter().enumerate() {
+        let Some((f, before)) = Fixture::new(&format!("sessions-kill-{round}")).await? else {
+            return Ok(());
+        };
+        let dir = tempfile::tempdir()?;
+        let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+        let archives = dir.path().join("archives");
+        let kept = [
+            "--store",
+            &store,
+            "--archive-dir",
+            archives.to_str().unwrap(),
+            "--lock-lease-seconds",
+            "5",
+            "--database-url",
+            f.db.url(),
+        ];
+        let mut child = f
+            .command("run", &kept, &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while files_under(&archives) < kill_after
+            && child.try_wait()?.is_none()
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        child.kill()?;
+        child.wait()?;
+        let receipted = |store: &str| -> BTreeSet<String> {
+            let listed = gc_cli(&["archives", "list", "-o", "json", "--store", store], &[]);
+            let listed: Vec<Value> = serde_json::from_str(&ok(&listed)).unwrap();
+            let of_ns = listed.iter().filter(|r| r["namespace"] == f.ns.name());
+            of_ns
+                .map(|r| {
+                    format!(
+                        "{}/{}",
+                        r["kind"].as_str().unwrap(),
+                        r["name"].as_str().unwrap()
+                    )
+                })
+                .collect()
+        };
+        let killed = removed(&before, &f.snapshot().await?);
+        let receipts = receipted(&store);
+        let manifests = files_under(&archives);
+        eprintln!("round {round}: killed at {manifests} manifest(s), {killed:?} gone");
+        assert!(
+            killed.is_subset(&receipts),
+            "round {round}: gone without a receipt: {:?}",
+            killed.difference(&receipts).collect::<Vec<_>>()
+        );
+        let verify = ["archives", "verify", "--store", &store, "--archive-dir"];
+        let verify = [&verify[..], &[archives.to_str().unwrap()]].concat();
+        // Killed before its first receipt, there is nothing to verify (an error of its own).
+        if !receipts.is_empty() {
+            ok(&gc_cli(&verify, &[]));
+        }
+
+        ok(&f.cli_env("run", &kept, &[]));
+        let gone: BTreeSet<String> = GONE.iter().flat_map(|id| objects_of(id, true)).collect();
+        assert_eq!(
+            removed(&before, &f.snapshot().await?),
+            gone,
+            "round {round}"
+        );
+        assert!(gone.is_subset(&receipted(&store)), "round {round}");
+        ok(&gc_cli(&verify, &[]));
+    }
     Ok(())
 }
 
