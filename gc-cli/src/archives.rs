@@ -6,12 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use gc_output::archives::{write_checked, write_list, write_show};
 use gc_runtime::archives::{self, read_verified};
-use gc_runtime::open_store;
 use gc_store::{Archives, ReceiptQuery};
 
 use crate::clock;
 use crate::exit::UsageError;
-use crate::live::block_on;
+use crate::live::with_store;
 use crate::output::{Output, OutputArgs};
 
 /// Where the failed-Pod collector's archives are: a folder (the default) or an object store.
@@ -198,7 +197,7 @@ fn list(args: &List) -> anyhow::Result<()> {
         session: args.session.as_deref(),
     };
     let cluster = &args.scope.cluster_id;
-    let kept = in_store(&args.scope, async |store| {
+    let kept = with_store(args.scope.store.as_deref(), async |store| {
         archives::list(store, cluster, query, since, until).await
     })?;
     let form = args.output.form;
@@ -208,23 +207,10 @@ fn list(args: &List) -> anyhow::Result<()> {
     write_list(&mut std::io::stdout().lock(), &kept, form)
 }
 
-/// `work` on the store `scope` names, closed after.
-fn in_store<T>(
-    scope: &Scope,
-    work: impl AsyncFnOnce(&gc_store::Store) -> anyhow::Result<T>,
-) -> anyhow::Result<T> {
-    block_on(async {
-        let store = open_store(scope.store.as_deref()).await?;
-        let done = work(&store).await;
-        store.close().await;
-        done
-    })
-}
-
 fn show(args: &Show) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let cluster = &args.scope.cluster_id;
-    let (receipt, bytes) = in_store(&args.scope, async |store| {
+    let (receipt, bytes) = with_store(args.scope.store.as_deref(), async |store| {
         let uid = match (args.uid.contains('/'), args.namespace.as_deref()) {
             (false, _) => args.uid.clone(),
             (true, Some(namespace)) => {
@@ -250,7 +236,7 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
     let namespace = args.namespace.as_deref();
     let cluster = &args.scope.cluster_id;
     let options = args.archive.options();
-    let verified = in_store(&args.scope, async |store| {
+    let verified = with_store(args.scope.store.as_deref(), async |store| {
         archives::verify(store, &sink, &options, cluster, namespace).await
     })?;
     write_checked(

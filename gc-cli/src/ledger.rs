@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use gc_runtime::ledger;
 
 use crate::files::read_input;
-use crate::live::block_on;
+use crate::live::with_store;
 
 /// `gc-cli ledger ...`
 #[derive(Debug, Subcommand)]
@@ -70,9 +70,10 @@ fn import(args: &Import) -> anyhow::Result<()> {
     let bytes = read_input(&args.file, "ledger file")?;
     let (text, entries) = ledger::check_ledger(&bytes, &key.cluster_id, &key.namespace)
         .with_context(|| format!("ledger file {}", args.file.display()))?;
-    let ((), location) = key.in_store(async |store| {
+    let location = with_store(key.store.as_deref(), async |store| {
         let saved = store.save_ledger_json(&key.cluster_id, &key.namespace, text);
-        saved.await.context("cannot store the ledger")
+        saved.await.context("cannot store the ledger")?;
+        Ok(store.location().to_owned())
     })?;
     let noun = if entries == 1 { "entry" } else { "entries" };
     tracing::info!(
@@ -86,8 +87,9 @@ fn import(args: &Import) -> anyhow::Result<()> {
 fn export(args: &Export) -> anyhow::Result<()> {
     let key = &args.key;
     key.validate()?;
-    let (text, _) =
-        key.in_store(async |store| ledger::export(store, &key.cluster_id, &key.namespace).await)?;
+    let text = with_store(key.store.as_deref(), async |store| {
+        ledger::export(store, &key.cluster_id, &key.namespace).await
+    })?;
     match &args.out {
         Some(path) => crate::files::write_file(path, &text)?,
         None => {
@@ -105,18 +107,5 @@ impl LedgerKey {
     /// names a plan accepts.
     fn validate(&self) -> Result<(), gc_core::config::InputError> {
         gc_core::input::check_scope(&self.cluster_id, &self.namespace)
-    }
-
-    /// `work` on the store, closed after; with the store's location.
-    fn in_store<T>(
-        &self,
-        work: impl AsyncFnOnce(&gc_store::Store) -> anyhow::Result<T>,
-    ) -> anyhow::Result<(T, String)> {
-        block_on(async {
-            let store = crate::live::open_store(self.store.as_deref()).await?;
-            let done = work(&store).await;
-            store.close().await;
-            Ok((done?, store.location().to_owned()))
-        })
     }
 }

@@ -90,6 +90,20 @@ impl ConnectArgs {
 
 pub(crate) use gc_runtime::open_store;
 
+/// `work` on the store `url` names (`None`: the embedded one), on a runtime of its own; the store
+/// is closed after, whatever `work` returned.
+pub(crate) fn with_store<T>(
+    url: Option<&str>,
+    work: impl AsyncFnOnce(&gc_store::Store) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    block_on(async {
+        let store = open_store(url).await?;
+        let done = work(&store).await;
+        store.close().await;
+        done
+    })
+}
+
 /// Runs `work` on a runtime of its own: the rest of the binary is synchronous.
 pub(crate) fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_current_thread()
