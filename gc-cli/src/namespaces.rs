@@ -46,8 +46,7 @@ impl NamespaceArgs {
 
     /// [`Self::selection`] with the namespace `connect`'s context names as the default.
     pub(crate) fn in_context(&self, connect: &crate::live::ConnectArgs) -> Selection {
-        self.selection()
-            .in_context(connect.connection().ok().as_ref())
+        self.selection().in_context(|| connect.connection().ok())
     }
 }
 

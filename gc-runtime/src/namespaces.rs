@@ -64,15 +64,15 @@ impl Selection {
         }
     }
 
-    /// This selection with the namespace `connection`'s context names as the default, as
-    /// kubectl takes it (for a collector whose default is not its own), logging where it came
-    /// from.
+    /// This selection with the namespace the context of `connection` (asked only when no
+    /// namespace is named) names as the default, as kubectl takes it (for a collector whose
+    /// default is not its own), logging where it came from.
     #[must_use]
-    pub fn in_context(mut self, connection: Option<&gc_k8s::Connection>) -> Self {
+    pub fn in_context(mut self, connection: impl FnOnce() -> Option<gc_k8s::Connection>) -> Self {
         if !self.named.is_empty() || self.all {
             return self;
         }
-        match connection.and_then(gc_k8s::context_namespace) {
+        match connection().and_then(|c| gc_k8s::context_namespace(&c)) {
             Some((namespace, origin)) => {
                 if SYSTEM_NAMESPACES.contains(&namespace.as_str()) {
                     tracing::warn!(
