@@ -56,9 +56,9 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     write_plans(&mut out, &plans, now, several, args.output.form)
         .context("cannot write the plan")?;
-    let json = plans_json(&plans, now, several).context("cannot write the plan")?;
     if let Some(path) = &args.out {
         if failed.is_empty() {
+            let json = plans_json(&plans, now, several).context("cannot write the plan")?;
             write_file(path, &format!("{json}\n"))?;
         } else {
             tracing::warn!("no plan file written: a namespace failed to plan");
