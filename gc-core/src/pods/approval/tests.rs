@@ -1,3 +1,5 @@
+//! Sealed plan files: the seal, the policy checked field by field, repeated members, bounds.
+
 use super::*;
 use crate::pods::config::PodInputs;
 use crate::pods::facts::Basis;

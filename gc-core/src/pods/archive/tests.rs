@@ -1,3 +1,5 @@
+//! The canonical archive: its digest, its compact sorted text, and the receipt check.
+
 use super::*;
 use serde_json::json;
 

@@ -1,3 +1,5 @@
+//! The failed-Pod inputs: each rule names its input; the pin's domain and the exclude selector.
+
 use super::*;
 
 fn check(edit: impl FnOnce(&mut PodInputs), expect: Option<&str>) {

@@ -1,3 +1,5 @@
+//! The one-pass skim of a Pod's JSON: lengths as written, what it refuses, what it records.
+
 use super::*;
 use crate::pyjson::{Layout, to_string};
 use serde_json::Value;

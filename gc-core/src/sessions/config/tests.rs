@@ -1,3 +1,5 @@
+//! The session collector's kinds, by StreamSpace name or in full.
+
 use super::*;
 
 #[test]

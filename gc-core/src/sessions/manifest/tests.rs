@@ -1,3 +1,5 @@
+//! A session resource's archived manifest: what creates the object again, and what is left out.
+
 use super::*;
 
 fn resource() -> Resource {

@@ -1,3 +1,5 @@
+//! Plans of several namespaces: each section checked against apply's policy in its namespace.
+
 use super::*;
 use crate::pods::config::PodInputs;
 use crate::pods::facts::Basis;

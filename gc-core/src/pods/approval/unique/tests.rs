@@ -1,3 +1,5 @@
+//! A plan file names each member of each object once.
+
 use super::check;
 
 fn refused(text: &str) -> String {
