@@ -79,6 +79,32 @@ fn ok(out: &Output) -> String {
     text(&out.stdout)
 }
 
+/// A store and an archive folder of the test's own.
+struct Scratch {
+    dir: tempfile::TempDir,
+    store: String,
+    archives: std::path::PathBuf,
+}
+
+impl Scratch {
+    fn new() -> Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+        let archives = dir.path().join("archives");
+        Ok(Self {
+            dir,
+            store,
+            archives,
+        })
+    }
+
+    /// `--store` and `--archive-dir` naming them.
+    fn flags(&self) -> [&str; 4] {
+        let archives = self.archives.to_str().unwrap();
+        ["--store", &self.store, "--archive-dir", archives]
+    }
+}
+
 /// The JSON lines of an audit log.
 fn lines(text: &str) -> Vec<Value> {
     text.lines()
@@ -510,18 +536,12 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         ("DB_NAME", name),
     ];
     // Manifests and receipts go to a folder and store of the test's own.
-    let dir = tempfile::tempdir()?;
-    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
-    let archives = dir.path().join("archives");
-    let kept = [
-        "--store",
-        &store,
-        "--archive-dir",
-        archives.to_str().unwrap(),
-    ];
+    let scratch = Scratch::new()?;
+    let (dir, store, archives) = (&scratch.dir, &scratch.store, &scratch.archives);
+    let kept = scratch.flags();
     let out = f.cli_env("run", &[&["--dry-run"][..], &kept].concat(), &env);
     let dry = lines(&ok(&out));
-    assert_eq!(files_under(&archives), 0, "a dry run archives nothing");
+    assert_eq!(files_under(archives), 0, "a dry run archives nothing");
     assert!(dry.iter().all(|r| r["archive"].is_null()));
     assert_eq!(dry.len(), 32, "one audit line per resource scanned");
     assert_eq!(with_result(&dry, "would delete"), hard_deleted());
@@ -588,14 +608,10 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         .filter_map(|r| r["archive"].as_str())
         .collect();
     assert_eq!(archived.len(), deleted.len(), "{deleted:?}");
-    let store_flags = [
-        &["--store", &store][..],
-        &["--archive-dir", archives.to_str().unwrap()],
-    ];
     let verify = gc_cli(
         &[
             &["archives", "verify", "-n", f.ns.name(), "-o", "json"][..],
-            &store_flags.concat(),
+            &kept,
         ]
         .concat(),
         &[],
@@ -610,7 +626,7 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     let of_session = gc_cli(
         &[
             &["archives", "list", "--session", GONE[0], "-o", "json"][..],
-            &["--store", &store],
+            &["--store", store],
         ]
         .concat(),
         &[],
@@ -646,11 +662,7 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     // `archives show` verifies it and names the object and its session; `-o name` as kubectl.
     let uid = line["uid"].as_str().unwrap();
     let show = |form: &str| {
-        let args = [
-            &["archives", "show", uid, "-o", form][..],
-            &store_flags.concat(),
-        ]
-        .concat();
+        let args = [&["archives", "show", uid, "-o", form][..], &kept].concat();
         ok(&gc_cli(&args, &[]))
     };
     let shown = show("table");
@@ -1128,26 +1140,17 @@ async fn a_run_killed_mid_delete_leaves_nothing_deleted_unarchived() -> Result {
         let Some((f, before)) = Fixture::new(&format!("sessions-kill-{round}")).await? else {
             return Ok(());
         };
-        let dir = tempfile::tempdir()?;
-        let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
-        let archives = dir.path().join("archives");
-        let kept = [
-            "--store",
-            &store,
-            "--archive-dir",
-            archives.to_str().unwrap(),
-            "--lock-lease-seconds",
-            "5",
-            "--database-url",
-            f.db.url(),
-        ];
+        let scratch = Scratch::new()?;
+        let (store, archives) = (&scratch.store, &scratch.archives);
+        let lock = ["--lock-lease-seconds", "5", "--database-url", f.db.url()];
+        let kept = [&scratch.flags()[..], &lock].concat();
         let mut child = f
             .command("run", &kept, &[])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;
         let deadline = Instant::now() + Duration::from_secs(60);
-        while files_under(&archives) < kill_after
+        while files_under(archives) < kill_after
             && child.try_wait()?.is_none()
             && Instant::now() < deadline
         {
@@ -1155,7 +1158,7 @@ async fn a_run_killed_mid_delete_leaves_nothing_deleted_unarchived() -> Result {
         }
         child.kill()?;
         child.wait()?;
-        let receipted = |store: &str| -> BTreeSet<String> {
+        let receipted = || -> BTreeSet<String> {
             let listed = gc_cli(&["archives", "list", "-o", "json", "--store", store], &[]);
             let listed: Vec<Value> = serde_json::from_str(&ok(&listed)).unwrap();
             let of_ns = listed.iter().filter(|r| r["namespace"] == f.ns.name());
@@ -1170,16 +1173,15 @@ async fn a_run_killed_mid_delete_leaves_nothing_deleted_unarchived() -> Result {
                 .collect()
         };
         let killed = removed(&before, &f.snapshot().await?);
-        let receipts = receipted(&store);
-        let manifests = files_under(&archives);
+        let receipts = receipted();
+        let manifests = files_under(archives);
         eprintln!("round {round}: killed at {manifests} manifest(s), {killed:?} gone");
         assert!(
             killed.is_subset(&receipts),
             "round {round}: gone without a receipt: {:?}",
             killed.difference(&receipts).collect::<Vec<_>>()
         );
-        let verify = ["archives", "verify", "--store", &store, "--archive-dir"];
-        let verify = [&verify[..], &[archives.to_str().unwrap()]].concat();
+        let verify = [&["archives", "verify"][..], &scratch.flags()].concat();
         // Killed before its first receipt, there is nothing to verify (an error of its own).
         if !receipts.is_empty() {
             ok(&gc_cli(&verify, &[]));
@@ -1192,7 +1194,7 @@ async fn a_run_killed_mid_delete_leaves_nothing_deleted_unarchived() -> Result {
             gone,
             "round {round}"
         );
-        assert!(gone.is_subset(&receipted(&store)), "round {round}");
+        assert!(gone.is_subset(&receipted()), "round {round}");
         ok(&gc_cli(&verify, &[]));
     }
     Ok(())
@@ -1219,15 +1221,9 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     let deployment_before = f.ns.api::<Deployment>().get(gone).await?;
     let service_before = f.ns.api::<Service>().get(gone).await?;
 
-    let dir = tempfile::tempdir()?;
-    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
-    let archives = dir.path().join("archives");
-    let kept = [
-        "--store",
-        &store,
-        "--archive-dir",
-        archives.to_str().unwrap(),
-    ];
+    let scratch = Scratch::new()?;
+    let store = &scratch.store;
+    let kept = scratch.flags();
     ok(&f.cli("run", &kept));
     // The claims' protection finalizer, removed as its controller removes it (no Pod uses them).
     let unprotect = json!({"metadata": {"finalizers": null}});
@@ -1421,7 +1417,7 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
             "-o",
             "json",
             "--store",
-            &store,
+            store,
         ],
         &[],
     );
