@@ -230,42 +230,42 @@ pub async fn run_selected(
 ) -> anyhow::Result<Vec<NamespaceRun<SessionReport>>> {
     let started = std::time::Instant::now();
     let default = SESSIONS_NAMESPACE;
-    let early = async |cluster: Option<&gc_k8s::KubeCluster>, error: anyhow::Error| {
-        let namespaces = match (selection.named(default), cluster) {
-            (Some(named), _) => named,
-            (None, Some(c)) => selection.resolve(c, default).await.unwrap_or_default(),
-            (None, None) => Vec::new(),
-        };
+    // Each namespace known fails as a run that met `error` does.
+    let early = async |cluster: Option<&gc_k8s::KubeCluster>, known: &[String], error| {
         let (d, e) = (options.delivery, options.events);
-        crate::failed_before::<SessionReport>(
-            "sessions",
-            d,
-            e,
-            cluster,
-            &namespaces,
-            started,
-            &error,
-        )
-        .await;
+        let failed = crate::failed_before::<SessionReport>;
+        failed("sessions", d, e, cluster, known, started, &error).await;
         error
     };
     let (cluster, table) = match connect(sources).await {
         Ok(connected) => connected,
-        Err((cluster, error)) => return Err(early(cluster.as_ref(), error).await),
+        Err((cluster, error)) => {
+            let known = match (selection.named(default), &cluster) {
+                (Some(named), _) => named,
+                (None, Some(c)) => selection.resolve(c, default).await.unwrap_or_default(),
+                (None, None) => Vec::new(),
+            };
+            return Err(early(cluster.as_ref(), &known, error).await);
+        }
+    };
+    let namespaces = match selection.resolve(&cluster, default).await {
+        Ok(namespaces) => namespaces,
+        Err(error) => {
+            table.close().await;
+            let known = selection.named(default).unwrap_or_default();
+            return Err(early(Some(&cluster), &known, error).await);
+        }
     };
     let opened = async {
-        let configs = selection.resolve(&cluster, default).await?;
-        let configs = configs
-            .iter()
-            .map(|ns| config(ns))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let configs = namespaces.iter().map(|ns| config(ns));
+        let configs = configs.collect::<anyhow::Result<Vec<_>>>()?;
         Ok((configs, crate::open_store(store).await?))
     };
     let (configs, store) = match opened.await {
         Ok(opened) => opened,
         Err(error) => {
             table.close().await;
-            return Err(early(Some(&cluster), error).await);
+            return Err(early(Some(&cluster), &namespaces, error).await);
         }
     };
     let run = SessionRun {
