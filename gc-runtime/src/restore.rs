@@ -11,12 +11,13 @@
 use gc_core::ports::Receipt;
 use gc_core::sessions::Kind;
 use gc_core::sessions::manifest::restorable;
-use gc_core::sessions::volumes::{self, ClaimedAgain};
+use gc_core::sessions::volumes::{self, ClaimedAgain, NotKept};
 use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding};
 use gc_store::{Archives, ReceiptQuery, Store};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::clock::now;
 use crate::events::Events;
 
 /// What a restore needs: where the archives and receipts are, and where to create.
@@ -166,8 +167,20 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
             .collect();
     }
     let mut done = Vec::with_capacity(receipts.len());
+    // Claims come first: one that conflicts with a claim of its name restores nothing more of
+    // the session (its Deployment would mount the other claim).
+    let mut conflict = None;
     for (r, doc) in receipts.iter().zip(&docs) {
-        done.push(restore_object(run, session, r, doc).await);
+        if let Some(claim) = &conflict {
+            let why = format!("failed: not restored: its claim {claim} conflicts (see its line)");
+            done.push(outcome(session, r, None, &why, None));
+            continue;
+        }
+        let restored = restore_object(run, session, r, doc).await;
+        if restored.result.starts_with("failed: conflict") {
+            conflict = Some(r.name.clone());
+        }
+        done.push(restored);
     }
     // After every object of the session, so that one slow binding delays none of the others.
     for (r, restored) in receipts.iter().zip(&mut done) {
@@ -278,7 +291,10 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
                     "its volume {} keeps Retain until this claim is bound to it",
                     volume.name
                 )),
-                Ok(ClaimedAgain::NotKept) => None,
+                Ok(ClaimedAgain::NotKept) => match on_volume(run, &volume.name, &existing).await {
+                    Ok(()) => None,
+                    Err(why) => return done(Some(uid.clone()), &format!("failed: {why}"), None),
+                },
                 Err(why) => return done(Some(uid.clone()), &format!("failed: {why}"), None),
             };
         }
@@ -286,12 +302,10 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
     }
     // A claim goes back on its kept volume, if it is still as it was kept.
     let kept = match retained {
-        Some(volume) => {
-            match volumes::kept_for(run.cluster, &volume.name, &r.uid, run.cluster_id).await {
-                Ok(kept) => Some(kept),
-                Err(why) => return done(None, &format!("failed: not restored: {why}"), None),
-            }
-        }
+        Some(volume) => match released(run, &volume.name, &r.uid).await {
+            Ok(kept) => Some(kept),
+            Err(why) => return done(None, &format!("failed: not restored: {why}"), None),
+        },
         None => None,
     };
     let manifest = match restorable(doc, kept.is_some()) {
@@ -326,8 +340,16 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        if let Err(why) =
-            volumes::rebind(run.cluster, &volume, record, &r.name, &uid, run.dry_run).await
+        if let Err(why) = volumes::rebind(
+            run.cluster,
+            &volume,
+            record,
+            &r.name,
+            &uid,
+            now(),
+            run.dry_run,
+        )
+        .await
         {
             return done(Some(uid), &format!("failed: {why}"), None);
         }
@@ -358,4 +380,69 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
         run.events.post_record(run.cluster, &record).await;
     }
     done(Some(uid), result, note)
+}
+
+/// The volume `name` kept for the deleted claim `claim_uid` ([`volumes::kept_for`]); while it
+/// still shows bound to that claim (Kubernetes has not released it yet), asked again every half
+/// second for up to [`RestoreRun::bind_wait`].
+async fn released(
+    run: &RestoreRun<'_>,
+    name: &str,
+    claim_uid: &str,
+) -> Result<(Value, volumes::Retained), String> {
+    let deadline = tokio::time::Instant::now() + run.bind_wait;
+    loop {
+        match volumes::kept_for(run.cluster, name, claim_uid, run.cluster_id).await {
+            Ok(kept) => return Ok(kept),
+            Err(NotKept::NotReleased(why)) if tokio::time::Instant::now() < deadline => {
+                tracing::info!("{why}: waiting");
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            Err(NotKept::NotReleased(why)) => {
+                return Err(format!(
+                    "{why} after --bind-wait-seconds {}: restore again shortly",
+                    run.bind_wait.as_secs()
+                ));
+            }
+            Err(NotKept::Not(why)) => return Err(why),
+        }
+    }
+}
+
+/// Whether the claim `existing` (of the archived claim's name, not the one a restore moved the
+/// kept volume `name` to) is on that volume: else another claim took the name, and the session
+/// is not restored on it.
+///
+/// # Errors
+/// The conflict, said: the claim that exists, and the kept volume that is not on it.
+async fn on_volume(run: &RestoreRun<'_>, name: &str, existing: &Value) -> Result<(), String> {
+    use gc_core::ports::Volumes as _;
+    let meta = &existing["metadata"];
+    let uid = meta["uid"].as_str().unwrap_or_default();
+    let volume = run
+        .cluster
+        .get_volume(name)
+        .await
+        .map_err(|e| format!("cannot read its volume {name}: {e}"))?;
+    let volume: Value = volume
+        .and_then(|text| serde_json::from_slice(&text).ok())
+        .unwrap_or_default();
+    if existing["spec"]["volumeName"] == name && volume["spec"]["claimRef"]["uid"] == uid {
+        return Ok(());
+    }
+    let kept = match volumes::lifecycle::record_of(&volume, run.cluster_id) {
+        Some(record) => format!(
+            "its kept volume {name} (kept for claim uid {}) is not on it",
+            record.claim_uid
+        ),
+        None if volume.is_null() => format!("its volume {name} is gone"),
+        None => format!("its volume {name} is not on it"),
+    };
+    Err(format!(
+        "conflict: another claim {} (uid {uid}, on volume {}) has the archived claim's name; \
+         {kept}: nothing of the session is created on it (delete or rename that claim, then \
+         restore again)",
+        meta["name"].as_str().unwrap_or_default(),
+        existing["spec"]["volumeName"].as_str().unwrap_or("none"),
+    ))
 }

@@ -11,6 +11,7 @@ use gc_core::collect_sessions::{
     self, AuditRecord, DeleteResult, Keep, SessionReport, SessionRunError, Stop,
 };
 use gc_core::selector::Spared;
+use gc_core::sessions::volumes::VolumeReview;
 use gc_core::sessions::{Kind, SessionConfig, SessionDecision};
 use serde::Serialize;
 
@@ -119,7 +120,13 @@ pub async fn run_sessions(
     run.options.delivery.scope("sessions", &namespaces);
     let delivery = run.options.delivery.for_namespaces(configs.len());
     let mut runs = Vec::with_capacity(configs.len());
-    for cfg in configs {
+    // The first namespace's run also reviews the volumes gc kept in namespaces this run does not
+    // select: none is stranded by a namespace leaving the selection.
+    let reviewing = configs.first().map(|first| SessionConfig {
+        volume_review: VolumeReview::AllBut(namespaces[1..].to_vec()),
+        ..first.clone()
+    });
+    for cfg in reviewing.iter().chain(configs.iter().skip(1)) {
         let started = std::time::Instant::now();
         let metrics = RunMetrics::new(
             &run.options.delivery.metrics_prefix,
@@ -426,6 +433,9 @@ async fn run_once(
     }
     let line = summary(&report, cfg, dry_run);
     tracing::info!("{line}");
+    if let Some(note) = &report.volumes_note {
+        tracing::warn!("{note}");
+    }
     if let Some(why) = report.volumes_unlisted.clone() {
         return Err((
             Some(report),
@@ -681,6 +691,7 @@ mod tests {
             lookups: 1,
             failures: 1,
             volumes_unlisted: None,
+            volumes_note: None,
         };
         let metrics = RunMetrics::new("gc", "sessions", "ns");
         record(&metrics, &report);

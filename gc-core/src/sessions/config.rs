@@ -139,8 +139,12 @@ pub struct SessionConfig {
     pub exclude_selector: Option<Selector>,
     /// Before a claim is deleted, the volume bound to it with reclaim policy `Delete` is set to
     /// `Retain`; this many days later a run gives it back its policy (and Kubernetes deletes
-    /// it). 0: volumes are never retained.
+    /// it). 0: volumes are no longer retained, and those kept earlier get their policy back.
     pub retain_volume_days: u32,
+    /// Which kept volumes this namespace's run reviews: its own, or (one namespace of each run)
+    /// also those of every namespace the run does not select.
+    #[serde(skip)]
+    pub volume_review: crate::sessions::volumes::VolumeReview,
     /// The `column = value` pairs a session row must hold to count as live here (the store's
     /// scope, `--scope-column`): only named in the reasons, so that a row of another scope is
     /// not called missing from the database.
@@ -320,6 +324,7 @@ impl SessionInputs {
             protect_label,
             exclude_selector,
             retain_volume_days: u32::try_from(self.retain_volume_days).unwrap_or(0),
+            volume_review: crate::sessions::volumes::VolumeReview::Own,
             lookup_scope: self.lookup_scope.clone(),
         })
     }

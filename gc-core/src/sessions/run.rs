@@ -164,6 +164,9 @@ pub struct SessionReport {
     pub failures: usize,
     /// Why the volumes retained earlier could not be listed (none were given back), if so.
     pub volumes_unlisted: Option<String>,
+    /// A warning on the volumes that does not fail the run: with retention 0, no access to
+    /// volumes (nothing is kept now; whether anything was kept earlier cannot be known).
+    pub volumes_note: Option<String>,
 }
 
 /// Scans `kind`, page by page.
@@ -317,24 +320,36 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
             dry_run,
         });
     }
-    let mut volumes_unlisted = None;
-    if cfg.retain_volume_days > 0 {
-        match volumes::expire(keep.volumes, cfg, now, dry_run, stop).await {
-            Ok(expired) => {
-                for (judged, result) in expired {
-                    failures += usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
-                    records.push(AuditRecord {
-                        cluster: cfg.cluster_id.clone(),
-                        namespace: cfg.namespace.clone(),
-                        judged,
-                        result,
-                        archive: None,
-                        dry_run,
-                    });
-                }
+    // Every review, also with retention 0: what gc kept earlier is never forgotten.
+    let (mut volumes_unlisted, mut volumes_note) = (None, None);
+    match volumes::expire(keep.volumes, cfg, now, dry_run, stop).await {
+        Ok(reviewed) => {
+            for volumes::Reviewed {
+                namespace,
+                judged,
+                result,
+            } in reviewed
+            {
+                failures += usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
+                records.push(AuditRecord {
+                    cluster: cfg.cluster_id.clone(),
+                    namespace,
+                    judged,
+                    result,
+                    archive: None,
+                    dry_run,
+                });
             }
-            Err(e) => volumes_unlisted = Some(format!("cannot list the retained volumes: {e}")),
         }
+        // Retention off and no access to volumes: nothing is kept now, and whether anything
+        // was kept earlier cannot be known here; said, not a failure.
+        Err(e @ ClusterError::Forbidden { .. }) if cfg.retain_volume_days == 0 => {
+            volumes_note = Some(format!(
+                "cannot list the volumes gc kept earlier ({e}): any such volume keeps Retain \
+                 until a run that may list and patch PersistentVolumes gives it its policy back"
+            ));
+        }
+        Err(e) => volumes_unlisted = Some(format!("cannot list the retained volumes: {e}")),
     }
     Ok(SessionReport {
         records,
@@ -342,6 +357,7 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         lookups,
         failures,
         volumes_unlisted,
+        volumes_note,
     })
 }
 

@@ -1,14 +1,17 @@
 //! A deleted claim's volume, kept for a while: before a run deletes a PersistentVolumeClaim bound
 //! to a PersistentVolume whose reclaim policy is `Delete`, it sets that volume to `Retain` and
-//! records the policy it had ([`retain`]); `retain_volume_days` later a run gives the volume its
-//! policy back, and Kubernetes reclaims it as it would have at the delete ([`expire`]).
+//! records the policy it had ([`retain`]); runs review every volume gc kept ([`expire`]) and give
+//! it its policy back once the window since its claim's last delete passed, and Kubernetes
+//! reclaims it as it would have at the delete. A restore moves a kept volume to the claim created
+//! again ([`kept_for`], [`rebind`]); once that claim is bound, the restore or the next review
+//! gives the policy back ([`claimed_again`], [`expire`]). What each event does to a volume is
+//! decided in one place, [`lifecycle::next`]; this module reads volumes and sends the writes it
+//! names.
 //!
-//! Every write is a JSON patch whose `test` ops fence it: [`retain`] on the volume's uid,
-//! resourceVersion, claim (the uid of the claim being deleted) and policy; [`expire`] also on its
-//! phase (`Released`: nothing claimed it again) and on gc's own label. A volume whose policy is
-//! already `Retain` (or anything but `Delete`) is left alone. A restore moves a kept volume to
-//! the claim created again ([`rebind`]); once that claim is bound, the restore or the next run
-//! gives the policy back ([`claimed_again`], [`expire`]), fenced on the new claim and `Bound`.
+//! Every write is a JSON patch whose `test` ops fence it on the volume as it was read: its uid and
+//! resourceVersion, its claim, its policy, and gc's label where gc wrote one.
+
+pub mod lifecycle;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -16,6 +19,7 @@ use serde_json::{Value, json};
 use crate::collect_sessions::DeleteResult;
 use crate::ports::{ClusterError, RetainedVolume, Volumes};
 use crate::sessions::{Judged, Resource, SessionConfig, SessionDecision};
+use lifecycle::{Action, Event, State, Window, next, state_of};
 
 /// The label on every volume gc retained: its value is the cluster id (the runs of that cluster
 /// list the volumes by it).
@@ -37,7 +41,8 @@ pub struct Retained {
     pub claim_uid: String,
     /// The session id the claim was labelled with.
     pub session: Option<String>,
-    /// When (seconds since the epoch).
+    /// When its window starts (seconds since the epoch): the claim's last delete by gc (its keep,
+    /// or its renewal when deleted again), or the restore that moved the volume.
     pub at: f64,
     /// The uid of the claim `restore` created again and bound the volume to, once it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,10 +59,63 @@ fn add_to(meta: &Value, field: &str, key: &str, value: &str) -> Value {
     }
 }
 
+/// `/metadata/{field}/{key}` as a JSON pointer.
+fn pointer(field: &str, key: &str) -> String {
+    format!(
+        "/metadata/{field}/{}",
+        key.replace('~', "~0").replace('/', "~1")
+    )
+}
+
+/// The `test` ops fencing a write on `volume` as it was read: its uid and resourceVersion, and
+/// its claim's uid and its phase when it has them.
+fn fence(volume: &Value) -> Vec<Value> {
+    let mut ops = vec![
+        json!({"op": "test", "path": "/metadata/uid", "value": volume["metadata"]["uid"]}),
+        json!({"op": "test", "path": "/metadata/resourceVersion", "value": volume["metadata"]["resourceVersion"]}),
+    ];
+    let claimed = &volume["spec"]["claimRef"]["uid"];
+    if claimed.is_string() {
+        ops.push(json!({"op": "test", "path": "/spec/claimRef/uid", "value": claimed}));
+    }
+    let phase = &volume["status"]["phase"];
+    if phase.is_string() {
+        ops.push(json!({"op": "test", "path": "/status/phase", "value": phase}));
+    }
+    ops
+}
+
+/// Reads the volume `name`: `None` when it does not exist.
+async fn read(volumes: &dyn Volumes, name: &str) -> Result<Option<Value>, String> {
+    let text = volumes
+        .get_volume(name)
+        .await
+        .map_err(|e| format!("cannot read its volume {name}: {e}"))?;
+    text.map(|text| {
+        serde_json::from_slice(&text).map_err(|e| format!("volume {name} is not JSON: {e}"))
+    })
+    .transpose()
+}
+
+/// Sends `patch` to the volume `name`: what came of it as the result of a write.
+async fn send(volumes: &dyn Volumes, name: &str, patch: &Value, dry_run: bool) -> DeleteResult {
+    match volumes
+        .patch_volume(name, patch.to_string().as_bytes(), dry_run)
+        .await
+    {
+        Ok(_) if dry_run => DeleteResult::WouldDelete,
+        Ok(_) => DeleteResult::Deleted,
+        Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => DeleteResult::Changed,
+        Err(e) => DeleteResult::Failed(e.to_string()),
+    }
+}
+
 /// Keeps the volume of `claim` (the claim's whole object, about to be deleted): `Ok(None)` when
 /// there is none to keep (unbound, bound to a volume that names another claim, a policy other than
-/// `Delete`), `Ok(Some)` when it is kept (now, or by an earlier run that did not get to the
-/// delete). `stop` is read before the patch.
+/// `Delete` that gc did not set), `Ok(Some)` when it is kept: newly ([`Action::Keep`]), or again,
+/// its record renewed for this claim and its window started now ([`Action::Renew`]: a claim a
+/// restore created and deleted again, or one whose earlier delete did not follow its keep). `stop`
+/// is read before the patch.
 ///
 /// # Errors
 /// The result of the claim's delete, which must not be sent: `Changed` when a fence held (leave
@@ -79,33 +137,23 @@ pub async fn retain(
     else {
         return Ok(None);
     };
-    let text = match volumes.get_volume(name).await {
-        Ok(Some(text)) => text,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err(failed(format!("cannot read its volume {name}: {e}"))),
+    let Some(volume) = read(volumes, name).await.map_err(failed)? else {
+        return Ok(None);
     };
-    let volume: Value = serde_json::from_slice(&text)
-        .map_err(|e| failed(format!("volume {name} is not JSON: {e}")))?;
     if volume["spec"]["claimRef"]["uid"] != resource.uid.as_str() {
         return Ok(None);
     }
     let meta = &volume["metadata"];
-    let ours = meta["annotations"][RETAINED_ANNOTATION]
-        .as_str()
-        .and_then(|a| serde_json::from_str::<Retained>(a).ok())
-        .filter(|r| r.claim_uid == resource.uid);
-    if let Some(ours) = ours {
-        return Ok(Some(RetainedVolume {
-            name: name.to_owned(),
-            policy: ours.policy,
-        }));
-    }
     let policy = &volume["spec"]["persistentVolumeReclaimPolicy"];
-    if policy != "Delete" {
-        return Ok(None);
-    }
+    // A volume whose policy is `Delete` is kept anew, whatever an old record on it says.
+    let (state, record) = match state_of(&volume, &cfg.cluster_id) {
+        _ if policy == "Delete" => (State::Unkept, None),
+        (State::Unkept, _) => return Ok(None),
+        kept => kept,
+    };
+    let original = record.map_or_else(|| "Delete".to_owned(), |r| r.policy);
     let record = Retained {
-        policy: "Delete".into(),
+        policy: original.clone(),
         namespace: cfg.namespace.clone(),
         claim: resource.name.clone(),
         claim_uid: resource.uid.clone(),
@@ -114,40 +162,75 @@ pub async fn retain(
         restored_to: None,
     };
     let record = serde_json::to_string(&record).map_err(|e| failed(e.to_string()))?;
-    let patch = json!([
-        {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
-        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
-        {"op": "test", "path": "/spec/claimRef/uid", "value": resource.uid},
-        {"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Delete"},
-        {"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"},
-        add_to(meta, "labels", RETAINED_LABEL, &cfg.cluster_id),
-        add_to(meta, "annotations", RETAINED_ANNOTATION, &record),
-    ]);
+    let mut patch = fence(&volume);
+    match next(state, Event::ClaimDeleted).0 {
+        Action::Keep => patch.extend([
+            json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Delete"}),
+            json!({"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
+            add_to(meta, "labels", RETAINED_LABEL, &cfg.cluster_id),
+            add_to(meta, "annotations", RETAINED_ANNOTATION, &record),
+        ]),
+        Action::Renew => patch.extend([
+            json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
+            json!({"op": "test", "path": pointer("labels", RETAINED_LABEL), "value": cfg.cluster_id}),
+            json!({"op": "replace", "path": pointer("annotations", RETAINED_ANNOTATION), "value": record}),
+        ]),
+        _ => return Ok(None),
+    }
     if let Some(unsent) = stop.result() {
         return Err(unsent);
     }
-    match volumes
-        .patch_volume(name, patch.to_string().as_bytes(), dry_run)
-        .await
-    {
-        Ok(_) => Ok(Some(RetainedVolume {
+    match send(volumes, name, &Value::Array(patch), dry_run).await {
+        DeleteResult::Deleted | DeleteResult::WouldDelete => Ok(Some(RetainedVolume {
             name: name.to_owned(),
-            policy: "Delete".into(),
+            policy: original,
         })),
-        Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => Err(DeleteResult::Changed),
-        Err(e) => Err(failed(format!("cannot retain its volume {name}: {e}"))),
+        DeleteResult::Failed(e) => Err(failed(format!("cannot retain its volume {name}: {e}"))),
+        other => Err(other),
     }
 }
 
-/// What [`expire`] did with one retained volume: its judgement, and the result of its patch.
-pub type Expired = (Judged, Option<DeleteResult>);
+/// Which kept volumes a namespace's run reviews ([`expire`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum VolumeReview {
+    /// Those kept for claims of its own namespace.
+    #[default]
+    Own,
+    /// Those of its own namespace and of every namespace but these (the other namespaces of the
+    /// same run, which review their own): a namespace no run selects any longer (relabelled,
+    /// excluded, deleted) does not strand what gc kept there.
+    AllBut(Vec<String>),
+}
 
-/// Each volume of `cfg`'s cluster retained for a claim of `cfg`'s namespace, judged: given back
-/// its reclaim policy when it was retained more than `retain_volume_days` ago and is still
-/// `Released`, still claimed by the deleted claim's uid and still labelled as gc's; held until
-/// then; given back at once when a restore moved it to the claim created again and that claim
-/// is bound to it (what [`claimed_again`] does, for a restore that stopped waiting); left alone
-/// (skipped) when claimed by anything else. `stop` is read before each write.
+impl VolumeReview {
+    /// Whether a run of namespace `own` reviews the volumes kept for claims of `namespace`.
+    #[must_use]
+    pub fn covers(&self, own: &str, namespace: &str) -> bool {
+        match self {
+            Self::Own => namespace == own,
+            Self::AllBut(others) => namespace == own || !others.iter().any(|o| o == namespace),
+        }
+    }
+}
+
+/// One kept volume reviewed: the namespace of the claim it was kept for (the audit line's), its
+/// judgement, and the result of its patch when one was sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reviewed {
+    /// The namespace of the claim it was kept for.
+    pub namespace: String,
+    /// What was decided, and why.
+    pub judged: Judged,
+    /// The result of its patch.
+    pub result: Option<DeleteResult>,
+}
+
+/// Every volume of `cfg`'s cluster that gc kept for a claim of a namespace `cfg.volume_review`
+/// covers, reviewed ([`lifecycle::review`]) and acted on as [`lifecycle::next`] says: its policy
+/// given back (the claim a restore created is bound to it, another claim took it, its window
+/// passed, or retention is off: `retain_volume_days` 0), or held. One line each, also for a
+/// volume that carries gc's label but no record that reads (left alone, and said). `stop` is read
+/// before each write.
 ///
 /// # Errors
 /// When the volumes cannot be listed: nothing is written then.
@@ -157,7 +240,7 @@ pub async fn expire(
     now: f64,
     dry_run: bool,
     stop: crate::collect_sessions::Stop<'_>,
-) -> Result<Vec<Expired>, ClusterError> {
+) -> Result<Vec<Reviewed>, ClusterError> {
     let selector = format!("{RETAINED_LABEL}={}", cfg.cluster_id);
     let listed = crate::pages::collect(
         |token: Option<String>| {
@@ -175,182 +258,239 @@ pub async fn expire(
         |item| Ok(Some(item.clone())),
     )
     .await?;
-    let window = f64::from(cfg.retain_volume_days) * 86_400.0;
-    let mut judged = Vec::new();
+    let window = Window {
+        days: cfg.retain_volume_days,
+    };
+    let mut reviewed = Vec::new();
     for volume in listed {
         let meta = &volume["metadata"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-        let Some(record) = meta["annotations"][RETAINED_ANNOTATION]
-            .as_str()
-            .and_then(|a| serde_json::from_str::<Retained>(a).ok())
-        else {
-            continue;
-        };
-        if record.namespace != cfg.namespace {
-            continue;
-        }
-        let resource = Resource {
+        let (state, record) = state_of(&volume, &cfg.cluster_id);
+        let mut resource = Resource {
             api_version: "v1".into(),
             kind: "PersistentVolume".into(),
             name: text(&meta["name"]),
             uid: text(&meta["uid"]),
             resource_version: text(&meta["resourceVersion"]),
-            session: record.session.clone(),
+            session: None,
             created: meta["creationTimestamp"].as_str().map(str::to_owned),
             deleting: !meta["deletionTimestamp"].is_null(),
         };
-        let of_claim = format!(
-            "retained for claim {}/{} (uid {})",
-            record.namespace, record.claim, record.claim_uid
-        );
-        let phase = &volume["status"]["phase"];
-        let claimed_by = &volume["spec"]["claimRef"]["uid"];
-        // Moved by a restore to the claim created again ([`rebind`]), which `restore` could not
-        // see bound: its policy goes back once that claim is bound, whatever the window.
-        let restored_to = (record.restored_to.as_deref()).filter(|uid| claimed_by == *uid);
-        let fence = match restored_to {
-            Some(new_uid) => (new_uid, "Bound"),
-            None => (record.claim_uid.as_str(), "Released"),
+        let Some(record) = record.filter(|_| state != State::Unkept) else {
+            let reason = format!(
+                "labelled {RETAINED_LABEL}={} but its annotation {RETAINED_ANNOTATION} does not \
+                 read: its policy before is unknown, left alone",
+                cfg.cluster_id
+            );
+            if VolumeReview::Own != cfg.volume_review {
+                reviewed.push(Reviewed {
+                    namespace: cfg.namespace.clone(),
+                    judged: Judged {
+                        resource,
+                        decision: SessionDecision::Skipped {
+                            reason,
+                            spared: None,
+                        },
+                    },
+                    result: None,
+                });
+            }
+            continue;
         };
-        let decision = if let Some(new_uid) = restored_to {
-            if phase == "Bound" {
-                SessionDecision::Delete {
-                    reason: format!(
-                        "{of_claim}: restored to claim uid {new_uid}, bound: reclaim policy {} \
-                         given back",
-                        record.policy
-                    ),
-                }
-            } else {
-                SessionDecision::Skipped {
-                    reason: format!(
-                        "{of_claim}: restored to claim uid {new_uid}, not bound yet (phase \
-                         {phase}): keeps Retain"
-                    ),
-                    spared: None,
-                }
-            }
-        } else if claimed_by != record.claim_uid.as_str() || phase != "Released" {
-            SessionDecision::Skipped {
-                reason: format!("{of_claim}: claimed again (phase {phase}): left alone"),
-                spared: None,
-            }
-        } else if record.at + window > now {
-            SessionDecision::Held {
-                reason: format!(
-                    "{of_claim}: kept for --retain-volume-days {}",
-                    cfg.retain_volume_days
-                ),
-                until: record.at + window,
-            }
-        } else {
-            SessionDecision::Delete {
-                reason: format!(
-                    "{of_claim} over --retain-volume-days {} ago: reclaim policy {} given back",
-                    cfg.retain_volume_days, record.policy
-                ),
-            }
-        };
-        let result = if matches!(decision, SessionDecision::Delete { .. }) {
+        if !cfg.volume_review.covers(&cfg.namespace, &record.namespace) {
+            continue;
+        }
+        resource.session.clone_from(&record.session);
+        let event = lifecycle::review(&volume, &record, window, now);
+        let (action, _) = next(state, event);
+        let decision = decide(&volume, &record, event, action, window, cfg);
+        let result = if action == Action::GiveBack {
             Some(match stop.result() {
                 Some(unsent) => unsent,
-                None => {
-                    give_back(
-                        volumes,
-                        &volume,
-                        fence,
-                        &record.policy,
-                        &cfg.cluster_id,
-                        dry_run,
-                    )
-                    .await
-                }
+                None => give_back(volumes, &volume, &record.policy, &cfg.cluster_id, dry_run).await,
             })
         } else {
             None
         };
-        judged.push((Judged { resource, decision }, result));
+        reviewed.push(Reviewed {
+            namespace: record.namespace.clone(),
+            judged: Judged { resource, decision },
+            result,
+        });
     }
-    Ok(judged)
+    Ok(reviewed)
+}
+
+/// The audit decision of a review of `volume` (kept as `record` says): `event` seen, `action`
+/// taken.
+fn decide(
+    volume: &Value,
+    record: &Retained,
+    event: Event,
+    action: Action,
+    window: Window,
+    cfg: &SessionConfig,
+) -> SessionDecision {
+    let mut of_claim = format!(
+        "retained for claim {}/{} (uid {})",
+        record.namespace, record.claim, record.claim_uid
+    );
+    if record.namespace != cfg.namespace {
+        of_claim.push_str(&format!(
+            " (namespace {} is not among this run's: reviewed here)",
+            record.namespace
+        ));
+    }
+    let claim = &volume["spec"]["claimRef"];
+    let phase = &volume["status"]["phase"];
+    let policy = &record.policy;
+    let restored = record
+        .restored_to
+        .as_deref()
+        .map(|uid| format!("restored to claim uid {uid}"));
+    let days = window.days;
+    let reason = match (event, restored) {
+        (Event::Bound, Some(restored)) => {
+            format!("{of_claim}: {restored}, bound: reclaim policy {policy} given back")
+        }
+        (Event::ForeignClaim, _) => format!(
+            "{of_claim}: taken by claim {}/{} (uid {}): gc's record removed, reclaim policy \
+             {policy} given back",
+            claim["namespace"].as_str().unwrap_or_default(),
+            claim["name"].as_str().unwrap_or_default(),
+            claim["uid"].as_str().unwrap_or_default(),
+        ),
+        (Event::RetentionOff, _) => format!(
+            "{of_claim}: volumes are kept no longer (--retain-volume-days 0): reclaim policy \
+             {policy} given back"
+        ),
+        (Event::WindowPassed, _) => format!(
+            "{of_claim} over --retain-volume-days {days} ago: reclaim policy {policy} given back"
+        ),
+        (Event::WindowOpen, Some(restored)) => format!(
+            "{of_claim}: {restored}, not bound yet (phase {phase}): keeps Retain for \
+             --retain-volume-days {days}"
+        ),
+        (Event::WindowOpen, None) => {
+            format!("{of_claim}: kept for --retain-volume-days {days}")
+        }
+        (event, _) => format!("{of_claim}: {event:?} does not apply: left alone"),
+    };
+    match action {
+        Action::GiveBack => SessionDecision::Delete { reason },
+        Action::Hold => SessionDecision::Held {
+            reason,
+            until: Window::start(volume, record) + window.seconds(),
+        },
+        _ => SessionDecision::Skipped {
+            reason,
+            spared: None,
+        },
+    }
 }
 
 /// The fenced patch that gives `volume` back its `policy` and drops gc's label and annotation,
-/// fenced on its uid, resourceVersion, claim uid and phase (`fence`), `Retain` and gc's label
-/// of `cluster`.
+/// fenced on the volume as it was read ([`fence`]), `Retain` and gc's label of `cluster`.
 async fn give_back(
     volumes: &dyn Volumes,
     volume: &Value,
-    fence: (&str, &str),
     policy: &str,
     cluster: &str,
     dry_run: bool,
 ) -> DeleteResult {
-    let meta = &volume["metadata"];
-    let label = RETAINED_LABEL.replace('/', "~1");
-    let annotation = RETAINED_ANNOTATION.replace('/', "~1");
-    let (claim_uid, phase) = fence;
-    let patch = json!([
-        {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
-        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
-        {"op": "test", "path": "/spec/claimRef/uid", "value": claim_uid},
-        {"op": "test", "path": "/status/phase", "value": phase},
-        {"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"},
-        {"op": "test", "path": format!("/metadata/labels/{label}"), "value": cluster},
-        {"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": policy},
-        {"op": "remove", "path": format!("/metadata/labels/{label}")},
-        {"op": "remove", "path": format!("/metadata/annotations/{annotation}")},
+    let (label, annotation) = (
+        pointer("labels", RETAINED_LABEL),
+        pointer("annotations", RETAINED_ANNOTATION),
+    );
+    let mut patch = fence(volume);
+    patch.extend([
+        json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
+        json!({"op": "test", "path": label, "value": cluster}),
+        json!({"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": policy}),
+        json!({"op": "remove", "path": label}),
+        json!({"op": "remove", "path": annotation}),
     ]);
-    let name = meta["name"].as_str().unwrap_or_default();
-    match volumes
-        .patch_volume(name, patch.to_string().as_bytes(), dry_run)
-        .await
-    {
-        Ok(_) if dry_run => DeleteResult::WouldDelete,
-        Ok(_) => DeleteResult::Deleted,
-        Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => DeleteResult::Changed,
-        Err(e) => DeleteResult::Failed(e.to_string()),
+    let name = volume["metadata"]["name"].as_str().unwrap_or_default();
+    send(volumes, name, &Value::Array(patch), dry_run).await
+}
+
+/// Why a claim is not created again on its kept volume ([`kept_for`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotKept {
+    /// The volume still shows bound to the deleted claim: Kubernetes has not released it yet (a
+    /// restore waits for it).
+    NotReleased(String),
+    /// Anything else: gone, claimed by another claim, no longer gc's for this claim, restored
+    /// already, unreadable.
+    Not(String),
+}
+
+impl std::fmt::Display for NotKept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotReleased(why) | Self::Not(why) => f.write_str(why),
+        }
     }
 }
 
-/// The volume `name` as it was kept for the deleted claim `claim_uid` of `cluster`: still
-/// claimed by it, still labelled and annotated by gc, not bound to anything else (`Released` or
-/// `Available`); with what its annotation records.
+/// The volume `name` as it was kept for the deleted claim `claim_uid` of `cluster`: gc's label
+/// and a record naming that claim, still claimed by it and no longer bound to it; with what its
+/// record says.
 ///
 /// # Errors
-/// Why it is not (gone, claimed again, changed): a claim is then not created again on it.
+/// Why it is not (gone, claimed by another claim, restored already, not yet released): a claim is
+/// then not created again on it.
 pub async fn kept_for(
     volumes: &dyn Volumes,
     name: &str,
     claim_uid: &str,
     cluster: &str,
-) -> Result<(Value, Retained), String> {
-    let text = volumes
-        .get_volume(name)
+) -> Result<(Value, Retained), NotKept> {
+    let not = NotKept::Not;
+    let volume = read(volumes, name)
         .await
-        .map_err(|e| format!("cannot read its volume {name}: {e}"))?
-        .ok_or_else(|| format!("its volume {name} is gone"))?;
-    let volume: Value =
-        serde_json::from_slice(&text).map_err(|e| format!("volume {name} is not JSON: {e}"))?;
-    let meta = &volume["metadata"];
-    let record = meta["annotations"][RETAINED_ANNOTATION]
-        .as_str()
-        .and_then(|a| serde_json::from_str::<Retained>(a).ok())
-        .filter(|r| r.claim_uid == claim_uid && meta["labels"][RETAINED_LABEL] == cluster)
-        .ok_or_else(|| format!("its volume {name} is no longer kept by gc for this claim"))?;
+        .map_err(not)?
+        .ok_or_else(|| not(format!("its volume {name} is gone")))?;
+    let (state, record) = state_of(&volume, cluster);
+    let claimed = volume["spec"]["claimRef"]["uid"].as_str().unwrap_or("");
     let phase = &volume["status"]["phase"];
-    if volume["spec"]["claimRef"]["uid"] != claim_uid
-        || !(phase == "Released" || phase == "Available")
-    {
-        return Err(format!(
-            "its volume {name} is claimed again (phase {phase})"
-        ));
+    match (next(state, Event::ClaimRestored).0, record) {
+        (Action::Move, Some(record)) if record.claim_uid == claim_uid => {
+            if claimed != claim_uid {
+                let other = &volume["spec"]["claimRef"];
+                return Err(not(format!(
+                    "its volume {name} is claimed by another claim, {}/{} (uid {claimed}, phase \
+                     {phase})",
+                    other["namespace"].as_str().unwrap_or_default(),
+                    other["name"].as_str().unwrap_or_default(),
+                )));
+            }
+            if phase == "Bound" {
+                return Err(NotKept::NotReleased(format!(
+                    "its volume {name} still shows bound to the deleted claim (uid {claim_uid}): \
+                     Kubernetes has not released it yet"
+                )));
+            }
+            Ok((volume, record))
+        }
+        (Action::Move, Some(record)) => Err(not(format!(
+            "its volume {name} is kept by gc for another claim (uid {}) now",
+            record.claim_uid
+        ))),
+        (_, Some(record)) => Err(not(format!(
+            "its volume {name} was restored already, to claim uid {}",
+            record.restored_to.unwrap_or_default()
+        ))),
+        (_, None) => Err(not(format!(
+            "its volume {name} is no longer kept by gc for this claim (phase {phase})"
+        ))),
     }
-    Ok((volume, record))
 }
 
-/// Moves the kept `volume` ([`kept_for`]) to the claim created again (`namespace`/`claim`, uid
-/// `new_uid`), fenced on its uid, resourceVersion and old claim; its annotation records the new
-/// claim, and its policy stays `Retain` until that claim is bound ([`claimed_again`]).
+/// Moves the kept `volume` ([`kept_for`]) to the claim created again (`claim`, uid `new_uid`, in
+/// the namespace it was kept in), fenced on the volume as read; its record says so, and its
+/// window starts again at `now`. Its policy stays `Retain` until that claim is bound
+/// ([`claimed_again`]).
 ///
 /// # Errors
 /// The patch refused, or a fence that held (the volume changed).
@@ -360,30 +500,31 @@ pub async fn rebind(
     mut record: Retained,
     claim: &str,
     new_uid: &str,
+    now: f64,
     dry_run: bool,
 ) -> Result<(), String> {
-    let meta = &volume["metadata"];
-    let name = meta["name"].as_str().unwrap_or_default();
-    let old_uid = record.claim_uid.clone();
+    let name = volume["metadata"]["name"].as_str().unwrap_or_default();
     let namespace = record.namespace.clone();
     record.restored_to = Some(new_uid.to_owned());
+    record.at = now;
     let note = serde_json::to_string(&record).map_err(|e| e.to_string())?;
-    let annotation = RETAINED_ANNOTATION.replace('/', "~1");
-    let patch = json!([
-        {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
-        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
-        {"op": "test", "path": "/spec/claimRef/uid", "value": old_uid},
-        {"op": "replace", "path": "/spec/claimRef", "value": {
+    let mut patch = fence(volume);
+    patch.extend([
+        json!({"op": "replace", "path": "/spec/claimRef", "value": {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "namespace": namespace, "name": claim, "uid": new_uid,
-        }},
-        {"op": "replace", "path": format!("/metadata/annotations/{annotation}"), "value": note},
+        }}),
+        json!({"op": "replace", "path": pointer("annotations", RETAINED_ANNOTATION), "value": note}),
     ]);
-    volumes
-        .patch_volume(name, patch.to_string().as_bytes(), dry_run)
-        .await
-        .map(drop)
-        .map_err(|e| format!("cannot bind its volume {name} to the new claim: {e}"))
+    match send(volumes, name, &Value::Array(patch), dry_run).await {
+        DeleteResult::Deleted | DeleteResult::WouldDelete => Ok(()),
+        DeleteResult::Changed => Err(format!(
+            "cannot bind its volume {name} to the new claim: it changed since it was read"
+        )),
+        other => Err(format!(
+            "cannot bind its volume {name} to the new claim: {other}"
+        )),
+    }
 }
 
 /// What [`claimed_again`] found.
@@ -398,7 +539,7 @@ pub enum ClaimedAgain {
 }
 
 /// Gives the volume `name`, moved to the claim created again (`claim_uid`), its policy back
-/// once that claim is bound to it.
+/// once that claim is bound to it ([`Event::Bound`]).
 ///
 /// # Errors
 /// The volume cannot be read, or the patch fails.
@@ -409,29 +550,19 @@ pub async fn claimed_again(
     cluster: &str,
     dry_run: bool,
 ) -> Result<ClaimedAgain, String> {
-    let Some(text) = volumes
-        .get_volume(name)
-        .await
-        .map_err(|e| format!("cannot read its volume {name}: {e}"))?
-    else {
+    let Some(volume) = read(volumes, name).await? else {
         return Ok(ClaimedAgain::NotKept);
     };
-    let volume: Value =
-        serde_json::from_slice(&text).map_err(|e| format!("volume {name} is not JSON: {e}"))?;
-    let record = volume["metadata"]["annotations"][RETAINED_ANNOTATION]
-        .as_str()
-        .and_then(|a| serde_json::from_str::<Retained>(a).ok())
-        .filter(|r| r.restored_to.as_deref() == Some(claim_uid));
+    let (state, record) = state_of(&volume, cluster);
+    let Some(record) = record.filter(|r| r.restored_to.as_deref() == Some(claim_uid)) else {
+        return Ok(ClaimedAgain::NotKept);
+    };
     let bound =
         volume["status"]["phase"] == "Bound" && volume["spec"]["claimRef"]["uid"] == claim_uid;
-    let Some(record) = record else {
-        return Ok(ClaimedAgain::NotKept);
-    };
-    if !bound {
+    if !bound || next(state, Event::Bound).0 != Action::GiveBack {
         return Ok(ClaimedAgain::NotBound);
     }
-    let fence = (claim_uid, "Bound");
-    match give_back(volumes, &volume, fence, &record.policy, cluster, dry_run).await {
+    match give_back(volumes, &volume, &record.policy, cluster, dry_run).await {
         DeleteResult::Deleted | DeleteResult::WouldDelete => Ok(ClaimedAgain::GivenBack),
         other => Err(format!(
             "cannot give its volume {name} its policy back: {other}"

@@ -2,7 +2,7 @@
 //! stops (a lost lock, the caller's shutdown) and the kinds it scans.
 
 use super::*;
-use crate::ports::Page;
+use crate::ports::{Page, RetainedVolume};
 use crate::sessions::{Row, SessionInputs};
 use crate::testing::{Kept, block_on, session_config as cfg};
 use async_trait::async_trait;
@@ -691,8 +691,10 @@ fn a_volume_not_retained_keeps_its_claim() {
     assert_eq!(kept.volumes.lock().unwrap()["pv-e"], bound);
 }
 
-/// Volumes retained longer than the window get their policy back; younger ones are held; one
-/// claimed again is left alone; each is audited as its own decision.
+/// Volumes retained longer than the window get their policy back, whatever claims them now; younger
+/// ones are held, and so is one a restore moved whose claim is not bound yet; one bound to a claim
+/// gc's record does not name gets its policy back and loses gc's record at once (taken); each is
+/// audited as its own decision.
 #[test]
 fn retained_volumes_get_their_policy_back_after_the_window() {
     let now = 1_795_953_600.0;
@@ -749,9 +751,13 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
     assert_eq!(
         would,
         [
+            "again would delete",
+            "bound would delete",
             "exact would delete",
             "old would delete",
-            "restored would delete"
+            "other-claim would delete",
+            "restored would delete",
+            "taken would delete",
         ]
     );
     assert_eq!(
@@ -779,14 +785,14 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
     assert_eq!(
         volumes,
         [
-            ("again".into(), "skipped", String::new()),
-            ("bound".into(), "skipped", String::new()),
+            ("again".into(), "delete", "deleted".into()),
+            ("bound".into(), "delete", "deleted".into()),
             ("exact".into(), "delete", "deleted".into()),
             ("old".into(), "delete", "deleted".into()),
-            ("other-claim".into(), "skipped", String::new()),
+            ("other-claim".into(), "delete", "deleted".into()),
             ("restored".into(), "delete", "deleted".into()),
-            ("restoring".into(), "skipped", String::new()),
-            ("taken".into(), "skipped", String::new()),
+            ("restoring".into(), "held", String::new()),
+            ("taken".into(), "delete", "deleted".into()),
             ("young".into(), "held", String::new()),
         ]
     );
@@ -814,10 +820,17 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
         restoring.contains("restored to claim uid new-claim, not bound yet (phase \"Available\")"),
         "{restoring}"
     );
+    for name in ["taken", "again"] {
+        assert!(
+            reason(name).contains("taken by claim /"),
+            "{}",
+            reason(name)
+        );
+    }
     assert!(
-        reason("taken").contains("claimed again"),
+        reason("other-claim").contains("over --retain-volume-days 7 ago"),
         "{}",
-        reason("taken")
+        reason("other-claim")
     );
     let young = report
         .records
@@ -849,7 +862,7 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
     );
     assert_eq!(
         volumes["again"]["spec"]["persistentVolumeReclaimPolicy"],
-        "Retain"
+        "Delete"
     );
     let restored = &volumes["restored"];
     assert_eq!(restored["spec"]["persistentVolumeReclaimPolicy"], "Delete");
@@ -859,12 +872,15 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
             .get("gc.example.com/retained")
             .is_none()
     );
-    for name in ["restoring", "taken"] {
-        assert_eq!(
-            volumes[name]["spec"]["persistentVolumeReclaimPolicy"],
-            "Retain"
-        );
-    }
+    assert_eq!(
+        volumes["restoring"]["spec"]["persistentVolumeReclaimPolicy"],
+        "Retain"
+    );
+    assert!(
+        volumes["taken"]["metadata"]["annotations"]
+            .get("gc.example.com/retained")
+            .is_none()
+    );
 }
 
 /// The lock lost right after a volume was retained: no receipt and no delete; the volume stays
@@ -931,7 +947,9 @@ fn a_volume_is_taken_back_only_as_it_was_kept() {
     };
     let check = |v: Value| {
         let kept = kept_with(vec![v], false);
-        block_on(kept_for(&kept, "pv", "old", "primary")).map(|(_, r)| r.policy)
+        block_on(kept_for(&kept, "pv", "old", "primary"))
+            .map(|(_, r)| r.policy)
+            .map_err(|e| e.to_string())
     };
     assert_eq!(
         check(kept_volume("old", "primary", "old", "Released")),
@@ -942,13 +960,14 @@ fn a_volume_is_taken_back_only_as_it_was_kept() {
         Ok("Delete".into())
     );
     for (v, why) in [
+        // Still bound to the deleted claim: not released yet (a restore waits for it).
         (
             kept_volume("old", "primary", "old", "Bound"),
-            "claimed again",
+            "still shows bound to the deleted claim (uid old): Kubernetes has not released it yet",
         ),
         (
             kept_volume("new", "primary", "old", "Released"),
-            "claimed again",
+            "is claimed by another claim",
         ),
         (
             kept_volume("old", "other", "old", "Released"),
@@ -956,15 +975,20 @@ fn a_volume_is_taken_back_only_as_it_was_kept() {
         ),
         (
             kept_volume("old", "primary", "older", "Released"),
-            "no longer kept",
+            "kept by gc for another claim (uid older) now",
         ),
     ] {
         let error = check(v).unwrap_err();
         assert!(error.contains(why), "{error}");
     }
+    let kept = kept_with(vec![kept_volume("old", "primary", "old", "Bound")], false);
+    assert!(matches!(
+        block_on(kept_for(&kept, "pv", "old", "primary")),
+        Err(crate::sessions::volumes::NotKept::NotReleased(_))
+    ));
     let gone = kept_with(Vec::new(), false);
     let error = block_on(kept_for(&gone, "pv", "old", "primary")).unwrap_err();
-    assert_eq!(error, "its volume pv is gone");
+    assert_eq!(error.to_string(), "its volume pv is gone");
 }
 
 /// A restore moves the kept volume to the new claim (fenced on the old one) and, once that claim
@@ -985,6 +1009,7 @@ fn a_kept_volume_is_moved_to_the_restored_claim_and_given_back_once_bound() {
         record.clone(),
         "e-home",
         "new-uid",
+        5.0,
         true,
     ))
     .unwrap();
@@ -998,6 +1023,7 @@ fn a_kept_volume_is_moved_to_the_restored_claim_and_given_back_once_bound() {
         record.clone(),
         "e-home",
         "new-uid",
+        5.0,
         false,
     ))
     .unwrap();
@@ -1005,7 +1031,7 @@ fn a_kept_volume_is_moved_to_the_restored_claim_and_given_back_once_bound() {
     assert_eq!(moved["spec"]["claimRef"]["uid"], "new-uid");
     assert_eq!(moved["spec"]["claimRef"]["name"], "e-home");
     // The same move again meets its fence (the volume is no longer the old claim's).
-    let again = block_on(rebind(&kept, &pv, record, "e-home", "other", false)).unwrap_err();
+    let again = block_on(rebind(&kept, &pv, record, "e-home", "other", 5.0, false)).unwrap_err();
     assert!(
         again.starts_with("cannot bind its volume pv-e to the new claim"),
         "{again}"
@@ -1060,5 +1086,244 @@ fn a_lock_lost_before_the_retain_writes_nothing() {
     assert_eq!(
         results(&report)[0],
         "failed: not deleted: the run lock was lost"
+    );
+}
+
+const NOW: f64 = 1_795_953_600.0;
+const DAY: f64 = 86_400.0;
+
+/// One run over `f` keeping to `kept`, with `cfg`, at `now`.
+fn run_at(f: &Fake, kept: &Kept, cfg: &SessionConfig, now: f64) -> SessionReport {
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+    block_on(run(f, &db, kept.keep(), cfg, now, false, go_on(&flags))).unwrap()
+}
+
+/// The volume `name`, claimed by `claimed` in `phase`, as gc kept it at `at` for the claim
+/// `claim_uid` of `namespace` (restored to `to`).
+fn gc_kept(
+    name: &str,
+    (claimed, phase): (&str, &str),
+    (claim_uid, namespace): (&str, &str),
+    at: f64,
+    to: Option<&str>,
+) -> Value {
+    let record = crate::sessions::volumes::Retained {
+        policy: "Delete".into(),
+        namespace: namespace.into(),
+        claim: "e-home".into(),
+        claim_uid: claim_uid.into(),
+        session: Some("e".into()),
+        at,
+        restored_to: to.map(str::to_owned),
+    };
+    let mut v = volume(name, claimed, "Retain", phase);
+    v["metadata"]["labels"] = json!({"gc.example.com/retained": "primary"});
+    v["metadata"]["annotations"] =
+        json!({"gc.example.com/retained": serde_json::to_string(&record).unwrap()});
+    v
+}
+
+/// gc's record on the volume `name` of `kept`.
+fn record_on(kept: &Kept, name: &str) -> crate::sessions::volumes::Retained {
+    let volumes = kept.volumes.lock().unwrap();
+    let note = &volumes[name]["metadata"]["annotations"]["gc.example.com/retained"];
+    serde_json::from_str(note.as_str().unwrap()).unwrap()
+}
+
+/// The decision and result of each volume's audit line: `name decision [result]`.
+fn volume_lines(report: &SessionReport) -> Vec<String> {
+    let volumes = report.records.iter();
+    volumes
+        .filter(|r| r.judged.resource.kind == "PersistentVolume")
+        .map(|r| {
+            let result = r
+                .result
+                .as_ref()
+                .map(|r| format!(" {r}"))
+                .unwrap_or_default();
+            let (name, decision) = (&r.judged.resource.name, r.judged.decision.name());
+            format!("{} {name} {decision}{result}", r.namespace)
+        })
+        .collect()
+}
+
+/// A claim a restore created, deleted again by a run (bound to its volume yet or not): its
+/// volume is kept again, its record renewed for that claim with its window from now, and the
+/// claim's receipt names it; the same run holds it, and it is given back only once the window
+/// since this delete passed.
+#[test]
+fn a_restored_claim_deleted_again_is_kept_again() {
+    let claim_uid = "u-e-PersistentVolumeClaim";
+    for phase in ["Bound", "Pending", "Released"] {
+        let f = with_claim();
+        let restored = gc_kept(
+            "pv-e",
+            (claim_uid, phase),
+            ("old-claim", "streamspace"),
+            NOW - 3.0 * DAY,
+            Some(claim_uid),
+        );
+        let kept = kept_with(vec![restored], false);
+        let report = run_at(&f, &kept, &cfg(), NOW);
+        assert_eq!(report.failures, 0, "{phase}: {:?}", results(&report));
+        assert!(
+            f.deleted
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(n, _)| n == "e-PersistentVolumeClaim"),
+            "{phase}"
+        );
+        let receipts = kept.receipts.lock().unwrap().clone();
+        let receipt = receipts.iter().find(|r| r.uid == claim_uid).unwrap();
+        let retained = receipt.session.as_ref().unwrap().retained.clone();
+        assert_eq!(
+            retained,
+            Some(RetainedVolume {
+                name: "pv-e".into(),
+                policy: "Delete".into()
+            }),
+            "{phase}: the receipt names the volume"
+        );
+        let record = record_on(&kept, "pv-e");
+        assert_eq!(
+            (record.claim_uid.as_str(), record.restored_to, record.at),
+            (claim_uid, None, NOW),
+            "{phase}"
+        );
+        assert_eq!(volume_lines(&report), ["streamspace pv-e held"], "{phase}");
+        let pv = kept.volumes.lock().unwrap()["pv-e"].clone();
+        assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+
+        // Released; a week less a second later it is still held, a week later given back.
+        kept.volumes.lock().unwrap().get_mut("pv-e").unwrap()["status"]["phase"] =
+            "Released".into();
+        let later = run_at(&fake(false), &kept, &cfg(), NOW + 7.0 * DAY - 1.0);
+        assert_eq!(volume_lines(&later), ["streamspace pv-e held"], "{phase}");
+        let later = run_at(&fake(false), &kept, &cfg(), NOW + 7.0 * DAY);
+        assert_eq!(
+            volume_lines(&later),
+            ["streamspace pv-e delete deleted"],
+            "{phase}"
+        );
+    }
+}
+
+/// The window counts from the claim's last delete: a claim whose delete did not follow its keep
+/// (killed, stopped, a fence that held) and is deleted days later renews the record; one
+/// deleted by someone else counts from when its volume was released.
+#[test]
+fn the_window_counts_from_the_claims_last_delete() {
+    let claim_uid = "u-e-PersistentVolumeClaim";
+    let stale = gc_kept(
+        "pv-e",
+        (claim_uid, "Bound"),
+        (claim_uid, "streamspace"),
+        NOW - 8.0 * DAY,
+        None,
+    );
+    let kept = kept_with(vec![stale.clone()], false);
+    let report = run_at(&with_claim(), &kept, &cfg(), NOW);
+    assert_eq!(report.failures, 0, "{:?}", results(&report));
+    assert_eq!(record_on(&kept, "pv-e").at, NOW);
+    assert_eq!(volume_lines(&report), ["streamspace pv-e held"]);
+    kept.volumes.lock().unwrap().get_mut("pv-e").unwrap()["status"]["phase"] = "Released".into();
+    let next_day = run_at(&fake(false), &kept, &cfg(), NOW + DAY);
+    assert_eq!(volume_lines(&next_day), ["streamspace pv-e held"]);
+
+    // Deleted by someone else a day ago: released then.
+    let mut released = stale;
+    released["status"] = json!({
+        "phase": "Released",
+        "lastPhaseTransitionTime": crate::isotime::format_timestamp(NOW - DAY),
+    });
+    let kept = kept_with(vec![released], false);
+    let report = run_at(&fake(false), &kept, &cfg(), NOW);
+    assert_eq!(volume_lines(&report), ["streamspace pv-e held"]);
+    let report = run_at(&fake(false), &kept, &cfg(), NOW + 6.0 * DAY);
+    assert_eq!(volume_lines(&report), ["streamspace pv-e delete deleted"]);
+}
+
+/// Every volume gc kept is reviewed whatever the namespaces a run selects: the run that reviews
+/// for the namespaces no run selects (`VolumeReview::AllBut`) takes those of a namespace that
+/// left the selection, each line under that namespace; with retention 0 what was kept earlier is
+/// given back, with a line, never forgotten.
+#[test]
+fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
+    use crate::sessions::volumes::VolumeReview;
+    let released = |name: &str, namespace: &str, days_ago: f64| {
+        let uid = format!("claim-{name}");
+        gc_kept(
+            name,
+            (&uid, "Released"),
+            (&uid, namespace),
+            NOW - days_ago * DAY,
+            None,
+        )
+    };
+    let volumes = || {
+        kept_with(
+            vec![
+                released("mine", "streamspace", 1.0),
+                released("left-old", "left", 8.0),
+                released("left-young", "left", 1.0),
+                released("selected", "selected-too", 8.0),
+            ],
+            false,
+        )
+    };
+    let kept = volumes();
+    let own = run_at(&fake(false), &kept, &cfg(), NOW);
+    assert_eq!(volume_lines(&own), ["streamspace mine held"]);
+    let all_but = SessionConfig {
+        volume_review: VolumeReview::AllBut(vec!["selected-too".into()]),
+        ..cfg()
+    };
+    let report = run_at(&fake(false), &kept, &all_but, NOW);
+    assert_eq!(
+        volume_lines(&report),
+        [
+            "left left-old delete deleted",
+            "left left-young held",
+            "streamspace mine held"
+        ]
+    );
+    let record = report
+        .records
+        .iter()
+        .find(|r| r.judged.resource.name == "left-old")
+        .unwrap();
+    let SessionDecision::Delete { reason } = &record.judged.decision else {
+        panic!("{record:?}");
+    };
+    assert!(
+        reason.contains("namespace left is not among this run's"),
+        "{reason}"
+    );
+
+    let kept = volumes();
+    let off = SessionConfig {
+        retain_volume_days: 0,
+        volume_review: VolumeReview::AllBut(Vec::new()),
+        ..cfg()
+    };
+    let report = run_at(&fake(false), &kept, &off, NOW);
+    assert_eq!(report.failures, 0);
+    assert_eq!(
+        volume_lines(&report),
+        [
+            "left left-old delete deleted",
+            "left left-young delete deleted",
+            "streamspace mine delete deleted",
+            "selected-too selected delete deleted",
+        ]
+    );
+    let volumes = kept.volumes.lock().unwrap();
+    assert!(
+        volumes
+            .values()
+            .all(|v| v["spec"]["persistentVolumeReclaimPolicy"] == "Delete"),
+        "{volumes:?}"
     );
 }
