@@ -112,86 +112,172 @@ async fn phases(
     ))
 }
 
-#[tokio::test]
-async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
-    let Some(db) = TestDatabase::fresh("restore-kcm").await? else {
-        return Ok(());
-    };
-    let bed = TestBed::with_controllers().await?;
-    let session = bed.install_session_crd().await?;
-    let ns = bed.namespace("restore-kcm").await?;
-    let (gone, live) = ("erin-firefox-0000000e", "alice-firefox-0000000a");
-    let pv = create_session(&ns, &session, gone).await?;
-    create_session(&ns, &session, live).await?;
-    let claim = format!("{gone}-home");
-    let bound = Some("Bound".to_owned());
-    eventually("the claim binds", async || {
-        let now = phases(&ns, &claim, &pv).await?;
-        Ok((now == (bound.clone(), bound.clone()), ()))
-    })
-    .await?;
-    let replica_sets = || ns.api::<ReplicaSet>();
-    eventually("the Deployment's ReplicaSet", async || {
-        let sets = replica_sets().list(&ListParams::default()).await?.items;
-        Ok((sets.len() == 2, ()))
-    })
-    .await?;
-    let pool = db.pool().await?;
-    sqlx::raw_sql("CREATE TABLE sessions (id TEXT PRIMARY KEY, state TEXT)")
-        .execute(&pool)
-        .await?;
-    sqlx::query("INSERT INTO sessions VALUES ($1, 'running')")
-        .bind(live)
-        .execute(&pool)
-        .await?;
+/// A namespace with two sessions' objects (one gone from the database, one live), the claim of
+/// the gone one bound to its own static volume, a store and an archive folder: `gc-cli` runs on
+/// them.
+struct Story {
+    ns: TestNamespace,
+    db: TestDatabase,
+    gone: &'static str,
+    claim: String,
+    pv: String,
+    store: String,
+    archives: tempfile::TempDir,
+    kubeconfig: String,
+}
 
-    let dir = tempfile::tempdir()?;
-    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
-    let archives = dir.path().join("archives");
-    let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
-    let common = [
-        "-n",
-        ns.name(),
-        "--kubeconfig",
-        &kubeconfig,
-        "--store",
-        &store,
-        "--archive-dir",
-        archives.to_str().unwrap(),
-    ];
-    // Each command and its output on stderr: the story, as `--nocapture` shows it.
-    let gc = |args: &[&str]| {
-        let out = command().args(args).args(common).output().unwrap();
+impl Story {
+    async fn new(name: &str) -> Result<Option<Self>> {
+        let Some(db) = TestDatabase::fresh(name).await? else {
+            return Ok(None);
+        };
+        let bed = TestBed::with_controllers().await?;
+        let session = bed.install_session_crd().await?;
+        let ns = bed.namespace(name).await?;
+        let (gone, live) = ("erin-firefox-0000000e", "alice-firefox-0000000a");
+        let pv = create_session(&ns, &session, gone).await?;
+        create_session(&ns, &session, live).await?;
+        let claim = format!("{gone}-home");
+        let bound = Some("Bound".to_owned());
+        eventually("the claim binds", async || {
+            let now = phases(&ns, &claim, &pv).await?;
+            Ok((now == (bound.clone(), bound.clone()), ()))
+        })
+        .await?;
+        eventually("the Deployments' ReplicaSets", async || {
+            let sets = ns
+                .api::<ReplicaSet>()
+                .list(&ListParams::default())
+                .await?
+                .items;
+            Ok((sets.len() == 2, ()))
+        })
+        .await?;
+        let pool = db.pool().await?;
+        sqlx::raw_sql("CREATE TABLE sessions (id TEXT PRIMARY KEY, state TEXT)")
+            .execute(&pool)
+            .await?;
+        sqlx::query("INSERT INTO sessions VALUES ($1, 'running')")
+            .bind(live)
+            .execute(&pool)
+            .await?;
+        let archives = tempfile::tempdir()?;
+        let store = format!("sqlite:{}", archives.path().join("gc.sqlite3").display());
+        let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
+        Ok(Some(Self {
+            ns,
+            db,
+            gone,
+            claim,
+            pv,
+            store,
+            archives,
+            kubeconfig,
+        }))
+    }
+
+    /// `gc-cli ARGS` on the story's namespace, store and archives; the command and its output
+    /// on stderr: the story, as `--nocapture` shows it.
+    fn gc(&self, args: &[&str]) -> std::process::Output {
+        let archives = self.archives.path().join("archives");
+        let out = command()
+            .args(args)
+            .args(["-n", self.ns.name(), "--kubeconfig", &self.kubeconfig])
+            // Its own cluster id: the volumes it keeps are reviewed by its runs alone, not by
+            // the runs of the other tests sharing the API server.
+            .args(["--cluster-id", self.ns.name()])
+            .args(["--store", &self.store, "--archive-dir"])
+            .arg(archives)
+            .output()
+            .unwrap();
         eprintln!(
-            "$ gc-cli {} -n {} ...\n{}",
+            "$ gc-cli {} -n {} ...\n{}{}",
             args.join(" "),
-            ns.name(),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        out
-    };
-    let log = |out: &std::process::Output| {
-        format!(
-            "{}\n{}",
+            self.ns.name(),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
-        )
+        );
+        out
+    }
+
+    /// `run sessions` with no grace: its audit lines, asserted a success.
+    fn run(&self) -> Vec<Value> {
+        let out = self.gc(&[
+            "run",
+            "sessions",
+            "--grace-hours",
+            "0",
+            "--database-url",
+            self.db.url(),
+        ]);
+        assert!(out.status.success(), "{}", log(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// `restore sessions` of the gone session, with `extra` flags: its exit and its records.
+    fn restore(&self, extra: &[&str]) -> (std::process::Output, Vec<Value>) {
+        let args = [
+            &["restore", "sessions", "--session", self.gone, "-o", "json"][..],
+            extra,
+        ];
+        let out = self.gc(&args.concat());
+        let records = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (out, records)
+    }
+
+    /// The volume's reclaim policy and gc's record on it.
+    async fn volume(&self) -> Result<(String, Option<Value>)> {
+        let pv = Api::<PersistentVolume>::all(self.ns.client().clone())
+            .get(&self.pv)
+            .await?;
+        let note = pv.metadata.annotations.unwrap_or_default();
+        let note = note.get("gc.example.com/retained");
+        Ok((
+            pv.spec.unwrap().persistent_volume_reclaim_policy.unwrap(),
+            note.map(|n| serde_json::from_str(n)).transpose()?,
+        ))
+    }
+
+    /// Waits for the gone session's claim to be gone and its volume `Released`.
+    async fn released(&self, after: &str) -> Result<()> {
+        eventually(&format!("the claim gone after\n{after}"), async || {
+            let now = phases(&self.ns, &self.claim, &self.pv).await?;
+            Ok((now == (None, Some("Released".to_owned())), now))
+        })
+        .await
+        .map(drop)
+    }
+}
+
+/// A command's stdout and stderr.
+fn log(out: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[tokio::test]
+async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
+    let Some(story) = Story::new("restore-kcm").await? else {
+        return Ok(());
     };
+    let Story {
+        ns,
+        gone,
+        claim,
+        pv,
+        ..
+    } = &story;
+    let bound = Some("Bound".to_owned());
+    let replica_sets = || ns.api::<ReplicaSet>();
     // One run: the claim is deleted first (its Pods' stop, later in the run, would change it).
-    let out = gc(&[
-        "run",
-        "sessions",
-        "--grace-hours",
-        "0",
-        "--database-url",
-        db.url(),
-    ]);
-    let ran = log(&out);
-    assert!(out.status.success(), "{ran}");
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = story.run();
+    let ran = format!("{lines:?}");
     let deleted: Vec<&str> = lines
         .iter()
         .filter(|l| l["result"] == "deleted")
@@ -219,30 +305,20 @@ async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
                 .await?
                 .items
                 .len();
-            let now = phases(&ns, &claim, &pv).await?;
+            let now = phases(ns, claim, pv).await?;
             let done = sets == 1 && pods == 0 && now == (None, Some("Released".to_owned()));
             Ok((done, (sets, pods, now)))
         },
     )
     .await?;
     let volumes: Api<PersistentVolume> = Api::all(ns.client().clone());
-    let policy = async || -> Result<String> {
-        Ok(volumes
-            .get(&pv)
-            .await?
-            .spec
-            .unwrap()
-            .persistent_volume_reclaim_policy
-            .unwrap())
-    };
-    assert_eq!(policy().await?, "Retain");
+    assert_eq!(story.volume().await?.0, "Retain");
 
     // The restore, one command: the four objects again, the claim bound by the binder to the
     // same volume and the volume's policy given back before it returns, the Deployment's
     // ReplicaSet made again.
-    let out = gc(&["restore", "sessions", "--session", gone, "-o", "json"]);
+    let (out, restored) = story.restore(&[]);
     assert!(out.status.success(), "{}", log(&out));
-    let restored: Vec<Value> = serde_json::from_slice(&out.stdout)?;
     assert!(
         restored.iter().all(|r| r["result"] == "created"),
         "{restored:?}"
@@ -253,25 +329,19 @@ async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
         format!("on its volume {pv}, bound again: reclaim policy Delete given back"),
         "{restored:?}"
     );
-    assert_eq!(policy().await?, "Delete");
+    assert_eq!(story.volume().await?, ("Delete".to_owned(), None));
     // The binder binds the volume first, then marks the claim.
     eventually("the restored claim bound", async || {
-        let now = phases(&ns, &claim, &pv).await?;
+        let now = phases(ns, claim, pv).await?;
         Ok((now == (bound.clone(), bound.clone()), now))
     })
     .await?;
-    let new_claim = ns.api::<PersistentVolumeClaim>().get(&claim).await?;
+    let new_claim = ns.api::<PersistentVolumeClaim>().get(claim).await?;
     assert_eq!(
         new_claim.spec.unwrap().volume_name.as_deref(),
         Some(pv.as_str())
     );
-    let kept = volumes.get(&pv).await?.metadata;
-    assert!(
-        !kept
-            .annotations
-            .unwrap_or_default()
-            .contains_key("gc.example.com/retained")
-    );
+    let kept = volumes.get(pv).await?.metadata;
     assert!(
         !kept
             .labels
@@ -289,14 +359,121 @@ async fn a_deleted_session_comes_back_on_its_own_volume() -> Result {
     .await?;
 
     // A second restore changes nothing.
-    let before = volumes.get(&pv).await?.metadata.resource_version;
-    let out = gc(&["restore", "sessions", "--session", gone, "-o", "json"]);
+    let before = volumes.get(pv).await?.metadata.resource_version;
+    let (out, again) = story.restore(&[]);
     assert!(out.status.success(), "{}", log(&out));
-    let again: Vec<Value> = serde_json::from_slice(&out.stdout)?;
     assert!(again.iter().all(|r| r["result"] == "exists"), "{again:?}");
     assert!(again.iter().all(|r| r["note"].is_null()), "{again:?}");
-    assert_eq!(volumes.get(&pv).await?.metadata.resource_version, before);
+    assert_eq!(volumes.get(pv).await?.metadata.resource_version, before);
     let uids = |records: &[Value]| records.iter().map(|r| r["uid"].clone()).collect::<Vec<_>>();
     assert_eq!(uids(&again), uids(&restored));
+    Ok(())
+}
+
+/// A session restored without waiting for its claim to bind (`--bind-wait-seconds 0`), and
+/// deleted again by the next run (its row still gone): the volume is kept again for the claim
+/// deleted now, the claim's receipt names it, and a later restore brings the session back on it,
+/// not on an empty claim. While another claim holds the claim's name, a restore refuses (exit
+/// non-zero), creates nothing of the session and leaves the kept volume as it is.
+#[tokio::test]
+async fn a_restored_session_deleted_again_keeps_its_volume() -> Result {
+    let Some(story) = Story::new("restore-again").await? else {
+        return Ok(());
+    };
+    let lines = story.run();
+    story.released(&format!("{lines:?}")).await?;
+
+    // Restored, not waiting for the bind: the volume is moved to the new claim, still Retain.
+    let (out, restored) = story.restore(&["--bind-wait-seconds", "0"]);
+    assert!(out.status.success(), "{}", log(&out));
+    let new_uid = restored[0]["uid"].as_str().unwrap().to_owned();
+    let (policy, record) = story.volume().await?;
+    assert_eq!(policy, "Retain");
+    assert_eq!(record.unwrap()["restoredTo"], new_uid.as_str());
+
+    // The session is still gone: the next run deletes what the restore created, the claim first,
+    // and keeps the volume again, for that claim.
+    let lines = story.run();
+    let claim_line = lines
+        .iter()
+        .find(|l| l["kind"] == "PersistentVolumeClaim" && l["name"] == story.claim.as_str())
+        .unwrap();
+    assert_eq!(claim_line["result"], "deleted", "{lines:?}");
+    let (policy, record) = story.volume().await?;
+    assert_eq!(policy, "Retain", "{lines:?}");
+    let record = record.expect("gc's record");
+    assert_eq!(record["claimUid"], new_uid.as_str(), "{record}");
+    assert!(record.get("restoredTo").is_none(), "{record}");
+    let volume_line = lines
+        .iter()
+        .find(|l| l["kind"] == "PersistentVolume")
+        .unwrap();
+    assert_eq!(volume_line["decision"], "held", "{volume_line}");
+    let listed = story.gc(&[
+        "archives",
+        "list",
+        "--kind",
+        "PersistentVolumeClaim",
+        "--pod",
+        &story.claim,
+        "-o",
+        "json",
+    ]);
+    let listed: Vec<Value> = serde_json::from_slice(&listed.stdout)?;
+    let newest = listed.iter().find(|r| r["uid"] == new_uid.as_str());
+    let newest = newest.unwrap_or_else(|| panic!("no receipt of {new_uid}: {listed:?}"));
+    assert_eq!(newest["retainedVolume"], story.pv.as_str(), "{newest}");
+    story.released(&format!("{lines:?}")).await?;
+
+    // Another claim takes the name: the restore refuses, creates nothing, moves nothing.
+    let foreign = serde_json::from_value(json!({
+        "metadata": {"name": story.claim},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    }))?;
+    let claims = story.ns.api::<PersistentVolumeClaim>();
+    claims.create(&PostParams::default(), &foreign).await?;
+    let before = story.volume().await?;
+    let (out, refused) = story.restore(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", log(&out));
+    assert!(
+        refused[0]["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed: conflict: another claim"),
+        "{refused:?}"
+    );
+    assert!(
+        refused[0]["result"].as_str().unwrap().contains(&story.pv),
+        "{refused:?}"
+    );
+    assert!(
+        refused[1..].iter().all(|r| r["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed: not restored")),
+        "{refused:?}"
+    );
+    let deployment = story.ns.api::<Deployment>().get_opt(story.gone).await?;
+    assert!(deployment.is_none(), "nothing of the session created");
+    assert_eq!(story.volume().await?, before);
+    claims.delete(&story.claim, &Default::default()).await?;
+    eventually("the other claim gone", async || {
+        Ok((claims.get_opt(&story.claim).await?.is_none(), ()))
+    })
+    .await?;
+
+    // Then the session comes back on its volume, and the volume gets its policy back.
+    let (out, restored) = story.restore(&[]);
+    assert!(out.status.success(), "{}", log(&out));
+    assert_eq!(
+        restored[0]["note"],
+        format!(
+            "on its volume {}, bound again: reclaim policy Delete given back",
+            story.pv
+        ),
+        "{restored:?}"
+    );
+    assert_eq!(story.volume().await?, ("Delete".to_owned(), None));
     Ok(())
 }

@@ -1010,6 +1010,9 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
         Ok((policy, note))
     };
 
+    // Its own cluster id: the volumes it keeps are reviewed by its runs alone, not by the runs
+    // of the other tests sharing the API server.
+    let cluster = ["--cluster-id", f.ns.name()];
     // Without patch on volumes: the claim is kept, and the run says why.
     f.ns.grant("gc", gc_k8s::rbac::required_rules()).await?;
     f.ns.service_account_client("gc").await?;
@@ -1033,7 +1036,7 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
         token_file.to_str().unwrap(),
         "--trust-certs",
     ];
-    let out = gc_cli(&as_account, &[]);
+    let out = gc_cli(&[&as_account[..], &cluster].concat(), &[]);
     let records = lines(&text(&out.stdout));
     let line = records
         .iter()
@@ -1050,7 +1053,7 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
     assert_eq!(policy().await?, ("Delete".to_owned(), None));
 
     // With it (the test bed's admin): retained, then deleted.
-    let out = f.cli("run", &[]);
+    let out = f.cli("run", &cluster);
     let records = lines(&ok(&out));
     let line = records
         .iter()
@@ -1088,6 +1091,8 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
             &claim,
             "-o",
             "json",
+            "--cluster-id",
+            f.ns.name(),
         ],
         &[],
     );
@@ -1117,6 +1122,8 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
             &later,
             "--database-url",
             f.db.url(),
+            "--cluster-id",
+            f.ns.name(),
         ],
         &[],
     );

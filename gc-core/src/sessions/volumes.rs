@@ -47,6 +47,10 @@ pub struct Retained {
     /// The uid of the claim `restore` created again and bound the volume to, once it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_to: Option<String>,
+    /// The window it is kept for, in days, as the run that kept it had it: the window of a run
+    /// that reviews it from outside the namespace it was kept in (whose own setting may differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<u32>,
 }
 
 /// `/metadata/{field}/{key}` added to `meta`: the whole map when it has none yet.
@@ -160,6 +164,7 @@ pub async fn retain(
         session: resource.session.clone(),
         at: now,
         restored_to: None,
+        days: Some(cfg.retain_volume_days),
     };
     let record = serde_json::to_string(&record).map_err(|e| failed(e.to_string()))?;
     let mut patch = fence(&volume);
@@ -301,6 +306,12 @@ pub async fn expire(
             continue;
         }
         resource.session.clone_from(&record.session);
+        // The run of its own namespace applies its own window (0: retention off); any other, the
+        // window the volume was kept for.
+        let window = match record.days {
+            Some(days) if record.namespace != cfg.namespace => Window { days },
+            _ => window,
+        };
         let event = lifecycle::review(&volume, &record, window, now);
         let (action, _) = next(state, event);
         let decision = decide(&volume, &record, event, action, window, cfg);

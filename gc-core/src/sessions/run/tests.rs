@@ -707,6 +707,7 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
             session: Some("gone".into()),
             at: now - days_ago * 86_400.0,
             restored_to: to.map(str::to_owned),
+            days: None,
         };
         let mut v = volume(name, claim_uid, "Retain", phase);
         v["metadata"]["labels"] = json!({"gc.example.com/retained": "primary"});
@@ -938,6 +939,7 @@ fn a_volume_is_taken_back_only_as_it_was_kept() {
             session: None,
             at: 0.0,
             restored_to: None,
+            days: None,
         };
         let mut v = volume("pv", claim_uid, "Retain", phase);
         v["metadata"]["labels"] = json!({"gc.example.com/retained": label});
@@ -1116,6 +1118,7 @@ fn gc_kept(
         session: Some("e".into()),
         at,
         restored_to: to.map(str::to_owned),
+        days: None,
     };
     let mut v = volume(name, claimed, "Retain", phase);
     v["metadata"]["labels"] = json!({"gc.example.com/retained": "primary"});
@@ -1262,12 +1265,19 @@ fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
             None,
         )
     };
+    // Kept 8 days ago for 30 days by a run of its own namespace: its window, not this run's.
+    let mut long = released("left-long", "left", 8.0);
+    let note = &mut long["metadata"]["annotations"]["gc.example.com/retained"];
+    let mut record: Value = serde_json::from_str(note.as_str().unwrap()).unwrap();
+    record["days"] = json!(30);
+    *note = json!(record.to_string());
     let volumes = || {
         kept_with(
             vec![
                 released("mine", "streamspace", 1.0),
                 released("left-old", "left", 8.0),
                 released("left-young", "left", 1.0),
+                long.clone(),
                 released("selected", "selected-too", 8.0),
             ],
             false,
@@ -1284,6 +1294,7 @@ fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
     assert_eq!(
         volume_lines(&report),
         [
+            "left left-long held",
             "left left-old delete deleted",
             "left left-young held",
             "streamspace mine held"
@@ -1313,6 +1324,7 @@ fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
     assert_eq!(
         volume_lines(&report),
         [
+            "left left-long held",
             "left left-old delete deleted",
             "left left-young delete deleted",
             "streamspace mine delete deleted",
@@ -1320,10 +1332,8 @@ fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
         ]
     );
     let volumes = kept.volumes.lock().unwrap();
-    assert!(
-        volumes
-            .values()
-            .all(|v| v["spec"]["persistentVolumeReclaimPolicy"] == "Delete"),
-        "{volumes:?}"
-    );
+    let given_back = volumes
+        .values()
+        .filter(|v| v["spec"]["persistentVolumeReclaimPolicy"] == "Delete");
+    assert_eq!(given_back.count(), 4, "{volumes:?}");
 }

@@ -129,6 +129,7 @@ fn kept(claimed: &str, phase: &str, restored_to: Option<&str>) -> (Value, Retain
         session: Some("s".into()),
         at: 1000.0,
         restored_to: restored_to.map(str::to_owned),
+        days: None,
     };
     let volume = json!({
         "metadata": {
