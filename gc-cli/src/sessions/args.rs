@@ -104,9 +104,10 @@ pub(crate) struct SessionArgs {
     #[arg(long, value_name = "SELECTOR", value_parser = Selector::parse)]
     exclude_selector: Option<Selector>,
     /// Before a claim is deleted, its PersistentVolume (reclaim policy `Delete`) is set to
-    /// `Retain`, so the user's data survives the delete; a run this many days later gives it its
-    /// policy back and Kubernetes deletes it (0..=3650; 0: volumes go with their claims). Needs
-    /// `get`, `list` and `patch` on PersistentVolumes (cluster-scoped).
+    /// `Retain`, so the user's data survives the delete; a run this many days after the claim's
+    /// last delete gives it its policy back and Kubernetes deletes it (0..=3650; 0: volumes go
+    /// with their claims, and those kept earlier get their policy back). Needs `get`, `list` and
+    /// `patch` on PersistentVolumes (cluster-scoped).
     #[arg(
         long,
         default_value_t = 7,
