@@ -324,16 +324,11 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     let (mut volumes_unlisted, mut volumes_note) = (None, None);
     match volumes::expire(keep.volumes, cfg, now, dry_run, stop).await {
         Ok(reviewed) => {
-            for volumes::Reviewed {
-                namespace,
-                judged,
-                result,
-            } in reviewed
-            {
+            for volumes::Reviewed { judged, result } in reviewed {
                 failures += usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
                 records.push(AuditRecord {
                     cluster: cfg.cluster_id.clone(),
-                    namespace,
+                    namespace: cfg.namespace.clone(),
                     judged,
                     result,
                     archive: None,

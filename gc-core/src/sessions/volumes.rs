@@ -218,12 +218,11 @@ impl VolumeReview {
     }
 }
 
-/// One kept volume reviewed: the namespace of the claim it was kept for (the audit line's), its
-/// judgement, and the result of its patch when one was sent.
+/// One kept volume reviewed: its judgement (whose reason names the claim it was kept for, and
+/// its namespace), and the result of its patch when one was sent. Its audit line is the
+/// reviewing run's (its namespace, its Events): the namespace it was kept in may be gone.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reviewed {
-    /// The namespace of the claim it was kept for.
-    pub namespace: String,
     /// What was decided, and why.
     pub judged: Judged,
     /// The result of its patch.
@@ -289,7 +288,6 @@ pub async fn expire(
             );
             if VolumeReview::Own != cfg.volume_review {
                 reviewed.push(Reviewed {
-                    namespace: cfg.namespace.clone(),
                     judged: Judged {
                         resource,
                         decision: SessionDecision::Skipped {
@@ -324,7 +322,6 @@ pub async fn expire(
             None
         };
         reviewed.push(Reviewed {
-            namespace: record.namespace.clone(),
             judged: Judged { resource, decision },
             result,
         });

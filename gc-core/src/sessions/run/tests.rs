@@ -1250,8 +1250,8 @@ fn the_window_counts_from_the_claims_last_delete() {
 
 /// Every volume gc kept is reviewed whatever the namespaces a run selects: the run that reviews
 /// for the namespaces no run selects (`VolumeReview::AllBut`) takes those of a namespace that
-/// left the selection, each line under that namespace; with retention 0 what was kept earlier is
-/// given back, with a line, never forgotten.
+/// left the selection, each line the reviewing run's, its reason naming that namespace; with
+/// retention 0 what was kept earlier is given back, with a line, never forgotten.
 #[test]
 fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
     use crate::sessions::volumes::VolumeReview;
@@ -1294,9 +1294,9 @@ fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
     assert_eq!(
         volume_lines(&report),
         [
-            "left left-long held",
-            "left left-old delete deleted",
-            "left left-young held",
+            "streamspace left-long held",
+            "streamspace left-old delete deleted",
+            "streamspace left-young held",
             "streamspace mine held"
         ]
     );
@@ -1324,11 +1324,11 @@ fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
     assert_eq!(
         volume_lines(&report),
         [
-            "left left-long held",
-            "left left-old delete deleted",
-            "left left-young delete deleted",
+            "streamspace left-long held",
+            "streamspace left-old delete deleted",
+            "streamspace left-young delete deleted",
             "streamspace mine delete deleted",
-            "selected-too selected delete deleted",
+            "streamspace selected delete deleted",
         ]
     );
     let volumes = kept.volumes.lock().unwrap();
