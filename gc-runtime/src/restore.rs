@@ -200,8 +200,12 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
 /// ran out with the volume not yet bound (it keeps `Retain`; the next run of the collector, or a
 /// later `restore`, gives it back once bound).
 /// A read or a patch that fails (a fence lost to another write of the volume) is tried again
-/// until the wait runs out, and then said.
+/// until the wait runs out, and then said. A wait of zero does not look: the volume keeps
+/// `Retain` whatever the binder did meanwhile.
 async fn wait_bound(run: &RestoreRun<'_>, name: &str, uid: &str, policy: &str) -> Option<String> {
+    if run.bind_wait.is_zero() {
+        return None;
+    }
     let deadline = tokio::time::Instant::now() + run.bind_wait;
     loop {
         let found = volumes::claimed_again(run.cluster, name, uid, run.cluster_id, false).await;
