@@ -180,9 +180,13 @@ impl Story {
     /// on stderr: the story, as `--nocapture` shows it.
     fn gc(&self, args: &[&str]) -> std::process::Output {
         let archives = self.archives.path().join("archives");
+        // `archives` reads only the store and the sink: no cluster.
+        let cluster = ["--kubeconfig", &self.kubeconfig];
+        let cluster = if args[0] == "archives" { &[][..] } else { &cluster };
         let out = command()
             .args(args)
-            .args(["-n", self.ns.name(), "--kubeconfig", &self.kubeconfig])
+            .args(["-n", self.ns.name()])
+            .args(cluster)
             // Its own cluster id: the volumes it keeps are reviewed by its runs alone, not by
             // the runs of the other tests sharing the API server.
             .args(["--cluster-id", self.ns.name()])
