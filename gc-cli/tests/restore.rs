@@ -180,18 +180,22 @@ impl Story {
     /// on stderr: the story, as `--nocapture` shows it.
     fn gc(&self, args: &[&str]) -> std::process::Output {
         let archives = self.archives.path().join("archives");
-        // `archives` reads only the store and the sink: no cluster.
-        let cluster = ["--kubeconfig", &self.kubeconfig];
-        let cluster = if args[0] == "archives" { &[][..] } else { &cluster };
+        let archives = archives.to_str().unwrap();
+        // Its own cluster id: the volumes it keeps are reviewed by its runs alone, not by the
+        // runs of the other tests sharing the API server.
+        let scope = ["-n", self.ns.name(), "--cluster-id", self.ns.name()];
+        let at = ["--store", &self.store, "--kubeconfig", &self.kubeconfig];
+        let sink = ["--archive-dir", archives];
+        // `archives list` reads only the store: no cluster, no sink.
+        let at = if args[0] == "archives" {
+            &at[..2]
+        } else {
+            &[&at[..], &sink].concat()
+        };
         let out = command()
             .args(args)
-            .args(["-n", self.ns.name()])
-            .args(cluster)
-            // Its own cluster id: the volumes it keeps are reviewed by its runs alone, not by
-            // the runs of the other tests sharing the API server.
-            .args(["--cluster-id", self.ns.name()])
-            .args(["--store", &self.store, "--archive-dir"])
-            .arg(archives)
+            .args(scope)
+            .args(at)
             .output()
             .unwrap();
         eprintln!(
