@@ -1230,7 +1230,9 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
 
     let scratch = Scratch::new()?;
     let store = &scratch.store;
-    let kept = scratch.flags();
+    // Its own cluster id: the volume it keeps is reviewed by its runs alone, not by the runs of
+    // the other tests sharing the API server.
+    let kept = [&scratch.flags()[..], &["--cluster-id", f.ns.name()]].concat();
     ok(&f.cli("run", &kept));
     // The claims' protection finalizer, removed as its controller removes it (no Pod uses them).
     let unprotect = json!({"metadata": {"finalizers": null}});
@@ -1425,6 +1427,8 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
             "json",
             "--store",
             store,
+            "--cluster-id",
+            f.ns.name(),
         ],
         &[],
     );
