@@ -296,7 +296,7 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
                     volume.name
                 )),
                 Ok(ClaimedAgain::NotKept) => match on_volume(run, &volume.name, &existing).await {
-                    Ok(()) => None,
+                    Ok(note) => note,
                     Err(why) => return done(Some(uid.clone()), &format!("failed: {why}"), None),
                 },
                 Err(why) => return done(Some(uid.clone()), &format!("failed: {why}"), None),
@@ -414,12 +414,18 @@ async fn released(
 }
 
 /// Whether the claim `existing` (of the archived claim's name, not the one a restore moved the
-/// kept volume `name` to) is on that volume: else another claim took the name, and the session
-/// is not restored on it.
+/// kept volume `name` to) may stand for the archived one: it is on that volume, or the volume is
+/// no longer gc's (gone, given back: nothing of the user's is left to bring back); a note then,
+/// when it is not on it.
 ///
 /// # Errors
-/// The conflict, said: the claim that exists, and the kept volume that is not on it.
-async fn on_volume(run: &RestoreRun<'_>, name: &str, existing: &Value) -> Result<(), String> {
+/// A conflict: the volume is still kept by gc and the claim is not on it (another claim took the
+/// name); the session is not restored on that claim.
+async fn on_volume(
+    run: &RestoreRun<'_>,
+    name: &str,
+    existing: &Value,
+) -> Result<Option<String>, String> {
     use gc_core::ports::Volumes as _;
     let meta = &existing["metadata"];
     let uid = meta["uid"].as_str().unwrap_or_default();
@@ -432,21 +438,19 @@ async fn on_volume(run: &RestoreRun<'_>, name: &str, existing: &Value) -> Result
         .and_then(|text| serde_json::from_slice(&text).ok())
         .unwrap_or_default();
     if existing["spec"]["volumeName"] == name && volume["spec"]["claimRef"]["uid"] == uid {
-        return Ok(());
+        return Ok(None);
     }
-    let kept = match volumes::lifecycle::record_of(&volume, run.cluster_id) {
-        Some(record) => format!(
-            "its kept volume {name} (kept for claim uid {}) is not on it",
-            record.claim_uid
-        ),
-        None if volume.is_null() => format!("its volume {name} is gone"),
-        None => format!("its volume {name} is not on it"),
+    let Some(record) = volumes::lifecycle::record_of(&volume, run.cluster_id) else {
+        return Ok(Some(format!(
+            "not on its volume {name}, which gc no longer keeps: another claim of its name"
+        )));
     };
     Err(format!(
-        "conflict: another claim {} (uid {uid}, on volume {}) has the archived claim's name; \
-         {kept}: nothing of the session is created on it (delete or rename that claim, then \
-         restore again)",
+        "conflict: another claim {} (uid {uid}, on volume {}) has the archived claim's name; its \
+         kept volume {name} (kept for claim uid {}) is not on it: nothing of the session is \
+         created (delete or rename that claim, then restore again)",
         meta["name"].as_str().unwrap_or_default(),
         existing["spec"]["volumeName"].as_str().unwrap_or("none"),
+        record.claim_uid,
     ))
 }
