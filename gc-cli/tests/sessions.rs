@@ -987,7 +987,8 @@ async fn a_sink_or_store_that_refuses_writes_deletes_nothing() -> Result {
 
 /// A gone session's claim, bound to a volume whose policy is `Delete`: the run sets the volume to
 /// `Retain` before it deletes the claim (the claim's receipt names it); a run more than
-/// `--retain-volume-days` later, the volume `Released`, gives it back `Delete`. Without access to
+/// `--retain-volume-days` later, the volume `Released`, gives it back `Delete`, also when the
+/// namespace left the selection (a run of another namespace reviews it). Without access to
 /// volumes (a Role of `required_rules` alone) the claim is not deleted.
 #[tokio::test]
 async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
@@ -1101,7 +1102,9 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
     assert_eq!(listed[0]["retainedVolume"], pv_name.as_str());
     assert_eq!(listed[0]["volumePolicy"], "Delete");
 
-    // Released (the claim is gone), and the window over: its policy given back.
+    // Released (the claim is gone). Its namespace then leaves the selection: a run of another
+    // namespace only, even with retention off, reviews it with the window it was kept for (held,
+    // its reason naming the namespace), and once that window is over gives its policy back.
     let released = json!({"status": {"phase": "Released"}});
     volumes
         .patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(&released))
@@ -1110,25 +1113,43 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
         f.now.parse::<k8s_openapi::jiff::Timestamp>()?.as_second() + 8 * 86_400,
     )?
     .to_string();
-    let out = gc_cli(
-        &[
+    // A namespace of its own, with nothing to judge (the fixture's other namespace holds
+    // orphans, which the guard would refuse).
+    let empty = TestBed::shared().await?.namespace("sessions-pv-empty").await?;
+    let elsewhere = |now: &str, days: &str| {
+        let args = [
             "run",
             "sessions",
             "-n",
-            f.ns.name(),
+            empty.name(),
             "--kubeconfig",
             &f.kubeconfig,
             "--now",
-            &later,
+            now,
             "--database-url",
             f.db.url(),
-            "--cluster-id",
-            f.ns.name(),
-        ],
-        &[],
+            "--retain-volume-days",
+            days,
+        ];
+        lines(&ok(&gc_cli(&[&args[..], &cluster].concat(), &[])))
+    };
+    let records = elsewhere(&f.now, "0");
+    let line = records
+        .iter()
+        .find(|r| r["kind"] == "PersistentVolume")
+        .unwrap_or_else(|| panic!("no line of {pv_name}: {records:?}"));
+    assert_eq!(line["decision"], "held", "{line}");
+    assert_eq!(line["namespace"], empty.name(), "{line}");
+    let reason = line["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "namespace {} is not among this run's",
+            f.ns.name()
+        )),
+        "{reason}"
     );
-    let records = lines(&ok(&out));
-    given_back(&records, &pv_name);
+    assert_eq!(policy().await?.0, "Retain");
+    given_back(&elsewhere(&later, "7"), &pv_name);
     assert_eq!(policy().await?, ("Delete".to_owned(), None));
     volumes.delete(&pv_name, &Default::default()).await?;
     Ok(())
