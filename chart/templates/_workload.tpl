@@ -4,15 +4,20 @@ that the two never drift: the same container, flags, environment and volumes; th
 only adds `serve` and its flags before the collector's, the metrics port, the probes, a restart
 policy of Always and a grace period (the metrics are kept in memory: the root stays read-only).
 
-Called with (dict "root" $ "collector" "sessions"|"failed-pods" "serve" true|false).
+Called with (dict "root" $ "collector" "sessions"|"failed-pods" "serve" true|false), and
+"prune" true for the collector's archive retention Job (archives-prune.yaml): `archives prune` on
+the same store, archives and volume, with neither the collector's database nor a token of the
+ServiceAccount (it never calls the API server), and a label of its own (`<collector>-prune`) that
+no collector's selector matches.
 */}}
 {{- define "gc.podTemplate" -}}
 {{- $v := .root.Values -}}
 {{- $volume := include "gc.volume" (ternary $v.gc $v.failedPods (eq .collector "sessions")) -}}
+{{- $prune := default false .prune -}}
 metadata:
   labels:
     {{- include "gc.labels" .root | nindent 4 }}
-    {{- include "gc.collectorLabel" . | nindent 4 }}
+    {{- include "gc.collectorLabel" (ternary (dict "collector" (printf "%s-prune" .collector)) . $prune) | nindent 4 }}
     {{- with $v.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -22,7 +27,7 @@ metadata:
   {{- end }}
 spec:
   serviceAccountName: {{ include "gc.serviceAccountName" .root }}
-  automountServiceAccountToken: true
+  automountServiceAccountToken: {{ not $prune }}
   {{- if .serve }}
   restartPolicy: Always
   # On SIGTERM the run in progress stops before its next write and releases its lock.
@@ -56,6 +61,11 @@ spec:
         {{- with include "gc.logArgs" .root | trim }}
         {{- . | nindent 8 }}
         {{- end }}
+        {{- if $prune }}
+        - archives
+        - prune
+        {{- include "gc.prune.args" . | nindent 8 }}
+        {{- else }}
         {{- if .serve }}
         - serve
         - --listen=0.0.0.0:{{ $v.serve.port }}
@@ -71,7 +81,11 @@ spec:
         - pods
         {{- include "gc.pods.args" .root | nindent 8 }}
         {{- end }}
+        {{- end }}
       env:
+        {{- if $prune }}
+        {{- include "gc.stateEnv" (ternary $v.gc $v.failedPods (eq .collector "sessions")) | trim | nindent 8 }}
+        {{- else }}
         {{- with include "gc.alertEnv" .root | trim }}
         {{- . | nindent 8 }}
         {{- end }}
@@ -79,6 +93,7 @@ spec:
         {{- include "gc.sessions.env" .root | trim | nindent 8 }}
         {{- else }}
         {{- include "gc.pods.env" .root | trim | nindent 8 }}
+        {{- end }}
         {{- end }}
       {{- if .serve }}
       ports:
@@ -114,6 +129,34 @@ spec:
       persistentVolumeClaim:
         claimName: {{ include "gc.stateClaim" . }}
   {{- end }}
+{{- end -}}
+
+{{/* `archives prune`'s flags for one collector's receipts and archives (its store and sink come
+from the environment, as the collector's do): the window, the volumes' window of the session
+collector (gc.retainVolumeDays: the receipt of a claim whose volume it kept stays while the
+session can be restored on it), the failed-Pod collector's cluster id, and the collectors'
+namespace unless cluster-wide. Called as gc.podTemplate is. */}}
+{{- define "gc.prune.args" -}}
+{{- $v := .root.Values -}}
+- --older-than={{ $v.archives.prune.olderThan }}
+{{- if eq .collector "sessions" }}
+- --retain-volume-days={{ $v.gc.retainVolumeDays }}
+{{- else }}
+- --cluster-id={{ $v.failedPods.clusterId }}
+{{- end }}
+{{- if not $v.clusterWide.enabled }}
+- --namespace={{ include "gc.namespace" .root }}
+{{- end }}
+{{- if $v.archives.prune.dryRun }}
+- --dry-run
+{{- end }}
+{{- end -}}
+
+{{/* The name of a collector's archive retention CronJob: the collector's, then `-prune`, the
+full name cut to keep it within a CronJob's 52 characters. Called as gc.podTemplate is. */}}
+{{- define "gc.pruneName" -}}
+{{- $suffix := printf "-%s-prune" .collector -}}
+{{- include "gc.fullname" .root | trunc (int (sub 52 (len $suffix))) | trimSuffix "-" }}{{ $suffix }}
 {{- end -}}
 
 {{/* The global flags, before the command: the log's format and level. Nothing at the defaults

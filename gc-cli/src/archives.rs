@@ -1,10 +1,12 @@
-//! Where archives go (`--archive-dir` or `--archive-url`), and `gc-cli archives list|show|verify`:
-//! reading them back, from either sink, through the receipts in the store.
+//! Where archives go (`--archive-dir` or `--archive-url`), and `gc-cli archives
+//! list|show|verify|prune`: reading them back, from either sink, through the receipts in the
+//! store, and removing the old ones.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use gc_output::archives::{write_checked, write_list, write_show};
+use gc_output::archives::{write_checked, write_list, write_pruned, write_show};
+use gc_runtime::archives::prune::{Policy, parse_window};
 use gc_runtime::archives::{self, read_verified};
 use gc_store::{Archives, ReceiptQuery};
 
@@ -33,6 +35,7 @@ pub(crate) struct ArchiveArgs {
     #[arg(
         long,
         env = "GC_ARCHIVE_ENDPOINT",
+        hide_env_values = true,
         value_name = "URL",
         requires = "archive_url"
     )]
@@ -71,7 +74,8 @@ impl ArchiveArgs {
         };
         gc_store::ObjectSink::open(url, &self.options())
             .map(Archives::Object)
-            .map_err(|e| UsageError::because(format!("invalid --archive-url {url:?}"), e))
+            // The error names the URL as it may be shown, or says it is not shown.
+            .map_err(|e| UsageError::because("invalid --archive-url", e))
     }
 
     /// How an object store is reached: the endpoint, region and credentials these flags name.
@@ -102,7 +106,11 @@ pub(crate) enum ArchivesCommand {
     ///
     /// `-o table` lists the problems only, `-o wide` every archive, `-o name` the Pods with a
     /// problem.
-    Verify(Verify),
+    Verify(Held),
+    /// Removes each receipt older than `--older-than`, its archive first: a session's receipts only
+    /// all together once the newest is, and none while a kept volume it names may be restored
+    /// (`--retain-volume-days`). Lists what went and what was kept, and why (docs/archives.md).
+    Prune(Prune),
 }
 
 /// Which receipts, in which store.
@@ -163,9 +171,9 @@ pub(crate) struct Show {
     output: OutputArgs,
 }
 
-/// `gc-cli archives verify`
+/// `gc-cli archives verify`: the receipts of a cluster (in a namespace) and their archives.
 #[derive(Debug, Args)]
-pub(crate) struct Verify {
+pub(crate) struct Held {
     #[command(flatten)]
     scope: Scope,
     /// Only this namespace.
@@ -177,11 +185,29 @@ pub(crate) struct Verify {
     output: OutputArgs,
 }
 
+/// `gc-cli archives prune`
+#[derive(Debug, Args)]
+pub(crate) struct Prune {
+    /// Remove what is older than this: `90d`, `12h`, `90m`, `3600s`.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_window)]
+    older_than: std::time::Duration,
+    /// Days a receipt naming a kept volume stays past its run: `run sessions`' window (0..=3650).
+    #[arg(long, default_value_t = 7, value_name = "DAYS", allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u32).range(0..=3650))]
+    retain_volume_days: u32,
+    /// List what would be removed; remove nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    held: Held,
+}
+
 pub(crate) fn execute(command: &ArchivesCommand) -> anyhow::Result<()> {
     match command {
         ArchivesCommand::List(args) => list(args),
         ArchivesCommand::Show(args) => show(args),
         ArchivesCommand::Verify(args) => verify(args),
+        ArchivesCommand::Prune(args) => prune(args),
     }
 }
 
@@ -223,15 +249,11 @@ fn show(args: &Show) -> anyhow::Result<()> {
         };
         read_verified(store, &sink, cluster, &uid).await
     })?;
-    write_show(
-        &mut std::io::stdout().lock(),
-        &receipt,
-        &bytes,
-        args.output.form,
-    )
+    let out = &mut std::io::stdout().lock();
+    write_show(out, &receipt, &bytes, args.output.form)
 }
 
-fn verify(args: &Verify) -> anyhow::Result<()> {
+fn verify(args: &Held) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let namespace = args.namespace.as_deref();
     let cluster = &args.scope.cluster_id;
@@ -239,10 +261,19 @@ fn verify(args: &Verify) -> anyhow::Result<()> {
     let verified = with_store(args.scope.store.as_deref(), async |store| {
         archives::verify(store, &sink, &options, cluster, namespace).await
     })?;
-    write_checked(
-        &mut std::io::stdout().lock(),
-        &verified.checked,
-        args.output.form,
-    )?;
+    let out = &mut std::io::stdout().lock();
+    write_checked(out, &verified.checked, args.output.form)?;
     verified.outcome(cluster, namespace)
+}
+
+fn prune(args: &Prune) -> anyhow::Result<()> {
+    let held = &args.held;
+    let sink = held.archive.sink()?;
+    let policy = Policy::new(args.older_than, args.retain_volume_days, args.dry_run);
+    let (cluster, namespace) = (&held.scope.cluster_id, held.namespace.as_deref());
+    let pruned = with_store(held.scope.store.as_deref(), async |store| {
+        archives::prune::prune(store, &sink, cluster, namespace, &policy, clock::now()).await
+    })?;
+    write_pruned(&mut std::io::stdout().lock(), &pruned, held.output.form)?;
+    pruned.outcome()
 }

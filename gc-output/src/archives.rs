@@ -1,11 +1,12 @@
 //! Archives read back (`archives list|show|verify`): the receipts, one archive as the object it
-//! was, and what verification found.
+//! was, and what verification found; and what `archives prune` removed and kept.
 
 use std::io::Write;
 
 use anyhow::Context;
 use gc_core::ports::Receipt;
 use gc_runtime::archives::Checked;
+use gc_runtime::archives::prune::{Fate, Prune, Pruned};
 use gc_store::ListedReceipt;
 use serde::Serialize;
 use serde_json::Value;
@@ -326,4 +327,157 @@ pub fn write_checked(
         }
     }
     Ok(())
+}
+
+/// A receipt `archives prune` removed, would remove or kept, as `-o json` shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PrunedDoc<'a> {
+    result: Fate,
+    #[serde(flatten)]
+    receipt: Listed<'a>,
+    /// The archive was already missing: only the receipt was (or would be) removed.
+    archive_missing: bool,
+    /// Why it was kept, or what its removal found.
+    detail: &'a str,
+}
+
+/// What `archives prune` did, as `-o json` shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PruneDoc<'a> {
+    /// Receipts of before this instant were older than the window.
+    cutoff: String,
+    dry_run: bool,
+    /// The receipts older than the window: removed (or would be), then kept.
+    receipts: Vec<PrunedDoc<'a>>,
+    removed: usize,
+    would_remove: usize,
+    kept: usize,
+    /// Receipts inside the window, left alone.
+    in_window: usize,
+    /// Every receipt read.
+    of: usize,
+    /// The failure that stopped the prune (nothing removed after it), or `null`.
+    stopped: Option<String>,
+}
+
+/// The one word (table) of a [`Fate`].
+fn fate_word(fate: Fate) -> &'static str {
+    match fate {
+        Fate::Removed => "removed",
+        Fate::WouldRemove => "would remove",
+        Fate::Kept => "kept",
+    }
+}
+
+/// What `archives prune` did, as `output` says: a row per receipt older than the window and a
+/// summary line (`wide` adds each uid and URI), the objects removed (`name`), or the document.
+///
+/// # Errors
+/// When `out` cannot be written.
+pub fn write_pruned(out: &mut impl Write, prune: &Prune, output: Output) -> anyhow::Result<()> {
+    match output {
+        Output::Json | Output::Yaml => {
+            let doc = PruneDoc {
+                cutoff: rfc3339(prune.cutoff),
+                dry_run: prune.dry_run,
+                receipts: prune
+                    .rows
+                    .iter()
+                    .map(|r| PrunedDoc {
+                        result: r.fate,
+                        receipt: listed(&r.listed),
+                        archive_missing: r.archive_missing,
+                        detail: &r.detail,
+                    })
+                    .collect(),
+                removed: prune.count(Fate::Removed),
+                would_remove: prune.count(Fate::WouldRemove),
+                kept: prune.count(Fate::Kept),
+                in_window: prune.newer,
+                of: prune.receipts,
+                stopped: prune.stopped.as_ref().map(|e| format!("{e:#}")),
+            };
+            write_doc(out, &doc, output)?;
+        }
+        Output::Name => {
+            for r in prune.rows.iter().filter(|r| r.fate != Fate::Kept) {
+                writeln!(out, "{}", name_of(&r.listed.receipt))?;
+            }
+        }
+        Output::Table | Output::Wide | Output::Kestra => {
+            let row = |r: &Pruned| {
+                let l = &r.listed;
+                [
+                    fate_word(r.fate).to_owned(),
+                    l.receipt.namespace.clone(),
+                    l.receipt.kind().to_owned(),
+                    l.receipt.name.clone(),
+                    l.archived_at.clone(),
+                    l.receipt.uid.clone(),
+                    l.receipt.uri.clone(),
+                    r.detail.clone(),
+                ]
+            };
+            let rows: Vec<[String; 8]> = prune.rows.iter().map(row).collect();
+            if output == Output::Wide {
+                let header = [
+                    "RESULT",
+                    "NAMESPACE",
+                    "KIND",
+                    "NAME",
+                    "ARCHIVED",
+                    "UID",
+                    "URI",
+                    "DETAIL",
+                ];
+                write_columns(out, header, &rows)?;
+            } else {
+                let rows: Vec<[String; 6]> = rows
+                    .into_iter()
+                    .map(|[f, n, k, p, a, _, _, d]| [f, n, k, p, a, d])
+                    .collect();
+                let header = ["RESULT", "NAMESPACE", "KIND", "NAME", "ARCHIVED", "DETAIL"];
+                write_columns(out, header, &rows)?;
+            }
+            writeln!(out, "{}", summary(prune))?;
+        }
+    }
+    Ok(())
+}
+
+/// `2 removed (1 archive already missing), 1 kept, 40 in the window, of 43 receipts (older than
+/// the window: before 2026-09-02T00:00:00Z)`.
+fn summary(prune: &Prune) -> String {
+    let (gone, word) = if prune.dry_run {
+        (Fate::WouldRemove, "would be removed")
+    } else {
+        (Fate::Removed, "removed")
+    };
+    let missing = prune
+        .rows
+        .iter()
+        .filter(|r| r.fate == gone && r.archive_missing)
+        .count();
+    let missing = match missing {
+        0 => String::new(),
+        1 => " (1 archive already missing)".to_owned(),
+        n => format!(" ({n} archives already missing)"),
+    };
+    let stopped = if prune.stopped.is_some() {
+        "; stopped: nothing more removed"
+    } else {
+        ""
+    };
+    format!(
+        "{} {}{missing}, {} kept, {} in the window, of {} receipts (older than the window: \
+         before {}){stopped}",
+        prune.count(gone),
+        word,
+        prune.count(Fate::Kept),
+        prune.newer,
+        prune.receipts,
+        rfc3339(prune.cutoff)
+    )
 }

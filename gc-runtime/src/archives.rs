@@ -2,6 +2,7 @@
 //! and every receipt of a cluster against its archive, with the archives no receipt records
 //! ([`verify`]). The check of the bytes is `gc_core::archive::mismatch`, the one apply makes
 //! before its receipt and its delete.
+//! [`prune`] removes the receipts older than a window with their archives.
 
 use std::collections::{HashMap, HashSet};
 
@@ -9,6 +10,8 @@ use anyhow::Context;
 use gc_core::ports::{ArchiveSink as _, Receipt, Store as _, StoreError};
 use gc_store::{Archives, ListedReceipt, ObjectOptions, ReceiptQuery, Store};
 use serde::Serialize;
+
+pub mod prune;
 
 /// One finding of [`verify`].
 #[derive(Debug, Serialize)]

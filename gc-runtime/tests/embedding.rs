@@ -97,6 +97,17 @@ fn _selected_runs_are_send(
     ));
 }
 
+/// Compiles only when `archives prune` is `Send`: an embedder can prune on a multi-threaded
+/// runtime. Never called.
+fn _prune_is_send(store: &gc_store::Store, sink: &gc_store::Archives) {
+    fn send<T: Send>(_: T) {}
+    let policy =
+        gc_runtime::archives::prune::Policy::new(std::time::Duration::from_secs(1), 7, true);
+    send(gc_runtime::archives::prune::prune(
+        store, sink, "primary", None, &policy, 0.0,
+    ));
+}
+
 /// A run's settings can be shared between tasks.
 fn _settings_are_sync(run: PodRun) {
     fn sync<T: Send + Sync>(_: T) {}

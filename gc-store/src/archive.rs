@@ -151,6 +151,52 @@ impl DirectorySink {
 }
 
 impl DirectorySink {
+    /// Removes the archive `uri` names: `true` when it was there, `false` when it was already
+    /// missing. The folder is synced after, so the removal is durable when this returns; the
+    /// folders are left, empty or not.
+    ///
+    /// # Errors
+    /// [`StoreError::Other`] for a URI this sink would not write (nothing is touched);
+    /// [`StoreError::Unavailable`] when the file cannot be removed (permissions, a read-only
+    /// file system, a folder where the file should be).
+    pub async fn remove(&self, uri: &str) -> Result<bool, StoreError> {
+        let path = self.path_of_uri(uri)?;
+        let uri = uri.to_owned();
+        blocking(move || {
+            let cannot =
+                |e: io::Error| StoreError::Unavailable(format!("cannot remove archive {uri}: {e}"));
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                Err(e) => return Err(cannot(e)),
+            }
+            if let Some(folder) = path.parent() {
+                sync_folder(folder).map_err(cannot)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Whether the archive `uri` names is there.
+    ///
+    /// # Errors
+    /// As [`DirectorySink::remove`], touching nothing.
+    pub async fn exists(&self, uri: &str) -> Result<bool, StoreError> {
+        let path = self.path_of_uri(uri)?;
+        let uri = uri.to_owned();
+        blocking(move || match fs::symlink_metadata(&path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::Unavailable(format!(
+                "cannot look for archive {uri}: {e}"
+            ))),
+        })
+        .await
+    }
+}
+
+impl DirectorySink {
     /// The URIs of the files under the root that are neither archives (of any cluster) nor
     /// sink probes, sorted: temporary files an interrupted write left, anything put there by
     /// hand. gc never reads them; `archives verify` lists them. Links are not followed.

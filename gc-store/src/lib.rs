@@ -262,6 +262,7 @@ struct Statements {
     save_ledger: &'static str,
     put_receipt: &'static str,
     list_receipts: &'static str,
+    delete_receipt: &'static str,
 }
 
 /// The statements of a dialect, given its expression for the current time.
@@ -301,6 +302,12 @@ macro_rules! statements {
                 $text,
                 " IS NULL OR session = $5) ",
                 "ORDER BY created_at DESC, namespace, name, uid"
+            ),
+            delete_receipt: concat!(
+                "DELETE FROM gc_receipts WHERE cluster_id = $1 AND uid = $2 AND uri = $3 ",
+                "AND sha256 = $4 AND ",
+                $created_at,
+                " = $5"
             ),
         }
     };
@@ -469,6 +476,30 @@ impl Store {
                 },
             )
             .collect()
+    }
+
+    /// Removes the receipt `listed` as [`Store::list_receipts`] listed it: only while it still
+    /// names the same archive (URI and sha256) and was recorded at the same instant, so a receipt
+    /// written again since (a newer run, recovery) stays. `true` when it was removed, `false`
+    /// when no such receipt is there (removed, or written again).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the database cannot be written.
+    pub async fn delete_receipt(&self, listed: &ListedReceipt) -> Result<bool, StoreError> {
+        let r = &listed.receipt;
+        let done = with_pool!(self, |pool, sql| {
+            sqlx::query(sql.delete_receipt)
+                .bind(&r.cluster_id)
+                .bind(&r.uid)
+                .bind(&r.uri)
+                .bind(&r.sha256)
+                .bind(&listed.archived_at)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })
+        .map_err(|e| self.err(e))?;
+        Ok(done > 0)
     }
 
     /// The cluster ids that have receipts, sorted.

@@ -332,6 +332,17 @@ impl ObjectSink {
     /// Maps a store error for `doing` (a phrase such as `cannot write archive URI`); a 404 that is
     /// not a missing bucket means the archive `missing` names does not exist.
     fn error(&self, doing: &str, missing: Option<&str>, e: &object_store::Error) -> StoreError {
+        self.error_needing(doing, missing, e, "list, put and get")
+    }
+
+    /// As [`ObjectSink::error`], for a request that needs the permissions `needs` on the bucket.
+    fn error_needing(
+        &self,
+        doing: &str,
+        missing: Option<&str>,
+        e: &object_store::Error,
+        needs: &str,
+    ) -> StoreError {
         let answer = Answer::of(e);
         let endpoint = &self.endpoint;
         match answer.status {
@@ -351,8 +362,8 @@ impl ObjectSink {
                 } else if status == 403 && answer.code.as_deref() == Some("AccessDenied") {
                     // Valid credentials without the permission: say which, not "credentials".
                     StoreError::Unavailable(format!(
-                        "{doing}: the store at {endpoint} denied it ({said}): the key needs list, \
-                         put and get on the bucket"
+                        "{doing}: the store at {endpoint} denied it ({said}): the key needs {needs} \
+                         on the bucket"
                     ))
                 } else if status == 401 || status == 403 {
                     StoreError::Unavailable(format!(
@@ -428,6 +439,44 @@ impl ObjectSink {
             )));
         }
         Ok(())
+    }
+}
+
+impl ObjectSink {
+    /// Removes the archive `uri` names: `true` when it was there, `false` when it was already
+    /// missing (a `HEAD` first: S3 answers a `DELETE` of a missing key as one of an existing one).
+    ///
+    /// # Errors
+    /// [`StoreError::Other`] for a URI of another bucket or prefix, or not of an archive's form
+    /// (no request is made); otherwise as [`ObjectSink::check`] (a key without `s3:DeleteObject`
+    /// is `denied it`).
+    pub async fn remove(&self, uri: &str) -> Result<bool, StoreError> {
+        if !self.exists(uri).await? {
+            return Ok(false);
+        }
+        let path = self.path_of_uri(uri)?;
+        let doing = format!("cannot remove archive {uri}");
+        match self.store.delete(&path).await {
+            Ok(()) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.error_needing(&doing, None, &e, "delete (s3:DeleteObject)")),
+        }
+    }
+
+    /// Whether the archive `uri` names is there (a `HEAD`).
+    ///
+    /// # Errors
+    /// As [`ObjectSink::remove`].
+    pub async fn exists(&self, uri: &str) -> Result<bool, StoreError> {
+        let path = self.path_of_uri(uri)?;
+        let doing = format!("cannot look for archive {uri}");
+        match self.store.head(&path).await {
+            Ok(_) => Ok(true),
+            Err(e) => match self.error_needing(&doing, Some(uri), &e, "get") {
+                StoreError::NotFound(_) => Ok(false),
+                other => Err(other),
+            },
+        }
     }
 }
 

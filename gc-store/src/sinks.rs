@@ -58,6 +58,47 @@ impl Archives {
         sink.holds(uri).then_some(sink)
     }
 
+    /// Proves the sink is there to read, writing nothing: the folder exists (an unmounted volume
+    /// would make every archive look missing), or the object store answers a listing with these
+    /// credentials and has the bucket.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] saying what is wrong with the sink.
+    pub async fn check(&self) -> Result<(), StoreError> {
+        match self {
+            Self::Directory(sink) if sink.root().is_dir() => Ok(()),
+            Self::Directory(sink) => Err(StoreError::Unavailable(format!(
+                "the archive folder {} does not exist or is not a folder",
+                sink.root().display()
+            ))),
+            Self::Object(sink) => sink.check().await,
+        }
+    }
+
+    /// Removes the archive `uri` names from the sink: `true` when it was there, `false` when it
+    /// was already missing.
+    ///
+    /// # Errors
+    /// [`StoreError::Other`] for a URI this sink would not write (nothing is touched), otherwise
+    /// [`StoreError`] saying why it could not be removed.
+    pub async fn remove(&self, uri: &str) -> Result<bool, StoreError> {
+        match self {
+            Self::Directory(sink) => sink.remove(uri).await,
+            Self::Object(sink) => sink.remove(uri).await,
+        }
+    }
+
+    /// Whether the archive `uri` names is in the sink.
+    ///
+    /// # Errors
+    /// As [`Archives::remove`], touching nothing.
+    pub async fn exists(&self, uri: &str) -> Result<bool, StoreError> {
+        match self {
+            Self::Directory(sink) => sink.exists(uri).await,
+            Self::Object(sink) => sink.exists(uri).await,
+        }
+    }
+
     /// The URIs of what the sink holds that is neither an archive nor a sink probe, sorted.
     ///
     /// # Errors

@@ -308,3 +308,39 @@ async fn a_listing_shows_every_archive_of_a_cluster_and_nothing_else() {
         );
     }
 }
+
+/// `archives prune` removes through the sink: an archive there is removed (and said so), one
+/// already missing is said missing, a URI of another root touches nothing, and what cannot be
+/// removed is an error, never "missing".
+#[tokio::test]
+async fn an_archive_is_removed_by_its_uri_and_a_missing_one_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let uri = sink.write(&key("c", "ns", "u"), b"{}").await.unwrap();
+    let other = sink.write(&key("c", "ns", "v"), b"[]").await.unwrap();
+    assert!(sink.exists(&uri).await.unwrap());
+    assert!(sink.remove(&uri).await.unwrap(), "it was there");
+    assert!(!path_of(&uri).exists());
+    assert!(!sink.exists(&uri).await.unwrap());
+    assert!(!sink.remove(&uri).await.unwrap(), "already missing");
+    assert!(path_of(&other).exists(), "only that archive");
+
+    // Another root's URI, or not an archive's: refused before anything is touched.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let foreign = sink_in(&elsewhere)
+        .write(&key("c", "ns", "w"), b"{}")
+        .await
+        .unwrap();
+    for bad in [foreign.as_str(), "file:///etc/passwd"] {
+        let e = sink.remove(bad).await.unwrap_err();
+        assert!(matches!(e, StoreError::Other(_)), "{bad}: {e}");
+    }
+    assert!(path_of(&foreign).exists());
+
+    // A folder where the archive should be (or any file system error) is no "missing".
+    std::fs::create_dir(path_of(&uri)).unwrap();
+    std::fs::write(path_of(&uri).join("x"), b"x").unwrap();
+    let e = sink.remove(&uri).await.unwrap_err();
+    assert!(matches!(e, StoreError::Unavailable(_)), "{e}");
+    assert!(e.to_string().contains("cannot remove archive"), "{e}");
+}

@@ -644,3 +644,29 @@ fn content_length(head: &str) -> usize {
         .and_then(|(_, value)| value.trim().parse().ok())
         .unwrap_or(0)
 }
+
+/// `archives prune` removes through the sink, on both servers: an archive there is removed,
+/// one already missing is said missing (a `DELETE` alone could not tell), a URI of another prefix
+/// is refused before any request.
+#[tokio::test]
+async fn an_archive_is_removed_by_its_uri_and_a_missing_one_is_said_so() {
+    for kind in S3Kind::ALL {
+        let f = Fixture::start_kind(kind).await;
+        let sink = f.sink("s3://archives/gc");
+        let uri = sink.write(&key("c", "ns", "u"), b"{}").await.unwrap();
+        let other = sink.write(&key("c", "ns", "v"), b"[]").await.unwrap();
+        assert!(sink.exists(&uri).await.unwrap(), "{}", kind.name());
+        assert!(sink.remove(&uri).await.unwrap(), "{}", kind.name());
+        assert!(!sink.exists(&uri).await.unwrap(), "{}", kind.name());
+        assert!(!sink.remove(&uri).await.unwrap(), "{}", kind.name());
+        assert_eq!(sink.read(&other).await.unwrap(), b"[]", "only that archive");
+        let e = sink.read(&uri).await.unwrap_err();
+        assert!(matches!(e, StoreError::NotFound(_)), "{e}");
+
+        let elsewhere = f.sink("s3://archives/other");
+        let foreign = elsewhere.write(&key("c", "ns", "w"), b"{}").await.unwrap();
+        let e = sink.remove(&foreign).await.unwrap_err();
+        assert!(matches!(e, StoreError::Other(_)), "{}: {e}", kind.name());
+        assert_eq!(elsewhere.read(&foreign).await.unwrap(), b"{}");
+    }
+}

@@ -270,6 +270,53 @@ async fn receipts_are_put_got_and_replaced() {
     .await;
 }
 
+/// `archives prune` removes a receipt as it listed it: never one written again since (another
+/// archive, or the same one at a later instant), and a second removal finds nothing.
+#[tokio::test]
+async fn a_receipt_is_removed_only_as_it_was_listed() {
+    on_each_backend("receipt_removal", async |b| {
+        let listed = async || {
+            b.store
+                .list_receipts("primary", ReceiptQuery::default())
+                .await
+                .unwrap()
+        };
+        for uid in ["u1", "u2", "u3", "u4"] {
+            let uri = format!("file:///archive/{uid}.json");
+            b.store.put_receipt(&receipt(uid, &uri, 1)).await.unwrap();
+        }
+        let before = listed().await;
+        let of = |uid: &str| {
+            before
+                .iter()
+                .find(|l| l.receipt.uid == uid)
+                .unwrap()
+                .clone()
+        };
+        assert!(b.store.delete_receipt(&of("u1")).await.unwrap());
+        assert_eq!(b.store.get_receipt("primary", "u1").await.unwrap(), None);
+        assert!(!b.store.delete_receipt(&of("u1")).await.unwrap(), "gone");
+
+        // Written again since it was listed: kept, whatever archive it names now.
+        let moved = Receipt {
+            uri: "s3://bucket/u2.json".into(),
+            ..receipt("u2", "", 1)
+        };
+        b.store.put_receipt(&moved).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let same = receipt("u3", "file:///archive/u3.json", 1);
+        b.store.put_receipt(&same).await.unwrap();
+        for uid in ["u2", "u3"] {
+            assert!(!b.store.delete_receipt(&of(uid)).await.unwrap(), "{uid}");
+            assert!(b.store.get_receipt("primary", uid).await.unwrap().is_some());
+        }
+        let after: Vec<String> = listed().await.into_iter().map(|l| l.receipt.uid).collect();
+        assert_eq!(after.len(), 3, "{after:?}");
+        assert!(b.store.delete_receipt(&of("u4")).await.unwrap());
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_stored_receipt_with_a_negative_size_is_malformed() {
     on_each_backend("receipt_malformed", async |b| {

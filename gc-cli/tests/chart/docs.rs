@@ -357,7 +357,7 @@ pub(super) fn notes(bed: &TestBed, sets: &[&str]) -> String {
 /// The `kubectl` commands of NOTES name only objects the same values render (or an earlier
 /// command creates): the selectors pick a rendered CronJob's Jobs, the port-forwards a rendered
 /// Service's `metrics` port.
-fn check_notes_commands(notes: &str, sets: &[&str]) -> usize {
+pub(super) fn check_notes_commands(notes: &str, sets: &[&str]) -> usize {
     let rendered = template(sets);
     let objects = documents(&rendered);
     let mut known = rendered_objects(&rendered, "streamspace");

@@ -20,6 +20,7 @@ mod common;
 mod docs;
 mod install;
 mod privilege;
+mod prune;
 mod rbac;
 mod schema;
 mod serve;

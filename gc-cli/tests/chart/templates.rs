@@ -250,6 +250,7 @@ async fn rendered_manifests_pass_a_server_side_dry_run() -> Result {
             "serviceAccount.create=false",
             "serviceAccount.name=existing",
             "nodeSelector.pool=batch",
+            "archives.prune.enabled=true",
         ],
         &[
             "failedPods.enabled=true",
@@ -319,6 +320,7 @@ fn long_release_names_give_names_within_kubernetes_limits() {
         &[
             &format!("nameOverride={long_name}"),
             "failedPods.enabled=true",
+            "archives.prune.enabled=true",
         ],
     );
     let served = template_as(
