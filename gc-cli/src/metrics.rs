@@ -13,7 +13,12 @@ use crate::exit::UsageError;
 pub(crate) struct MetricsArgs {
     /// Push the run's metrics to this Pushgateway (`http://host:9091`). The push gives up after
     /// 10 seconds (connecting included) and is reported, never fatal.
-    #[arg(long, env = "GC_PUSHGATEWAY", value_name = "URL")]
+    #[arg(
+        long,
+        env = "GC_PUSHGATEWAY",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
     pushgateway: Option<String>,
     /// Write the run's metrics to this file (text format, written atomically, mode 0600).
     #[arg(long, env = "GC_METRICS_FILE", value_name = "FILE")]

@@ -192,12 +192,7 @@ impl Story {
         } else {
             &[&at[..], &sink].concat()
         };
-        let out = command()
-            .args(args)
-            .args(scope)
-            .args(at)
-            .output()
-            .unwrap();
+        let out = command().args(args).args(scope).args(at).output().unwrap();
         eprintln!(
             "$ gc-cli {} -n {} ...\n{}{}",
             args.join(" "),

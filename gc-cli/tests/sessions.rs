@@ -1115,7 +1115,10 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
     .to_string();
     // A namespace of its own, with nothing to judge (the fixture's other namespace holds
     // orphans, which the guard would refuse).
-    let empty = TestBed::shared().await?.namespace("sessions-pv-empty").await?;
+    let empty = TestBed::shared()
+        .await?
+        .namespace("sessions-pv-empty")
+        .await?;
     let elsewhere = |now: &str, days: &str| {
         let args = [
             "run",

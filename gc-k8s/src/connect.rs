@@ -188,13 +188,25 @@ pub fn context_namespace(connection: &Connection) -> Option<(String, String)> {
 /// As [`connect`], except the errors of the first request.
 pub async fn config(connection: &Connection) -> Result<Config, ConnectError> {
     let in_cluster = std::env::var_os(SERVICE_HOST_ENV).is_some_and(|v| !v.is_empty());
-    let mut config = match resolve(&connection.source, in_cluster) {
-        Resolved::Kubeconfig { path, context } => from_kubeconfig(path, context).await?,
+    let resolved = resolve(&connection.source, in_cluster);
+    // An `@` is user information, or a piece of a password that ended the authority early: the
+    // client would log the URL, and the errors name it. The text given, when there is one,
+    // before anything reads it (the parsed URL has lost a fragment).
+    if let Resolved::Explicit(explicit) = &resolved
+        && explicit.api_url.contains('@')
+    {
+        return Err(user_information(&resolved));
+    }
+    let mut config = match &resolved {
+        Resolved::Kubeconfig { path, context } => from_kubeconfig(*path, *context).await?,
         Resolved::InCluster => {
             Config::incluster().map_err(|e| ConnectError::InCluster(chain(&e)))?
         }
         Resolved::Explicit(explicit) => from_explicit(explicit).await?,
     };
+    if config.cluster_url.to_string().contains('@') {
+        return Err(user_information(&resolved));
+    }
     config.connect_timeout = Some(connection.connect_timeout);
     config.read_timeout = Some(connection.read_timeout);
     config.write_timeout = Some(connection.read_timeout);
@@ -321,6 +333,18 @@ async fn from_explicit(explicit: &Explicit) -> Result<Config, ConnectError> {
     Ok(config)
 }
 
+/// The refusal of a server URL holding an `@`, naming where it came from (never the URL).
+fn user_information(resolved: &Resolved<'_>) -> ConnectError {
+    const WHY: &str = "holds an `@` (user information, or a piece of a password): it is not \
+                       shown, and not used; credentials come from the kubeconfig's user, a token \
+                       or the ServiceAccount";
+    match resolved {
+        Resolved::Explicit(_) => invalid("api_url", WHY),
+        Resolved::Kubeconfig { .. } => ConnectError::Kubeconfig(format!("the server URL {WHY}")),
+        Resolved::InCluster => ConnectError::InCluster(format!("the API server URL {WHY}")),
+    }
+}
+
 fn invalid(input: &'static str, problem: impl Into<String>) -> ConnectError {
     ConnectError::Invalid {
         input,
@@ -441,6 +465,55 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_url_with_user_information_is_refused_unshown() {
+        for api_url in [
+            "https://u:Zq@127.0.0.1:6443",
+            "https://u:Zq?Wv@127.0.0.1:6443",
+            "https://u:Zq/Wv@127.0.0.1:6443",
+            "https://u:1#Wv@127.0.0.1:6443",
+        ] {
+            let mut connection = explicit(None);
+            if let Source::Explicit(e) = &mut connection.source {
+                e.api_url = api_url.into();
+            }
+            let error = config(&connection).await.expect_err(api_url);
+            let text = format!("{error} {error:?}");
+            assert!(!text.contains("Zq") && !text.contains("Wv"), "{text}");
+            assert!(
+                matches!(
+                    &error,
+                    ConnectError::Invalid {
+                        input: "api_url",
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+        }
+        let file = std::env::temp_dir().join(format!("gc-k8s-userinfo-{}", std::process::id()));
+        std::fs::write(
+            &file,
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{name: k, cluster: {server: 'https://u:Zq@127.0.0.1:6443'}}]\n\
+             users: [{name: u, user: {}}]\n\
+             contexts: [{name: c, context: {cluster: k, user: u}}]\n",
+        )
+        .unwrap();
+        let connection = Connection {
+            source: Source::Kubeconfig {
+                path: Some(file.clone()),
+                context: None,
+            },
+            ..Connection::default()
+        };
+        let error = config(&connection).await.expect_err("refused");
+        std::fs::remove_file(&file).unwrap();
+        let text = format!("{error} {error:?}");
+        assert!(!text.contains("Zq"), "{text}");
+        assert!(matches!(error, ConnectError::Kubeconfig(_)), "{error:?}");
     }
 
     #[tokio::test]

@@ -38,7 +38,7 @@ mod text;
 
 pub use alerts::{Alert, AlertFormat, Webhook};
 
-use http::{agent, describe, endpoint, redact};
+use http::{agent, describe, endpoint};
 use text::{LAST_RUN_SUCCESS_HELP, LAST_SUCCESS_HELP, write_metrics_file};
 pub use text::{merge, text_format};
 
@@ -587,7 +587,13 @@ fn push(gateway: Option<&str>, group: &str, text: &str) -> anyhow::Result<()> {
         return Ok(());
     };
     let url = format!("{}/metrics/{group}", gateway.trim_end_matches('/'));
-    let fail = |why: String| anyhow::anyhow!("cannot push metrics to {}: {why}", redact(&url));
+    // A URL that cannot be shown is not used either: its host may be a piece of its password.
+    let shown = gc_store::shown_url(&url).map_err(|why| {
+        anyhow::anyhow!(
+            "cannot push metrics: the Pushgateway URL (--pushgateway / $GC_PUSHGATEWAY) {why}"
+        )
+    })?;
+    let fail = |why: String| anyhow::anyhow!("cannot push metrics to {shown}: {why}");
     endpoint(&url).map_err(|why| fail(format!("the URL {why}")))?;
     agent()
         .post(&url)

@@ -15,6 +15,7 @@ mod location;
 mod object;
 mod schema;
 mod sessions;
+mod shown;
 mod sinks;
 
 use std::fmt;
@@ -35,6 +36,7 @@ use schema::Dialect;
 pub use archive::{ArchiveEntry, DirectorySink, default_archive_dir};
 pub use object::{ObjectOptions, ObjectSink};
 pub use sessions::{SessionTable, TableSpec, connect_sessions, url_from_env};
+pub use shown::{UrlNotShown, shown_url};
 pub use sinks::Archives;
 
 /// How long opening a store may wait for the first connection, and a call for a pooled one.
@@ -83,14 +85,18 @@ impl fmt::Debug for Store {
 /// # Guarantees
 /// A SQLite file and its parent folders are created on first use; the file is put in WAL mode
 /// with a busy timeout, so processes can share it. The schema is at the newest version when this
-/// returns. A URL's password never appears in an error or in [`Store::location`].
+/// returns. A URL's password never appears in an error or in [`Store::location`] (it is shown
+/// as [`shown_url`] shows it).
 ///
 /// # Errors
 /// [`StoreError::Unavailable`] when the database cannot be reached within a few seconds, refuses
 /// the credentials, or the SQLite file or folder cannot be created; [`StoreError::Malformed`] when
 /// the file is not a SQLite database; [`StoreError::Other`] for a bad URL or a failed migration.
+/// A PostgreSQL URL that [`shown_url`] will not show is refused without its value:
+/// `the store URL ($GC_STORE / --store) is not a valid URL (its value is not shown): ...`.
 pub async fn open(url: &str) -> Result<Store, StoreError> {
-    let location = Location::parse(url).map_err(StoreError::Other)?;
+    let location =
+        Location::parse(url, "the store URL ($GC_STORE / --store)").map_err(StoreError::Other)?;
     let shown = location.shown();
     let pool = match &location {
         Location::Sqlite(path) => open_sqlite(path, &shown).await?,

@@ -1,5 +1,5 @@
 //! Where a store lives: a store URL read into a SQLite file or a PostgreSQL URL, and the form
-//! of it that may be shown (the password replaced by `***`).
+//! of it that may be shown ([`crate::shown_url`]: the password replaced by `***`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ pub(crate) enum Location {
     Sqlite(PathBuf),
     /// A PostgreSQL URL, as given (it may hold a password: never show it, show `shown`).
     Postgres {
-        /// The URL as given.
+        /// The URL as given, less the query parameters sqlx does not read.
         url: String,
         /// The URL with its password replaced.
         shown: String,
@@ -20,16 +20,27 @@ pub(crate) enum Location {
 
 impl Location {
     /// Reads `sqlite:PATH`, `sqlite://PATH`, `postgres://...`, `postgresql://...`, or a plain
-    /// file path (SQLite).
-    pub(crate) fn parse(url: &str) -> Result<Self, String> {
+    /// file path (SQLite). `setting` names where the URL came from, for the message about a
+    /// PostgreSQL URL that cannot be shown (`the store URL ($GC_STORE / --store)`).
+    ///
+    /// A PostgreSQL URL that [`crate::shown_url`] will not show is refused, its value not shown:
+    /// one that does not parse, or whose reading could show part of its password (then sqlx
+    /// would read a piece of the password as the host, port or database too).
+    pub(crate) fn parse(url: &str, setting: &str) -> Result<Self, String> {
         if url.is_empty() {
             return Err("empty store URL".into());
         }
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Ok(Self::Postgres {
-                shown: redact(url),
-                url: url.to_owned(),
-            });
+        let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+        if matches!(scheme.as_deref(), Some("postgres" | "postgresql")) {
+            let shown = crate::shown_url(url).map_err(|why| format!("{setting} {why}"))?;
+            let (url, dropped) = for_sqlx(url);
+            if dropped > 0 {
+                tracing::warn!(
+                    "{setting}: ignoring {dropped} query parameter(s) sqlx does not read (not \
+                     shown: one may hold a piece of a password)"
+                );
+            }
+            return Ok(Self::Postgres { shown, url });
         }
         let path = url
             .strip_prefix("sqlite://")
@@ -43,9 +54,16 @@ impl Location {
         if let Some((scheme, _)) = url.split_once("://")
             && !url.starts_with("sqlite:")
         {
-            return Err(format!(
-                "unsupported store URL scheme {scheme:?}: use sqlite:PATH or postgres://"
-            ));
+            // Text before `://` that is no scheme may be anything, a password too.
+            let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+            return Err(if is_scheme {
+                format!("unsupported store URL scheme {scheme:?}: use sqlite:PATH or postgres://")
+            } else {
+                format!("{setting} is not a valid URL (its value is not shown)")
+            });
         }
         Ok(Self::Sqlite(PathBuf::from(path)))
     }
@@ -65,42 +83,51 @@ impl std::fmt::Debug for Location {
     }
 }
 
-/// `url` with the password of its user info and of a `password=` query parameter replaced by
-/// `***`.
-pub(crate) fn redact(url: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
+/// `url` (one [`crate::shown_url`] shows) without the query parameters sqlx does not read, and
+/// how many those were. sqlx ignores them anyway, but logs each with its value at WARN, and one
+/// may be a piece of a password (`PASSWORD=...`, or the tail of a `password=` value holding a raw
+/// `&`).
+fn for_sqlx(url: &str) -> (String, usize) {
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return (url.to_owned(), 0);
     };
-    let start = base.find("://").map_or(0, |i| i + 3);
-    let mut out = base[..start].to_owned();
-    // The user info ends at the last `@`, so a password holding a raw `/` or `@` is still hidden.
-    match base[start..].rsplit_once('@') {
-        Some((userinfo, rest)) => {
-            match userinfo.split_once(':') {
-                Some((user, _password)) => {
-                    out.push_str(user);
-                    out.push_str(":***");
-                }
-                None => out.push_str(userinfo),
-            }
-            out.push('@');
-            out.push_str(rest);
-        }
-        None => out.push_str(&base[start..]),
+    let pairs: Vec<(String, String)> = parsed.query_pairs().into_owned().collect();
+    let kept: Vec<&(String, String)> = pairs.iter().filter(|(k, _)| sqlx_reads(k)).collect();
+    let dropped = pairs.len() - kept.len();
+    if dropped == 0 {
+        return (url.to_owned(), 0);
     }
-    if let Some(query) = query {
-        out.push('?');
-        let params: Vec<String> = query
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => p.to_owned(),
-            })
-            .collect();
-        out.push_str(&params.join("&"));
+    if kept.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(kept);
     }
-    out
+    (parsed.into(), dropped)
+}
+
+/// Whether sqlx's PostgreSQL driver reads the query parameter `key` (its names, exactly).
+fn sqlx_reads(key: &str) -> bool {
+    const READ: &[&str] = &[
+        "sslmode",
+        "ssl-mode",
+        "sslrootcert",
+        "ssl-root-cert",
+        "ssl-ca",
+        "sslcert",
+        "ssl-cert",
+        "sslkey",
+        "ssl-key",
+        "statement-cache-capacity",
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "application_name",
+        "options",
+    ];
+    READ.contains(&key) || (key.starts_with("options[") && key.ends_with(']'))
 }
 
 /// The embedded default database file, given a way to read environment variables.
@@ -121,42 +148,105 @@ pub(crate) fn default_path_from(var: impl Fn(&str) -> Option<OsString>) -> PathB
 mod tests {
     use super::*;
 
-    fn check_redact(url: &str, expected: &str) {
-        assert_eq!(redact(url), expected, "{url}");
+    const SETTING: &str = "the store URL ($GC_STORE / --store)";
+
+    fn shown(url: &str) -> String {
+        Location::parse(url, SETTING).unwrap().shown()
     }
 
     #[test]
     fn passwords_are_redacted() {
-        check_redact(
-            "postgres://gc:s3cret@db:5432/gc",
-            "postgres://gc:***@db:5432/gc",
+        assert_eq!(
+            shown("postgres://gc:s3cret@db:5432/gc"),
+            "postgres://gc:***@db:5432/gc"
         );
-        check_redact(
-            "postgresql://gc:p%40ss@w@db/gc?sslmode=require",
-            "postgresql://gc:***@db/gc?sslmode=require",
+        assert_eq!(
+            shown("postgresql://gc:p%40ss@w@db/gc?sslmode=require"),
+            "postgresql://gc:***@db/gc?sslmode=require"
         );
-        check_redact("postgres://gc@db/gc", "postgres://gc@db/gc");
-        check_redact("postgres://gc:a/b@db/gc", "postgres://gc:***@db/gc");
-        check_redact("postgres://db", "postgres://db");
-        check_redact(
-            "postgres://db/gc?user=gc&password=s3cret&sslmode=disable",
-            "postgres://db/gc?user=gc&password=***&sslmode=disable",
+        assert_eq!(shown("postgres://gc@db/gc"), "postgres://gc@db/gc");
+        assert_eq!(shown("postgres://db"), "postgres://db");
+        assert_eq!(
+            shown("postgres://db/gc?user=gc&password=s3cret&sslmode=disable"),
+            "postgres://db/gc?user=gc&password=***&sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn sqlx_gets_only_the_parameters_it_reads() {
+        let given = |url: &str| match Location::parse(url, SETTING).unwrap() {
+            Location::Postgres { url, .. } => url,
+            Location::Sqlite(_) => panic!("{url}"),
+        };
+        let plain = "postgres://gc:pw@db/gc?sslmode=disable&options[search_path]=a%20b";
+        assert_eq!(given(plain), plain);
+        assert_eq!(
+            given("postgres://gc:pw@db/gc?PASSWORD=Zq&sslmode=disable&connect_timeout=5"),
+            "postgres://gc:pw@db/gc?sslmode=disable"
+        );
+        assert_eq!(
+            given("postgres://db/gc?password=a&Zq&application_name=gc%20x"),
+            "postgres://db/gc?password=a&application_name=gc+x"
+        );
+        assert_eq!(
+            given("postgres://gc:pw@db/gc?Zq="),
+            "postgres://gc:pw@db/gc"
+        );
+    }
+
+    #[test]
+    fn a_postgres_url_that_cannot_be_shown_is_refused_unshown() {
+        for url in [
+            "postgres://gc:a/Zq@db/gc",
+            "postgres://gc:1/Zq@db/gc",
+            "postgresql://gc:pa#Zq@db/gc",
+            "POSTGRES://gc:pa?Zq@db/gc",
+            "postgres:gc:pa?Zq@db/gc",
+        ] {
+            let message = Location::parse(url, SETTING).unwrap_err();
+            assert!(
+                message.starts_with(
+                    "the store URL ($GC_STORE / --store) is not a valid URL (its value is not \
+                     shown): "
+                ),
+                "{message}"
+            );
+            assert!(
+                !message.contains("Zq") && !message.contains("db/"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_password_holding_a_question_mark_is_never_shown() {
+        let url = "postgres://gc:pa?ss@db/gc";
+        let shown = match Location::parse(url, SETTING) {
+            Ok(location) => format!("{} {location:?}", location.shown()),
+            Err(message) => message,
+        };
+        assert!(
+            !shown.contains("pa?ss") && !shown.contains("ss@db"),
+            "{shown}"
         );
     }
 
     #[test]
     fn urls_are_read() {
+        let parse = |url: &str| Location::parse(url, SETTING);
         let sqlite = |p: &str| Ok(Location::Sqlite(PathBuf::from(p)));
-        assert_eq!(Location::parse("sqlite:/var/gc.db"), sqlite("/var/gc.db"));
-        assert_eq!(Location::parse("sqlite:///var/gc.db"), sqlite("/var/gc.db"));
-        assert_eq!(Location::parse("sqlite://rel/gc.db"), sqlite("rel/gc.db"));
-        assert_eq!(Location::parse("gc.db"), sqlite("gc.db"));
-        assert_eq!(Location::parse("/a/b c/gc.db"), sqlite("/a/b c/gc.db"));
-        let pg = Location::parse("postgres://u:pw@h/d").unwrap();
+        assert_eq!(parse("sqlite:/var/gc.db"), sqlite("/var/gc.db"));
+        assert_eq!(parse("sqlite:///var/gc.db"), sqlite("/var/gc.db"));
+        assert_eq!(parse("sqlite://rel/gc.db"), sqlite("rel/gc.db"));
+        assert_eq!(parse("gc.db"), sqlite("gc.db"));
+        assert_eq!(parse("/a/b c/gc.db"), sqlite("/a/b c/gc.db"));
+        let pg = parse("postgres://u:pw@h/d").unwrap();
         assert_eq!(pg.shown(), "postgres://u:***@h/d");
-        assert!(Location::parse("").is_err());
-        assert!(Location::parse("sqlite::memory:").is_err());
-        assert!(Location::parse("mysql://h/d").is_err());
+        assert!(parse("").is_err());
+        assert!(parse("sqlite::memory:").is_err());
+        assert!(parse("mysql://h/d").is_err());
+        let odd = parse("u:Zq@h/d?next=x://y").unwrap_err();
+        assert!(!odd.contains("Zq"), "{odd}");
     }
 
     #[test]

@@ -547,24 +547,33 @@ struct Location {
 
 impl Location {
     fn parse(url: &str) -> Result<Self, StoreError> {
-        let refuse = |why: &str| {
-            Err(StoreError::Other(format!(
-                "archive URL {}: {why}",
-                redacted(url)
-            )))
-        };
+        let shown = crate::shown_url(url).map_err(|why| {
+            StoreError::Other(format!(
+                "the archive URL ($GC_ARCHIVE_URL / --archive-url) {why}"
+            ))
+        })?;
+        let refuse = |why: &str| Err(StoreError::Other(format!("archive URL {shown}: {why}")));
         let Some(rest) = url.strip_prefix("s3://") else {
-            return refuse("not an s3:// URL (s3://BUCKET or s3://BUCKET/PREFIX)");
+            return refuse("not an s3:// URL (s3://BUCKET or s3://BUCKET/PREFIX, in lowercase)");
         };
         let (bucket, prefix) = match rest.split_once('/') {
             Some((bucket, prefix)) => (bucket, Some(prefix)),
             None => (rest, None),
         };
+        // Before the bucket is named: it would hold them.
+        if bucket.contains('@') {
+            return refuse(
+                "must not hold user information; credentials come from the environment or a file",
+            );
+        }
+        if url.contains(['?', '#']) {
+            return refuse("must not have a query or fragment");
+        }
         if bucket.is_empty() {
             return refuse("no bucket");
         }
         if let Err(why) = check_bucket(bucket) {
-            return refuse(&format!("bucket {:?} {why}", redacted(bucket)));
+            return refuse(&format!("bucket {bucket:?} {why}"));
         }
         if let Some(prefix) = prefix {
             for segment in prefix.split('/') {
@@ -621,23 +630,17 @@ fn check_segment(segment: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// `url` as messages may show it: user information (`user:secret@`) replaced by `***@`.
-fn redacted(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) if !scheme.is_empty() => format!("{scheme}://***{}", &rest[at..]),
-        Some(at) => format!("***{}", &rest[at..]),
-        None => url.to_owned(),
-    }
-}
-
 /// Whether plain HTTP is to be allowed: only for an `http://` endpoint.
 fn check_endpoint(endpoint: &str) -> Result<bool, StoreError> {
+    let shown = crate::shown_url(endpoint).map_err(|why| {
+        StoreError::Other(format!(
+            "the object store endpoint (--archive-endpoint, $GC_ARCHIVE_ENDPOINT, \
+             $AWS_ENDPOINT_URL or $AWS_ENDPOINT) {why}"
+        ))
+    })?;
     let refuse = |why: &str| {
         Err(StoreError::Other(format!(
-            "object store endpoint {}: {why}",
-            redacted(endpoint)
+            "object store endpoint {shown}: {why}"
         )))
     };
     let (allow_http, rest) = if let Some(rest) = endpoint.strip_prefix("https://") {
@@ -904,12 +907,29 @@ mod tests {
         ] {
             let e = ObjectSink::open(url, &ObjectOptions::default()).unwrap_err();
             let m = message(e);
-            assert!(m.contains(&format!("archive URL {url}:")), "{url}: {m}");
+            // Named as it may be shown; one that cannot be shown named by its setting.
+            let named = match crate::shown_url(url) {
+                Ok(shown) => format!("archive URL {shown}:"),
+                Err(_) => "the archive URL ($GC_ARCHIVE_URL / --archive-url) is not a valid URL \
+                           (its value is not shown): "
+                    .into(),
+            };
+            assert!(m.contains(&named), "{url}: {m}");
         }
     }
 
     #[test]
     fn user_information_is_never_shown() {
+        // A secret key holding a raw `/` makes the text before it read as the bucket: nothing
+        // of it is shown.
+        for url in [
+            "s3://key:Zq/Wv@bkt/p",
+            "s3://key:Zq?Wv@bkt",
+            "s3://key:1/Wv@bkt",
+        ] {
+            let m = message(Location::parse(url).unwrap_err());
+            assert!(!m.contains("Zq") && !m.contains("Wv"), "{m}");
+        }
         let m = message(Location::parse("s3://key:secret@bkt/p").unwrap_err());
         assert!(!m.contains("secret"), "{m}");
         assert!(m.contains("s3://***@bkt/p"), "{m}");

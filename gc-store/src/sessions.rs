@@ -78,10 +78,13 @@ impl fmt::Debug for SessionTable {
 /// (`table sessions does not exist`), a missing column (`table sessions has no column state`),
 /// or a table the credentials may not read; [`StoreError::Unavailable`] when the server cannot
 /// be reached, refuses the credentials, or the SQLite file cannot be opened. A password never
-/// appears in an error.
+/// appears in an error: a PostgreSQL URL that [`crate::shown_url`] will not show is refused
+/// without its value (`the session database URL (...) is not a valid URL (its value is not
+/// shown): ...`).
 pub async fn connect_sessions(url: &str, table: TableSpec) -> Result<SessionTable, StoreError> {
     let names = table.check()?;
-    let location = Location::parse(url).map_err(StoreError::Other)?;
+    let setting = "the session database URL (--database-url / $GC_SESSION_DATABASE_URL)";
+    let location = Location::parse(url, setting).map_err(StoreError::Other)?;
     let shown = location.shown();
     let pool = match &location {
         Location::Sqlite(path) => connect_sqlite(path, &names, &shown).await?,

@@ -1,5 +1,5 @@
-//! HTTP for the Pushgateway and the webhook: a bounded agent, and URLs shown without their
-//! secrets.
+//! HTTP for the Pushgateway and the webhook: a bounded agent, and what of a URL messages show
+//! (a whole URL is shown as `gc_store::shown_url` shows it).
 
 use std::time::Duration;
 
@@ -48,18 +48,5 @@ pub(super) fn describe(e: &ureq::Error) -> String {
         E::TooManyRedirects | E::RedirectFailed => "redirect failed".into(),
         E::Tls(_) | E::Rustls(_) | E::Pem(_) | E::TlsRequired => format!("TLS: {e}"),
         _ => "the request failed (details not shown: they may quote the URL)".into(),
-    }
-}
-
-/// A URL without credentials (`user:password@` of its authority, with or without a scheme), for
-/// messages.
-pub(super) fn redact(url: &str) -> String {
-    let start = url.find("://").map_or(0, |i| i + 3);
-    let end = url[start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    match url[start..end].rfind('@') {
-        Some(at) => format!("{}***{}", &url[..start], &url[start + at..]),
-        None => url.to_owned(),
     }
 }

@@ -141,6 +141,19 @@ mod tests {
     }
 
     #[test]
+    fn every_password_is_shown_as_stars() {
+        for c in ["?", "#", "@", "/", ":", "%", " ", "&", "=", "\\", "%3F"] {
+            let password = format!("Zq{c}Wv");
+            let url = url(&[("DB_PASSWORD", &password)]).unwrap();
+            assert_eq!(
+                crate::shown_url(&url).unwrap(),
+                "postgres://streamspace:***@localhost:5432/streamspace?sslmode=disable",
+                "{password}"
+            );
+        }
+    }
+
+    #[test]
     fn ip_addresses_and_socket_folders_are_hosts() {
         let v6 = url(&[("DB_HOST", "::1")]).unwrap();
         assert!(v6.contains("@[::1]:5432/"), "{v6}");
