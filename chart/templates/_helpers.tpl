@@ -78,6 +78,85 @@ a system namespace: the collectors refuse to run there, and their Role would be 
 {{- end -}}
 {{- end -}}
 
+{{/* Whether the PersistentVolume rules (gc-volumes-rbac.yaml, the restore account's) come with
+their admission policy (gc-volumes-admission.yaml): "true", or "" with
+`gc.volumes.unrestrictedAccess`. Fails on a cluster that cannot enforce it (no
+admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, Kubernetes before 1.30) unless that
+value accepts the wider access: PersistentVolumes are cluster-scoped, and RBAC alone grants
+`patch` on every one of them. */}}
+{{- define "gc.volumesPolicy" -}}
+{{- if not (dig "volumes" "unrestrictedAccess" false .Values.gc) -}}
+{{- if not (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") -}}
+{{- fail "gc.volumes.unrestrictedAccess: this cluster has no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30+), which limits the session collector's patch on PersistentVolumes (cluster-scoped) to the volumes gc keeps and to the fields it writes; without it RBAC grants patch on every PersistentVolume of the cluster. Set gc.volumes.unrestrictedAccess=true to accept that, or gc.enabled=false; with helm template for a 1.30+ cluster, pass --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* A list of strings as a CEL list literal: ['a', 'b']. */}}
+{{- define "gc.celList" -}}
+[{{ range $i, $s := . }}{{ if $i }}, {{ end }}{{ squote $s }}{{ end }}]
+{{- end -}}
+
+{{/* The variables of the volumes' admission policies (gc-volumes-admission.yaml): what the
+request changes, maps and policies that may be absent read as empty (`namespace` is a word CEL
+reserves: read by index). */}}
+{{- define "gc.volumeVariables" -}}
+# The volume, as it was, is one gc kept: it carries gc's label.
+- name: kept
+  expression: "has(oldObject.metadata.labels) && 'gc.example.com/retained' in oldObject.metadata.labels"
+# The namespace of the claim the volume was bound to, as it was ('' when none).
+- name: claimNamespace
+  expression: "has(oldObject.spec.claimRef) && 'namespace' in oldObject.spec.claimRef ? oldObject.spec.claimRef['namespace'] : ''"
+- name: policy
+  expression: "has(object.spec.persistentVolumeReclaimPolicy) ? object.spec.persistentVolumeReclaimPolicy : ''"
+- name: oldPolicy
+  expression: "has(oldObject.spec.persistentVolumeReclaimPolicy) ? oldObject.spec.persistentVolumeReclaimPolicy : ''"
+- name: labels
+  expression: "has(object.metadata.labels) ? object.metadata.labels : {}"
+- name: oldLabels
+  expression: "has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}"
+- name: annotations
+  expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"
+- name: oldAnnotations
+  expression: "has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}"
+{{- end -}}
+
+{{/* A validation of the volumes' admission policies: no key of the volume's spec changes, is
+added or is removed but `keys`. Called with (dict "keys" (list ...) "who" ... "what" ...). */}}
+{{- define "gc.volumeSpecRule" -}}
+{{- $keys := include "gc.celList" .keys -}}
+- expression: >-
+    object.spec.all(k, k in {{ $keys }} || (k in oldObject.spec && object.spec[k] == oldObject.spec[k])) &&
+    oldObject.spec.all(k, k in {{ $keys }} || k in object.spec)
+  reason: Forbidden
+  message: "{{ .who }} changes nothing in a PersistentVolume's spec but {{ .what }}"
+{{- end -}}
+
+{{/* The validations of the volumes' admission policies on metadata: no label or annotation but
+gc's changes, and the finalizers and owners stay as they were. Called with (dict "label" ...
+"who" ...). */}}
+{{- define "gc.volumeMetadataRules" -}}
+{{- $l := squote .label -}}
+- expression: >-
+    variables.labels.all(k, k == {{ $l }} || (k in variables.oldLabels && variables.labels[k] == variables.oldLabels[k])) &&
+    variables.oldLabels.all(k, k == {{ $l }} || k in variables.labels)
+  reason: Forbidden
+  message: "{{ .who }} changes no label of a PersistentVolume but gc's own, {{ .label }}"
+- expression: >-
+    variables.annotations.all(k, k == {{ $l }} || (k in variables.oldAnnotations && variables.annotations[k] == variables.oldAnnotations[k])) &&
+    variables.oldAnnotations.all(k, k == {{ $l }} || k in variables.annotations)
+  reason: Forbidden
+  message: "{{ .who }} changes no annotation of a PersistentVolume but gc's own record, {{ .label }}"
+- expression: >-
+    (has(object.metadata.finalizers) ? object.metadata.finalizers : []) ==
+    (has(oldObject.metadata.finalizers) ? oldObject.metadata.finalizers : []) &&
+    (has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) ==
+    (has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : [])
+  reason: Forbidden
+  message: "{{ .who }} changes no finalizer or owner of a PersistentVolume"
+{{- end -}}
+
 {{/* The username the API server gives the collectors' ServiceAccount. */}}
 {{- define "gc.serviceAccountUser" -}}
 system:serviceaccount:{{ include "gc.namespace" . }}:{{ include "gc.serviceAccountName" . }}

@@ -73,6 +73,11 @@ fn rendered_chart() -> Vec<Value> {
             "gc",
             concat!(env!("CARGO_MANIFEST_DIR"), "/../chart"),
         ])
+        // A 1.30+ cluster, as the test bed's: the volume rules come with their admission policy.
+        .args([
+            "--api-versions",
+            "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
+        ])
         .args(["--set", "prometheusRule.enabled=true"])
         .args(["--set", "grafana.dashboards.enabled=true"])
         .output()

@@ -121,14 +121,19 @@ pub fn rules_for(collectors: Collectors) -> Vec<PolicyRule> {
     rules
 }
 
-/// The rules of the session collector's ClusterRole for the volumes it retains (an install
-/// whose runs retain volumes, `--retain-volume-days` above 0), in either mode:
+/// The rules of the session collector's ClusterRole for the volumes it retains, in either mode,
+/// whatever `--retain-volume-days` (the chart renders it whenever the session collector runs: a
+/// run with 0 still gives back the volumes earlier runs kept):
 ///
 /// | API group | resources | verbs | for |
 /// | --- | --- | --- | --- |
 /// | `""` | `persistentvolumes` | get, list, patch | set a deleted claim's volume to `Retain`, and later give it back its policy |
 ///
-/// No `delete`: a volume's policy given back, Kubernetes reclaims it.
+/// No `delete`: a volume's policy given back, Kubernetes reclaims it. PersistentVolumes are
+/// cluster-scoped, so `patch` reaches every one: the chart's ValidatingAdmissionPolicy
+/// (`gc-volumes-admission.yaml`) limits it to volumes claimed from the namespaces the collector
+/// collects or labelled as kept by gc, and to the fields gc writes (the reclaim policy, gc's
+/// label and annotation).
 pub fn volume_rules() -> Vec<PolicyRule> {
     vec![rule("", &["persistentvolumes"], &["get", "list", "patch"])]
 }
@@ -161,11 +166,16 @@ pub fn restore_rules(events: bool) -> Vec<PolicyRule> {
     rules
 }
 
-/// The rules of the restore account's ClusterRole for kept volumes:
+/// The rules of the restore account's ClusterRole for kept volumes (rendered whenever the account
+/// is, whatever the retention):
 ///
 /// | API group | resources | verbs | for |
 /// | --- | --- | --- | --- |
 /// | `""` | `persistentvolumes` | get, patch | a kept volume moved to the claim created again, and given back its policy once bound |
+///
+/// The chart's ValidatingAdmissionPolicy limits `patch` to volumes gc kept (labelled) for claims
+/// of the namespaces the account restores into, and their `claimRef` to a claim of the same name
+/// and namespace.
 pub fn restore_volume_rules() -> Vec<PolicyRule> {
     vec![rule("", &["persistentvolumes"], &["get", "patch"])]
 }

@@ -1,8 +1,9 @@
 //! The Helm chart with the real `helm` and the real API server: lint, templates for several
 //! values, an install the API server accepts, its ServiceAccount proven to do exactly what the
 //! collectors need there and nothing else, a default install's session CronJob and a `serve`
-//! install's Deployment run exactly as rendered, and the README's and NOTES' commands naming only
-//! objects the chart renders.
+//! install's Deployment run exactly as rendered, the PersistentVolume writes of its accounts held
+//! to gc's own volumes and fields by its admission policies, and the README's and NOTES' commands
+//! naming only objects the chart renders.
 
 use std::process::{Command, Output};
 
@@ -25,6 +26,7 @@ mod rbac;
 mod schema;
 mod serve;
 mod templates;
+mod volumes;
 
 use common::Result;
 
@@ -48,9 +50,20 @@ fn template(sets: &[&str]) -> String {
     template_as("gc", "streamspace", sets)
 }
 
-/// `helm template RELEASE CHART --namespace NAMESPACE --set ...`, which must succeed.
+/// What `helm template` is told the cluster serves, as `helm install` learns it from the test
+/// bed's API server (Kubernetes 1.30+): the volumes' admission policy can be enforced, so the
+/// chart renders the volume rules with it (without, it refuses them unless
+/// `gc.volumes.unrestrictedAccess`). `helm template` alone knows no kind of any API group.
+const API_VERSIONS: [&str; 2] = [
+    "--api-versions",
+    "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
+];
+
+/// `helm template RELEASE CHART --namespace NAMESPACE --set ...` for a 1.30+ cluster
+/// ([`API_VERSIONS`]), which must succeed.
 fn template_as(release: &str, namespace: &str, sets: &[&str]) -> String {
     let mut args = vec!["template", release, CHART, "--namespace", namespace];
+    args.extend(API_VERSIONS);
     for s in sets {
         args.extend(["--set", s]);
     }

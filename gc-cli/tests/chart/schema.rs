@@ -13,7 +13,7 @@ use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 
-use super::{CHART, helm};
+use super::{API_VERSIONS, CHART, helm};
 use crate::common::{Result, command, namespace};
 
 /// `helm template` with `values` (given as a values file: no `--set` escaping).
@@ -21,15 +21,21 @@ fn template_with(values: &Value) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("values.json");
     std::fs::write(&file, values.to_string()).unwrap();
-    helm(&[
-        "template",
-        "gc",
-        CHART,
-        "--namespace",
-        "streamspace",
-        "-f",
-        file.to_str().unwrap(),
-    ])
+    helm(
+        &[
+            &[
+                "template",
+                "gc",
+                CHART,
+                "--namespace",
+                "streamspace",
+                "-f",
+                file.to_str().unwrap(),
+            ][..],
+            &API_VERSIONS,
+        ]
+        .concat(),
+    )
 }
 
 /// Whether the schema accepts `values`; a refusal must name `field` (a JSON pointer).

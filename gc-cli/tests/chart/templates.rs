@@ -6,7 +6,9 @@ use kube::Api;
 use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 use serde_json::Value;
 
-use super::{CHART, documents, helm, install_service_monitor_crd, names, template, template_as};
+use super::{
+    API_VERSIONS, CHART, documents, helm, install_service_monitor_crd, names, template, template_as,
+};
 use crate::common::{Result, namespace};
 
 #[test]
@@ -28,7 +30,7 @@ fn lint_and_templates() {
         defaults.contains("name: gc-streamspace-secrets")
             && defaults.contains("key: postgres-password")
     );
-    // Cluster-wide, only the volumes a session run retains (gc.retainVolumeDays).
+    // Cluster-wide, only the volumes the session collector keeps (whatever gc.retainVolumeDays).
     assert!(
         !defaults.contains("failed-pods") && defaults.matches("\nkind: ClusterRole\n").count() == 1
     );
@@ -84,7 +86,7 @@ fn lint_and_templates() {
         assert!(spared.contains(flag), "{flag}:\n{spared}");
     }
     // As StreamSpace's subchart, its release's secret.
-    let out = helm(&["template", "streamspace", CHART]);
+    let out = helm(&[&["template", "streamspace", CHART][..], &API_VERSIONS].concat());
     assert!(String::from_utf8_lossy(&out.stdout).contains("name: streamspace-secrets"));
     // Bad values fail at install time, naming the value.
     for (set, field) in [

@@ -1,0 +1,978 @@
+//! PersistentVolumes are cluster-scoped, so the volumes' ClusterRoles grant `patch` on every one:
+//! the chart renders them whenever the session collector (and the restore account) is, and
+//! always with the ValidatingAdmissionPolicies that limit each account to gc's own volumes and to
+//! the fields gc writes, or refuses to render them on a cluster that cannot enforce those
+//! (unless `gc.volumes.unrestrictedAccess`). Proven on the real API server as the installed
+//! chart's ServiceAccounts, with the JSON patches gc sends (gc-core `sessions::volumes`): what gc
+//! does passes, anything else is refused by the policy.
+
+use std::time::Duration;
+
+use gc_core::ports::{ClusterError, Volumes};
+use gc_core::sessions::volumes::{RETAINED_ANNOTATION, RETAINED_LABEL, Retained};
+use gc_testbed::TestNamespace;
+use k8s_openapi::api::core::v1::PersistentVolume;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use super::{API_VERSIONS, CHART, documents, helm, install, names, template};
+use crate::common::Result;
+
+/// The cluster id of the volumes' label (the collector's default `--cluster-id`).
+const CLUSTER: &str = "primary";
+
+/// The rendered objects of `kind` whose name ends with `-volumes`.
+fn volume_objects<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    objects
+        .iter()
+        .filter(|o| {
+            o["kind"] == kind
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-volumes"))
+        })
+        .collect()
+}
+
+/// `(name, username)` of each volume policy, with its binding checked: same name, `Deny`.
+fn volume_policies(objects: &[Value]) -> Vec<(String, String)> {
+    let policies = volume_objects(objects, "ValidatingAdmissionPolicy");
+    let bindings = volume_objects(objects, "ValidatingAdmissionPolicyBinding");
+    assert_eq!(policies.len(), bindings.len(), "{}", names(objects));
+    let mut found = Vec::new();
+    for (policy, binding) in policies.iter().zip(&bindings) {
+        let name = policy["metadata"]["name"].as_str().unwrap().to_owned();
+        assert_eq!(binding["metadata"]["name"], name);
+        assert_eq!(binding["spec"]["policyName"], name);
+        assert_eq!(binding["spec"]["validationActions"], json!(["Deny"]));
+        let spec = &policy["spec"];
+        assert_eq!(spec["failurePolicy"], "Fail", "{name}");
+        assert_eq!(
+            spec["matchConstraints"]["resourceRules"],
+            json!([{"apiGroups": [""], "apiVersions": ["v1"],
+                    "resources": ["persistentvolumes"], "operations": ["UPDATE"]}]),
+            "{name}"
+        );
+        let [condition] = &spec["matchConditions"].as_array().unwrap()[..] else {
+            panic!("{name}: one match condition");
+        };
+        let user = condition["expression"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("request.userInfo.username == '")
+            .and_then(|u| u.strip_suffix('\''))
+            .unwrap_or_else(|| panic!("{name}: {condition}"));
+        for validation in spec["validations"].as_array().unwrap() {
+            assert_eq!(validation["reason"], "Forbidden", "{name}");
+            assert!(
+                validation["message"].as_str().is_some_and(|m| m.len() > 40),
+                "{name}: a message that says what and why: {validation}"
+            );
+        }
+        found.push((name, user.to_owned()));
+    }
+    found
+}
+
+/// The first validation expression of the policy `name`: which volumes its account may change.
+fn scope(objects: &[Value], name: &str) -> String {
+    let policy = super::object(objects, "ValidatingAdmissionPolicy", name);
+    policy["spec"]["validations"][0]["expression"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The volumes' ClusterRoles are rendered whenever the collector is (retention 0 too: a run then
+/// gives back what earlier runs kept), the restore account's whenever restore is; each with its
+/// admission policy on a 1.30+ cluster: judging only its account, failing closed, denying, on
+/// UPDATE of PersistentVolumes; the collector's scope is the namespaces it collects (the system
+/// ones and the excluded left out, cluster-wide), the restore account's those it restores into.
+#[test]
+fn the_volume_rules_come_with_their_admission_policy() {
+    let collector = (
+        "gc-streamspace-volumes",
+        "system:serviceaccount:streamspace:gc",
+    );
+    let restore = (
+        "gc-streamspace-restore-volumes",
+        "system:serviceaccount:streamspace:gc-restore",
+    );
+    for (sets, want) in [
+        (&[][..], &[collector][..]),
+        (&["gc.retainVolumeDays=0"], &[collector]),
+        (&["gc.restore.enabled=true"], &[collector, restore]),
+        (
+            &["gc.restore.enabled=true", "gc.retainVolumeDays=0"],
+            &[collector, restore],
+        ),
+        (&["clusterWide.enabled=true"], &[collector]),
+        (&["gc.enabled=false", "failedPods.enabled=true"], &[]),
+        (&["gc.volumes.unrestrictedAccess=true"], &[]),
+        (
+            &[
+                "gc.volumes.unrestrictedAccess=true",
+                "gc.restore.enabled=true",
+            ],
+            &[],
+        ),
+    ] {
+        let objects = documents(&template(sets));
+        let got = volume_policies(&objects);
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(n, u)| ((*n).to_owned(), (*u).to_owned()))
+            .collect();
+        assert_eq!(got, want, "{sets:?}");
+        // The ClusterRoles whatever the retention, whether the policy comes or not.
+        let roles = volume_objects(&objects, "ClusterRole").len();
+        let restoring = sets.contains(&"gc.restore.enabled=true");
+        let collecting = !sets.contains(&"gc.enabled=false");
+        let expected = usize::from(collecting) + usize::from(restoring);
+        assert_eq!(roles, expected, "{sets:?}: {}", names(&objects));
+    }
+    let existing = documents(&template(&[
+        "serviceAccount.create=false",
+        "serviceAccount.name=existing",
+    ]));
+    assert_eq!(
+        volume_policies(&existing)[0].1,
+        "system:serviceaccount:streamspace:existing"
+    );
+
+    // Which volumes each account may change.
+    let objects = documents(&template(&["gc.restore.enabled=true"]));
+    assert_eq!(
+        scope(&objects, collector.0),
+        "variables.kept || (variables.claimNamespace in ['streamspace'])"
+    );
+    assert_eq!(
+        scope(&objects, restore.0),
+        "variables.kept && variables.claimNamespace in ['streamspace']"
+    );
+    let objects = documents(&template(&[
+        "gc.restore.enabled=true",
+        "gc.restore.namespaces={team-a,team-b}",
+    ]));
+    assert_eq!(
+        scope(&objects, restore.0),
+        "variables.kept && variables.claimNamespace in ['team-a', 'team-b']"
+    );
+    let objects = documents(&template(&[
+        "clusterWide.enabled=true",
+        "clusterWide.excludeNamespaces={batch}",
+    ]));
+    assert_eq!(
+        scope(&objects, collector.0),
+        "variables.kept || (variables.claimNamespace != '' && !(variables.claimNamespace in \
+         ['kube-system', 'kube-public', 'kube-node-lease', 'batch']))"
+    );
+}
+
+/// A cluster that cannot enforce the policy (no `admissionregistration.k8s.io/v1`
+/// `ValidatingAdmissionPolicy`: `helm template` alone, a 1.29 cluster) gets no volume rules: the
+/// chart refuses, naming the value that accepts the wider access; with that value it renders the
+/// ClusterRoles alone. Without the session collector there is nothing to refuse.
+#[test]
+fn without_admission_policies_the_chart_refuses_the_volume_rules_unless_told() {
+    let render = |extra: &[&str], sets: &[&str]| {
+        let mut args = vec!["template", "gc", CHART, "--namespace", "streamspace"];
+        args.extend(extra);
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        helm(&args)
+    };
+    for (extra, sets) in [
+        (&[][..], &[][..]),
+        (&["--kube-version", "1.29.0"], &[]),
+        (&[], &["gc.retainVolumeDays=0"]),
+        (&[], &["gc.restore.enabled=true"]),
+        (&[], &["clusterWide.enabled=true"]),
+    ] {
+        let out = render(extra, sets);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?} {sets:?}");
+        assert!(
+            stderr.contains("gc.volumes.unrestrictedAccess")
+                && stderr.contains("ValidatingAdmissionPolicy (Kubernetes 1.30+)")
+                && stderr.contains(&API_VERSIONS.join(" ")),
+            "{extra:?} {sets:?}: {stderr}"
+        );
+    }
+    for sets in [
+        &["gc.volumes.unrestrictedAccess=true"][..],
+        &[
+            "gc.volumes.unrestrictedAccess=true",
+            "gc.restore.enabled=true",
+        ],
+        &["gc.enabled=false", "failedPods.enabled=true"],
+    ] {
+        let out = render(&[], sets);
+        assert!(
+            out.status.success(),
+            "{sets:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let objects = documents(&String::from_utf8(out.stdout).unwrap());
+        assert!(volume_policies(&objects).is_empty(), "{sets:?}");
+        let roles = volume_objects(&objects, "ClusterRole").len();
+        let expected = if sets.contains(&"gc.enabled=false") {
+            0
+        } else if sets.contains(&"gc.restore.enabled=true") {
+            2
+        } else {
+            1
+        };
+        assert_eq!(roles, expected, "{sets:?}");
+    }
+    let out = render(&[], &["gc.volumes.unrestrictedAccess=maybe"]);
+    assert!(
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("unrestrictedAccess"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// --- On the real API server ---------------------------------------------------------------
+
+/// `helm install` into `ns` with `sets`, which must succeed.
+fn installed(ns: &TestNamespace, sets: &[&str]) {
+    let mut flags = Vec::new();
+    for set in sets {
+        flags.extend(["--set", set]);
+    }
+    let out = install(ns, &flags);
+    assert!(
+        out.status.success(),
+        "{sets:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What an admin's volume looks like: its claim (namespace, name, uid), reclaim policy, phase,
+/// labels and annotations.
+struct Fixture<'a> {
+    claim: (&'a str, &'a str, &'a str),
+    policy: &'a str,
+    phase: &'a str,
+    labels: Value,
+    annotations: Value,
+}
+
+/// Creates the volume `name` as `admin` (a static volume, as a provisioner's would be), its
+/// status phase set as the binder would have (no binder runs here); the volume as stored.
+async fn volume(admin: &Client, name: &str, f: Fixture<'_>) -> Result<Value> {
+    let (namespace, claim, uid) = f.claim;
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": f.labels, "annotations": f.annotations},
+        "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "", "hostPath": {"path": format!("/tmp/{name}")},
+            "persistentVolumeReclaimPolicy": f.policy,
+            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                         "namespace": namespace, "name": claim, "uid": uid},
+        },
+    }))?;
+    let volumes: Api<PersistentVolume> = Api::all(admin.clone());
+    volumes.create(&PostParams::default(), &pv).await?;
+    set_phase(admin, name, f.phase).await
+}
+
+/// Sets the status phase of the volume `name` as the binder would; the volume as stored.
+async fn set_phase(admin: &Client, name: &str, phase: &str) -> Result<Value> {
+    let volumes: Api<PersistentVolume> = Api::all(admin.clone());
+    let status = Patch::Merge(json!({"status": {"phase": phase}}));
+    let pv = volumes
+        .patch_status(name, &PatchParams::default(), &status)
+        .await?;
+    Ok(serde_json::to_value(pv)?)
+}
+
+/// The annotation gc writes: the record of the claim a volume was kept for.
+fn record(namespace: &str, claim: &str, claim_uid: &str, restored_to: Option<&str>) -> String {
+    serde_json::to_string(&Retained {
+        policy: "Delete".into(),
+        namespace: namespace.into(),
+        claim: claim.into(),
+        claim_uid: claim_uid.into(),
+        session: Some("s-1".into()),
+        at: 1_800_000_000.0,
+        restored_to: restored_to.map(str::to_owned),
+        days: Some(7),
+    })
+    .unwrap()
+}
+
+/// `key` as a JSON pointer's token.
+fn token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The `test` ops that fence each of gc's volume writes on the volume as read
+/// (`sessions::volumes::fence`): uid, resourceVersion, the claim's uid, the phase.
+fn fence(volume: &Value) -> Vec<Value> {
+    let mut ops = vec![
+        json!({"op": "test", "path": "/metadata/uid", "value": volume["metadata"]["uid"]}),
+        json!({"op": "test", "path": "/metadata/resourceVersion",
+               "value": volume["metadata"]["resourceVersion"]}),
+    ];
+    if volume["spec"]["claimRef"]["uid"].is_string() {
+        ops.push(json!({"op": "test", "path": "/spec/claimRef/uid",
+                        "value": volume["spec"]["claimRef"]["uid"]}));
+    }
+    if volume["status"]["phase"].is_string() {
+        ops.push(json!({"op": "test", "path": "/status/phase",
+                        "value": volume["status"]["phase"]}));
+    }
+    ops
+}
+
+/// `fence` and then `ops`, as one JSON patch.
+fn fenced(volume: &Value, ops: Vec<Value>) -> Value {
+    let mut patch = fence(volume);
+    patch.extend(ops);
+    Value::Array(patch)
+}
+
+/// `/metadata/{field}/{key}` added: the whole map when the volume has none yet
+/// (`sessions::volumes::add_to`).
+fn add_to(volume: &Value, field: &str, key: &str, value: &str) -> Value {
+    if volume["metadata"][field].is_object() {
+        json!({"op": "add", "path": format!("/metadata/{field}/{}", token(key)), "value": value})
+    } else {
+        json!({"op": "add", "path": format!("/metadata/{field}"), "value": {key: value}})
+    }
+}
+
+/// The collector keeping a deleted claim's volume (`retain`, `Action::Keep`): `Delete` to
+/// `Retain`, gc's label and record.
+fn keep(volume: &Value, record: &str) -> Value {
+    fenced(
+        volume,
+        vec![
+            json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Delete"}),
+            json!({"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
+            add_to(volume, "labels", RETAINED_LABEL, CLUSTER),
+            add_to(volume, "annotations", RETAINED_ANNOTATION, record),
+        ],
+    )
+}
+
+/// The collector keeping a kept volume again for a claim deleted again (`retain`,
+/// `Action::Renew`): its record rewritten.
+fn renew(volume: &Value, record: &str) -> Value {
+    fenced(
+        volume,
+        vec![
+            json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
+            json!({"op": "test", "path": format!("/metadata/labels/{}", token(RETAINED_LABEL)),
+                   "value": CLUSTER}),
+            json!({"op": "replace",
+                   "path": format!("/metadata/annotations/{}", token(RETAINED_ANNOTATION)),
+                   "value": record}),
+        ],
+    )
+}
+
+/// A kept volume given back its policy, gc's label and record removed (`give_back`: the
+/// collector's review, or the restore account's `claimed_again`).
+fn give_back(volume: &Value) -> Value {
+    let label = format!("/metadata/labels/{}", token(RETAINED_LABEL));
+    fenced(
+        volume,
+        vec![
+            json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
+            json!({"op": "test", "path": label, "value": CLUSTER}),
+            json!({"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Delete"}),
+            json!({"op": "remove", "path": label}),
+            json!({"op": "remove",
+                   "path": format!("/metadata/annotations/{}", token(RETAINED_ANNOTATION))}),
+        ],
+    )
+}
+
+/// The restore account moving a kept volume to the claim `namespace`/`claim` (uid `uid`)
+/// (`rebind`): its claimRef replaced whole, its record rewritten.
+fn rebind(volume: &Value, namespace: &str, claim: &str, uid: &str, record: &str) -> Value {
+    fenced(
+        volume,
+        vec![
+            json!({"op": "replace", "path": "/spec/claimRef", "value": {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "namespace": namespace, "name": claim, "uid": uid}}),
+            json!({"op": "replace",
+                   "path": format!("/metadata/annotations/{}", token(RETAINED_ANNOTATION)),
+                   "value": record}),
+        ],
+    )
+}
+
+/// Sends `patch` to the volume `name` as gc does (gc-k8s's `patch_volume`: a JSON patch).
+async fn send(
+    cluster: &gc_k8s::KubeCluster,
+    name: &str,
+    patch: &Value,
+    dry_run: bool,
+) -> std::result::Result<Value, ClusterError> {
+    let text = cluster
+        .patch_volume(name, patch.to_string().as_bytes(), dry_run)
+        .await?;
+    Ok(serde_json::from_slice(&text).unwrap())
+}
+
+/// What the checks of one account found wrong.
+struct Verdicts<'a> {
+    cluster: gc_k8s::KubeCluster,
+    /// The admission policy that must be the one refusing.
+    policy: &'a str,
+    failures: Vec<String>,
+}
+
+impl Verdicts<'_> {
+    /// `patch` on `name` must pass; it is written (not a dry run): the volume as stored after.
+    /// What follows reads it, so a refusal ends the test, with the refusals found so far.
+    async fn passes(&mut self, what: &str, name: &str, patch: &Value) -> Value {
+        match send(&self.cluster, name, patch, false).await {
+            Ok(stored) => stored,
+            Err(e) => {
+                self.failures.push(format!("{what}: refused: {e}"));
+                panic!("{}", self.failures.join("\n"));
+            }
+        }
+    }
+
+    /// `patch` on `name` (a server-side dry run: nothing is written, admission still judges it)
+    /// must be refused by the policy, with a message that holds `says`.
+    async fn refused(&mut self, what: &str, name: &str, patch: &Value, says: &str) {
+        match send(&self.cluster, name, patch, true).await {
+            Ok(_) => self.failures.push(format!("{what}: allowed")),
+            Err(ClusterError::Forbidden { message, .. })
+                if message.contains(&format!("ValidatingAdmissionPolicy '{}'", self.policy))
+                    && message.contains(says) => {}
+            Err(e) => self.failures.push(format!(
+                "{what}: not refused by {} saying {says:?}: {e}",
+                self.policy
+            )),
+        }
+    }
+
+    /// Waits until the policy refuses `patch` on `name` (policies take effect asynchronously).
+    async fn in_force(&self, name: &str, patch: &Value) -> Result {
+        let mut last = String::new();
+        for _ in 0..300 {
+            match send(&self.cluster, name, patch, true).await {
+                Err(ClusterError::Forbidden { message, .. })
+                    if message.contains("ValidatingAdmissionPolicy") =>
+                {
+                    return Ok(());
+                }
+                answer => last = format!("{answer:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let policy = self.policy;
+        Err(format!("the policy {policy} is not in force after 30 s: {last}").into())
+    }
+
+    fn check(self) {
+        assert!(self.failures.is_empty(), "{}", self.failures.join("\n"));
+    }
+}
+
+/// `ops` on the volume as read, fenced as gc fences (what a leaked token could send).
+fn other(volume: &Value, ops: Value) -> Value {
+    let Value::Array(ops) = ops else {
+        panic!("a JSON patch")
+    };
+    fenced(volume, ops)
+}
+
+/// The session collector's account, as installed by default: it keeps a deleted claim's volume
+/// claimed from its namespace (Retain, gc's label and record), keeps it again (its record
+/// rewritten) and gives it back (Delete, label and record removed), and gives back a volume gc
+/// kept for another namespace (labelled). It may not touch another tenant's volume (claimed from
+/// another namespace, not gc's), nor change anything else of its own: the claimRef, the
+/// capacity, another label or annotation, a finalizer, another policy; nor set `Delete` on, or
+/// put gc's label on, a volume of its namespace that gc did not keep.
+#[tokio::test]
+async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes() -> Result {
+    let bed = gc_testbed::TestBed::shared().await?;
+    let admin = bed.client();
+    let ns = bed.namespace("volumes-collector").await?;
+    let other_ns = bed.namespace("volumes-tenant").await?;
+    installed(&ns, &[]);
+    let policy = format!("gc-{}-volumes", ns.name());
+    let (own, theirs) = (ns.name(), other_ns.name());
+    let pv = |what: &str| format!("{what}-{own}");
+    let mine = volume(
+        &admin,
+        &pv("mine"),
+        Fixture {
+            claim: (own, "home", "uid-home"),
+            policy: "Delete",
+            phase: "Bound",
+            labels: json!({"team": "a"}),
+            annotations: json!({"note": "tenant's"}),
+        },
+    )
+    .await?;
+    let tenant = volume(
+        &admin,
+        &pv("tenant"),
+        Fixture {
+            claim: (theirs, "data", "uid-data"),
+            policy: "Delete",
+            phase: "Bound",
+            labels: json!({}),
+            annotations: json!({}),
+        },
+    )
+    .await?;
+    let kept_elsewhere = volume(
+        &admin,
+        &pv("kept-elsewhere"),
+        Fixture {
+            claim: (theirs, "old", "uid-old"),
+            policy: "Retain",
+            phase: "Released",
+            labels: json!({RETAINED_LABEL: CLUSTER}),
+            annotations: json!({RETAINED_ANNOTATION: record(theirs, "old", "uid-old", None)}),
+        },
+    )
+    .await?;
+    let retained = volume(
+        &admin,
+        &pv("retained"),
+        Fixture {
+            claim: (own, "archive", "uid-archive"),
+            policy: "Retain",
+            phase: "Bound",
+            labels: json!({}),
+            annotations: json!({}),
+        },
+    )
+    .await?;
+    let client = ns.service_account_client("gc").await?;
+    let mut v = Verdicts {
+        cluster: gc_k8s::KubeCluster::new(client),
+        policy: &policy,
+        failures: Vec::new(),
+    };
+    let record_home = record(own, "home", "uid-home", None);
+    v.in_force(
+        &pv("tenant"),
+        &keep(&tenant, &record(theirs, "data", "uid-data", None)),
+    )
+    .await?;
+
+    // Another tenant's volume, claimed from another namespace, not kept by gc: not even gc's
+    // own write.
+    let another = "changes no PersistentVolume but those claimed from the namespaces it collects";
+    v.refused(
+        "keep another tenant's volume",
+        &pv("tenant"),
+        &keep(&tenant, &record(theirs, "data", "uid-data", None)),
+        another,
+    )
+    .await;
+    let to_delete = other(
+        &tenant,
+        json!([{"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}]),
+    );
+    v.refused(
+        "retain another tenant's volume",
+        &pv("tenant"),
+        &to_delete,
+        another,
+    )
+    .await;
+
+    // A volume of its namespace that gc did not keep: never Delete, never gc's label alone.
+    v.refused(
+        "set Delete on a volume of its namespace gc did not keep",
+        &pv("retained"),
+        &other(
+            &retained,
+            json!([{"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy",
+                    "value": "Delete"}]),
+        ),
+        "or back to Delete on a volume gc kept",
+    )
+    .await;
+    v.refused(
+        "put gc's label on a volume without keeping it",
+        &pv("retained"),
+        &other(
+            &retained,
+            json!([add_to(&retained, "labels", RETAINED_LABEL, CLUSTER)]),
+        ),
+        "puts its label gc.example.com/retained on a PersistentVolume only as",
+    )
+    .await;
+
+    // Its own: kept as gc keeps it.
+    let kept = v
+        .passes(
+            "keep its own volume",
+            &pv("mine"),
+            &keep(&mine, &record_home),
+        )
+        .await;
+    assert_eq!(kept["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    assert_eq!(kept["metadata"]["labels"][RETAINED_LABEL], CLUSTER);
+    assert_eq!(kept["metadata"]["labels"]["team"], "a");
+    assert_eq!(
+        kept["metadata"]["annotations"][RETAINED_ANNOTATION],
+        record_home.as_str()
+    );
+
+    // Nothing else of it.
+    let spec_only = "changes nothing in a PersistentVolume's spec but the reclaim policy";
+    for (what, ops, says) in [
+        (
+            "move its claimRef to another claim",
+            json!([{"op": "replace", "path": "/spec/claimRef/uid", "value": "uid-thief"}]),
+            spec_only,
+        ),
+        (
+            "move its claimRef to another namespace",
+            json!([{"op": "replace", "path": "/spec/claimRef/namespace", "value": theirs}]),
+            spec_only,
+        ),
+        (
+            "drop its claimRef",
+            json!([{"op": "remove", "path": "/spec/claimRef"}]),
+            spec_only,
+        ),
+        (
+            "change its capacity",
+            json!([{"op": "replace", "path": "/spec/capacity/storage", "value": "2Gi"}]),
+            spec_only,
+        ),
+        (
+            "add mount options",
+            json!([{"op": "add", "path": "/spec/mountOptions", "value": ["ro"]}]),
+            spec_only,
+        ),
+        (
+            "set another policy",
+            json!([{"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy",
+                    "value": "Recycle"}]),
+            "sets a PersistentVolume's reclaim policy only to Retain",
+        ),
+        (
+            "change another label",
+            json!([{"op": "replace", "path": "/metadata/labels/team", "value": "b"}]),
+            "changes no label of a PersistentVolume but gc's own",
+        ),
+        (
+            "remove another label",
+            json!([{"op": "remove", "path": "/metadata/labels/team"}]),
+            "changes no label of a PersistentVolume but gc's own",
+        ),
+        (
+            "add another label",
+            json!([{"op": "add", "path": "/metadata/labels/owner", "value": "gc"}]),
+            "changes no label of a PersistentVolume but gc's own",
+        ),
+        (
+            "change another annotation",
+            json!([{"op": "replace", "path": "/metadata/annotations/note", "value": "gc's"}]),
+            "changes no annotation of a PersistentVolume but gc's own record",
+        ),
+        (
+            "add a finalizer",
+            json!([{"op": "add", "path": "/metadata/finalizers/-", "value": "example.com/hold"}]),
+            "changes no finalizer or owner",
+        ),
+    ] {
+        let patch = other(&kept, ops);
+        v.refused(what, &pv("mine"), &patch, says).await;
+    }
+
+    // Kept again for a claim deleted again, then given back.
+    let renewed = record(own, "home", "uid-home-2", None);
+    let kept = v
+        .passes(
+            "renew its own volume's record",
+            &pv("mine"),
+            &renew(&kept, &renewed),
+        )
+        .await;
+    assert_eq!(
+        kept["metadata"]["annotations"][RETAINED_ANNOTATION],
+        renewed.as_str()
+    );
+    let released = set_phase(&admin, &pv("mine"), "Released").await?;
+    let back = v
+        .passes(
+            "give back its own volume",
+            &pv("mine"),
+            &give_back(&released),
+        )
+        .await;
+    assert_eq!(back["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    assert!(
+        back["metadata"]["labels"].get(RETAINED_LABEL).is_none(),
+        "{back}"
+    );
+    assert!(
+        back["metadata"]["annotations"]
+            .get(RETAINED_ANNOTATION)
+            .is_none(),
+        "{back}"
+    );
+    assert_eq!(back["metadata"]["labels"]["team"], "a");
+    assert_eq!(back["metadata"]["annotations"]["note"], "tenant's");
+
+    // A volume gc kept for another namespace (a namespace no run selects any longer): given back.
+    let back = v
+        .passes(
+            "give back a volume gc kept elsewhere",
+            &pv("kept-elsewhere"),
+            &give_back(&kept_elsewhere),
+        )
+        .await;
+    assert_eq!(back["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    v.check();
+    Ok(())
+}
+
+/// The restore account (`gc.restore.enabled`): it moves a volume gc kept for a claim of its
+/// namespace to the claim created again (same name and namespace, a new uid) and gives it back
+/// once bound. It may not move an unkept volume, nor a kept one to a claim of another name or
+/// namespace, nor change anything else of it; nor touch a kept volume of a namespace it does not
+/// restore into.
+#[tokio::test]
+async fn the_restore_account_moves_only_a_kept_volume_to_its_claim_created_again() -> Result {
+    let bed = gc_testbed::TestBed::shared().await?;
+    let admin = bed.client();
+    let ns = bed.namespace("volumes-restore").await?;
+    let other_ns = bed.namespace("volumes-stranger").await?;
+    installed(&ns, &["gc.restore.enabled=true"]);
+    let policy = format!("gc-{}-restore-volumes", ns.name());
+    let (own, theirs) = (ns.name(), other_ns.name());
+    let pv = |what: &str| format!("{what}-{own}");
+    let kept_fixture = |claim: &'static str, uid: &'static str| Fixture {
+        claim: (own, claim, uid),
+        policy: "Retain",
+        phase: "Released",
+        labels: json!({RETAINED_LABEL: CLUSTER, "team": "a"}),
+        annotations: json!({RETAINED_ANNOTATION: record(own, claim, uid, None)}),
+    };
+    let kept = volume(&admin, &pv("kept"), kept_fixture("home", "uid-home")).await?;
+    let kept_too = volume(&admin, &pv("kept-too"), kept_fixture("data", "uid-data")).await?;
+    let unkept = volume(
+        &admin,
+        &pv("unkept"),
+        Fixture {
+            claim: (own, "scratch", "uid-scratch"),
+            policy: "Retain",
+            phase: "Released",
+            labels: json!({}),
+            annotations: json!({}),
+        },
+    )
+    .await?;
+    let elsewhere = volume(
+        &admin,
+        &pv("elsewhere"),
+        Fixture {
+            claim: (theirs, "home", "uid-theirs"),
+            policy: "Retain",
+            phase: "Released",
+            labels: json!({RETAINED_LABEL: CLUSTER}),
+            annotations: json!({RETAINED_ANNOTATION: record(theirs, "home", "uid-theirs", None)}),
+        },
+    )
+    .await?;
+    let client = ns.service_account_client("gc-restore").await?;
+    let mut v = Verdicts {
+        cluster: gc_k8s::KubeCluster::new(client),
+        policy: &policy,
+        failures: Vec::new(),
+    };
+    // `rebind`'s patch, its record added rather than replaced: it applies to an unkept volume
+    // too (one without gc's annotation), so that admission judges it.
+    let moved = |volume: &Value, namespace: &str, claim: &str| {
+        let note = record(own, "scratch", "uid-scratch", Some("uid-new"));
+        let claim_ref = json!({"op": "replace", "path": "/spec/claimRef", "value": {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "namespace": namespace, "name": claim, "uid": "uid-new"}});
+        fenced(
+            volume,
+            vec![
+                claim_ref,
+                add_to(volume, "annotations", RETAINED_ANNOTATION, &note),
+            ],
+        )
+    };
+    v.in_force(&pv("unkept"), &moved(&unkept, own, "scratch"))
+        .await?;
+
+    // Not gc's, or not of a namespace it restores into.
+    let not_kept = "changes no PersistentVolume but those gc kept";
+    v.refused(
+        "move an unkept volume to a claim of its name",
+        &pv("unkept"),
+        &moved(&unkept, own, "scratch"),
+        not_kept,
+    )
+    .await;
+    v.refused(
+        "move a kept volume of another namespace",
+        &pv("elsewhere"),
+        &moved(&elsewhere, theirs, "home"),
+        not_kept,
+    )
+    .await;
+
+    // A kept volume to a claim of its choosing, or anything else of it.
+    let only_again = "moves a kept PersistentVolume only to its claim created again";
+    for (what, patch, says) in [
+        (
+            "move a kept volume to a claim of another name",
+            moved(&kept_too, own, "thief"),
+            only_again,
+        ),
+        (
+            "move a kept volume to a claim of another namespace",
+            moved(&kept_too, theirs, "data"),
+            only_again,
+        ),
+        (
+            "drop a kept volume's claimRef",
+            other(
+                &kept_too,
+                json!([{"op": "remove", "path": "/spec/claimRef"}]),
+            ),
+            only_again,
+        ),
+        (
+            "change a kept volume's capacity",
+            other(
+                &kept_too,
+                json!([{"op": "replace", "path": "/spec/capacity/storage", "value": "2Gi"}]),
+            ),
+            "changes nothing in a PersistentVolume's spec but the claimRef and the reclaim policy",
+        ),
+        (
+            "change another label of a kept volume",
+            other(
+                &kept_too,
+                json!([{"op": "replace", "path": "/metadata/labels/team", "value": "b"}]),
+            ),
+            "changes no label of a PersistentVolume but gc's own",
+        ),
+        (
+            "change gc's label of a kept volume",
+            other(
+                &kept_too,
+                json!([{"op": "replace",
+                        "path": format!("/metadata/labels/{}", token(RETAINED_LABEL)),
+                        "value": "elsewhere"}]),
+            ),
+            "only removes gc's label",
+        ),
+        (
+            "set another policy on a kept volume",
+            other(
+                &kept_too,
+                json!([{"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy",
+                        "value": "Recycle"}]),
+            ),
+            "reclaim policy only to Retain or back to Delete",
+        ),
+    ] {
+        v.refused(what, &pv("kept-too"), &patch, says).await;
+    }
+
+    // What a restore does: the kept volume to the claim created again, then, bound, given back.
+    let note = record(own, "home", "uid-home", Some("uid-home-new"));
+    let rebound = v
+        .passes(
+            "move a kept volume to its claim created again",
+            &pv("kept"),
+            &rebind(&kept, own, "home", "uid-home-new", &note),
+        )
+        .await;
+    assert_eq!(rebound["spec"]["claimRef"]["uid"], "uid-home-new");
+    assert_eq!(rebound["spec"]["claimRef"]["name"], "home");
+    let bound = set_phase(&admin, &pv("kept"), "Bound").await?;
+    let back = v
+        .passes(
+            "give back the volume, bound",
+            &pv("kept"),
+            &give_back(&bound),
+        )
+        .await;
+    assert_eq!(back["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    assert!(
+        back["metadata"]["labels"].get(RETAINED_LABEL).is_none(),
+        "{back}"
+    );
+    assert_eq!(back["metadata"]["labels"]["team"], "a");
+    v.check();
+    Ok(())
+}
+
+/// Cluster-wide, the collector's volumes are those claimed from any namespace it may collect:
+/// not a system namespace, not an excluded one.
+#[tokio::test]
+async fn cluster_wide_the_collector_keeps_volumes_of_any_namespace_it_collects() -> Result {
+    let bed = gc_testbed::TestBed::shared().await?;
+    let admin = bed.client();
+    let ns = bed.namespace("volumes-wide").await?;
+    let tenant = bed.namespace("volumes-wide-tenant").await?;
+    let excluded = bed.namespace("volumes-wide-excluded").await?;
+    let exclude = format!("clusterWide.excludeNamespaces={{{}}}", excluded.name());
+    installed(&ns, &["clusterWide.enabled=true", &exclude]);
+    let policy = format!("gc-{}-volumes", ns.name());
+    let client = ns.service_account_client("gc").await?;
+    let mut v = Verdicts {
+        cluster: gc_k8s::KubeCluster::new(client),
+        policy: &policy,
+        failures: Vec::new(),
+    };
+    let mut volumes = Vec::new();
+    for (what, namespace) in [
+        ("tenant", tenant.name()),
+        ("system", "kube-system"),
+        ("excluded", excluded.name()),
+    ] {
+        let name = format!("{what}-{}", ns.name());
+        let stored = volume(
+            &admin,
+            &name,
+            Fixture {
+                claim: (namespace, "data", "uid-data"),
+                policy: "Delete",
+                phase: "Bound",
+                labels: json!({}),
+                annotations: json!({}),
+            },
+        )
+        .await?;
+        let patch = keep(&stored, &record(namespace, "data", "uid-data", None));
+        volumes.push((what, name, patch));
+    }
+    v.in_force(&volumes[1].1, &volumes[1].2).await?;
+    for (what, name, patch) in &volumes[1..] {
+        let what = format!("keep a volume claimed from the {what} namespace");
+        v.refused(
+            &what,
+            name,
+            patch,
+            "but those claimed from the namespaces it collects",
+        )
+        .await;
+    }
+    let (_, name, patch) = &volumes[0];
+    let kept = v.passes("keep a tenant's volume", name, patch).await;
+    assert_eq!(kept["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    v.check();
+    Ok(())
+}
