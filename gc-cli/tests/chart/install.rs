@@ -432,7 +432,7 @@ pub(super) struct Rendered {
 }
 
 /// The Pod template of `cron_job`, as the API server stores it.
-fn cron_pod(cron_job: &k8s_openapi::api::batch::v1::CronJob) -> PodSpec {
+pub(super) fn cron_pod(cron_job: &k8s_openapi::api::batch::v1::CronJob) -> PodSpec {
     cron_job
         .spec
         .job_template

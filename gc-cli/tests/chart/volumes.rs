@@ -976,3 +976,230 @@ async fn cluster_wide_the_collector_keeps_volumes_of_any_namespace_it_collects()
     v.check();
     Ok(())
 }
+
+/// Waits up to 60 s for `check` to hold; `what` names it in the failure.
+async fn until<F: AsyncFn() -> Result<bool>>(what: &str, check: F) -> Result {
+    for _ in 0..600 {
+        if check().await? {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(format!("not after 60 s: {what}").into())
+}
+
+/// The default install with the restore account, on an API server with the real volume binder:
+/// gc's own writes, as gc sends them (not copies of them), pass both admission policies. The
+/// rendered session CronJob's container, run as its account, keeps an orphaned session's claim's
+/// volume (`Retain`, gc's label and record) and deletes the claim; the restore account's
+/// `restore sessions` creates the claim again, moves the volume to it, and, once the binder bound
+/// them, gives the volume its policy back. Both policies are proven in force first: each refuses
+/// its account's patch of another tenant's volume.
+#[tokio::test]
+async fn the_chart_accounts_keep_and_restore_a_volume_through_the_policies() -> Result {
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::install::{cron_pod, out_of_cluster, rendered, session_database, token_file};
+    use crate::common::{command, one_live_session};
+
+    let bed = gc_testbed::TestBed::with_controllers().await?;
+    let Some(db) = gc_testbed::TestDatabase::fresh("chart-volumes").await? else {
+        return Ok(());
+    };
+    let ns = bed.namespace("chart-volumes").await?;
+    let admin = bed.client();
+    one_live_session(&db).await?;
+    let mut sets = session_database(&ns, &db).await?;
+    sets.push(("--set", "gc.restore.enabled=true".to_owned()));
+    super::install::install_with(&ns, &sets);
+
+    // An orphaned session's claim on a static volume (policy Delete), bound by the binder.
+    let pv = format!("pv-{}", ns.name());
+    let claim = "gone-1-home";
+    let volumes: Api<PersistentVolume> = Api::all(admin.clone());
+    let post = PostParams::default();
+    volumes
+        .create(
+            &post,
+            &serde_json::from_value(json!({
+                "metadata": {"name": pv},
+                "spec": {
+                    "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "", "hostPath": {"path": format!("/tmp/{pv}")},
+                    "persistentVolumeReclaimPolicy": "Delete",
+                    "claimRef": {"namespace": ns.name(), "name": claim},
+                },
+            }))?,
+        )
+        .await?;
+    let claims = ns.api::<PersistentVolumeClaim>();
+    claims
+        .create(
+            &post,
+            &serde_json::from_value(json!({
+                "metadata": {"name": claim,
+                             "labels": {"app": "streamspace-session", "session": "gone-1"}},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                         "resources": {"requests": {"storage": "1Gi"}}},
+            }))?,
+        )
+        .await?;
+    // A live session's Service beside it: a database with none of the ids would trip the guard.
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "live-1",
+                     "labels": {"app": "streamspace-session", "session": "live-1"}},
+        "spec": {"ports": [{"port": 3000}]},
+    }))?;
+    ns.api().create(&post, &service).await?;
+    let phase = async |name: &str| -> Result<Option<String>> {
+        Ok(volumes.get(name).await?.status.and_then(|s| s.phase))
+    };
+    until("the claim bound", async || {
+        Ok(phase(&pv).await?.as_deref() == Some("Bound"))
+    })
+    .await?;
+
+    // Another tenant's volume: each account's patch of it is refused once its policy is in force.
+    let foreign = format!("tenant-{}", ns.name());
+    let stored = volume(
+        &admin,
+        &foreign,
+        Fixture {
+            claim: ("default", "data", "uid-data"),
+            policy: "Retain",
+            phase: "Bound",
+            labels: json!({}),
+            annotations: json!({}),
+        },
+    )
+    .await?;
+    // Unfenced: the binder here moves its phase (its claim does not exist).
+    let to_delete = json!([{"op": "test", "path": "/metadata/uid", "value": stored["metadata"]["uid"]},
+        {"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Delete"}]);
+    for (account, policy) in [
+        ("gc", format!("gc-{}-volumes", ns.name())),
+        ("gc-restore", format!("gc-{}-restore-volumes", ns.name())),
+    ] {
+        let client = ns.service_account_client(account).await?;
+        let v = Verdicts {
+            cluster: gc_k8s::KubeCluster::new(client),
+            policy: &policy,
+            failures: Vec::new(),
+        };
+        v.in_force(&foreign, &to_delete).await?;
+    }
+
+    // The rendered CronJob's container, as its account, past the grace period.
+    let cron_jobs = ns.api::<CronJob>().list(&Default::default()).await?.items;
+    let [cron_job] = &cron_jobs[..] else {
+        panic!("one CronJob: {cron_jobs:?}");
+    };
+    let pod = cron_pod(cron_job);
+    let rendered = rendered(&ns, &pod).await?;
+    let dir = tempfile::tempdir()?;
+    let token = token_file(&ns, &rendered.account, &dir).await?;
+    let state = |v: &str| v.replace("/var/lib/gc", &dir.path().to_string_lossy());
+    let env: Vec<(String, String)> = rendered
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), state(v)))
+        .collect();
+    let mut argv = out_of_cluster(&rendered.args, bed, &token);
+    let later = Timestamp::from_second(Timestamp::now().as_second() + 25 * 3600)?;
+    argv.push(format!("--now={later}"));
+    let out = command()
+        .args(&argv)
+        .env_clear()
+        .envs(env.iter().cloned())
+        .env("GC_ALLOW_FUTURE_NOW", "1")
+        .output()?;
+    let log = format!(
+        "{argv:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    assert!(claims.get_opt(claim).await?.is_none(), "{log}");
+    let kept = volumes.get(&pv).await?;
+    let spec = kept.spec.clone().unwrap_or_default();
+    assert_eq!(
+        spec.persistent_volume_reclaim_policy.as_deref(),
+        Some("Retain"),
+        "{log}"
+    );
+    let labels = kept.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get(RETAINED_LABEL).map(String::as_str),
+        Some(CLUSTER)
+    );
+    let annotations = kept.metadata.annotations.clone().unwrap_or_default();
+    assert!(annotations.contains_key(RETAINED_ANNOTATION), "{kept:?}");
+    until("the volume released", async || {
+        Ok(phase(&pv).await?.as_deref() == Some("Released"))
+    })
+    .await?;
+
+    // `restore sessions` as the restore account, with the collector's archives and store.
+    let token = token_file(&ns, "gc-restore", &dir).await?;
+    let restore = [
+        "restore",
+        "sessions",
+        "--in-cluster",
+        "-n",
+        ns.name(),
+        "--session",
+        "gone-1",
+        "-o",
+        "json",
+    ]
+    .map(str::to_owned);
+    let out = command()
+        .args(out_of_cluster(&restore, bed, &token))
+        .env_clear()
+        .envs(env.iter().filter(|(k, _)| k.starts_with("GC_")).cloned())
+        .output()?;
+    let log = format!(
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout)?;
+    assert!(
+        rows.iter()
+            .any(|r| r["kind"] == "PersistentVolumeClaim" && r["result"] == "created"),
+        "{log}"
+    );
+    let back = claims.get(claim).await?;
+    until(
+        "the claim created again bound to the kept volume",
+        async || Ok(phase(&pv).await?.as_deref() == Some("Bound")),
+    )
+    .await?;
+    let restored = volumes.get(&pv).await?;
+    let spec = restored.spec.clone().unwrap_or_default();
+    assert_eq!(
+        spec.claim_ref.and_then(|c| c.uid),
+        back.metadata.uid,
+        "{log}"
+    );
+    // Given back its policy by the restore (within its bind wait), gc's label and record gone.
+    assert_eq!(
+        spec.persistent_volume_reclaim_policy.as_deref(),
+        Some("Delete"),
+        "{log}"
+    );
+    let labels = restored.metadata.labels.clone().unwrap_or_default();
+    assert!(!labels.contains_key(RETAINED_LABEL), "{restored:?}\n{log}");
+    // Another tenant's volume is as it was.
+    let foreign = volumes.get(&foreign).await?;
+    assert_eq!(
+        foreign
+            .spec
+            .and_then(|s| s.persistent_volume_reclaim_policy),
+        Some("Retain".to_owned())
+    );
+    Ok(())
+}
