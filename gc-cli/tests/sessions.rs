@@ -1266,12 +1266,71 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
             .patch(&name, &PatchParams::default(), &Patch::Merge(&unprotect))
             .await?;
     }
-    // Its volume Released, as the PV controller marks a volume whose claim is gone.
-    let released = json!({"status": {"phase": "Released"}});
+    // Before Kubernetes releases the volume it still shows bound to the deleted claim (no
+    // binder runs here: set as it would have left it). A restore waits for the release, up to
+    // `--bind-wait-seconds`, and says what is true when it does not come; nothing is refused as
+    // "claimed again".
+    let phase = |phase: &str| json!({"status": {"phase": phase}});
     volumes
-        .patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(&released))
+        .patch_status(
+            &pv_name,
+            &PatchParams::default(),
+            &Patch::Merge(phase("Bound")),
+        )
         .await?;
     let deleted = f.snapshot().await?;
+    let dry_restore = |wait: &str| {
+        let args = [
+            "restore",
+            "sessions",
+            "-n",
+            f.ns.name(),
+            "--session",
+            gone,
+            "--kubeconfig",
+            f.kubeconfig.as_str(),
+            "-o",
+            "json",
+            "--dry-run=server",
+            wait,
+        ];
+        let mut command = gc_cli_command(&[&args[..], &kept].concat(), &[]);
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let out = dry_restore("--bind-wait-seconds=1").wait_with_output()?;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout)?;
+    let claim_row = rows.iter().find(|r| r["name"] == claim.as_str()).unwrap();
+    let result = claim_row["result"].as_str().unwrap();
+    assert!(
+        result.contains("still shows bound to the deleted claim")
+            && result.contains("Kubernetes has not released it yet")
+            && result.contains("after --bind-wait-seconds 1: restore again shortly"),
+        "{rows:?}"
+    );
+    assert_eq!(f.snapshot().await?, deleted);
+    // Released while a restore waits (as the PV controller marks a volume whose claim is gone):
+    // the restore goes on.
+    let waiting = dry_restore("--bind-wait-seconds=60");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    volumes
+        .patch_status(
+            &pv_name,
+            &PatchParams::default(),
+            &Patch::Merge(phase("Released")),
+        )
+        .await?;
+    let out = waiting.wait_with_output()?;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout)?;
+    assert!(
+        rows.iter().all(|r| r["result"] == "would create"),
+        "{rows:?}"
+    );
+    assert_eq!(rows.len(), objects_of(gone, true).len(), "{rows:?}");
     let of = |id: &str| objects_of(id, true);
     assert_eq!(
         removed(&before, &deleted),
