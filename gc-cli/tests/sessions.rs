@@ -1316,14 +1316,15 @@ async fn a_deleted_session_is_restored_from_its_archives() -> Result {
     // the restore goes on.
     let waiting = dry_restore("--bind-wait-seconds=60");
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    volumes
+    let patched = volumes
         .patch_status(
             &pv_name,
             &PatchParams::default(),
             &Patch::Merge(phase("Released")),
         )
-        .await?;
+        .await;
     let out = waiting.wait_with_output()?;
+    patched?;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout)?;
     assert!(
