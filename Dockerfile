@@ -17,9 +17,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 # Shell completions and man pages, generated from the command line's own definitions.
 RUN mkdir -p /out/share/bash-completion/completions /out/share/zsh/vendor-completions \
         /out/share/fish/vendor_completions.d /out/share/man/man1 \
-    && /out/gc-cli completions bash > /out/share/bash-completion/completions/gc-cli \
-    && /out/gc-cli completions zsh > /out/share/zsh/vendor-completions/_gc-cli \
-    && /out/gc-cli completions fish > /out/share/fish/vendor_completions.d/gc-cli.fish \
+    && /out/gc-cli completion bash > /out/share/bash-completion/completions/gc-cli \
+    && /out/gc-cli completion zsh > /out/share/zsh/vendor-completions/_gc-cli \
+    && /out/gc-cli completion fish > /out/share/fish/vendor_completions.d/gc-cli.fish \
     && /out/gc-cli man --out-dir /out/share/man/man1
 
 FROM debian:bookworm-slim

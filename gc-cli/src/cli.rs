@@ -48,15 +48,23 @@ enum Command {
     /// verify them against their receipts.
     #[command(subcommand)]
     Archives(ArchivesCommand),
-    /// Print a shell completion script for `gc-cli` (bash: `source <(gc-cli completions bash)`).
+    /// Print a shell completion script for `gc-cli` (bash: `source <(gc-cli completion bash)`).
     ///
     /// As a kubectl plugin, `kubectl gc <TAB>` completes through kubectl (1.26+), which runs
     /// `kubectl_complete-gc` from PATH: link it to this binary (or use the release archive's
     /// script of that name).
-    Completions {
+    #[command(alias = "completions")]
+    Completion {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+    /// Print gc-cli's version and platform, as `kubectl version --client`.
+    Version {
+        /// Output format: `table` (two lines), `json` or `yaml`.
+        #[arg(long = "output", short = 'o', value_name = "FORMAT", default_value = "table",
+            value_parser = crate::output::forms(gc_output::VERSION_FORMS))]
+        form: crate::output::Output,
     },
     /// Print the man page (roff), or write one page per command into a folder.
     Man {
@@ -125,16 +133,14 @@ impl Cli {
             }
             Command::Ledger(command) => crate::ledger::execute(&command),
             Command::Archives(command) => crate::archives::execute(&command),
-            Command::Completions { shell } => {
+            Command::Version { form } => gc_output::Version::of(env!("CARGO_PKG_VERSION"))
+                .write(&mut std::io::stdout(), form),
+            Command::Completion { shell } => {
                 let mut script = Vec::new();
                 clap_complete::generate(shell, &mut Self::command(), "gc-cli", &mut script);
-                let mut script = String::from_utf8_lossy(&script).into_owned();
-                if shell == clap_complete::Shell::Bash {
-                    // clap_complete names the states of a hyphenated binary two ways in its bash
-                    // script (`gc__cli` and `gc__subcmd__cli`), so nothing past the first word
-                    // completes; one name makes every state reachable.
-                    script = script.replace("gc__subcmd__cli", "gc__cli");
-                }
+                // clap_complete names a hyphenated binary's states two ways in bash (`gc__cli`,
+                // `gc__subcmd__cli`), so nothing past the first word completes: one name.
+                let script = String::from_utf8_lossy(&script).replace("gc__subcmd__cli", "gc__cli");
                 std::io::Write::write_all(&mut std::io::stdout(), script.as_bytes())
                     .context("cannot write the completion script")
             }
@@ -166,18 +172,15 @@ fn with_context_namespace(command: clap::Command) -> clap::Command {
 
 /// The man page of `gc-cli` on stdout, or of every command into `dir`.
 fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let command = Cli::command();
-    match dir {
-        None => clap_mangen::Man::new(command)
+    let Some(dir) = dir else {
+        let page = clap_mangen::Man::new(Cli::command());
+        return page
             .render(&mut std::io::stdout())
-            .context("cannot write the man page"),
-        Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            clap_mangen::generate_to(command, dir)
-                .with_context(|| format!("cannot write the man pages into {}", dir.display()))
-        }
-    }
+            .context("cannot write the man page");
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    clap_mangen::generate_to(Cli::command(), dir)
+        .with_context(|| format!("cannot write the man pages into {}", dir.display()))
 }
 
 #[cfg(test)]

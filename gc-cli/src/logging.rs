@@ -104,6 +104,9 @@ fn sets_default_level(spec: &str) -> bool {
 /// Writes a command's final error on stderr, whatever the log level: `gc-cli: error: ...` as
 /// text, or one JSON object as the log lines are (`timestamp`, `level`, `target`, `message`).
 pub(crate) fn final_error(format: LogFormat, error: &anyhow::Error) {
+    if gc_output::closed_pipe(error) {
+        return;
+    }
     match format {
         LogFormat::Text => eprintln!("gc-cli: error: {error:#}"),
         LogFormat::Json => {

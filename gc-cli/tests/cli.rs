@@ -291,7 +291,7 @@ fn the_final_error_is_written_in_the_log_format_whatever_the_level() {
 
 #[test]
 fn bash_completes_commands_and_flags_from_the_generated_script() {
-    let script = ok(&gc_cli(&["completions", "bash"]));
+    let script = ok(&gc_cli(&["completion", "bash"]));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gc-cli.bash");
     std::fs::write(&path, script).unwrap();
@@ -401,4 +401,91 @@ async fn a_live_run_prints_names_and_acts_only_with_dry_run_none() -> Result {
     assert_eq!(report["results"][0]["name"], "victim", "{report}");
     assert!(pods.get_opt("victim").await?.is_none(), "not collected");
     Ok(())
+}
+
+/// `completions` (the older name) prints the same script as `completion`, as kubectl names it.
+#[test]
+fn completions_is_an_alias_of_completion() {
+    for shell in ["bash", "zsh"] {
+        assert_eq!(
+            ok(&gc_cli(&["completions", shell])),
+            ok(&gc_cli(&["completion", shell]))
+        );
+    }
+}
+
+/// `version` as `kubectl version --client`: two lines, or the document as JSON or YAML; no other
+/// form.
+#[test]
+fn version_prints_the_release_and_platform() {
+    let release = env!("CARGO_PKG_VERSION");
+    let platform = format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH);
+    assert_eq!(
+        ok(&gc_cli(&["version"])),
+        format!("Version: {release}\nPlatform: {platform}\n")
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&gc_cli(&["version", "-o", "json"]))).expect("JSON");
+    assert_eq!(
+        json,
+        serde_json::json!({"version": release, "platform": platform})
+    );
+    let yaml = ok(&gc_cli(&["version", "-o", "yaml"]));
+    assert_eq!(yaml, format!("version: {release}\nplatform: {platform}\n"));
+    assert_eq!(ok(&gc_cli(&["--version"])), format!("gc-cli {release}\n"));
+    usage_error(&gc_cli(&["version", "-o", "name"]), "name");
+}
+
+/// A reader that stops early (`gc-cli ... | head`) ends the command quietly: no error message
+/// about the closed pipe, as kubectl.
+#[test]
+fn a_closed_pipe_is_not_reported() {
+    use std::process::Stdio;
+    let inventory = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data/pods.json");
+    for args in [
+        &["man"][..],
+        &[
+            "plan",
+            "pods",
+            "--inventory",
+            inventory,
+            "-n",
+            "batch",
+            "-o",
+            "json",
+        ],
+        &[
+            "plan",
+            "pods",
+            "--inventory",
+            inventory,
+            "-n",
+            "batch",
+            "-o",
+            "yaml",
+        ],
+        &[
+            "plan",
+            "pods",
+            "--inventory",
+            inventory,
+            "-n",
+            "batch",
+            "-o",
+            "wide",
+        ],
+    ] {
+        let mut child = command()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the first line.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
 }

@@ -116,12 +116,63 @@ pub fn write_doc(
     output: Output,
 ) -> anyhow::Result<()> {
     if output == Output::Yaml {
-        serde_norway::to_writer(&mut *out, doc)?;
+        // Whole, then written: a write's error stays an I/O error ([`closed_pipe`]).
+        out.write_all(serde_norway::to_string(doc)?.as_bytes())?;
     } else {
         serde_json::to_writer_pretty(&mut *out, doc)?;
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// Whether `error` is a write to a closed pipe (`gc-cli ... | head`): the reader has what it
+/// wanted, so the command stops without a message, as kubectl does.
+pub fn closed_pipe(error: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
+    error.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == BrokenPipe)
+            || e.downcast_ref::<serde_json::Error>()
+                .is_some_and(|e| e.io_error_kind() == Some(BrokenPipe))
+    })
+}
+
+/// The forms of `version`: two lines for people, or the document as JSON or YAML.
+pub const VERSION_FORMS: &[Output] = &[Output::Table, Output::Json, Output::Yaml];
+
+/// What `version` prints: the program's version and the platform it was built for, as
+/// `kubectl version --client` prints its own (`{"version": "0.1.0", "platform": "linux/x86_64"}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Version {
+    /// The release, as the package says it (`0.1.0`).
+    pub version: String,
+    /// `OS/ARCH` of this build, as Rust names them.
+    pub platform: String,
+}
+
+impl Version {
+    /// The version `version` of this build.
+    #[must_use]
+    pub fn of(version: &str) -> Self {
+        let platform = format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH);
+        Self {
+            version: version.to_owned(),
+            platform,
+        }
+    }
+
+    /// Writes it as `output` says: `Version: ...` and `Platform: ...` lines for `table`, else
+    /// the document ([`write_doc`]).
+    pub fn write(&self, out: &mut impl Write, output: Output) -> anyhow::Result<()> {
+        match output {
+            Output::Json | Output::Yaml => write_doc(out, self, output),
+            _ => Ok(writeln!(
+                out,
+                "Version: {}\nPlatform: {}",
+                self.version, self.platform
+            )?),
+        }
+    }
 }
 
 /// `kind/name` as `kubectl -o name` prints it: the lowercase kind, then `.group` when the
