@@ -191,10 +191,11 @@ pub(crate) struct Prune {
     /// Remove what is older than this: `90d`, `12h`, `90m`, `3600s`.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_window)]
     older_than: std::time::Duration,
-    /// Days a receipt naming a kept volume stays past its run: `run sessions`' window (0..=3650).
-    #[arg(long, default_value_t = 7, value_name = "DAYS", allow_negative_numbers = true,
-        value_parser = clap::value_parser!(u32).range(0..=3650))]
-    retain_volume_days: u32,
+    /// How long a receipt naming a kept volume stays past its run: `run sessions`'
+    /// `--volume-retention` (whole days, 0d..=3650d; a bare number is days).
+    #[arg(long = "volume-retention", alias = "retain-volume-days", default_value = "7d", value_name = "DURATION",
+        value_parser = |s: &str| gc_runtime::durations::within(s, gc_runtime::durations::Unit::Days, 0..=3650))]
+    retain_volume_days: u64,
     /// List what would be removed; remove nothing.
     #[arg(long)]
     dry_run: bool,
@@ -269,7 +270,11 @@ fn verify(args: &Held) -> anyhow::Result<()> {
 fn prune(args: &Prune) -> anyhow::Result<()> {
     let held = &args.held;
     let sink = held.archive.sink()?;
-    let policy = Policy::new(args.older_than, args.retain_volume_days, args.dry_run);
+    let policy = Policy::new(
+        args.older_than,
+        u32::try_from(args.retain_volume_days).unwrap_or(3650),
+        args.dry_run,
+    );
     let (cluster, namespace) = (&held.scope.cluster_id, held.namespace.as_deref());
     let pruned = with_store(held.scope.store.as_deref(), async |store| {
         archives::prune::prune(store, &sink, cluster, namespace, &policy, clock::now()).await

@@ -116,13 +116,16 @@ pub(crate) fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyh
 /// How a run takes the one-run-at-a-time lock of its namespace.
 #[derive(Debug, Args)]
 pub(crate) struct LockArgs {
-    /// How long to wait for another run on the same namespace to finish.
-    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    /// How long to wait for another run on the same namespace to finish (`5m`; a bare number is
+    /// seconds).
+    #[arg(long = "lock-wait", alias = "lock-wait-seconds", default_value = "5m", value_name = "DURATION",
+        value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=u64::from(u32::MAX)))]
     lock_wait_seconds: u64,
     /// The run lock's lease: renewed every third of it while the run works, so a crashed run's
-    /// lock frees itself this long after the crash (5..=300).
-    #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(5..=300))]
-    lock_lease_seconds: u32,
+    /// lock frees itself this long after the crash (5s..=5m; a bare number is seconds).
+    #[arg(long = "lock-lease", alias = "lock-lease-seconds", default_value = "30s", value_name = "DURATION",
+        value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 5..=300))]
+    lock_lease_seconds: u64,
 }
 
 impl LockArgs {
@@ -130,7 +133,7 @@ impl LockArgs {
     pub(crate) fn options(&self) -> gc_runtime::LockOptions {
         gc_runtime::LockOptions {
             wait: Duration::from_secs(self.lock_wait_seconds),
-            lease_seconds: self.lock_lease_seconds,
+            lease_seconds: u32::try_from(self.lock_lease_seconds).unwrap_or(300),
         }
     }
 }

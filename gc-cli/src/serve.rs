@@ -29,8 +29,9 @@ pub(crate) struct Serve {
     /// Address to serve `/metrics` on.
     #[arg(long, default_value = "0.0.0.0:9898", value_name = "ADDR")]
     listen: SocketAddr,
-    /// Seconds between runs.
-    #[arg(long, default_value_t = 21_600, value_name = "SECONDS")]
+    /// Time between runs: `6h`, `15m`; a bare number is seconds (`--interval-seconds`).
+    #[arg(long = "interval", alias = "interval-seconds", default_value = "6h", value_name = "DURATION",
+        value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=u64::from(u32::MAX)))]
     interval_seconds: u64,
     /// Stop after this many runs (default: never); then exit 1 when any of them failed.
     #[arg(long, value_name = "N")]
@@ -38,7 +39,8 @@ pub(crate) struct Serve {
     /// `/healthz` answers 503 once a run has lasted this long (waiting for its lock included), so
     /// that a liveness probe restarts a wedged process; 0: never. Give it more than
     /// `--lock-wait-seconds` and the longest run expected.
-    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    #[arg(long = "stall", alias = "stall-seconds", default_value = "1h", value_name = "DURATION",
+        value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=u64::from(u32::MAX)))]
     stall_seconds: u64,
     /// The collector to run, with its flags.
     #[command(subcommand)]

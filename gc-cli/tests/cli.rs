@@ -489,3 +489,72 @@ fn a_closed_pipe_is_not_reported() {
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }
+
+/// Durations as people write them on every duration flag, the older names and their bare
+/// numbers (seconds, hours, days) still read as before; a value that is neither, or not a whole
+/// number of the flag's unit, is a usage error that names the flag and says what to write.
+#[test]
+fn durations_read_as_people_write_them() {
+    let inventory = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/data/pods.json");
+    let plan = |flags: &[&str]| {
+        let base = [
+            "plan",
+            "pods",
+            "--inventory",
+            inventory,
+            "-n",
+            "batch",
+            "-o",
+            "json",
+        ];
+        let plan: Value = serde_json::from_str(&ok(&gc_cli(&[&base[..], flags].concat()))).unwrap();
+        plan["config"]["retentionSeconds"].clone()
+    };
+    let day = plan(&["--retention", "1d"]);
+    assert_eq!(day, 86_400);
+    assert_eq!(plan(&["--retention-seconds", "86400"]), day);
+    assert_eq!(plan(&["--retention-seconds", "24h"]), day);
+    assert_eq!(plan(&["--retention", "86400"]), day);
+    assert_eq!(plan(&[]), day, "the default is a day");
+    assert_ne!(plan(&["--retention", "1s"]), day);
+    for (args, says) in [
+        (
+            &[
+                "plan",
+                "pods",
+                "--inventory",
+                inventory,
+                "--retention",
+                "soon",
+            ][..],
+            "invalid value 'soon' for '--retention <DURATION>': \"soon\" is not a duration",
+        ),
+        (
+            &["plan", "sessions", "-n", "x", "--grace", "90m"],
+            "invalid value '90m' for '--grace <DURATION>': 90m is not a whole number of hours",
+        ),
+        (
+            &["run", "sessions", "-n", "x", "--retain-volume-days", "36h"],
+            "36h is not a whole number of days",
+        ),
+        (
+            &[
+                "restore",
+                "sessions",
+                "-n",
+                "x",
+                "--session",
+                "s",
+                "--bind-wait",
+                "2h",
+            ],
+            "2h is outside 0s..=3600s",
+        ),
+        (
+            &["run", "pods", "-n", "x", "--lock-lease", "1s"],
+            "1s is outside 5s..=300s",
+        ),
+    ] {
+        usage_error(&gc_cli(args), says);
+    }
+}

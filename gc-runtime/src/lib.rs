@@ -10,6 +10,7 @@
 
 pub mod archives;
 pub mod clock;
+pub mod durations;
 pub mod events;
 pub mod files;
 pub mod ledger;

@@ -22,13 +22,10 @@ pub(crate) struct PodInputArgs {
     cluster_id: String,
     #[command(flatten)]
     pub(crate) namespaces: NamespaceArgs,
-    /// Minimum hold after complete container termination or first observed Failed status.
-    #[arg(
-        long,
-        default_value_t = 86_400,
-        value_name = "SECONDS",
-        allow_negative_numbers = true
-    )]
+    /// Minimum hold after complete container termination or first observed Failed status: `1d`,
+    /// `12h`, `90m`; a bare number is seconds (`--retention-seconds`, its older name).
+    #[arg(long = "retention", alias = "retention-seconds", default_value = "1d", value_name = "DURATION",
+        allow_negative_numbers = true, value_parser = gc_runtime::durations::seconds)]
     retention_seconds: i64,
     /// At most this many Pods are targeted per run (1..=50).
     #[arg(

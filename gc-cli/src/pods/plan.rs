@@ -42,13 +42,9 @@ pub(crate) struct PlanPods {
     /// Also write the plan, sealed with its expiry and digest, for `gc-cli apply`.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: Option<PathBuf>,
-    /// How long a plan written with `--out` stays valid (1..=86400: at most 24 hours).
-    #[arg(
-        long,
-        default_value_t = 3600,
-        value_name = "SECONDS",
-        allow_negative_numbers = true
-    )]
+    /// How long a plan written with `--out` stays valid (1s..=24h; a bare number is seconds).
+    #[arg(long = "ttl", alias = "ttl-seconds", default_value = "1h", value_name = "DURATION",
+        allow_negative_numbers = true, value_parser = gc_runtime::durations::seconds)]
     pub(crate) ttl_seconds: i64,
     #[command(flatten)]
     pub(crate) seal: SealArgs,

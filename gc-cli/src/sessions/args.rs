@@ -46,13 +46,10 @@ pub(crate) struct SessionArgs {
     /// group; one not installed is reported, not an error).
     #[arg(long, value_delimiter = ',', value_parser = Kind::parse, value_name = "KIND")]
     kinds: Vec<Kind>,
-    /// Orphans younger than this (from `creationTimestamp`) are held.
-    #[arg(
-        long,
-        default_value_t = 24,
-        value_name = "HOURS",
-        allow_negative_numbers = true
-    )]
+    /// Orphans younger than this (from `creationTimestamp`) are held: `24h`, `2d`; a bare number
+    /// is hours (`--grace-hours`, its older name).
+    #[arg(long = "grace", alias = "grace-hours", default_value = "24h", value_name = "DURATION",
+        allow_negative_numbers = true, value_parser = gc_runtime::durations::hours)]
     grace_hours: i64,
     /// A database state that counts as gone, like a missing row (repeatable; StreamSpace
     /// soft-deletes with `deleted`). States match exactly, case-sensitive: a database that writes
@@ -104,16 +101,13 @@ pub(crate) struct SessionArgs {
     #[arg(long, value_name = "SELECTOR", value_parser = Selector::parse)]
     exclude_selector: Option<Selector>,
     /// Before a claim is deleted, its PersistentVolume (reclaim policy `Delete`) is set to
-    /// `Retain`, so the user's data survives the delete; a run this many days after the claim's
-    /// last delete gives it its policy back and Kubernetes deletes it (0..=3650; 0: volumes go
+    /// `Retain`, so the user's data survives the delete; a run this long after the claim's last
+    /// delete gives it its policy back and Kubernetes deletes it: whole days, `7d`, `2w`; a bare
+    /// number is days (`--retain-volume-days`, its older name) (0..=3650 days; 0: volumes go
     /// with their claims, and those kept earlier get their policy back). Needs `get`, `list` and
     /// `patch` on PersistentVolumes (cluster-scoped).
-    #[arg(
-        long,
-        default_value_t = 7,
-        value_name = "DAYS",
-        allow_negative_numbers = true
-    )]
+    #[arg(long = "volume-retention", alias = "retain-volume-days", default_value = "7d", value_name = "DURATION",
+        allow_negative_numbers = true, value_parser = gc_runtime::durations::days)]
     retain_volume_days: i64,
     #[command(flatten)]
     connect: ConnectArgs,

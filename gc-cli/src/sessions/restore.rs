@@ -42,12 +42,8 @@ pub(crate) struct RestoreSessions {
     /// Once a session's objects are created, how long to wait for a claim created on its kept
     /// volume to be bound, to give the volume back its reclaim policy then. 0: do not wait (the
     /// volume keeps `Retain`; `restore` again once the claim is bound).
-    #[arg(
-        long,
-        default_value_t = 60,
-        value_name = "SECONDS",
-        value_parser = clap::value_parser!(u64).range(0..=3600)
-    )]
+    #[arg(long = "bind-wait", alias = "bind-wait-seconds", default_value = "60s", value_name = "DURATION",
+        value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=3600))]
     bind_wait_seconds: u64,
     #[command(flatten)]
     events: crate::events::EventArgs,
