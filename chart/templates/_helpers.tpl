@@ -102,9 +102,10 @@ true
 request changes, maps and policies that may be absent read as empty (`namespace` is a word CEL
 reserves: read by index). */}}
 {{- define "gc.volumeVariables" -}}
-# The volume, as it was, is one gc kept: it carries gc's label.
+# The volume, as it was, is one the session collector kept: it carries gc's label with the
+# collector's cluster id (`--cluster-id`, which the chart leaves at its default, primary).
 - name: kept
-  expression: "has(oldObject.metadata.labels) && 'gc.example.com/retained' in oldObject.metadata.labels"
+  expression: "has(oldObject.metadata.labels) && 'gc.example.com/retained' in oldObject.metadata.labels && oldObject.metadata.labels['gc.example.com/retained'] == 'primary'"
 # The namespace of the claim the volume was bound to, as it was ('' when none).
 - name: claimNamespace
   expression: "has(oldObject.spec.claimRef) && 'namespace' in oldObject.spec.claimRef ? oldObject.spec.claimRef['namespace'] : ''"

@@ -543,6 +543,19 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
         },
     )
     .await?;
+    // gc's label with another cluster id: kept by another gc, not this one.
+    let other_gc = volume(
+        &admin,
+        &pv("other-gc"),
+        Fixture {
+            claim: (theirs, "old", "uid-old"),
+            policy: "Retain",
+            phase: "Released",
+            labels: json!({RETAINED_LABEL: "another-cluster"}),
+            annotations: json!({RETAINED_ANNOTATION: record(theirs, "old", "uid-old", None)}),
+        },
+    )
+    .await?;
     let retained = volume(
         &admin,
         &pv("retained"),
@@ -586,6 +599,17 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
         "retain another tenant's volume",
         &pv("tenant"),
         &to_delete,
+        another,
+    )
+    .await;
+    v.refused(
+        "give back a volume another gc (another cluster id) kept",
+        &pv("other-gc"),
+        &other(
+            &other_gc,
+            json!([{"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy",
+                    "value": "Delete"}]),
+        ),
         another,
     )
     .await;
@@ -884,7 +908,12 @@ async fn the_restore_account_moves_only_a_kept_volume_to_its_claim_created_again
                 json!([{"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy",
                         "value": "Recycle"}]),
             ),
-            "reclaim policy only to Retain or back to Delete",
+            "gives a kept PersistentVolume back its reclaim policy (Delete) only once it is bound",
+        ),
+        (
+            "give back a kept volume not bound to a claim created again (Released: deleted at once)",
+            give_back(&kept_too),
+            "gives a kept PersistentVolume back its reclaim policy (Delete) only once it is bound",
         ),
     ] {
         v.refused(what, &pv("kept-too"), &patch, says).await;
