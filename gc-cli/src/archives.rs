@@ -29,7 +29,12 @@ pub(crate) struct ArchiveArgs {
     /// An object store for the archives instead of a folder: `s3://BUCKET[/PREFIX]` (S3, MinIO,
     /// Ceph, ...). Credentials come from `$AWS_ACCESS_KEY_ID` and `$AWS_SECRET_ACCESS_KEY` (or
     /// the other standard AWS sources) or `--archive-credentials-file`, never from a flag.
-    #[arg(long, env = "GC_ARCHIVE_URL", value_name = "URL")]
+    #[arg(
+        long,
+        env = "GC_ARCHIVE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
     archive_url: Option<String>,
     /// The object store's endpoint (MinIO, Ceph, ...). Default: `$AWS_ENDPOINT_URL`, else AWS.
     #[arg(

@@ -1720,6 +1720,22 @@ async fn a_run_that_lost_its_lock_deletes_nothing_more_and_says_so() -> Result {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("lost the run lock gc-sessions"), "{stderr}");
     assert_eq!(f.snapshot().await?, before, "nothing deleted");
+    // The audit log still has what the run judged, each delete failed for the lost lock, and
+    // then why it ended.
+    let audit = lines(&text(&out.stdout));
+    let (last, judged) = audit.split_last().expect("audit lines");
+    assert_eq!(last["decision"], "refused", "{last}");
+    let deletes: Vec<&Value> = judged
+        .iter()
+        .filter(|l| l["decision"] == "delete")
+        .collect();
+    assert_eq!(deletes.len(), 8, "{audit:?}");
+    for line in deletes {
+        assert_eq!(
+            line["result"], "failed: not deleted: the run lock was lost",
+            "{line}"
+        );
+    }
     let events: Api<Event> = f.ns.api();
     let mut posted = events.list(&ListParams::default()).await?.items;
     // gc's own: the API server's controllers post theirs too (a Service's ClusterIP repair).

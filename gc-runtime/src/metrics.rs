@@ -43,8 +43,9 @@ use text::{LAST_RUN_SUCCESS_HELP, LAST_SUCCESS_HELP, write_metrics_file};
 pub use text::{merge, text_format};
 
 /// Where a run's metrics and alerts go (the CLI's `--pushgateway`, `--metrics-file`,
-/// `--metrics-prefix`, `--alert-webhook`, `--alert-on-success`).
-#[derive(Debug, Clone)]
+/// `--metrics-prefix`, `--alert-webhook`, `--alert-on-success`). Its `Debug` shows the
+/// Pushgateway URL as [`gc_store::shown_url`] shows it.
+#[derive(Clone)]
 pub struct Delivery {
     /// Push each run's metrics to this Pushgateway (`http://host:9091`).
     pub pushgateway: Option<String>,
@@ -59,6 +60,22 @@ pub struct Delivery {
     pub alert_on_success: bool,
     /// `serve`'s metrics in memory, which every run adds itself to.
     pub served: Option<Arc<Served>>,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pushgateway = self.pushgateway.as_deref().map(|url| {
+            gc_store::shown_url(url).unwrap_or_else(|_| "(not shown: not a valid URL)".into())
+        });
+        f.debug_struct("Delivery")
+            .field("pushgateway", &pushgateway)
+            .field("metrics_file", &self.metrics_file)
+            .field("metrics_prefix", &self.metrics_prefix)
+            .field("alert_webhooks", &self.alert_webhooks)
+            .field("alert_on_success", &self.alert_on_success)
+            .field("served", &self.served.is_some())
+            .finish()
+    }
 }
 
 impl Default for Delivery {

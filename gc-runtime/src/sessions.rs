@@ -360,6 +360,9 @@ async fn run_once(
         ..
     } = run.options;
     let time = gc_core::isotime::format_timestamp(now);
+    // What a run did before it lost its lock: audited all the same (a claim deleted, a volume
+    // given back its policy is not seen again by any later run).
+    let mut before_lost = None;
     let outcome = async {
         let lock = crate::lock::take_or_stop(
             cluster,
@@ -392,7 +395,10 @@ async fn run_once(
         // A run that lost its lock says so, and nothing else: what it did not finish is the
         // next run's.
         match crate::lock::release_saying(lock, run.options.cancel).await {
-            Some(lost) => Err(lost),
+            Some(lost) => {
+                before_lost = report.ok();
+                Err(lost)
+            }
             None => report,
         }
     }
@@ -400,6 +406,11 @@ async fn run_once(
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
+            if let Some(report) = &before_lost
+                && let Err(e) = audit.judged(cfg, report, &time)
+            {
+                return Err((before_lost, e));
+            }
             if !stopped(&error) && !crate::lock::lock_lost(&error) {
                 events.run_failed(cluster, &cfg.namespace, &error).await;
             }

@@ -65,6 +65,15 @@ impl Location {
                 format!("{setting} is not a valid URL (its value is not shown)")
             });
         }
+        // `user:password@host/db` with its scheme forgotten reads as a relative file path: it
+        // would be created, and shown, password and all. A file path with `@` says `sqlite:`.
+        if !url.starts_with("sqlite:") && url.contains('@') {
+            return Err(format!(
+                "{setting} holds an `@` without a scheme (its value is not shown): a PostgreSQL \
+                 URL starts with postgres://; a SQLite file whose path holds an `@` is written \
+                 sqlite:PATH"
+            ));
+        }
         Ok(Self::Sqlite(PathBuf::from(path)))
     }
 
@@ -168,7 +177,7 @@ mod tests {
         assert_eq!(shown("postgres://db"), "postgres://db");
         assert_eq!(
             shown("postgres://db/gc?user=gc&password=s3cret&sslmode=disable"),
-            "postgres://db/gc?user=gc&password=***&sslmode=disable"
+            "postgres://db/gc?user=gc&password=***&***"
         );
     }
 
@@ -247,6 +256,16 @@ mod tests {
         assert!(parse("mysql://h/d").is_err());
         let odd = parse("u:Zq@h/d?next=x://y").unwrap_err();
         assert!(!odd.contains("Zq"), "{odd}");
+        // A PostgreSQL URL without its scheme is no file path: refused, unshown.
+        for url in ["gc:Zq@db:5432/gc", "gc:Zq@db/gc", "/var/lib/gc/a@b.sqlite3"] {
+            let e = parse(url).unwrap_err();
+            assert!(e.contains("holds an `@` without a scheme"), "{e}");
+            assert!(!e.contains("Zq") && !e.contains("db"), "{e}");
+        }
+        assert_eq!(
+            parse("sqlite:/var/lib/gc/a@b.sqlite3"),
+            sqlite("/var/lib/gc/a@b.sqlite3")
+        );
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl std::error::Error for UrlNotShown {}
 /// - the password replaced by `***` (`postgres://gc:***@db:5432/gc`); for a scheme other than
 ///   `postgres`/`postgresql` the whole user information, which may be a token (`https://***@h`);
 /// - each query parameter named `password` (in any case) as `password=***`, each one not in
-///   [`SHOWN_PARAMETERS`] as `***`;
+///   [`SHOWN_PARAMETERS`] and every one after a `password` as `***`;
 /// - no fragment; the path `/` of `http` and the like (which always have one) left out.
 ///
 /// # Errors
@@ -96,7 +96,21 @@ pub fn shown_url(text: &str) -> Result<String, UrlNotShown> {
     }
     if let Some(query) = url.query().filter(|q| !q.is_empty()) {
         out.push('?');
-        let params: Vec<String> = query.split('&').map(shown_parameter).collect();
+        // After a `password` parameter, every parameter is `***`: a raw `&` in its value makes
+        // its tail a parameter of its own, which may read as any name (`&sslmode=...`).
+        let mut after_password = false;
+        let params: Vec<String> = query
+            .split('&')
+            .map(|param| {
+                let shown = if after_password {
+                    "***".to_owned()
+                } else {
+                    shown_parameter(param)
+                };
+                after_password |= shown.ends_with("=***");
+                shown
+            })
+            .collect();
         out.push_str(&params.join("&"));
     }
     Ok(out)
@@ -166,16 +180,21 @@ mod tests {
             ),
             (
                 "postgres://db/gc?user=gc&password=s3cret&sslmode=disable",
-                "postgres://db/gc?user=gc&password=***&sslmode=disable",
+                "postgres://db/gc?user=gc&password=***&***",
             ),
             (
                 "postgres://db/gc?PassWord=s3cret&SSLMODE=require",
-                "postgres://db/gc?PassWord=***&SSLMODE=require",
+                "postgres://db/gc?PassWord=***&***",
             ),
             // A raw `&` in a `password=` value: its tail is a parameter of its own, not shown.
             (
                 "postgres://db/gc?password=se&cret&sslmode=disable",
-                "postgres://db/gc?password=***&***&sslmode=disable",
+                "postgres://db/gc?password=***&***&***",
+            ),
+            // Its tail may read as a parameter gc shows: nothing after a password is shown.
+            (
+                "postgres://db/gc?sslmode=disable&password=K9&sslmode=Zq7&user=Zq8",
+                "postgres://db/gc?sslmode=disable&password=***&***&***",
             ),
             // A raw `#` in a `password=` value: its tail is the fragment, never shown.
             (
