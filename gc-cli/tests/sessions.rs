@@ -1152,8 +1152,38 @@ async fn a_deleted_claims_volume_is_kept_for_the_window() -> Result {
         "{reason}"
     );
     assert_eq!(policy().await?.0, "Retain");
-    given_back(&elsewhere(&later, "7"), &pv_name);
+    // Once the window is over, a run refused before its deletes (here by the mass-deletion
+    // guard) still gives the volume its policy back: the review needs neither the database nor
+    // the plan. Its audit says so, then why the run was refused.
+    let args = [
+        "run",
+        "sessions",
+        "-n",
+        f.ns.name(),
+        "--kubeconfig",
+        &f.kubeconfig,
+        "--now",
+        &later,
+        "--database-url",
+        f.db.url(),
+        "--guard-ratio",
+        "0.01",
+        "--guard-floor",
+        "0",
+    ];
+    let out = gc_cli(&[&args[..], &cluster].concat(), &[]);
+    assert!(!out.status.success(), "{}", text(&out.stderr));
+    let records = lines(&text(&out.stdout));
+    given_back(&records, &pv_name);
+    let last = records.last().unwrap();
+    assert_eq!(last["decision"], "refused", "{records:?}");
     assert_eq!(policy().await?, ("Delete".to_owned(), None));
+    // Nothing left for a later review.
+    let records = elsewhere(&later, "7");
+    assert!(
+        !records.iter().any(|r| r["name"] == pv_name.as_str()),
+        "{records:?}"
+    );
     volumes.delete(&pv_name, &Default::default()).await?;
     Ok(())
 }

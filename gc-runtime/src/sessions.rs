@@ -363,6 +363,8 @@ async fn run_once(
     // What a run did before it lost its lock: audited all the same (a claim deleted, a volume
     // given back its policy is not seen again by any later run).
     let mut before_lost = None;
+    // The volumes reviewed by a run refused before its deletes.
+    let mut reviewed: Option<SessionReport> = None;
     let outcome = async {
         let lock = crate::lock::take_or_stop(
             cluster,
@@ -384,9 +386,18 @@ async fn run_once(
             volumes: cluster,
         };
         let report = match run.options.sink.probe(&cfg.cluster_id).await {
-            Ok(()) => collect_sessions::run(cluster, table, keep, cfg, now, dry_run, stop)
+            Ok(()) => match collect_sessions::run(cluster, table, keep, cfg, now, dry_run, stop)
                 .await
-                .map_err(|e| refused(e, cfg, "nothing deleted")),
+            {
+                Ok(report) => Ok(report),
+                Err(e) => {
+                    // Refused before its deletes: the volumes' review needs neither the database
+                    // nor the plan, and a window that passed is not held by a refusal.
+                    let review = collect_sessions::review(cluster, cfg, now, dry_run, stop).await;
+                    reviewed = Some(review);
+                    Err(refused(e, cfg, "nothing deleted"))
+                }
+            },
             Err(e) => Err(anyhow::Error::new(e).context(format!(
                 "cannot use the archive sink {}: nothing deleted",
                 run.options.sink.shown()
@@ -406,10 +417,19 @@ async fn run_once(
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
-            if let Some(report) = &before_lost
+            if let Some(report) = before_lost.as_ref().or(reviewed.as_ref())
                 && let Err(e) = audit.judged(cfg, report, &time)
             {
-                return Err((before_lost, e));
+                return Err((before_lost.or(reviewed), e));
+            }
+            if let Some(review) = &reviewed {
+                let why = review
+                    .volumes_unlisted
+                    .as_ref()
+                    .or(review.volumes_note.as_ref());
+                if let Some(why) = why {
+                    tracing::warn!("{why}");
+                }
             }
             if !stopped(&error) && !crate::lock::lock_lost(&error) {
                 events.run_failed(cluster, &cfg.namespace, &error).await;

@@ -321,12 +321,43 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         });
     }
     // Every review, also with retention 0: what gc kept earlier is never forgotten.
-    let (mut volumes_unlisted, mut volumes_note) = (None, None);
-    match volumes::expire(keep.volumes, cfg, now, dry_run, stop).await {
+    let reviewed = review(keep.volumes, cfg, now, dry_run, stop).await;
+    records.extend(reviewed.records);
+    Ok(SessionReport {
+        records,
+        missing_kinds,
+        lookups,
+        failures: failures + reviewed.failures,
+        volumes_unlisted: reviewed.volumes_unlisted,
+        volumes_note: reviewed.volumes_note,
+    })
+}
+
+/// The review of the volumes gc kept ([`volumes::expire`]) that ends every run, as a report of
+/// its own: its audit records, its failures, and why the volumes could not be listed. It needs
+/// neither the database nor the plan, so a run refused before its deletes (a database down, the
+/// guard) still gives back the volumes whose window passed: call it then.
+pub async fn review(
+    volumes: &dyn Volumes,
+    cfg: &SessionConfig,
+    now: f64,
+    dry_run: bool,
+    stop: Stop<'_>,
+) -> SessionReport {
+    let mut report = SessionReport {
+        records: Vec::new(),
+        missing_kinds: Vec::new(),
+        lookups: 0,
+        failures: 0,
+        volumes_unlisted: None,
+        volumes_note: None,
+    };
+    match volumes::expire(volumes, cfg, now, dry_run, stop).await {
         Ok(reviewed) => {
             for volumes::Reviewed { judged, result } in reviewed {
-                failures += usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
-                records.push(AuditRecord {
+                report.failures +=
+                    usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
+                report.records.push(AuditRecord {
                     cluster: cfg.cluster_id.clone(),
                     namespace: cfg.namespace.clone(),
                     judged,
@@ -339,21 +370,16 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         // Retention off and no access to volumes: nothing is kept now, and whether anything
         // was kept earlier cannot be known here; said, not a failure.
         Err(e @ ClusterError::Forbidden { .. }) if cfg.retain_volume_days == 0 => {
-            volumes_note = Some(format!(
+            report.volumes_note = Some(format!(
                 "cannot list the volumes gc kept earlier ({e}): any such volume keeps Retain \
                  until a run that may list and patch PersistentVolumes gives it its policy back"
             ));
         }
-        Err(e) => volumes_unlisted = Some(format!("cannot list the retained volumes: {e}")),
+        Err(e) => {
+            report.volumes_unlisted = Some(format!("cannot list the retained volumes: {e}"));
+        }
     }
-    Ok(SessionReport {
-        records,
-        missing_kinds,
-        lookups,
-        failures,
-        volumes_unlisted,
-        volumes_note,
-    })
+    report
 }
 
 /// Whether `r` is a PersistentVolumeClaim.
