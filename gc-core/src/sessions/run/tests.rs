@@ -1337,3 +1337,48 @@ fn kept_volumes_are_reviewed_whatever_the_selection_and_with_retention_off() {
         .filter(|v| v["spec"]["persistentVolumeReclaimPolicy"] == "Delete");
     assert_eq!(given_back.count(), 4, "{volumes:?}");
 }
+
+/// The run of a kept volume's own namespace applies its own window (here 1 day), not the one the
+/// volume was kept for (30 days): that is for the runs of other namespaces. A volume with gc's
+/// label whose record does not read is said once, by the run that reviews every namespace, and
+/// left alone; a namespace's own review does not repeat it.
+#[test]
+fn a_namespaces_own_run_applies_its_window_and_an_unreadable_record_is_said_once() {
+    use crate::sessions::volumes::VolumeReview;
+    let claim = ("claim-mine", "Released");
+    let mut mine = gc_kept(
+        "mine",
+        claim,
+        ("claim-mine", "streamspace"),
+        NOW - 2.0 * DAY,
+        None,
+    );
+    let note = &mut mine["metadata"]["annotations"]["gc.example.com/retained"];
+    let mut record: Value = serde_json::from_str(note.as_str().unwrap()).unwrap();
+    record["days"] = json!(30);
+    *note = json!(record.to_string());
+    let one_day = SessionConfig {
+        retain_volume_days: 1,
+        ..cfg()
+    };
+    let kept = kept_with(vec![mine], false);
+    let report = run_at(&fake(false), &kept, &one_day, NOW);
+    assert_eq!(volume_lines(&report), ["streamspace mine delete deleted"]);
+
+    let mut odd = gc_kept("odd", claim, ("claim-mine", "streamspace"), NOW, None);
+    odd["metadata"]["annotations"]["gc.example.com/retained"] = json!("not a record");
+    let kept = kept_with(vec![odd], false);
+    let own = run_at(&fake(false), &kept, &cfg(), NOW);
+    assert_eq!(volume_lines(&own), Vec::<String>::new());
+    let all = SessionConfig {
+        volume_review: VolumeReview::AllBut(Vec::new()),
+        ..cfg()
+    };
+    let report = run_at(&fake(false), &kept, &all, NOW);
+    assert_eq!(volume_lines(&report), ["streamspace odd skipped"]);
+    let volumes = kept.volumes.lock().unwrap();
+    assert_eq!(
+        volumes["odd"]["spec"]["persistentVolumeReclaimPolicy"],
+        "Retain"
+    );
+}
