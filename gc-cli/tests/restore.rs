@@ -480,3 +480,49 @@ async fn a_restored_session_deleted_again_keeps_its_volume() -> Result {
     assert_eq!(story.volume().await?, ("Delete".to_owned(), None));
     Ok(())
 }
+
+/// A claim a restore created that someone deletes again (not a run of gc: a user, StreamSpace),
+/// before it was bound: its volume stays kept for it (Retain, gc's record), and the next restore
+/// moves the volume to the claim it creates, and gives it back its policy once bound. Before, the
+/// restore refused ("restored already") for the whole window, after which the volume was deleted.
+#[tokio::test]
+async fn a_restored_claim_deleted_by_someone_else_can_be_restored_again() -> Result {
+    let Some(story) = Story::new("restore-user").await? else {
+        return Ok(());
+    };
+    let lines = story.run();
+    story.released(&format!("{lines:?}")).await?;
+    let (out, restored) = story.restore(&["--bind-wait-seconds", "0"]);
+    assert!(out.status.success(), "{}", log(&out));
+    let first = restored[0]["uid"].as_str().unwrap().to_owned();
+
+    // Someone deletes the claim the restore created; Kubernetes releases the volume from it.
+    let claims = story.ns.api::<PersistentVolumeClaim>();
+    claims.delete(&story.claim, &Default::default()).await?;
+    story
+        .released(&format!("the claim {first} deleted"))
+        .await?;
+    let (policy, record) = story.volume().await?;
+    assert_eq!(policy, "Retain");
+    assert_eq!(record.unwrap()["restoredTo"], first.as_str());
+
+    // Restored again: on its volume, bound, its policy given back.
+    let (out, restored) = story.restore(&[]);
+    assert!(out.status.success(), "{}", log(&out));
+    let claim = restored
+        .iter()
+        .find(|r| r["kind"] == "PersistentVolumeClaim")
+        .unwrap();
+    assert_eq!(claim["result"], "created", "{restored:?}");
+    assert_ne!(claim["uid"], first.as_str());
+    assert_eq!(
+        claim["note"],
+        format!(
+            "on its volume {}, bound again: reclaim policy Delete given back",
+            story.pv
+        ),
+        "{restored:?}"
+    );
+    assert_eq!(story.volume().await?, ("Delete".to_owned(), None));
+    Ok(())
+}

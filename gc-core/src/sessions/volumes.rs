@@ -464,7 +464,8 @@ pub async fn kept_for(
     let phase = &volume["status"]["phase"];
     match (next(state, Event::ClaimRestored).0, record) {
         (Action::Move, Some(record)) if record.claim_uid == claim_uid => {
-            if claimed != claim_uid {
+            // The claim a restore made and that is gone again (`state_of`) stands for it.
+            if claimed != claim_uid && record.restored_to.as_deref() != Some(claimed) {
                 let other = &volume["spec"]["claimRef"];
                 return Err(not(format!(
                     "its volume {name} is claimed by another claim, {}/{} (uid {claimed}, phase \

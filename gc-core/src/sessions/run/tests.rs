@@ -991,6 +991,24 @@ fn a_volume_is_taken_back_only_as_it_was_kept() {
     let gone = kept_with(Vec::new(), false);
     let error = block_on(kept_for(&gone, "pv", "old", "primary")).unwrap_err();
     assert_eq!(error.to_string(), "its volume pv is gone");
+    // Restored to the claim `new`: taken back again only once that claim is gone again (the
+    // volume Released from it), never while it stands.
+    let restored = |phase: &str| {
+        let mut v = kept_volume("new", "primary", "old", phase);
+        let note = &mut v["metadata"]["annotations"]["gc.example.com/retained"];
+        let mut record: Value = serde_json::from_str(note.as_str().unwrap()).unwrap();
+        record["restoredTo"] = json!("new");
+        *note = json!(record.to_string());
+        v
+    };
+    assert_eq!(check(restored("Released")), Ok("Delete".into()));
+    for phase in ["Bound", "Pending"] {
+        let error = check(restored(phase)).unwrap_err();
+        assert!(
+            error.contains("was restored already, to claim uid new"),
+            "{phase}: {error}"
+        );
+    }
 }
 
 /// A restore moves the kept volume to the new claim (fenced on the old one) and, once that claim

@@ -124,11 +124,18 @@ pub fn next(state: State, event: Event) -> (Action, State) {
     }
 }
 
-/// The state a volume's record and label say it is in, for the runs of `cluster`.
+/// The state a volume's record and label say it is in, for the runs of `cluster`. A volume
+/// moved to a claim a restore created whose claim is gone again (`Released`, still naming that
+/// claim: deleted by anyone, not by a run of gc, which renews the record) is kept for it, as for
+/// any claim deleted: a restore may move it again, within its window.
 #[must_use]
 pub fn state_of(volume: &Value, cluster: &str) -> (State, Option<Retained>) {
+    let released_from = |to: &str| {
+        volume["status"]["phase"] == "Released" && volume["spec"]["claimRef"]["uid"] == to
+    };
     match record_of(volume, cluster) {
         None => (State::Unkept, None),
+        Some(r) if r.restored_to.as_deref().is_some_and(released_from) => (State::Kept, Some(r)),
         Some(r) if r.restored_to.is_some() => (State::Restored, Some(r)),
         Some(r) => (State::Kept, Some(r)),
     }

@@ -150,6 +150,14 @@ fn the_state_is_what_the_volume_records_for_this_cluster() {
     assert_eq!(state_of(&volume, "other").0, State::Unkept);
     let (restored, _) = kept("c2", "Bound", Some("c2"));
     assert_eq!(state_of(&restored, CLUSTER).0, State::Restored);
+    // Moved to c2 and not bound yet, or bound to another claim: still restored.
+    let (moved, _) = kept("c2", "Pending", Some("c2"));
+    assert_eq!(state_of(&moved, CLUSTER).0, State::Restored);
+    let (other, _) = kept("c3", "Released", Some("c2"));
+    assert_eq!(state_of(&other, CLUSTER).0, State::Restored);
+    // The claim a restore made deleted again (by anyone): kept for it, as any claim deleted.
+    let (gone_again, _) = kept("c2", "Released", Some("c2"));
+    assert_eq!(state_of(&gone_again, CLUSTER).0, State::Kept);
     let mut unreadable = volume.clone();
     unreadable["metadata"]["annotations"]["gc.example.com/retained"] = json!("{");
     assert_eq!(state_of(&unreadable, CLUSTER).0, State::Unkept);
