@@ -23,7 +23,8 @@ fi
 if [ "$#" -eq 0 ]; then
   set -- -f gc-core/src/pods/apply.rs -f gc-core/src/pods/approval.rs \
     -f gc-core/src/sessions/config.rs -f gc-core/src/sessions/plan.rs -f gc-core/src/sessions/run.rs \
-    -f gc-core/src/sessions/manifest.rs -f gc-core/src/sessions/volumes.rs
+    -f gc-core/src/sessions/manifest.rs -f gc-core/src/sessions/volumes.rs \
+    -f gc-core/src/sessions/volumes/lifecycle.rs
 fi
 
 mkdir -p "$OUT"
