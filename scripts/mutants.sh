@@ -3,7 +3,7 @@
 # session policy) with cargo-mutants: every mutant the tests do not catch is listed. Not part of
 # the default test command (it rebuilds gc-core once per mutant); see docs/mutation-testing.md.
 #
-#   scripts/mutants.sh                      # all three files
+#   scripts/mutants.sh                      # the default files below
 #   scripts/mutants.sh -f gc-core/src/pods/apply.rs   # extra arguments go to cargo mutants
 #
 # Installs cargo-mutants (pinned) into ${GC_TOOLS:-~/.cache/gc-tools} when it is missing; the
