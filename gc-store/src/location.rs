@@ -114,29 +114,12 @@ fn for_sqlx(url: &str) -> (String, usize) {
     (parsed.into(), dropped)
 }
 
-/// Whether sqlx's PostgreSQL driver reads the query parameter `key` (its names, exactly).
+/// Whether sqlx's PostgreSQL driver reads the query parameter `key` (its names, exactly): the
+/// ones shown, and `password`.
 fn sqlx_reads(key: &str) -> bool {
-    const READ: &[&str] = &[
-        "sslmode",
-        "ssl-mode",
-        "sslrootcert",
-        "ssl-root-cert",
-        "ssl-ca",
-        "sslcert",
-        "ssl-cert",
-        "sslkey",
-        "ssl-key",
-        "statement-cache-capacity",
-        "host",
-        "hostaddr",
-        "port",
-        "dbname",
-        "user",
-        "password",
-        "application_name",
-        "options",
-    ];
-    READ.contains(&key) || (key.starts_with("options[") && key.ends_with(']'))
+    key == "password"
+        || crate::shown::SHOWN_PARAMETERS.contains(&key)
+        || (key.starts_with("options[") && key.ends_with(']'))
 }
 
 /// The embedded default database file, given a way to read environment variables.
