@@ -290,7 +290,7 @@ fn every_input_reaches_its_gc_cli_flag() {
             "--namespace",
             &["validate_inputs", "plan", "collect"],
         ),
-        ("retention_seconds", "--retention-seconds", &plan_inputs),
+        ("retention_seconds", "--retention", &plan_inputs),
         ("max_pods", "--max-pods", &plan_inputs),
         ("max_inventory", "--max-inventory", &plan_inputs),
         ("max_archive_bytes", "--max-archive-bytes", &plan_inputs),
