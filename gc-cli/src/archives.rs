@@ -198,7 +198,7 @@ pub(crate) struct Prune {
     older_than: std::time::Duration,
     /// How long a receipt naming a kept volume stays past its run: `run sessions`'
     /// `--volume-retention` (whole days, 0d..=3650d; a bare number is days).
-    #[arg(long = "volume-retention", alias = "retain-volume-days", default_value = "7d", value_name = "DURATION",
+    #[arg(long = "volume-retention", alias = "retain-volume-days", default_value = "7d", value_name = "DURATION", allow_negative_numbers = true,
         value_parser = |s: &str| gc_runtime::durations::within(s, gc_runtime::durations::Unit::Days, 0..=3650))]
     retain_volume_days: u64,
     /// List what would be removed; remove nothing.

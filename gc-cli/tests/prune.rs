@@ -166,13 +166,13 @@ async fn bad_windows_and_a_missing_folder_remove_nothing() -> Result {
         (&[], "--older-than", "<DURATION>"),
         (
             &["--older-than", "1s", "--retain-volume-days", "-1"],
-            "--retain-volume-days",
-            "0..=3650",
+            "--volume-retention",
+            "is outside 0d..=3650d",
         ),
         (
             &["--older-than", "1s", "--retain-volume-days", "3651"],
-            "--retain-volume-days",
-            "0..=3650",
+            "--volume-retention",
+            "is outside 0d..=3650d",
         ),
     ] {
         let out = s

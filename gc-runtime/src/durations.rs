@@ -167,8 +167,8 @@ mod tests {
             "-1 is outside 5s..=300s"
         );
         assert_eq!(
-            within("11y", Unit::Days, 0..=3650).unwrap_err(),
-            "11y is outside 0d..=3650d"
+            within("3651d", Unit::Days, 0..=3650).unwrap_err(),
+            "3651d is outside 0d..=3650d"
         );
     }
 }
