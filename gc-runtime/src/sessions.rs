@@ -403,8 +403,8 @@ async fn run_once(
                 run.options.sink.shown()
             ))),
         };
-        // A run that lost its lock says so, and nothing else: what it did not finish is the
-        // next run's.
+        // A run that lost its lock fails saying so (what it did before is still audited): what
+        // it did not finish is the next run's.
         match crate::lock::release_saying(lock, run.options.cancel).await {
             Some(lost) => {
                 before_lost = report.ok();
