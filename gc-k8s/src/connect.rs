@@ -250,19 +250,43 @@ async fn from_kubeconfig(
         context: context.cloned(),
         ..KubeConfigOptions::default()
     };
-    let loaded = match path {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
-            Config::from_custom_kubeconfig(file, &options).await
-        }
-        None => Config::from_kubeconfig(&options).await,
+    // Read here (`KUBECONFIG`, or `~/.kube/config`, as kubectl), so that a context that is not
+    // there is said with the ones that are.
+    let file = match path {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    }
+    .map_err(kubeconfig_error)?;
+    let mut contexts: Vec<&str> = file.contexts.iter().map(|c| c.name.as_str()).collect();
+    contexts.sort_unstable();
+    let contexts = match contexts.as_slice() {
+        [] => "it has none".to_owned(),
+        names => format!("its contexts: {}", names.join(", ")),
     };
-    loaded.map_err(kubeconfig_error)
+    let loaded = Config::from_custom_kubeconfig(file, &options).await;
+    loaded.map_err(|e| match e {
+        KubeconfigError::LoadContext(name) => ConnectError::Kubeconfig(format!(
+            "no context {name:?} in the kubeconfig ({contexts}): give one of them (--context)"
+        )),
+        KubeconfigError::CurrentContextNotSet => ConnectError::Kubeconfig(format!(
+            "the kubeconfig names no current context ({contexts}): give one (--context)"
+        )),
+        e => kubeconfig_error(e),
+    })
 }
 
-/// A kubeconfig error without the YAML parser's snippet of the file, which could show a token.
+/// A kubeconfig error without the YAML parser's snippet of the file, which could show a token,
+/// and saying what to do where the error alone would not.
 fn kubeconfig_error(error: KubeconfigError) -> ConnectError {
     ConnectError::Kubeconfig(match &error {
+        KubeconfigError::ReadConfig(e, path) => format!(
+            "cannot read the kubeconfig {} ({e}): name one with --kubeconfig or KUBECONFIG, give \
+             the API server with --api-url, or run in the cluster (--in-cluster)",
+            path.display()
+        ),
+        KubeconfigError::FindPath => "no kubeconfig: KUBECONFIG is not set and there is no home \
+                                      folder; name one with --kubeconfig, or give --api-url"
+            .to_owned(),
         KubeconfigError::Parse(e) => match e.location() {
             Some(at) => format!(
                 "not a valid kubeconfig (YAML error at line {}, column {})",
@@ -514,6 +538,50 @@ mod tests {
         let text = format!("{error} {error:?}");
         assert!(!text.contains("Zq"), "{text}");
         assert!(matches!(error, ConnectError::Kubeconfig(_)), "{error:?}");
+    }
+
+    /// A kubeconfig that is not there, or a context it does not have: said with what to do
+    /// (the flags, `KUBECONFIG`) and the contexts it has.
+    #[tokio::test]
+    async fn kubeconfig_errors_say_what_to_do() {
+        let dir = std::env::temp_dir().join(format!("gc-k8s-contexts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let with = |path: PathBuf, context: Option<&str>| Connection {
+            source: Source::Kubeconfig {
+                path: Some(path),
+                context: context.map(str::to_owned),
+            },
+            ..Connection::default()
+        };
+        let missing = dir.join("missing");
+        let error = config(&with(missing.clone(), None)).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "kubeconfig: cannot read the kubeconfig {} (No such file or directory (os error \
+                 2)): name one with --kubeconfig or KUBECONFIG, give the API server with \
+                 --api-url, or run in the cluster (--in-cluster)",
+                missing.display()
+            )
+        );
+        let file = dir.join("config");
+        std::fs::write(
+            &file,
+            "apiVersion: v1\nkind: Config\ncurrent-context: kind\n\
+             clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n\
+             users: [{name: u, user: {}}]\n\
+             contexts: [{name: kind, context: {cluster: k, user: u}}, \
+                        {name: prod, context: {cluster: k, user: u}}]\n",
+        )
+        .unwrap();
+        assert!(config(&with(file.clone(), Some("prod"))).await.is_ok());
+        let error = config(&with(file.clone(), Some("nope"))).await.unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            error.to_string(),
+            "kubeconfig: no context \"nope\" in the kubeconfig (its contexts: kind, prod): give \
+             one of them (--context)"
+        );
     }
 
     #[tokio::test]
