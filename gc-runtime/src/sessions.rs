@@ -360,11 +360,10 @@ async fn run_once(
         ..
     } = run.options;
     let time = gc_core::isotime::format_timestamp(now);
-    // What a run did before it lost its lock: audited all the same (a claim deleted, a volume
-    // given back its policy is not seen again by any later run).
-    let mut before_lost = None;
-    // The volumes reviewed by a run refused before its deletes.
-    let mut reviewed: Option<SessionReport> = None;
+    // What a run that fails did all the same, audited before its refusal: the volumes reviewed
+    // by a run refused before its deletes, or what a run did before it lost its lock (a claim
+    // deleted, a volume given back its policy is not seen again by any later run).
+    let mut done: Option<SessionReport> = None;
     let outcome = async {
         let lock = crate::lock::take_or_stop(
             cluster,
@@ -394,7 +393,7 @@ async fn run_once(
                     // Refused before its deletes: the volumes' review needs neither the database
                     // nor the plan, and a window that passed is not held by a refusal.
                     let review = collect_sessions::review(cluster, cfg, now, dry_run, stop).await;
-                    reviewed = Some(review);
+                    done = Some(review);
                     Err(refused(e, cfg, "nothing deleted"))
                 }
             },
@@ -407,7 +406,7 @@ async fn run_once(
         // it did not finish is the next run's.
         match crate::lock::release_saying(lock, run.options.cancel).await {
             Some(lost) => {
-                before_lost = report.ok();
+                done = report.ok().or(done.take());
                 Err(lost)
             }
             None => report,
@@ -417,17 +416,12 @@ async fn run_once(
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
-            if let Some(report) = before_lost.as_ref().or(reviewed.as_ref())
-                && let Err(e) = audit.judged(cfg, report, &time)
-            {
-                return Err((before_lost.or(reviewed), e));
-            }
-            if let Some(review) = &reviewed {
-                let why = review
-                    .volumes_unlisted
-                    .as_ref()
-                    .or(review.volumes_note.as_ref());
-                if let Some(why) = why {
+            if let Some(report) = &done {
+                if let Err(e) = audit.judged(cfg, report, &time) {
+                    return Err((done, e));
+                }
+                let why = report.volumes_unlisted.iter().chain(&report.volumes_note);
+                for why in why {
                     tracing::warn!("{why}");
                 }
             }

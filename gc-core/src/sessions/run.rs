@@ -150,7 +150,7 @@ impl Serialize for DeleteResult {
 }
 
 /// What a run did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionReport {
     /// Every resource, judged, with the result of its delete.
@@ -344,14 +344,7 @@ pub async fn review(
     dry_run: bool,
     stop: Stop<'_>,
 ) -> SessionReport {
-    let mut report = SessionReport {
-        records: Vec::new(),
-        missing_kinds: Vec::new(),
-        lookups: 0,
-        failures: 0,
-        volumes_unlisted: None,
-        volumes_note: None,
-    };
+    let mut report = SessionReport::default();
     match volumes::expire(volumes, cfg, now, dry_run, stop).await {
         Ok(reviewed) => {
             for volumes::Reviewed { judged, result } in reviewed {
