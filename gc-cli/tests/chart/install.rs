@@ -137,31 +137,15 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     // The container's command. Only the connection differs from a Pod's: `--in-cluster` reads the
     // token from the Pod's mount, here the same token is given by file. The orphans are minutes
     // old, so the run is told it is the rendered grace period (plus an hour) later.
-    let mut argv = out_of_cluster(&args, bed, &token_file);
     let grace: i64 = args
         .iter()
         .find_map(|a| a.strip_prefix("--grace-hours="))
         .expect("--grace-hours")
         .parse()?;
     let later = Timestamp::from_second(Timestamp::now().as_second() + (grace + 1) * 3600)?;
-    argv.push(format!("--now={later}"));
-    // The state volume's paths, as the chart renders them, become folders of the test's own.
-    let state = |path: &str| path.replace("/var/lib/gc", &dir.path().to_string_lossy());
-    let out = command()
-        .args(&argv)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, state(v))))
-        .env(
-            "HOSTNAME",
-            format!("{}-manual", cron_job.metadata.name.clone().unwrap()),
-        )
-        .env("GC_ALLOW_FUTURE_NOW", "1")
-        .output()?;
-    let log = format!(
-        "{argv:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let host = format!("{}-manual", cron_job.metadata.name.clone().unwrap());
+    let (out, log) = run_rendered(bed, (&args, &env), &token_file, dir.path(), later, &host)?;
+    let state = |path: &str| on_state(path, dir.path());
     assert!(out.status.success(), "{log}");
     assert!(sessions.get_opt("gone-1").await?.is_none(), "{log}");
     assert!(services.get_opt("gone-1").await?.is_none(), "{log}");
@@ -419,6 +403,41 @@ async fn restore_as_the_readme_says(
         assert_eq!(got, want, "restore account: {verb} persistentvolumes");
     }
     Ok(())
+}
+
+/// The rendered container's command (`args`, `env`) run once as the kubelet would run it, at
+/// `now`, on host `host`: only the connection differs from a Pod's (`--in-cluster` reads the
+/// token from the Pod's mount, here the same token is given by file), and the state volume's
+/// paths are folders of `dir` ([`on_state`]). Its output, and the command with what it printed,
+/// for messages.
+pub(super) fn run_rendered(
+    bed: &TestBed,
+    (args, env): (&[String], &[(String, String)]),
+    token_file: &std::path::Path,
+    dir: &std::path::Path,
+    now: Timestamp,
+    host: &str,
+) -> Result<(std::process::Output, String)> {
+    let mut argv = out_of_cluster(args, bed, token_file);
+    argv.push(format!("--now={now}"));
+    let out = command()
+        .args(&argv)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, on_state(v, dir))))
+        .env("HOSTNAME", host)
+        .env("GC_ALLOW_FUTURE_NOW", "1")
+        .output()?;
+    let log = format!(
+        "{argv:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok((out, log))
+}
+
+/// `value` with the state volume's mount, as the chart renders it, a folder of the test's own.
+pub(super) fn on_state(value: &str, dir: &std::path::Path) -> String {
+    value.replace("/var/lib/gc", &dir.to_string_lossy())
 }
 
 /// A CronJob's or a Deployment's one container as the kubelet would run it.

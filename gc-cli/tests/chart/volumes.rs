@@ -1030,7 +1030,9 @@ async fn the_chart_accounts_keep_and_restore_a_volume_through_the_policies() -> 
     use k8s_openapi::api::core::v1::PersistentVolumeClaim;
     use k8s_openapi::jiff::Timestamp;
 
-    use super::install::{cron_pod, out_of_cluster, rendered, session_database, token_file};
+    use super::install::{
+        cron_pod, on_state, out_of_cluster, rendered, run_rendered, session_database, token_file,
+    };
     use crate::common::{command, one_live_session};
 
     let bed = gc_testbed::TestBed::with_controllers().await?;
@@ -1129,26 +1131,14 @@ async fn the_chart_accounts_keep_and_restore_a_volume_through_the_policies() -> 
     let rendered = rendered(&ns, &pod).await?;
     let dir = tempfile::tempdir()?;
     let token = token_file(&ns, &rendered.account, &dir).await?;
-    let state = |v: &str| v.replace("/var/lib/gc", &dir.path().to_string_lossy());
     let env: Vec<(String, String)> = rendered
         .env
         .iter()
-        .map(|(k, v)| (k.clone(), state(v)))
+        .map(|(k, v)| (k.clone(), on_state(v, dir.path())))
         .collect();
-    let mut argv = out_of_cluster(&rendered.args, bed, &token);
     let later = Timestamp::from_second(Timestamp::now().as_second() + 25 * 3600)?;
-    argv.push(format!("--now={later}"));
-    let out = command()
-        .args(&argv)
-        .env_clear()
-        .envs(env.iter().cloned())
-        .env("GC_ALLOW_FUTURE_NOW", "1")
-        .output()?;
-    let log = format!(
-        "{argv:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let rendered_command = (&rendered.args[..], &rendered.env[..]);
+    let (out, log) = run_rendered(bed, rendered_command, &token, dir.path(), later, "manual")?;
     assert!(out.status.success(), "{log}");
     assert!(claims.get_opt(claim).await?.is_none(), "{log}");
     let kept = volumes.get(&pv).await?;
