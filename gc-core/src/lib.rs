@@ -12,6 +12,7 @@ pub mod input;
 #[cfg(test)]
 mod interactions;
 pub mod isotime;
+pub mod lease;
 pub mod pages;
 pub mod pods;
 pub mod ports;

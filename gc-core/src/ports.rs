@@ -350,37 +350,59 @@ pub trait SessionDirectory: Send + Sync {
     ) -> Result<std::collections::HashMap<String, crate::sessions::Row>, StoreError>;
 }
 
-/// Whether a run must write nothing more: its run lock is lost (or may be: it was not renewed in
-/// time, for example while the process was frozen). Read before every write.
-pub trait Halt: Send + Sync {
-    /// `true` once the run must stop writing; never `false` again after that.
-    fn halted(&self) -> bool;
-}
-
-/// A flag another task sets.
-impl Halt for std::sync::atomic::AtomicBool {
-    fn halted(&self) -> bool {
-        self.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
 /// One run at a time per namespace: a `coordination.k8s.io` Lease, written with
 /// resourceVersion fencing so that two runs cannot both take it.
 ///
 /// # Errors
-/// [`ClusterError`]; a lost race (409) is not an error but `Ok(false)`.
-#[cfg_attr(test, mockall::automock)]
+/// [`ClusterError`]; a lost race (409) is not an error but `None`.
 #[async_trait]
 pub trait Lock: Send + Sync {
+    /// The fence on the holder's last write of the Lease (its resourceVersion and renew time).
+    type Token: Clone + Send + Sync;
     /// Takes the lease `name` in `namespace` for `holder` for `ttl_seconds`, when it is free,
-    /// expired, or already `holder`'s. `Ok(false)` when another holder has it.
+    /// expired, or already `holder`'s: the fence on that write. `None` when another holder has
+    /// it.
+    async fn acquire(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl_seconds: u32,
+    ) -> Result<Option<Self::Token>, ClusterError>;
+    /// Renews a lease `holder` took and last wrote as `held`, fenced on that write.
+    /// [`Renewal::Lost`] when it expired or was written by anyone else since: the run must write
+    /// nothing more, and the lease is left as it is. An error is no loss by itself.
+    async fn renew(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl_seconds: u32,
+        held: &Self::Token,
+    ) -> Result<Renewal<Self::Token>, ClusterError>;
+    /// [`Lock::acquire`], saying only whether it was taken.
     async fn try_acquire(
         &self,
         namespace: &str,
         name: &str,
         holder: &str,
         ttl_seconds: u32,
-    ) -> Result<bool, ClusterError>;
+    ) -> Result<bool, ClusterError> {
+        Ok(self
+            .acquire(namespace, name, holder, ttl_seconds)
+            .await?
+            .is_some())
+    }
     /// Gives the lease up when `holder` has it (fenced on its resourceVersion).
     async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError>;
+}
+
+/// What a renewal found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Renewal<T> {
+    /// Still held, renewed now: the fence on this write.
+    Renewed(T),
+    /// The lock is lost, and why: the Lease expired, or changed hands (or was written by
+    /// anyone else at all) since the holder's last write. A lost lease is never taken back.
+    Lost(String),
 }

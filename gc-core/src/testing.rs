@@ -3,6 +3,9 @@
 use std::task::{Context, Poll, Waker};
 
 /// Runs a future whose ports never wait (every fake answers at once).
+/// A run never asked to stop.
+pub(crate) static GO_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     let mut f = std::pin::pin!(f);
     loop {

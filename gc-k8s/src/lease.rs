@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use gc_core::ports::{ClusterError, Lock};
+use gc_core::ports::{ClusterError, Lock, Renewal};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -211,14 +211,14 @@ impl<'a> Leases<'a> {
 
 /// A Lease as its holder last wrote it: what a renewal must find unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Held {
+pub struct Written {
     /// The resourceVersion of the holder's last write.
     resource_version: String,
     /// The renew time it wrote.
     renewed: Timestamp,
 }
 
-impl Held {
+impl Written {
     fn of(lease: &Lease, renewed: Timestamp) -> Self {
         Self {
             resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
@@ -227,22 +227,12 @@ impl Held {
     }
 }
 
-/// What a renewal found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Renewal {
-    /// Still held, renewed now.
-    Renewed(Held),
-    /// The lock is lost, and why: the Lease expired, or changed hands (or was written by
-    /// anyone else at all) since the holder's last write. A lost lease is never taken back.
-    Lost(String),
-}
-
 /// `lease` when it is still exactly `held` by `holder` and not expired at `now`; `Err` says why
 /// not.
 fn still_held(
     lease: Option<Lease>,
     holder: &str,
-    held: &Held,
+    held: &Written,
     seconds: i32,
     now: Timestamp,
 ) -> Result<Lease, String> {
@@ -269,19 +259,40 @@ fn still_held(
     Ok(lease)
 }
 
-impl KubeCluster {
-    /// [`Lock::try_acquire`], returning the Lease as taken for [`KubeCluster::renew`]; `None`
-    /// when another holder has it.
+/// # Guarantees
+/// - Every write is fenced: a create fails when the Lease exists, a replace carries the
+///   resourceVersion it was read at. Of two runs that race, at most one gets the Lease.
+/// - A lost race is `Ok(None)`, not an error. When the client replayed a write whose first
+///   attempt had succeeded (kube retries 429/503/504), the 409 of the replay is recognised by
+///   reading back exactly the holder and renew time this call wrote, and answers the Lease.
+/// - `release` touches the Lease only while `holder` holds it, and then only clears
+///   `holderIdentity`.
+///
+/// # Caveats
+/// Expiry compares the Lease's `renewTime` with this machine's clock: clocks more than a small
+/// fraction of the lease duration apart let a run take a lease early (or late). Keep the TTL
+/// well above the expected skew and above the run's length; renew with [`Lock::renew`].
+///
+/// # Errors
+/// Invalid arguments (namespace not a DNS label, name not a DNS subdomain, empty holder, TTL 0
+/// or above `i32::MAX`) are [`ClusterError::Other`] before any request; API errors are mapped
+/// as for [`gc_core::ports::Cluster`], a 403 naming `leases`.
+#[async_trait]
+impl Lock for KubeCluster {
+    type Token = Written;
+
+    /// Takes the Lease, returning it as written for [`Lock::renew`]; `None` when another
+    /// holder has it.
     ///
     /// # Errors
     /// As [`Lock::try_acquire`].
-    pub async fn acquire(
+    async fn acquire(
         &self,
         namespace: &str,
         name: &str,
         holder: &str,
         ttl_seconds: u32,
-    ) -> Result<Option<Held>, ClusterError> {
+    ) -> Result<Option<Written>, ClusterError> {
         check(namespace, name, holder)?;
         let seconds = duration(ttl_seconds)?;
         let leases = Leases::new(self, namespace);
@@ -308,10 +319,10 @@ impl KubeCluster {
         if written.is_some() {
             tracing::debug!(namespace, name, holder, "lease taken");
         }
-        Ok(written.map(|lease| Held::of(&lease, now)))
+        Ok(written.map(|lease| Written::of(&lease, now)))
     }
 
-    /// Renews a Lease `holder` took ([`KubeCluster::acquire`]) and last wrote as `held`, fenced
+    /// Renews a Lease `holder` took ([`Lock::acquire`]) and last wrote as `held`, fenced
     /// on that write's resourceVersion. [`Renewal::Lost`] when the Lease expired or was written
     /// by anyone else since (taken, released, taken back: `renewTime`, `leaseTransitions` and
     /// the holder all move the resourceVersion): the run must write nothing more, and the Lease
@@ -320,14 +331,14 @@ impl KubeCluster {
     /// # Errors
     /// As [`Lock::try_acquire`]; an error is no loss by itself (the caller decides how long it
     /// may go without a renewal).
-    pub async fn renew(
+    async fn renew(
         &self,
         namespace: &str,
         name: &str,
         holder: &str,
         ttl_seconds: u32,
-        held: &Held,
-    ) -> Result<Renewal, ClusterError> {
+        held: &Written,
+    ) -> Result<Renewal<Written>, ClusterError> {
         check(namespace, name, holder)?;
         let seconds = duration(ttl_seconds)?;
         let leases = Leases::new(self, namespace);
@@ -346,44 +357,9 @@ impl KubeCluster {
             None => leases.ours_after_conflict(name, holder, now).await?,
         };
         Ok(match written {
-            Some(lease) => Renewal::Renewed(Held::of(&lease, now)),
+            Some(lease) => Renewal::Renewed(Written::of(&lease, now)),
             None => Renewal::Lost("another run wrote the Lease during the renewal".into()),
         })
-    }
-}
-
-/// # Guarantees
-/// - Every write is fenced: a create fails when the Lease exists, a replace carries the
-///   resourceVersion it was read at. Of two runs that race, at most one gets `true`.
-/// - A lost race is `Ok(false)`, not an error. When the client replayed a write whose first
-///   attempt had succeeded (kube retries 429/503/504), the 409 of the replay is recognised by
-///   reading back exactly the holder and renew time this call wrote, and answers `true`.
-/// - `release` touches the Lease only while `holder` holds it, and then only clears
-///   `holderIdentity`.
-///
-/// # Caveats
-/// Expiry compares the Lease's `renewTime` with this machine's clock: clocks more than a small
-/// fraction of the lease duration apart let a run take a lease early (or late). Keep the TTL
-/// well above the expected skew and above the run's length; renew by calling `try_acquire`
-/// again.
-///
-/// # Errors
-/// Invalid arguments (namespace not a DNS label, name not a DNS subdomain, empty holder, TTL 0
-/// or above `i32::MAX`) are [`ClusterError::Other`] before any request; API errors are mapped
-/// as for [`gc_core::ports::Cluster`], a 403 naming `leases`.
-#[async_trait]
-impl Lock for KubeCluster {
-    async fn try_acquire(
-        &self,
-        namespace: &str,
-        name: &str,
-        holder: &str,
-        ttl_seconds: u32,
-    ) -> Result<bool, ClusterError> {
-        Ok(self
-            .acquire(namespace, name, holder, ttl_seconds)
-            .await?
-            .is_some())
     }
 
     async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {
@@ -493,7 +469,7 @@ mod tests {
             },
             ..lease(holder, Some(0), Some(30))
         };
-        let held = Held {
+        let held = Written {
             resource_version: "7".into(),
             renewed: at(0),
         };

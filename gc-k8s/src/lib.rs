@@ -44,7 +44,7 @@ mod connect;
 mod errors;
 mod events;
 mod lease;
-pub use lease::{Held, Renewal};
+pub use lease::Written;
 mod list;
 mod namespaces;
 mod objects;

@@ -3,7 +3,7 @@
 //! cancellation is passed in ([`Cancel`]), and every failure is a typed error.
 //!
 //! - [`RunLock`]: one run at a time per namespace, on a renewed `coordination.k8s.io` Lease;
-//!   a run that lost it writes nothing more ([`RunLock::halt`]) and never takes it back.
+//!   a run that lost it writes nothing more ([`RunLock::held`]) and never takes it back.
 //! - [`metrics`]: what a run reports (the Pushgateway, a metrics file, a webhook alert, the
 //!   in-memory exposition of a long-running process); [`events`]: its Kubernetes Events.
 //! - [`Cancel`], [`StopToken`]: the embedder's shutdown; a run so stopped is [`Stopped`].

@@ -1,15 +1,16 @@
-//! The run lock of a namespace: a Lease taken (waiting for another run up to a bound), renewed
-//! every third of its duration while the run works, and released at the end. A renewal that
-//! finds the Lease expired or written by anyone else since the run's last write, or no
-//! successful renewal for two thirds of the lease (a process frozen included, checked before
-//! every write), loses the lock for good.
+//! The run lock of a namespace: a Lease taken through the [`Lock`] port (waiting for another run
+//! up to a bound), renewed every third of its duration while the run works, and released at the
+//! end. Its lifecycle is [`gc_core::lease`]'s: a renewal that finds the Lease expired or written
+//! by anyone else since the run's last write, or no successful renewal for two thirds of the
+//! lease (a process frozen included, checked before every write), loses the lock for good.
 
+use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use gc_core::ports::{ClusterError, Halt, Lock as _};
-use gc_k8s::{Held, KubeCluster, Renewal};
+use gc_core::lease::{Held, Lease, Renewed};
+use gc_core::ports::{ClusterError, Lock};
 
 use crate::{Cancel, Stopped};
 
@@ -79,76 +80,30 @@ pub fn holder() -> String {
     format!("{host}-{}-{asked:x}-{random:016x}", std::process::id())
 }
 
-/// The run lock of a namespace, held and renewed in the background until released. When the
-/// lock is lost ([`RunLock::halt`]) the run writes nothing more; [`RunLock::stop`] is set then,
-/// and when the embedder sets [`RunLock::stop_flag`] (its shutdown). A dry run takes no Lease: it
-/// writes nothing but server-side dry runs, and only the embedder stops it.
-pub struct RunLock {
-    cluster: KubeCluster,
+/// The time on the runtime's timer since its first reading: the monotonic clock of every Lease
+/// (tokio's, so that tests that pause and advance time see a frozen process as one).
+fn monotonic() -> Duration {
+    static ORIGIN: OnceLock<tokio::time::Instant> = OnceLock::new();
+    ORIGIN.get_or_init(tokio::time::Instant::now).elapsed()
+}
+
+/// The run lock of a namespace, held through the [`Lock`] port `L` and renewed in the background
+/// until released. When the lock is lost the run writes nothing more ([`RunLock::held`] says so
+/// before every write); [`RunLock::stop`] is set then, and when the embedder's [`Cancel`] asks
+/// the run to stop. A dry run takes no Lease: it writes nothing but server-side dry runs, and
+/// only the embedder stops it.
+pub struct RunLock<L: Lock> {
+    port: L,
     namespace: String,
     name: String,
-    holder: String,
     stop: Arc<AtomicBool>,
-    state: Arc<LockState>,
-    /// The renewal task; `None` for a dry run, which holds no Lease.
+    /// `None` for a dry run, which holds no Lease.
+    lease: Option<Arc<Lease<L::Token>>>,
+    /// The renewal task; `None` for a dry run.
     renewer: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// What the run and the renewal task share: when the Lease was last renewed, and whether (and
-/// why) it is lost. Once lost, never held again.
-struct LockState {
-    /// When the last successful renewal (or the acquisition) was sent.
-    renewed: Mutex<Instant>,
-    /// How long the run may go without a renewal: two thirds of the lease.
-    grace: Duration,
-    /// Why the lock is lost, once it is.
-    lost: Mutex<Option<String>>,
-    /// No Lease at all (a dry run): never lost.
-    none: bool,
-}
-
-impl LockState {
-    fn lose(&self, why: String) {
-        let mut lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
-        if lost.is_none() {
-            tracing::error!("{why}; stopping");
-            *lost = Some(why);
-        }
-    }
-    fn lost(&self) -> Option<String> {
-        self.lost
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-    fn renewed(&self) -> Instant {
-        *self.renewed.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-    fn renewed_at(&self, sent: Instant) {
-        *self.renewed.lock().unwrap_or_else(PoisonError::into_inner) = sent;
-    }
-}
-
-impl Halt for LockState {
-    /// Lost, or not renewed for two thirds of the lease: read before every write, so that a
-    /// process frozen past its lease writes nothing after it resumes, whichever task runs first.
-    fn halted(&self) -> bool {
-        if self.none {
-            return false;
-        }
-        let since = self.renewed().elapsed();
-        if since >= self.grace {
-            self.lose(format!(
-                "the run lock was not renewed for {}s (it lasts {}s): another run may hold it",
-                since.as_secs(),
-                self.grace.as_secs() * 3 / 2
-            ));
-        }
-        self.lost().is_some()
-    }
-}
-
-impl RunLock {
+impl<L: Lock + Clone + 'static> RunLock<L> {
     /// Waits for the Lease `name` in `namespace` up to `options.wait`, trying every second, then
     /// renews it every third of its duration. A dry run takes no Lease.
     ///
@@ -157,14 +112,13 @@ impl RunLock {
     /// [`LockError::Held`] when another run holds it for the whole wait,
     /// [`LockError::Cluster`] when the Lease cannot be read or written.
     pub async fn take(
-        cluster: &KubeCluster,
+        port: &L,
         namespace: &str,
         name: &str,
         options: &LockOptions,
         dry_run: bool,
         cancel: &dyn Cancel,
     ) -> Result<Self, LockError> {
-        let lease = options.lease_seconds;
         let cancelled = |when: &str| {
             cancel.cancelled().map(|why| {
                 LockError::Cancelled(format!(
@@ -176,38 +130,31 @@ impl RunLock {
             return Err(cancelled);
         }
         let mut lock = Self {
-            cluster: cluster.clone(),
+            port: port.clone(),
             namespace: namespace.to_owned(),
             name: name.to_owned(),
-            holder: holder(),
             stop: Arc::new(AtomicBool::new(false)),
-            state: Arc::new(LockState {
-                renewed: Mutex::new(Instant::now()),
-                grace: Duration::from_secs(u64::from(lease)) * 2 / 3,
-                lost: Mutex::new(None),
-                none: dry_run,
-            }),
+            lease: None,
             renewer: None,
         };
         cancel.register(&lock.stop);
         if dry_run {
             return Ok(lock);
         }
-        let deadline = Instant::now() + options.wait;
-        let held = loop {
-            let sent = Instant::now();
-            let taken = cluster
-                .acquire(namespace, name, &lock.holder, lease)
+        let holder = holder();
+        let deadline = tokio::time::Instant::now() + options.wait;
+        let lease = loop {
+            let seconds = options.lease_seconds;
+            let taken = Lease::acquire(port, namespace, name, &holder, seconds, monotonic)
                 .await
                 .map_err(LockError::Cluster)?;
-            if let Some(held) = taken {
-                lock.state.renewed_at(sent);
-                break held;
+            if let Some(lease) = taken {
+                break Arc::new(lease);
             }
             if let Some(cancelled) = cancelled("while waiting for") {
                 return Err(cancelled);
             }
-            if Instant::now() >= deadline {
+            if tokio::time::Instant::now() >= deadline {
                 return Err(LockError::Held {
                     name: name.to_owned(),
                     namespace: namespace.to_owned(),
@@ -216,21 +163,29 @@ impl RunLock {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         };
-        lock.renewer = Some(tokio::spawn(renew(
-            Renewer {
-                cluster: cluster.clone(),
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                holder: lock.holder.clone(),
-                lease,
-            },
-            held,
-            Arc::clone(&lock.state),
-            Arc::clone(&lock.stop),
-        )));
+        let renewal = renew(port.clone(), Arc::clone(&lease), Arc::clone(&lock.stop));
+        lock.renewer = Some(tokio::spawn(renewal));
+        lock.lease = Some(lease);
         Ok(lock)
     }
 
+    /// Stops renewing and gives the lease up. A failure is a warning: the lease expires by
+    /// itself within its duration. A lost lease is left as it is.
+    pub async fn release(self) {
+        let (Some(renewer), Some(lease)) = (self.renewer, self.lease) else {
+            return;
+        };
+        renewer.abort();
+        if let Err(e) = lease.release(&self.port).await {
+            tracing::warn!(
+                "cannot release the run lock {} (it expires by itself): {e}",
+                self.name
+            );
+        }
+    }
+}
+
+impl<L: Lock> RunLock<L> {
     /// The flag that stops the run: set when the lock is lost, and for the embedder to set on
     /// its shutdown (the run then finishes the target in progress and starts no other).
     pub fn stop_flag(&self) -> &Arc<AtomicBool> {
@@ -242,22 +197,25 @@ impl RunLock {
         &self.stop
     }
 
-    /// Halted only when the lock is lost (or may be), never by the embedder's shutdown: what the
-    /// engine reads before every write.
-    pub fn halt(&self) -> &dyn Halt {
-        &*self.state
+    /// The engine's proof of this lock ([`gc_core::lease::Held`]): lost only when the lock is
+    /// lost (or may be), never by the embedder's shutdown, which stops the run between objects;
+    /// a dry run's when the run is one.
+    pub fn held(&self) -> Held<'_> {
+        match &self.lease {
+            Some(lease) => lease.held(&self.stop),
+            None => Held::dry_run(&self.stop),
+        }
     }
 
     /// Why the lock was lost, when it was: the run wrote nothing after it noticed.
     pub fn lost(&self) -> Option<LockLost> {
-        self.state.halted();
-        self.state.lost().map(|why| {
-            LockLost(format!(
-                "lost the run lock {} in namespace {}: {why}; this run wrote nothing after it \
-                 noticed, and the next run resumes",
-                self.name, self.namespace
-            ))
-        })
+        let lease = self.lease.as_ref()?;
+        let why = if lease.halted() { lease.lost() } else { None }?;
+        Some(LockLost(format!(
+            "lost the run lock {} in namespace {}: {why}; this run wrote nothing after it \
+             noticed, and the next run resumes",
+            self.name, self.namespace
+        )))
     }
 
     /// The Lease's name.
@@ -269,92 +227,46 @@ impl RunLock {
     pub fn namespace(&self) -> &str {
         &self.namespace
     }
-
-    /// Stops renewing and gives the lease up. A failure is a warning: the lease expires by
-    /// itself within its duration. A lost lease is left as it is.
-    pub async fn release(self) {
-        let Some(renewer) = self.renewer else {
-            return;
-        };
-        renewer.abort();
-        if self.state.lost().is_some() {
-            return;
-        }
-        if let Err(e) = self
-            .cluster
-            .release(&self.namespace, &self.name, &self.holder)
-            .await
-        {
-            tracing::warn!(
-                "cannot release the run lock {} (it expires by itself): {e}",
-                self.name
-            );
-        }
-    }
 }
 
-/// Which Lease a renewal task renews.
-struct Renewer {
-    cluster: KubeCluster,
-    namespace: String,
-    name: String,
-    holder: String,
-    lease: u32,
-}
-
-/// Renews the lease every third of its duration (every second after a failed renewal), fenced
-/// on the last renewal; marks the lock lost, and sets `stop`, when the Lease expired or was
-/// written by anyone else since, or when no renewal succeeded for two thirds of the lease
-/// (before it could expire). It never takes back a lease it let lapse.
-async fn renew(r: Renewer, mut held: Held, state: Arc<LockState>, stop: Arc<AtomicBool>) {
-    let period = Duration::from_secs(u64::from(r.lease)) / 3;
+/// Renews `lease` every third of its duration (every second after a failed renewal), fenced on
+/// the last renewal; sets `stop` once it is lost (the Lease expired or was written by anyone else
+/// since, or no renewal succeeded for two thirds of the lease, before it could expire). It never
+/// takes back a lease it let lapse.
+async fn renew<L: Lock>(port: L, lease: Arc<Lease<L::Token>>, stop: Arc<AtomicBool>) {
+    let period = Duration::from_secs(u64::from(lease.seconds())) / 3;
     // After a failed renewal, tries again soon: the lock is lost two thirds of the lease after
     // the last renewal, only one period after a failed one.
     let retry = Duration::from_secs(1).min(period);
-    let name = &r.name;
     let mut wait = period;
     loop {
         tokio::time::sleep(wait).await;
-        if state.halted() {
-            break;
-        }
-        let sent = Instant::now();
-        match r
-            .cluster
-            .renew(&r.namespace, name, &r.holder, r.lease, &held)
-            .await
-        {
-            Ok(Renewal::Renewed(now)) => {
-                held = now;
-                wait = period;
-                state.renewed_at(sent);
-            }
-            Ok(Renewal::Lost(why)) => {
-                state.lose(format!("the run lock {name} is lost: {why}"));
-                break;
-            }
-            Err(e) => {
+        match lease.renew(&port).await {
+            Renewed::Held => wait = period,
+            Renewed::Lost => break,
+            Renewed::Failed(e) => {
+                let name = lease.name();
                 tracing::warn!("cannot renew the run lock {name}: {e}; trying again");
-                if state.halted() {
-                    break;
-                }
                 wait = retry;
             }
         }
+    }
+    if let Some(why) = lease.lost() {
+        tracing::error!("{why}; stopping");
     }
     stop.store(true, Ordering::SeqCst);
 }
 
 /// [`RunLock::take`], a cancelled wait being [`Stopped`].
-pub(crate) async fn take_or_stop(
-    cluster: &KubeCluster,
+pub(crate) async fn take_or_stop<L: Lock + Clone + 'static>(
+    port: &L,
     namespace: &str,
     name: &str,
     options: &LockOptions,
     dry_run: bool,
     cancel: &dyn Cancel,
-) -> anyhow::Result<RunLock> {
-    RunLock::take(cluster, namespace, name, options, dry_run, cancel)
+) -> anyhow::Result<RunLock<L>> {
+    RunLock::take(port, namespace, name, options, dry_run, cancel)
         .await
         .map_err(|e| match e {
             LockError::Cancelled(why) => anyhow::Error::new(Stopped::new(why)),
@@ -364,7 +276,10 @@ pub(crate) async fn take_or_stop(
 
 /// Releases `lock`, saying so when `cancel` stopped its run; the error of the run when the lock
 /// was lost.
-pub(crate) async fn release_saying(lock: RunLock, cancel: &dyn Cancel) -> Option<anyhow::Error> {
+pub(crate) async fn release_saying<L: Lock + Clone + 'static>(
+    lock: RunLock<L>,
+    cancel: &dyn Cancel,
+) -> Option<anyhow::Error> {
     let lost = lock.lost().map(anyhow::Error::new);
     if let Some(cause) = cancel.cancelled() {
         tracing::warn!(
@@ -384,43 +299,234 @@ pub(crate) fn lock_lost(error: &anyhow::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::Mutex;
 
-    fn state(lease: u64, renewed_ago: Duration, none: bool) -> LockState {
-        LockState {
-            renewed: Mutex::new(
-                Instant::now()
-                    .checked_sub(renewed_ago)
-                    .unwrap_or_else(Instant::now),
-            ),
-            grace: Duration::from_secs(lease) * 2 / 3,
-            lost: Mutex::new(None),
-            none,
+    use async_trait::async_trait;
+    use gc_core::ports::Renewal;
+
+    use super::*;
+    use crate::{NeverCancel, StopToken};
+
+    /// A Lease in memory, as the API server keeps one: its holder and a version every write
+    /// moves; renewals fenced on the version; faults on demand.
+    #[derive(Clone, Default)]
+    struct FakeLease(Arc<Mutex<Stored>>);
+
+    #[derive(Default)]
+    struct Stored {
+        holder: Option<String>,
+        version: u64,
+        acquires: usize,
+        renewals: usize,
+        /// Every renewal fails (the API server cannot be reached).
+        unreachable: bool,
+    }
+
+    impl FakeLease {
+        fn state(&self) -> std::sync::MutexGuard<'_, Stored> {
+            self.0.lock().unwrap()
+        }
+        /// Another process takes the Lease (as after an expiry).
+        fn taken_by(&self, other: &str) {
+            let mut s = self.state();
+            s.holder = Some(other.into());
+            s.version += 1;
         }
     }
 
-    /// Halted once lost, or once two thirds of the lease passed without a renewal; a dry run's
-    /// lock never.
-    #[test]
-    fn a_lock_is_halted_once_lost_or_unrenewed_for_two_thirds_of_its_lease() {
-        assert!(!state(30, Duration::from_secs(19), false).halted());
-        let late = state(30, Duration::from_secs(20), false);
-        assert!(late.halted());
+    #[async_trait]
+    impl Lock for FakeLease {
+        type Token = u64;
+        async fn acquire(
+            &self,
+            _namespace: &str,
+            _name: &str,
+            holder: &str,
+            _ttl: u32,
+        ) -> Result<Option<u64>, ClusterError> {
+            let mut s = self.state();
+            s.acquires += 1;
+            if s.holder.as_deref().is_some_and(|h| h != holder) {
+                return Ok(None);
+            }
+            s.holder = Some(holder.into());
+            s.version += 1;
+            Ok(Some(s.version))
+        }
+        async fn renew(
+            &self,
+            _namespace: &str,
+            _name: &str,
+            holder: &str,
+            _ttl: u32,
+            held: &u64,
+        ) -> Result<Renewal<u64>, ClusterError> {
+            let mut s = self.state();
+            if s.unreachable {
+                return Err(ClusterError::Other("connection refused".into()));
+            }
+            if s.holder.as_deref() != Some(holder) || s.version != *held {
+                return Ok(Renewal::Lost("it is held by another run now".into()));
+            }
+            s.renewals += 1;
+            s.version += 1;
+            Ok(Renewal::Renewed(s.version))
+        }
+        async fn release(&self, _ns: &str, _name: &str, holder: &str) -> Result<(), ClusterError> {
+            let mut s = self.state();
+            if s.holder.as_deref() == Some(holder) {
+                s.holder = None;
+                s.version += 1;
+            }
+            Ok(())
+        }
+    }
+
+    fn options(wait: u64) -> LockOptions {
+        LockOptions {
+            wait: Duration::from_secs(wait),
+            lease_seconds: 30,
+        }
+    }
+
+    async fn take(port: &FakeLease) -> RunLock<FakeLease> {
+        RunLock::take(port, "ns", "gc-sessions", &options(0), false, &NeverCancel)
+            .await
+            .unwrap()
+    }
+
+    async fn sleep(seconds: u64) {
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
+    }
+
+    /// Renewed every third of the lease while the run works, never lost, released at the end.
+    #[tokio::test(start_paused = true)]
+    async fn a_held_lock_is_renewed_every_third_and_released() {
+        let port = FakeLease::default();
+        let lock = take(&port).await;
+        sleep(95).await;
+        assert_eq!(port.state().renewals, 9);
+        assert!(!lock.held().lost() && !lock.held().is_dry_run());
+        assert!(lock.lost().is_none());
+        assert!(!lock.stop().load(Ordering::SeqCst));
+        lock.release().await;
+        assert_eq!(port.state().holder, None);
+    }
+
+    /// A renewal that finds the Lease written by another run loses the lock: the run's proof is
+    /// lost, its stop flag set, its error says why; the lock is never taken back, and the other
+    /// run's Lease is left as it is.
+    #[tokio::test(start_paused = true)]
+    async fn a_lease_taken_by_another_run_is_lost_for_good() {
+        let port = FakeLease::default();
+        let lock = take(&port).await;
+        port.taken_by("run-b");
+        sleep(11).await;
+        assert!(lock.held().lost());
+        assert!(lock.stop().load(Ordering::SeqCst));
+        let lost = lock.lost().unwrap().to_string();
+        let want = "lost the run lock gc-sessions in namespace ns: the run lock gc-sessions is \
+                    lost: it is held by another run now; this run wrote nothing after it noticed";
+        assert!(lost.starts_with(want), "{lost}");
+        port.state().holder = None;
+        sleep(30).await;
+        assert!(lock.held().lost());
+        assert_eq!(port.state().renewals, 0);
+        port.taken_by("run-c");
+        lock.release().await;
+        assert_eq!(port.state().holder.as_deref(), Some("run-c"));
+    }
+
+    /// Renewals that fail are tried again every second; the lock is lost once two thirds of the
+    /// lease pass without a renewal (before the Lease could expire on the server), not before.
+    #[tokio::test(start_paused = true)]
+    async fn failed_renewals_lose_the_lock_at_two_thirds_of_the_lease() {
+        let port = FakeLease::default();
+        let lock = take(&port).await;
+        port.state().unreachable = true;
+        sleep(19).await;
+        assert!(!lock.held().lost(), "19 s of a 30 s lease");
+        sleep(1).await;
+        assert!(lock.held().lost(), "20 s of a 30 s lease");
+        let lost = lock.lost().unwrap().to_string();
         assert!(
-            late.lost()
-                .unwrap()
-                .contains("not renewed for 20s (it lasts 30s)")
+            lost.contains("not renewed for 20s (it lasts 30s)"),
+            "{lost}"
         );
-        let lost = state(30, Duration::ZERO, false);
-        lost.lose("taken".into());
-        lost.lose("again".into());
-        assert!(lost.halted());
+        sleep(1).await;
+        assert!(lock.stop().load(Ordering::SeqCst));
+        // The API server back: nothing is renewed again.
+        port.state().unreachable = false;
+        sleep(30).await;
+        assert_eq!(port.state().renewals, 0);
+        assert!(lock.held().lost());
+    }
+
+    /// A process frozen past two thirds of its lease writes nothing after it resumes: the check
+    /// before the next write finds the lock lost, before the renewal task runs at all.
+    #[tokio::test(start_paused = true)]
+    async fn a_process_frozen_past_its_lease_writes_nothing_after_it_resumes() {
+        let port = FakeLease::default();
+        let lock = take(&port).await;
+        sleep(11).await;
+        assert_eq!(port.state().renewals, 1);
+        // Frozen: the clock moves, no task runs.
+        tokio::time::advance(Duration::from_secs(25)).await;
+        assert!(lock.held().lost(), "checked before the next write");
+        sleep(1).await;
+        assert_eq!(port.state().renewals, 1, "no renewal after the freeze");
+        assert!(lock.stop().load(Ordering::SeqCst));
+    }
+
+    /// Another run's lock: waited for (tried every second), then refused with nothing changed;
+    /// a shutdown during the wait stops it at once, one asked before makes no attempt.
+    #[tokio::test(start_paused = true)]
+    async fn another_runs_lock_is_waited_for_then_refused_or_stopped() {
+        let port = FakeLease::default();
+        port.taken_by("run-b");
+        let held = RunLock::take(&port, "ns", "gc-pods", &options(3), false, &NeverCancel).await;
+        let Err(LockError::Held { waited: 3, .. }) = held else {
+            panic!("{:?}", held.err().map(|e| e.to_string()));
+        };
+        assert_eq!(port.state().acquires, 4);
+        let token = StopToken::new();
+        let stopper = token.clone();
+        tokio::spawn(async move {
+            sleep(2).await;
+            stopper.stop("SIGTERM");
+        });
+        let stopped = RunLock::take(&port, "ns", "gc-pods", &options(60), false, &token).await;
+        let Err(LockError::Cancelled(why)) = stopped else {
+            panic!("{:?}", stopped.err().map(|e| e.to_string()));
+        };
         assert_eq!(
-            lost.lost().as_deref(),
-            Some("taken"),
-            "the first reason stays"
+            why,
+            "stopped by SIGTERM while waiting for the run lock gc-pods in namespace ns; nothing \
+             was changed"
         );
-        assert!(!state(30, Duration::from_secs(3600), true).halted());
+        assert_eq!(port.state().holder.as_deref(), Some("run-b"));
+        let attempts = port.state().acquires;
+        let before = RunLock::take(&port, "ns", "gc-pods", &options(60), false, &token).await;
+        assert!(matches!(before, Err(LockError::Cancelled(_))));
+        assert_eq!(port.state().acquires, attempts);
+    }
+
+    /// A dry run takes no Lease, is never lost, and only the embedder stops it.
+    #[tokio::test(start_paused = true)]
+    async fn a_dry_run_takes_no_lease() {
+        let port = FakeLease::default();
+        let token = StopToken::new();
+        let lock = RunLock::take(&port, "ns", "gc-pods", &options(0), true, &token)
+            .await
+            .unwrap();
+        assert!(lock.held().is_dry_run());
+        sleep(100).await;
+        assert!(!lock.held().lost() && lock.lost().is_none());
+        assert_eq!(port.state().acquires, 0);
+        assert!(!lock.held().stopping());
+        token.stop("shutdown");
+        assert!(lock.held().stopping() && lock.stop().load(Ordering::SeqCst));
+        lock.release().await;
     }
 
     #[test]

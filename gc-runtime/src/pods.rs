@@ -6,7 +6,6 @@
 //! Events. With `-A`, [`release_outside`] releases the pins in namespaces the run does not cover.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use gc_core::PodConfig;
@@ -272,7 +271,7 @@ pub async fn release_outside(
             let lock = take_lock(run, &cluster, &ns).await?;
             let why = "its namespace is outside the run's selection (--namespace-selector, \
                        --exclude-namespace): never collected";
-            let recovered = apply::release_pins(&cluster, &cfg, lock.halt(), dry_run, why, false)
+            let recovered = apply::release_pins(&cluster, &cfg, lock.held(), why, false)
                 .await
                 .with_context(|| format!("cannot list pinned Pods in namespace {ns}"));
             match release_lock(run, lock).await {
@@ -447,7 +446,7 @@ pub(crate) async fn take_lock(
     run: &PodRun,
     cluster: &gc_k8s::KubeCluster,
     namespace: &str,
-) -> anyhow::Result<RunLock> {
+) -> anyhow::Result<RunLock<gc_k8s::KubeCluster>> {
     crate::lock::take_or_stop(
         cluster,
         namespace,
@@ -460,7 +459,7 @@ pub(crate) async fn take_lock(
 }
 
 /// Releases `lock`; the error of its run when it was lost.
-async fn release_lock(run: &PodRun, lock: RunLock) -> Option<anyhow::Error> {
+async fn release_lock(run: &PodRun, lock: RunLock<gc_k8s::KubeCluster>) -> Option<anyhow::Error> {
     crate::lock::release_saying(lock, &*run.cancel).await
 }
 
@@ -487,24 +486,15 @@ async fn connected(
                 store: &store,
                 sink: &run.sink,
                 clock: &SystemClock,
-                // A lost lock stops the writes at once; a stop only between targets (`work`).
-                stop: lock.halt(),
+                // A lost lock stops the writes at once; a stop only between targets.
+                held: lock.held(),
             };
             let progress = run.progress.as_deref();
-            work(
-                &ports,
-                cfg,
-                targets,
-                dry_run,
-                lock.stop(),
-                metrics,
-                progress,
-            )
-            .await
+            work(&ports, cfg, targets, metrics, progress).await
         }
         Err((stage, error)) => {
             let why = format!("{error:#}");
-            apply::release_pins(cluster, cfg, lock.halt(), dry_run, &why, true)
+            apply::release_pins(cluster, cfg, lock.held(), &why, true)
                 .await
                 .with_context(|| {
                     format!(
@@ -545,17 +535,16 @@ async fn usable(
 }
 
 /// Under the lock: recovery, the plan when this run makes it, the apply (asked to stop between
-/// targets by `stopping`), the pin check.
+/// targets by the lock's stop flag), the pin check.
 async fn work(
     ports: &Ports<'_, gc_k8s::KubeCluster, gc_store::Store, gc_store::Archives, SystemClock>,
     cfg: &PodConfig,
     targets: Targets<'_>,
-    dry_run: bool,
-    stopping: &AtomicBool,
     metrics: &RunMetrics,
     progress: Option<&dyn Progress>,
 ) -> Result<Report, (&'static str, anyhow::Error)> {
-    let recovered = apply::recover(ports, cfg, dry_run)
+    let dry_run = ports.held.is_dry_run();
+    let recovered = apply::recover(ports, cfg)
         .await
         .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))
         .map_err(|e| ("recover", e))?;
@@ -585,7 +574,7 @@ async fn work(
             (&planned.targets[..], None)
         }
     };
-    let results = apply::apply_until(ports, cfg, targets, dry_run, stopping, recorded).await;
+    let results = apply::apply_until(ports, cfg, targets, recorded).await;
     // A Pod whose pin recovery released and that this run then worked on as a target is
     // reported (counted, evented) once, by what the run last did to it.
     let mut recovered = recovered;

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use gc_core::collect_sessions::{
-    self, AuditRecord, DeleteResult, Keep, SessionReport, SessionRunError, Stop,
+    self, AuditRecord, DeleteResult, Keep, SessionReport, SessionRunError,
 };
 use gc_core::selector::Spared;
 use gc_core::sessions::volumes::VolumeReview;
@@ -375,24 +375,19 @@ async fn run_once(
         )
         .await?;
         // A lost lock fails what is left; a stop leaves it not started.
-        let stop = Stop {
-            lock_lost: lock.halt(),
-            stopping: lock.stop(),
-        };
+        let held = lock.held();
         let keep = Keep {
             sink: run.options.sink,
             store: run.store,
             volumes: cluster,
         };
         let report = match run.options.sink.probe(&cfg.cluster_id).await {
-            Ok(()) => match collect_sessions::run(cluster, table, keep, cfg, now, dry_run, stop)
-                .await
-            {
+            Ok(()) => match collect_sessions::run(cluster, table, keep, cfg, now, held).await {
                 Ok(report) => Ok(report),
                 Err(e) => {
                     // Refused before its deletes: the volumes' review needs neither the database
                     // nor the plan, and a window that passed is not held by a refusal.
-                    let review = collect_sessions::review(cluster, cfg, now, dry_run, stop).await;
+                    let review = collect_sessions::review(cluster, cfg, now, held).await;
                     done = Some(review);
                     Err(refused(e, cfg, "nothing deleted"))
                 }

@@ -59,7 +59,7 @@ fn _futures_are_send(cluster: &gc_k8s::KubeCluster, options: &LockOptions, cance
 }
 
 /// Compiles only when a held lock can move to another task; never called.
-fn _lock_is_send(lock: RunLock) {
+fn _lock_is_send(lock: RunLock<gc_k8s::KubeCluster>) {
     fn send<T: Send>(_: T) {}
     send(lock.release());
 }

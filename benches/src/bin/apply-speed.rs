@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use gc_core::apply::{self, Outcome, Ports};
+use gc_core::lease::Lease;
 use gc_core::ports::{
     ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Page, PodQuery, Preconditions, Receipt,
     Store, StoreError,
@@ -258,15 +259,27 @@ async fn round(
         ..PodInputs::default()
     }
     .validate()?;
+    // The engine writes only under a Lease, taken as a run takes it (long enough for the run: no
+    // renewal is needed).
     let stop = AtomicBool::new(false);
+    let lease = Lease::acquire(
+        &cluster,
+        ns.name(),
+        "gc-pods",
+        "apply-speed",
+        600,
+        monotonic,
+    )
+    .await?
+    .ok_or("the run lock is held")?;
     let ports = Ports {
         cluster: &timed,
         store: &timed,
         sink: &timed,
         clock: &timed,
-        stop: &stop,
+        held: lease.held(&stop),
     };
-    let recovered = apply::recover(&ports, &cfg, false).await?;
+    let recovered = apply::recover(&ports, &cfg).await?;
     assert!(recovered.is_empty(), "nothing was pinned");
     let query = gc_k8s::failed_pod_query(&cfg, 500);
     let inventory =
@@ -275,7 +288,7 @@ async fn round(
     assert_eq!(plan.targets.len(), n, "every Pod is a target");
     *timed.log.lock().unwrap() = Log::default();
     let t = Instant::now();
-    let results = apply::apply(&ports, &cfg, &plan.targets, false).await;
+    let results = apply::apply(&ports, &cfg, &plan.targets).await;
     let wall = t.elapsed();
     let end = Instant::now();
     for r in &results {
@@ -389,4 +402,10 @@ async fn main() -> Result<(), Error> {
         100.0 * rest.as_secs_f64() / wall.as_secs_f64(),
     );
     Ok(())
+}
+
+/// The time since the first reading: the Lease's monotonic clock.
+fn monotonic() -> Duration {
+    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed()
 }

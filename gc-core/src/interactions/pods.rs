@@ -14,6 +14,7 @@ use mockall::Sequence;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::lease::Held;
 use crate::pods::apply::{Ports, TargetResult, apply, recover};
 use crate::pods::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER, PodConfig, PodInputs};
 use crate::pods::inventory;
@@ -23,7 +24,7 @@ use crate::ports::{
     ArchiveKey, Cluster, ClusterError, MockArchiveSink, MockClock, MockStore, Page, PodQuery,
     Preconditions, Receipt, StoreError,
 };
-use crate::testing::block_on;
+use crate::testing::{GO_ON, block_on};
 
 const NOW: f64 = 1_795_953_600.0;
 const NS: &str = "work";
@@ -142,6 +143,8 @@ struct Script {
     sink: MockArchiveSink,
     clock: MockClock,
     stop: Arc<AtomicBool>,
+    /// Whether the run is a dry run (every write in server-side dry run).
+    dry_run: bool,
 }
 
 fn meta<'v>(pod: &'v Value, key: &str) -> &'v Value {
@@ -226,6 +229,7 @@ fn script(dry_run: bool, uid: &str, calls: Vec<Call>) -> Script {
         sink: MockArchiveSink::new(),
         clock: MockClock::new(),
         stop: Arc::new(AtomicBool::new(false)),
+        dry_run,
     };
     // Reads of the clock and of the ledger write nothing: any number of them.
     s.clock.expect_now().return_const(NOW);
@@ -403,19 +407,19 @@ impl Script {
             store: &self.store,
             sink: &self.sink,
             clock: &self.clock,
-            stop: &*self.stop,
+            held: Held::new(&*self.stop, &GO_ON, self.dry_run),
         }
     }
     /// `apply` of `targets`, then the next run's `recover`, as one sequence of calls.
     fn apply_then_recover(&self, cfg: &PodConfig, targets: &[Target]) -> Vec<String> {
-        let mut results = block_on(apply(&self.ports(), cfg, targets, false));
-        results.extend(block_on(recover(&self.ports(), cfg, false)).unwrap());
+        let mut results = block_on(apply(&self.ports(), cfg, targets));
+        results.extend(block_on(recover(&self.ports(), cfg)).unwrap());
         outcomes(&results)
     }
     /// `recover`, then `apply` of `targets`, as a run does.
-    fn run(&self, cfg: &PodConfig, targets: &[Target], dry_run: bool) -> Vec<String> {
-        let mut results = block_on(recover(&self.ports(), cfg, dry_run)).unwrap();
-        results.extend(block_on(apply(&self.ports(), cfg, targets, dry_run)));
+    fn run(&self, cfg: &PodConfig, targets: &[Target]) -> Vec<String> {
+        let mut results = block_on(recover(&self.ports(), cfg)).unwrap();
+        results.extend(block_on(apply(&self.ports(), cfg, targets)));
         outcomes(&results)
     }
 }
@@ -577,7 +581,7 @@ fn a_clean_collection_calls_the_ports_in_protocol_order() {
     // (Pod, receipt and archive read back), and only then the delete, with the uid and the
     // resourceVersion the fence read; the release last, then the uid checked gone.
     let s = script(false, "uid-p", clean());
-    let results = block_on(apply(&s.ports(), &config(), &plan(&[fresh(1)]), false));
+    let results = block_on(apply(&s.ports(), &config(), &plan(&[fresh(1)])));
     assert_eq!(outcomes(&results), ["p collected"]);
 }
 
@@ -606,7 +610,7 @@ fn a_dry_run_sends_every_write_in_dry_run_and_stores_nothing() {
         ],
     );
     assert_eq!(
-        s.run(&config(), &plan(&[fresh(1)]), true),
+        s.run(&config(), &plan(&[fresh(1)])),
         ["q released", "r wouldCollect", "p wouldCollect"]
     );
 }
@@ -772,7 +776,7 @@ fn no_delete_before_the_receipt_is_stored_and_the_archive_read_back() {
     ];
     for (what, calls, outcome) in rows {
         let s = script(false, "uid-p", then(up_to_write(), calls));
-        let results = block_on(apply(&s.ports(), &config(), &plan(&[fresh(1)]), false));
+        let results = block_on(apply(&s.ports(), &config(), &plan(&[fresh(1)])));
         assert_eq!(outcomes(&results), [outcome], "{what}");
     }
 }
@@ -808,7 +812,7 @@ fn the_pin_patch_begins_with_test_ops_on_uid_resource_version_and_phase() {
             pin(&b, Err(conflict())),
         ],
     );
-    let results = block_on(apply(&s.ports(), &config(), &plan(&[a, b]), false));
+    let results = block_on(apply(&s.ports(), &config(), &plan(&[a, b])));
     assert_eq!(outcomes(&results), ["a changed pin", "b changed pin"]);
 }
 
@@ -843,7 +847,7 @@ fn recovery_releases_each_pin_not_in_the_plan_once_and_no_foreign_finalizer() {
     );
     let s = script(false, "uid-p", then(recovery, clean()));
     assert_eq!(
-        s.run(&config(), &plan(&[fresh(1)]), false),
+        s.run(&config(), &plan(&[fresh(1)])),
         [
             "q released",
             "f released",
@@ -916,11 +920,7 @@ fn a_lost_run_lock_stops_every_write() {
     ];
     for (what, calls, expected) in rows {
         let s = script(false, "uid-p", calls);
-        assert_eq!(
-            s.run(&config(), &plan(&[fresh(1)]), false),
-            expected,
-            "{what}"
-        );
+        assert_eq!(s.run(&config(), &plan(&[fresh(1)])), expected, "{what}");
     }
 }
 
@@ -945,7 +945,7 @@ fn an_archive_too_large_after_pinning_is_released_once_and_never_written() {
     ];
     for (dry_run, calls, outcome) in rows {
         let s = script(dry_run, "uid-p", calls);
-        let results = block_on(apply(&s.ports(), &small, &plan(&[fresh(1)]), dry_run));
+        let results = block_on(apply(&s.ports(), &small, &plan(&[fresh(1)])));
         assert_eq!(outcomes(&results), [outcome], "dry run: {dry_run}");
     }
 }

@@ -11,10 +11,11 @@ use async_trait::async_trait;
 use mockall::Sequence;
 use serde_json::{Value, json};
 
+use crate::lease::Held;
 use crate::ports::{
     ClusterError, MockSessionDirectory, ObjectCluster, Page, Preconditions, StoreError,
 };
-use crate::sessions::run::{DeleteResult, SessionRunError, Stop, run};
+use crate::sessions::run::{DeleteResult, SessionRunError, run};
 use crate::sessions::{Kind, Row, SessionConfig, SessionPlanError};
 use crate::testing::block_on;
 
@@ -154,10 +155,7 @@ fn go(
     lock_lost: bool,
 ) -> Result<Vec<String>, SessionRunError> {
     let (lost, stopping) = (AtomicBool::new(lock_lost), AtomicBool::new(false));
-    let stop = Stop {
-        lock_lost: &lost,
-        stopping: &stopping,
-    };
+    let stop = (&lost, &stopping);
     let kept = crate::testing::Kept::default();
     let report = block_on(run(
         cluster,
@@ -165,8 +163,7 @@ fn go(
         kept.keep(),
         cfg,
         NOW,
-        dry_run,
-        stop,
+        Held::new(stop.0, stop.1, dry_run),
     ))?;
     Ok(report
         .records

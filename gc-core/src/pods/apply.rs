@@ -27,8 +27,6 @@
 //! and receipt are computed but not written, and the release (which could only be tested against
 //! a pin that a dry run never stored) is reported, not sent.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -39,8 +37,9 @@ use crate::pods::inventory::pod_facts;
 use crate::pods::ledger::{PreviousLedger, PyNum};
 use crate::pods::plan::Target;
 
+use crate::lease::Held;
 use crate::ports::{
-    ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Halt, Preconditions, Receipt, Store,
+    ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Preconditions, Receipt, Store,
 };
 
 /// A step of the protocol, as results name it.
@@ -160,8 +159,10 @@ pub struct Ports<'p, C, S, A, K> {
     pub sink: &'p A,
     /// Time.
     pub clock: &'p K,
-    /// Halted when the run lock is lost (or may be): the engine then writes nothing more.
-    pub stop: &'p dyn Halt,
+    /// The run's proof of its lock ([`crate::lease`]): a dry run's sends every write in
+    /// server-side dry run and writes no archive; once the lock is lost (or may be), the engine
+    /// writes nothing more; once the run is asked to stop, no new target is started.
+    pub held: Held<'p>,
 }
 
 /// The longest wait, after the release, for the uid to be gone (the flow's fixed `settle`).
@@ -284,7 +285,7 @@ fn skipped(step: Step, reason: impl Into<String>) -> Outcome {
 }
 
 /// Applies `targets` one at a time, each bound to the resourceVersion it was planned at. One
-/// target's failure does not stop the others; a lost run lock ([`Ports::stop`]) stops them all.
+/// target's failure does not stop the others; a lost run lock ([`Ports::held`]) stops them all.
 ///
 /// # Guarantees
 /// - A target whose Pod changed since the plan (another resourceVersion) is reported
@@ -295,24 +296,22 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     ports: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
     targets: &[Target],
-    dry_run: bool,
 ) -> Vec<TargetResult> {
-    apply_until(ports, cfg, targets, dry_run, &AtomicBool::new(false), None).await
+    apply_until(ports, cfg, targets, None).await
 }
 
-/// [`apply`], asked to stop between targets by `stopping` (a process told to stop): the target
-/// in progress is finished, each later one is [`Outcome::NotStarted`]. Unlike a
-/// lost lock ([`Ports::stop`], checked first: it fails what is left), being asked to stop never
+/// [`apply`], asked to stop between targets by [`Held::stopping`] (a process told to stop): the
+/// target in progress is finished, each later one is [`Outcome::NotStarted`]. Unlike a
+/// lost lock ([`Held::lost`], checked first: it fails what is left), being asked to stop never
 /// interrupts a target and is no failure. `recorded` is an observation ledger kept outside the
 /// store (a file), which records first observations as the store's does ([`first_observed`]).
 pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     ports: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
     targets: &[Target],
-    dry_run: bool,
-    stopping: &AtomicBool,
     recorded: Option<&PreviousLedger>,
 ) -> Vec<TargetResult> {
+    let dry_run = ports.held.is_dry_run();
     let mut results = Vec::with_capacity(targets.len());
     let ledger = ports
         .store
@@ -320,7 +319,7 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         .await;
     for t in targets {
         let outcome = match &ledger {
-            _ if stopping.load(Ordering::SeqCst) && !ports.stop.halted() => Outcome::NotStarted {
+            _ if ports.held.stopping() && !ports.held.lost() => Outcome::NotStarted {
                 reason: "the run was asked to stop (the next run collects it)".into(),
             },
             Ok(ledger) => {
@@ -399,12 +398,12 @@ async fn get<C: Cluster>(
 
 /// `Err` with the outcome when the run lock is lost: nothing more is written.
 fn check_lock<C, S, A, K>(p: &Ports<'_, C, S, A, K>, step: Step) -> Result<(), Outcome> {
-    halted(p.stop, step)
+    halted(p.held, step)
 }
 
-/// `Err` with the outcome when `stop` is halted: nothing more is written.
-fn halted(stop: &dyn Halt, step: Step) -> Result<(), Outcome> {
-    if stop.halted() {
+/// `Err` with the outcome when `held`'s lock is lost: nothing more is written.
+fn halted(held: Held<'_>, step: Step) -> Result<(), Outcome> {
+    if held.lost() {
         Err(failed(
             step,
             "the run lock was lost or the process is stopping; stopped before this write (the next run resumes)",
@@ -707,7 +706,7 @@ async fn unpin_after<C: Cluster, S, A, K>(
     if pinned.deleting() {
         return kept("the pin stays on this Pod being deleted until its archive is written");
     }
-    if p.stop.halted() {
+    if p.held.lost() {
         return kept("the pin stays (the run lock was lost); the next run releases it");
     }
     let reason = "archive not written";
@@ -946,8 +945,8 @@ pub async fn pinned_pods<C: Cluster>(
 pub async fn recover<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,
-    dry_run: bool,
 ) -> Result<Vec<TargetResult>, ClusterError> {
+    let dry_run = p.held.is_dry_run();
     let mut results = Vec::new();
     for pod in pinned_pods(p.cluster, cfg).await? {
         let outcome = match check_lock(p, Step::Release) {
@@ -979,18 +978,18 @@ pub async fn recover<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
 /// namespace is outside the run's selection (every pin released, none collected). A release
 /// that meets a change (the Pod written since it was listed) is tried again at what a new list
 /// reads, up to three passes; one still `Changed` after them is left for the next run. Writes
-/// nothing once `stop` is halted.
+/// nothing once `held`'s lock is lost; a dry run's sends every release in server-side dry run.
 ///
 /// # Errors
 /// [`ClusterError`] when the Pods cannot be listed; per-Pod outcomes are in the results.
 pub async fn release_pins<C: Cluster>(
     cluster: &C,
     cfg: &PodConfig,
-    stop: &dyn Halt,
-    dry_run: bool,
+    held: Held<'_>,
     why: &str,
     keep_deleting: bool,
 ) -> Result<Vec<TargetResult>, ClusterError> {
+    let dry_run = held.is_dry_run();
     let mut results: Vec<TargetResult> = Vec::new();
     // The uids whose release met a change (someone wrote the Pod since it was listed): listed
     // again and released at what is read then, a few times, so that a Pod a kubelet or a
@@ -1002,7 +1001,7 @@ pub async fn release_pins<C: Cluster>(
             if again.as_ref().is_some_and(|uids| !uids.contains(&pod.uid)) {
                 continue;
             }
-            let outcome = match halted(stop, Step::Release) {
+            let outcome = match halted(held, Step::Release) {
                 Err(o) => o,
                 Ok(()) if pod.deleting && keep_deleting => failed(
                     Step::Archive,

@@ -9,14 +9,14 @@
 //! deletes in server-side dry run.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::lease::Held;
 use crate::ports::{
-    ArchiveKey, ArchiveSink, ClusterError, Halt, ObjectCluster, Preconditions, Receipt,
-    SessionDirectory, SessionObject, Store, StoreError, Volumes,
+    ArchiveKey, ArchiveSink, ClusterError, ObjectCluster, Preconditions, Receipt, SessionDirectory,
+    SessionObject, Store, StoreError, Volumes,
 };
 use crate::sessions::{
     self, Judged, Kind, Resource, SessionConfig, SessionDecision, SessionPlan, SessionPlanError,
@@ -80,7 +80,7 @@ pub enum DeleteResult {
     Changed,
     /// The delete failed, or was not sent (lock lost, unknown kind): why.
     Failed(String),
-    /// The delete was not sent because the caller asked the run to stop ([`Stop::stopping`]):
+    /// The delete was not sent because the caller asked the run to stop ([`Held::stopping`]):
     /// why. Not a failure: the next run judges the object again.
     NotStarted(String),
 }
@@ -117,30 +117,18 @@ pub struct Keep<'a> {
     pub volumes: &'a dyn Volumes,
 }
 
-/// When a run sends no more deletes, as its caller learns it: each flag may be set at any time,
-/// and is read before each delete.
-#[derive(Clone, Copy)]
-pub struct Stop<'a> {
-    /// The run lock was lost: another run may be working, so each remaining delete is
-    /// [`DeleteResult::Failed`]. Checked first.
-    pub lock_lost: &'a dyn Halt,
-    /// The caller asked the run to stop (the process is shutting down): each remaining delete is
-    /// [`DeleteResult::NotStarted`], which is no failure.
-    pub stopping: &'a AtomicBool,
-}
-
-impl Stop<'_> {
-    /// The result of a delete not sent because of these flags, if one is set.
-    pub(crate) fn result(&self) -> Option<DeleteResult> {
-        if self.lock_lost.halted() {
-            return Some(DeleteResult::Failed(
-                "not deleted: the run lock was lost".into(),
-            ));
-        }
-        self.stopping.load(Ordering::SeqCst).then(|| {
-            DeleteResult::NotStarted("the process is stopping; the next run judges it again".into())
-        })
+/// The result of a delete not sent because of `held`: a failure when the run lock was lost
+/// (another run may be working; checked first), not started when the run was asked to stop (no
+/// failure: the next run judges it again). Read before each write.
+pub(crate) fn unsent(held: Held<'_>) -> Option<DeleteResult> {
+    if held.lost() {
+        return Some(DeleteResult::Failed(
+            "not deleted: the run lock was lost".into(),
+        ));
     }
+    held.stopping().then(|| {
+        DeleteResult::NotStarted("the process is stopping; the next run judges it again".into())
+    })
 }
 
 impl Serialize for DeleteResult {
@@ -275,8 +263,10 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
 
 /// One run: scan every kind, look the ids up in batches, plan, archive and delete (or dry-run),
 /// audit.
-/// Once a flag of `stop` is set, nothing more is deleted: each remaining delete is a failure when
-/// the lock was lost, not started when the run was asked to stop.
+/// Every write goes through `held`: a dry run's sends each delete in server-side dry run and
+/// writes no archive; once its Lease is lost or the run is asked to stop, nothing more is
+/// deleted: each remaining delete is a failure when the lock was lost, not started when the run
+/// was asked to stop.
 ///
 /// # Errors
 /// [`SessionRunError`] before any delete: a failed list, a database error, a plan refusal.
@@ -286,9 +276,9 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     keep: Keep<'_>,
     cfg: &SessionConfig,
     now: f64,
-    dry_run: bool,
-    stop: Stop<'_>,
+    held: Held<'_>,
 ) -> Result<SessionReport, SessionRunError> {
+    let (dry_run, stop) = (held.is_dry_run(), held);
     let Planned {
         plan,
         missing_kinds,
@@ -321,7 +311,7 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         });
     }
     // Every review, also with retention 0: what gc kept earlier is never forgotten.
-    let reviewed = review(keep.volumes, cfg, now, dry_run, stop).await;
+    let reviewed = review(keep.volumes, cfg, now, stop).await;
     records.extend(reviewed.records);
     Ok(SessionReport {
         records,
@@ -341,11 +331,11 @@ pub async fn review(
     volumes: &dyn Volumes,
     cfg: &SessionConfig,
     now: f64,
-    dry_run: bool,
-    stop: Stop<'_>,
+    held: Held<'_>,
 ) -> SessionReport {
+    let (dry_run, stop) = (held.is_dry_run(), held);
     let mut report = SessionReport::default();
-    match volumes::expire(volumes, cfg, now, dry_run, stop).await {
+    match volumes::expire(volumes, cfg, now, stop).await {
         Ok(reviewed) => {
             for volumes::Reviewed { judged, result } in reviewed {
                 report.failures +=
@@ -390,7 +380,7 @@ async fn delete<C: ObjectCluster>(
     r: &Resource,
     now: f64,
     dry_run: bool,
-    stop: Stop<'_>,
+    stop: Held<'_>,
 ) -> (DeleteResult, Option<String>) {
     // Resources come from scanning these kinds, so the kind is always found; if it were not,
     // nothing is deleted rather than guessing.
@@ -400,14 +390,14 @@ async fn delete<C: ObjectCluster>(
             None,
         );
     };
-    if let Some(unsent) = stop.result() {
+    if let Some(unsent) = unsent(stop) {
         return (unsent, None);
     }
     let uri = match archive(cluster, keep, kind, cfg, r, now, dry_run, stop).await {
         Ok(uri) => uri,
         Err(result) => return (result, None),
     };
-    if let Some(unsent) = stop.result() {
+    if let Some(unsent) = unsent(stop) {
         return (unsent, None);
     }
     let pre = Preconditions {
@@ -440,7 +430,7 @@ async fn archive<C: ObjectCluster>(
     r: &Resource,
     now: f64,
     dry_run: bool,
-    stop: Stop<'_>,
+    stop: Held<'_>,
 ) -> Result<Option<String>, DeleteResult> {
     let run_at = &crate::isotime::format_timestamp(now);
     let failed = |why: String| DeleteResult::Failed(format!("not deleted: {why}"));
@@ -455,7 +445,7 @@ async fn archive<C: ObjectCluster>(
         return Err(DeleteResult::Changed);
     }
     let retained = if is_claim(r) && cfg.retain_volume_days > 0 {
-        volumes::retain(keep.volumes, cfg, &object, r, now, dry_run, stop).await?
+        volumes::retain(keep.volumes, cfg, &object, r, now, stop).await?
     } else {
         None
     };
@@ -463,7 +453,7 @@ async fn archive<C: ObjectCluster>(
     if dry_run {
         return Ok(None);
     }
-    if let Some(unsent) = stop.result() {
+    if let Some(unsent) = unsent(stop) {
         return Err(unsent);
     }
     let key = ArchiveKey {
@@ -500,7 +490,7 @@ async fn archive<C: ObjectCluster>(
     if let Some(problem) = receipt.mismatch(&back) {
         return Err(failed(format!("archive {uri} {problem}")));
     }
-    if let Some(unsent) = stop.result() {
+    if let Some(unsent) = unsent(stop) {
         return Err(unsent);
     }
     keep.store

@@ -131,9 +131,9 @@ pub async fn retain(
     claim: &Value,
     resource: &Resource,
     now: f64,
-    dry_run: bool,
-    stop: crate::collect_sessions::Stop<'_>,
+    stop: crate::lease::Held<'_>,
 ) -> Result<Option<RetainedVolume>, DeleteResult> {
+    let dry_run = stop.is_dry_run();
     let failed = |why: String| DeleteResult::Failed(format!("not deleted: {why}"));
     let Some(name) = claim["spec"]["volumeName"]
         .as_str()
@@ -182,7 +182,7 @@ pub async fn retain(
         ]),
         _ => return Ok(None),
     }
-    if let Some(unsent) = stop.result() {
+    if let Some(unsent) = crate::sessions::run::unsent(stop) {
         return Err(unsent);
     }
     match send(volumes, name, &Value::Array(patch), dry_run).await {
@@ -242,9 +242,9 @@ pub async fn expire(
     volumes: &dyn Volumes,
     cfg: &SessionConfig,
     now: f64,
-    dry_run: bool,
-    stop: crate::collect_sessions::Stop<'_>,
+    stop: crate::lease::Held<'_>,
 ) -> Result<Vec<Reviewed>, ClusterError> {
+    let dry_run = stop.is_dry_run();
     let selector = format!("{RETAINED_LABEL}={}", cfg.cluster_id);
     let listed = crate::pages::collect(
         |token: Option<String>| {
@@ -314,7 +314,7 @@ pub async fn expire(
         let (action, _) = next(state, event);
         let decision = decide(&volume, &record, event, action, window, cfg);
         let result = if action == Action::GiveBack {
-            Some(match stop.result() {
+            Some(match crate::sessions::run::unsent(stop) {
                 Some(unsent) => unsent,
                 None => give_back(volumes, &volume, &record.policy, &cfg.cluster_id, dry_run).await,
             })

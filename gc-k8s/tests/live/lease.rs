@@ -6,7 +6,7 @@ use std::time::Duration;
 use gc_core::ports::{ClusterError, Lock};
 use k8s_openapi::api::coordination::v1::Lease;
 
-use gc_k8s::Renewal;
+use gc_core::ports::Renewal;
 
 use crate::{Result, admin, namespace};
 

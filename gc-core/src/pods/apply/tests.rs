@@ -8,10 +8,12 @@
 //! The focused tables below each pin one guard of `apply.rs`; each fails when that guard is
 //! removed (see docs/mutation-testing.md).
 
-use crate::testing::block_on;
+use crate::lease::Held;
+use crate::testing::{GO_ON, block_on};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::sync::MutexGuard;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -713,40 +715,50 @@ fn plan(fake: &Fake, cfg: &PodConfig) -> Vec<Target> {
 }
 
 fn ports(fake: &Fake) -> Ports<'_, Fake, Fake, Fake, Fake> {
+    ports_as(fake, false, &GO_ON)
+}
+
+/// The ports of a live run (or a dry run) whose lock is lost once the fake's flag is set, asked
+/// to stop by `stopping`.
+fn ports_as<'f>(
+    fake: &'f Fake,
+    dry_run: bool,
+    stopping: &'f AtomicBool,
+) -> Ports<'f, Fake, Fake, Fake, Fake> {
     Ports {
         cluster: fake,
         store: fake,
         sink: fake,
         clock: fake,
-        stop: &fake.1,
+        held: Held::new(&fake.1, stopping, dry_run),
     }
 }
 
 /// Recovery, then apply of `targets`.
 fn run(fake: &Fake, cfg: &PodConfig, targets: &[Target], dry_run: bool) -> Vec<TargetResult> {
-    let ports = ports(fake);
+    let ports = ports_as(fake, dry_run, &GO_ON);
     block_on(async {
-        let mut results = recover(&ports, cfg, dry_run).await.unwrap_or_default();
-        results.extend(apply(&ports, cfg, targets, dry_run).await);
+        let mut results = recover(&ports, cfg).await.unwrap_or_default();
+        results.extend(apply(&ports, cfg, targets).await);
         results
     })
 }
 
 /// Apply of `targets` alone.
 fn apply_only(fake: &Fake, cfg: &PodConfig, targets: &[Target]) -> Vec<TargetResult> {
-    block_on(apply(&ports(fake), cfg, targets, false))
+    block_on(apply(&ports(fake), cfg, targets))
 }
 
 /// Recovery alone.
 fn recover_only(fake: &Fake, cfg: &PodConfig) -> Vec<TargetResult> {
-    block_on(recover(&ports(fake), cfg, false)).unwrap()
+    block_on(recover(&ports(fake), cfg)).unwrap()
 }
 
 /// `run pods`: recovery, then a fresh plan, then apply.
 fn run_pods(fake: &Fake, cfg: &PodConfig) -> Vec<TargetResult> {
-    let mut results = block_on(recover(&ports(fake), cfg, false)).unwrap_or_default();
+    let mut results = block_on(recover(&ports(fake), cfg)).unwrap_or_default();
     let targets = plan(fake, cfg);
-    results.extend(block_on(apply(&ports(fake), cfg, &targets, false)));
+    results.extend(block_on(apply(&ports(fake), cfg, &targets)));
     results
 }
 
@@ -1134,7 +1146,7 @@ fn too_large_in_a_dry_run_writes_nothing() {
     cfg.max_archive_bytes = plan(&one(), &cfg)[0].archive_bytes;
     let fake = one();
     let targets = plan(&fake, &cfg);
-    let results = block_on(apply(&ports(&fake), &cfg, &targets, true));
+    let results = block_on(apply(&ports_as(&fake, true, &GO_ON), &cfg, &targets));
     assert_eq!(short(&results[0].outcome), "TooLarge");
     assert_eq!(fake.w().writes, vec![]);
     assert_eq!(state_of(&fake.w(), "p"), "gone");
@@ -1238,8 +1250,7 @@ fn release_pins_releases_every_pin_but_on_a_pod_being_deleted_when_asked() {
         block_on(release_pins(
             fake,
             &config(),
-            &fake.1,
-            dry_run,
+            Held::new(&fake.1, &GO_ON, dry_run),
             why,
             keep_deleting,
         ))
@@ -1300,8 +1311,16 @@ fn release_pins_tries_a_changed_pod_again() {
         with_pods(vec![left("pinned", true, &[PIN], false)])
     }
     let cfg = config();
-    let release =
-        |fake: &Fake| block_on(release_pins(fake, &cfg, &fake.1, false, "outside", false)).unwrap();
+    let release = |fake: &Fake| {
+        block_on(release_pins(
+            fake,
+            &cfg,
+            Held::new(&fake.1, &GO_ON, false),
+            "outside",
+            false,
+        ))
+        .unwrap()
+    };
     let first = call_number_in(pinned, &cfg, "patch pinned", 0, |f, _, _| {
         release(f);
     });
@@ -1762,11 +1781,9 @@ fn a_plan_cannot_move_the_first_observation_earlier_than_recorded() {
         let file = file.map(ledger);
         let stopping = AtomicBool::new(false);
         let results = block_on(apply_until(
-            &ports(&fake),
+            &ports_as(&fake, false, &stopping),
             &cfg,
             &targets,
-            false,
-            &stopping,
             file.as_ref(),
         ));
         let case = format!("plan {planned}, store {stored:?}, file {file:?}: {results:#?}");
@@ -1969,7 +1986,7 @@ fn pins_are_found_on_every_page() {
         if expire > 3 {
             assert_eq!(found, Err(ClusterError::Expired));
             fake.w().expire = expire;
-            assert!(block_on(recover(&ports(&fake), &cfg, false)).is_err());
+            assert!(block_on(recover(&ports(&fake), &cfg)).is_err());
             continue;
         }
         let names: Vec<String> = found.unwrap().into_iter().map(|p| p.name).collect();
@@ -2076,11 +2093,9 @@ fn asked_to_stop_starts_no_target_and_fails_none_unless_the_lock_is_lost() {
         fake.1.store(lost, Ordering::SeqCst);
         let stopping = AtomicBool::new(true);
         let results = block_on(apply_until(
-            &ports(&fake),
+            &ports_as(&fake, false, &stopping),
             &cfg,
             &targets,
-            false,
-            &stopping,
             None,
         ));
         let outcomes: Vec<String> = results.iter().map(|r| short(&r.outcome)).collect();

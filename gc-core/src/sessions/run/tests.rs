@@ -2,18 +2,20 @@
 //! stops (a lost lock, the caller's shutdown) and the kinds it scans.
 
 use super::*;
+use crate::lease::Held;
 use crate::ports::{Page, RetainedVolume};
 use crate::sessions::{Row, SessionInputs};
 use crate::testing::{Kept, block_on, session_config as cfg};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 struct Fake {
     objects: Mutex<Vec<(String, Value)>>,
     deleted: Mutex<Vec<(String, bool)>>,
     crd_missing: bool,
-    /// Set after each delete: a flag of [`Stop`] raised while the run deletes.
+    /// Set after each delete: a flag of [`Held`] raised while the run deletes.
     raise: Option<Arc<AtomicBool>>,
     /// Each object read whole is answered at this resourceVersion instead (changed since listed).
     changed_to: Option<&'static str>,
@@ -129,15 +131,13 @@ fn session_e(dry_run: bool) -> [(String, bool); 2] {
     ]
 }
 
-/// No flag of [`Stop`] set.
-fn go_on<'a>(flags: &'a [AtomicBool; 2]) -> Stop<'a> {
-    Stop {
-        lock_lost: &flags[0],
-        stopping: &flags[1],
-    }
+/// A run's proof of its lock (lost once the first flag is set, asked to stop by the second),
+/// or a dry run's.
+fn go_on(flags: &[AtomicBool; 2], dry_run: bool) -> Held<'_> {
+    Held::new(&flags[0], &flags[1], dry_run)
 }
 
-/// One run over `f` with a table holding sessions a to d, the flags of [`Stop`] as given.
+/// One run over `f` with a table holding sessions a to d, the flags of [`Held`] as given.
 fn run_over(f: &Fake, dry_run: bool, lock_lost: bool, stopping: bool) -> SessionReport {
     run_keeping(f, &Kept::default(), dry_run, lock_lost, stopping)
 }
@@ -159,8 +159,7 @@ fn run_keeping(
         keep,
         &cfg(),
         1_795_953_600.0,
-        dry_run,
-        go_on(&flags),
+        go_on(&flags, dry_run),
     ))
     .unwrap()
 }
@@ -169,18 +168,14 @@ fn run_keeping(
 fn run_stopped(f: &Fake, kept: &Kept, lost: &AtomicBool) -> SessionReport {
     let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
     let stopping = AtomicBool::new(false);
-    let stop = Stop {
-        lock_lost: lost,
-        stopping: &stopping,
-    };
+    let stop = (lost, &stopping);
     block_on(run(
         f,
         &db,
         kept.keep(),
         &cfg(),
         1_795_953_600.0,
-        false,
-        stop,
+        Held::new(stop.0, stop.1, false),
     ))
     .unwrap()
 }
@@ -246,10 +241,7 @@ fn a_run_asked_to_stop_starts_no_other_delete_and_does_not_fail() {
     };
     let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
     let lost = AtomicBool::new(false);
-    let stop = Stop {
-        lock_lost: &lost,
-        stopping: &stopping,
-    };
+    let stop = (&lost, &stopping);
     let kept = Kept::default();
     let report = block_on(run(
         &f,
@@ -257,8 +249,7 @@ fn a_run_asked_to_stop_starts_no_other_delete_and_does_not_fail() {
         kept.keep(),
         &cfg(),
         1_795_953_600.0,
-        false,
-        stop,
+        Held::new(stop.0, stop.1, false),
     ))
     .unwrap();
     assert_eq!(*f.deleted.lock().unwrap(), session_e(false)[..1]);
@@ -317,8 +308,7 @@ fn a_database_error_or_an_empty_table_deletes_nothing() {
             kept.keep(),
             &cfg(),
             1_795_953_600.0,
-            false,
-            go_on(&flags)
+            go_on(&flags, false)
         )),
         Err(SessionRunError::Database(_))
     ));
@@ -329,8 +319,7 @@ fn a_database_error_or_an_empty_table_deletes_nothing() {
         kept.keep(),
         &cfg(),
         1_795_953_600.0,
-        false,
-        go_on(&flags),
+        go_on(&flags, false),
     ))
     .unwrap_err();
     assert!(
@@ -440,8 +429,7 @@ fn sessions_of_both_groups_are_scanned_and_deleted_as_their_own_kind() {
         kept.keep(),
         &cfg,
         1_800_000_000.0,
-        false,
-        go_on(&flags),
+        go_on(&flags, false),
     ))
     .unwrap();
     assert!(report.missing_kinds.is_empty());
@@ -1116,7 +1104,7 @@ const DAY: f64 = 86_400.0;
 fn run_at(f: &Fake, kept: &Kept, cfg: &SessionConfig, now: f64) -> SessionReport {
     let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
     let flags = [AtomicBool::new(false), AtomicBool::new(false)];
-    block_on(run(f, &db, kept.keep(), cfg, now, false, go_on(&flags))).unwrap()
+    block_on(run(f, &db, kept.keep(), cfg, now, go_on(&flags, false))).unwrap()
 }
 
 /// The volume `name`, claimed by `claimed` in `phase`, as gc kept it at `at` for the claim
