@@ -16,8 +16,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use gc_core::sessions::SessionInputs;
 use gc_runtime::namespaces::Selection;
-use gc_runtime::sessions::{AuditLog, SessionOptions, SessionSources, run_selected};
-use gc_runtime::{LockOptions, StopToken, events::Events, metrics::Delivery, serve};
+use gc_runtime::sessions::{AuditLog, SessionSettings, SessionSources, run_selected};
+use gc_runtime::{StopToken, metrics::Delivery, serve};
 
 const USAGE: &str = "usage: sessions --database-url URL [--namespace NS] [--grace-hours N] \
     [--interval-seconds N] [--store URL] [--archive-dir DIR] [--metrics-file FILE] [--live] [--once]";
@@ -60,7 +60,6 @@ async fn main() -> anyhow::Result<()> {
         stop.stop("SIGTERM");
         std::io::Result::Ok(())
     });
-    let (events, lock) = (Events::new(live), LockOptions::default());
     let selection = Selection {
         named: vec![cfg.namespace.clone()],
         ..Selection::default()
@@ -75,18 +74,19 @@ async fn main() -> anyhow::Result<()> {
             database_url: Ok(url.clone()),
             table: gc_store::TableSpec::default(),
         };
-        let options = SessionOptions {
-            sink: &sink,
-            now: gc_runtime::clock::now(),
-            dry_run: !live,
-            lock: &lock,
-            delivery: &delivery,
-            events: &events,
-            cancel: &shutdown,
+        // A dry run unless `--live`; Events, the lock and the clock as the defaults say.
+        let settings = SessionSettings {
+            live,
+            delivery: delivery.clone(),
+            cancel: std::sync::Arc::new(shutdown.clone()),
+            ..SessionSettings::default()
         };
-        let config = |_: &str| Ok(cfg.clone());
-        let store = store.as_deref();
-        let runs = run_selected(sources, store, options, &selection, config, &mut audit).await?;
+        let (config, store) = (|_: &str| Ok(cfg.clone()), store.as_deref());
+        let sink = sink.clone();
+        let runs = run_selected(
+            sources, store, sink, settings, &selection, config, &mut audit,
+        )
+        .await?;
         gc_runtime::outcome_of(runs)
     })
     .await;

@@ -10,7 +10,7 @@ pub(crate) struct EventArgs {
     /// fails on, and one on the Namespace when the whole run is refused or fails; this needs
     /// `create` on `events.k8s.io` `events`.
     #[arg(long, env = "GC_NO_EVENTS", value_parser = BoolishValueParser::new())]
-    no_events: bool,
+    pub(crate) no_events: bool,
 }
 
 impl EventArgs {

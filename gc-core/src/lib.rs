@@ -20,8 +20,8 @@ pub mod pyjson;
 pub mod raw;
 pub mod selector;
 pub mod sessions;
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "test-util"))]
+pub mod testing;
 
 pub use pods::config::{PodConfig, PodInputs};
 pub use pods::facts::{Basis, Ineligible, PodFacts, Rules};

@@ -406,3 +406,114 @@ pub enum Renewal<T> {
     /// anyone else at all) since the holder's last write. A lost lease is never taken back.
     Lost(String),
 }
+
+/// A port shared behind an [`Arc`](std::sync::Arc) is the port: an embedder builds its collector
+/// from parts it also keeps.
+mod shared {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+
+    use super::{
+        ArchiveKey, ArchiveSink, ClusterError, Ledger, ObjectCluster, Page, Preconditions,
+        PreviousLedger, Receipt, SessionDirectory, Store, StoreError, Volumes,
+    };
+    use crate::sessions::{Kind, Row};
+
+    #[async_trait]
+    impl<T: Store + ?Sized> Store for Arc<T> {
+        async fn load_ledger(&self, cluster: &str, ns: &str) -> Result<PreviousLedger, StoreError> {
+            (**self).load_ledger(cluster, ns).await
+        }
+        async fn save_ledger(&self, cluster: &str, ns: &str, l: &Ledger) -> Result<(), StoreError> {
+            (**self).save_ledger(cluster, ns, l).await
+        }
+        async fn put_receipt(&self, receipt: &Receipt) -> Result<(), StoreError> {
+            (**self).put_receipt(receipt).await
+        }
+        async fn get_receipt(
+            &self,
+            cluster: &str,
+            uid: &str,
+        ) -> Result<Option<Receipt>, StoreError> {
+            (**self).get_receipt(cluster, uid).await
+        }
+    }
+
+    #[async_trait]
+    impl<T: ArchiveSink + ?Sized> ArchiveSink for Arc<T> {
+        async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
+            (**self).write(key, bytes).await
+        }
+        async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError> {
+            (**self).read(uri).await
+        }
+    }
+
+    #[async_trait]
+    impl<T: ObjectCluster + ?Sized> ObjectCluster for Arc<T> {
+        async fn list_metadata(
+            &self,
+            kind: &Kind,
+            namespace: &str,
+            selector: &str,
+            limit: u32,
+            continue_token: Option<&str>,
+        ) -> Result<Page, ClusterError> {
+            let this = &**self;
+            this.list_metadata(kind, namespace, selector, limit, continue_token)
+                .await
+        }
+        async fn get_object(
+            &self,
+            kind: &Kind,
+            namespace: &str,
+            name: &str,
+        ) -> Result<Option<Vec<u8>>, ClusterError> {
+            (**self).get_object(kind, namespace, name).await
+        }
+        async fn delete_object(
+            &self,
+            kind: &Kind,
+            namespace: &str,
+            name: &str,
+            preconditions: &Preconditions,
+            dry_run: bool,
+        ) -> Result<(), ClusterError> {
+            let this = &**self;
+            this.delete_object(kind, namespace, name, preconditions, dry_run)
+                .await
+        }
+    }
+
+    #[async_trait]
+    impl<T: Volumes + ?Sized> Volumes for Arc<T> {
+        async fn get_volume(&self, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
+            (**self).get_volume(name).await
+        }
+        async fn list_volumes(
+            &self,
+            selector: &str,
+            limit: u32,
+            continue_token: Option<&str>,
+        ) -> Result<Page, ClusterError> {
+            (**self).list_volumes(selector, limit, continue_token).await
+        }
+        async fn patch_volume(
+            &self,
+            name: &str,
+            patch: &[u8],
+            dry_run: bool,
+        ) -> Result<Vec<u8>, ClusterError> {
+            (**self).patch_volume(name, patch, dry_run).await
+        }
+    }
+
+    #[async_trait]
+    impl<T: SessionDirectory + ?Sized> SessionDirectory for Arc<T> {
+        async fn lookup(&self, ids: &[String]) -> Result<HashMap<String, Row>, StoreError> {
+            (**self).lookup(ids).await
+        }
+    }
+}

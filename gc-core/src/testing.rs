@@ -1,12 +1,25 @@
-//! What the unit tests of the engines share.
+//! Fakes of the ports, in memory, with faults on demand: what the engines' unit tests share,
+//! and what an embedder's tests use (the `test-util` feature), as `gc-runtime`'s do.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::ports::{
+    ClusterError, ObjectCluster, Page, Preconditions, SessionDirectory, StoreError,
+};
+use crate::sessions::{Kind, Row};
 
 use std::task::{Context, Poll, Waker};
 
-/// Runs a future whose ports never wait (every fake answers at once).
 /// A run never asked to stop.
-pub(crate) static GO_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+pub static GO_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// Runs a future whose ports never wait (every fake answers at once).
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     let mut f = std::pin::pin!(f);
     loop {
         if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
@@ -18,7 +31,7 @@ pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
 /// The session settings the engine tests share: StreamSpace's defaults with a guard floor of 1
 /// and a ratio of one half, so that small fixtures reach the guard, on a cluster whose `Session`
 /// definition is installed under one group (the fakes tell kinds apart by name only).
-pub(crate) fn session_config() -> crate::sessions::SessionConfig {
+pub fn session_config() -> crate::sessions::SessionConfig {
     let mut kinds = crate::sessions::Kind::streamspace();
     kinds.retain(|k| k.group != "stream.streamspace.io");
     crate::sessions::SessionInputs {
@@ -34,26 +47,30 @@ pub(crate) fn session_config() -> crate::sessions::SessionConfig {
 /// An archive sink and a store of receipts in memory, for the session engine's tests: the
 /// archives by URI, the receipts in the order recorded; each refuses its writes when told to.
 #[derive(Default)]
-pub(crate) struct Kept {
-    pub(crate) archives: std::sync::Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
-    pub(crate) receipts: std::sync::Mutex<Vec<crate::ports::Receipt>>,
-    pub(crate) refuse_archives: bool,
-    pub(crate) refuse_receipts: bool,
+pub struct Kept {
+    /// The archives, by URI.
+    pub archives: std::sync::Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
+    /// The receipts, in the order recorded.
+    pub receipts: std::sync::Mutex<Vec<crate::ports::Receipt>>,
+    /// Archive writes are refused.
+    pub refuse_archives: bool,
+    /// Receipts are refused.
+    pub refuse_receipts: bool,
     /// Reads answer other bytes than were written (a sink that lost or replaced them).
-    pub(crate) tampered: bool,
+    pub tampered: bool,
     /// PersistentVolumes by name, patched as the API server patches them (`test` ops fence).
-    pub(crate) volumes: std::sync::Mutex<std::collections::BTreeMap<String, serde_json::Value>>,
+    pub volumes: std::sync::Mutex<std::collections::BTreeMap<String, serde_json::Value>>,
     /// Volume patches are refused (no RBAC).
-    pub(crate) refuse_volume_patches: bool,
+    pub refuse_volume_patches: bool,
     /// Set by each volume patch: a flag of the run's `Stop` raised right after it.
-    pub(crate) raise_on_volume_patch: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub raise_on_volume_patch: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Set by each volume read: a flag raised between a read and the patch that follows it.
-    pub(crate) raise_on_volume_read: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub raise_on_volume_read: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Kept {
     /// The ports of a run that keeps its manifests here.
-    pub(crate) fn keep(&self) -> crate::collect_sessions::Keep<'_> {
+    pub fn keep(&self) -> crate::collect_sessions::Keep<'_> {
         crate::collect_sessions::Keep {
             sink: self,
             store: self,
@@ -191,5 +208,126 @@ impl crate::ports::Volumes for Kept {
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         Ok(patched.to_string().into_bytes())
+    }
+}
+
+/// A namespace's labelled session objects in memory, as the API server lists, reads and deletes
+/// them (deletes recorded, not applied), with faults on demand.
+pub struct SessionObjects {
+    /// The objects, each with its kind.
+    pub objects: Mutex<Vec<(String, Value)>>,
+    /// Each delete sent: the object's name, and whether it was a dry run.
+    pub deleted: Mutex<Vec<(String, bool)>>,
+    /// The `Session` definition is not installed (its list is a 404).
+    pub crd_missing: bool,
+    /// Set after each delete: a flag raised while the run deletes (its lock lost, or a stop).
+    pub raise: Option<Arc<AtomicBool>>,
+    /// Each object read whole is answered at this resourceVersion instead (changed since listed).
+    pub changed_to: Option<&'static str>,
+}
+
+#[async_trait]
+impl ObjectCluster for SessionObjects {
+    async fn list_metadata(
+        &self,
+        kind: &Kind,
+        _: &str,
+        _: &str,
+        _: u32,
+        _: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        if self.crd_missing && kind.kind == "Session" {
+            return Err(ClusterError::NotFound("sessions".into()));
+        }
+        let items: Vec<Value> = self
+            .objects
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| *k == kind.kind)
+            .map(|(_, v)| v.clone())
+            .collect();
+        Ok(Page {
+            text: json!({"items": items}).to_string().into_bytes(),
+            continue_token: None,
+        })
+    }
+    async fn get_object(
+        &self,
+        kind: &Kind,
+        _: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        let objects = self.objects.lock().unwrap();
+        let found = objects
+            .iter()
+            .find(|(k, o)| *k == kind.kind && o["metadata"]["name"] == name);
+        let mut found = found.map(|(_, o)| o.clone());
+        if let (Some(object), Some(rv)) = (&mut found, self.changed_to) {
+            object["metadata"]["resourceVersion"] = rv.into();
+        }
+        Ok(found.map(|o| o.to_string().into_bytes()))
+    }
+    async fn delete_object(
+        &self,
+        _: &Kind,
+        _: &str,
+        name: &str,
+        _: &Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
+        self.deleted.lock().unwrap().push((name.into(), dry_run));
+        if let Some(flag) = &self.raise {
+            flag.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+/// The application's session table in memory: the ids of its live sessions (`Err`: the
+/// database fails), and how many lookups it answered.
+pub struct SessionTable(pub Result<Vec<&'static str>, StoreError>, pub Mutex<usize>);
+
+#[async_trait]
+impl SessionDirectory for SessionTable {
+    async fn lookup(&self, ids: &[String]) -> Result<HashMap<String, Row>, StoreError> {
+        *self.1.lock().unwrap() += 1;
+        let live = self.0.clone()?;
+        Ok(ids
+            .iter()
+            .map(|id| {
+                let row = if live.contains(&id.as_str()) {
+                    Row::Present {
+                        state: Some("running".into()),
+                    }
+                } else {
+                    Row::Missing
+                };
+                (id.clone(), row)
+            })
+            .collect())
+    }
+}
+
+/// A `kind` object of `session`, labelled as StreamSpace labels it, created 2026-11-20.
+pub fn session_object(kind: &str, session: &str) -> (String, Value) {
+    let meta = json!({"name": format!("{session}-{kind}"), "uid": format!("u-{session}-{kind}"), "resourceVersion": "7",
+                      "creationTimestamp": "2026-11-20T00:00:00Z", "labels": {"app": "streamspace-session", "session": session}});
+    (kind.to_owned(), json!({"metadata": meta}))
+}
+
+/// A Deployment and a `Session` of each of the sessions a to e.
+pub fn session_objects(crd_missing: bool) -> SessionObjects {
+    let mut objects = Vec::new();
+    for s in ["a", "b", "c", "d", "e"] {
+        objects.push(session_object("Deployment", s));
+        objects.push(session_object("Session", s));
+    }
+    SessionObjects {
+        objects: Mutex::new(objects),
+        deleted: Mutex::new(vec![]),
+        crd_missing,
+        raise: None,
+        changed_to: None,
     }
 }

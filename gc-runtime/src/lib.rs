@@ -24,6 +24,8 @@ pub mod serve;
 pub mod sessions;
 mod stop;
 mod store;
+#[cfg(test)]
+mod testing;
 
 pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
 pub use outcome::{
@@ -31,4 +33,4 @@ pub use outcome::{
     outcome_of,
 };
 pub use stop::{Cancel, NeverCancel, StopToken, Stopped, stopped};
-pub use store::open_store;
+pub use store::{Sink, open_store};

@@ -299,88 +299,9 @@ pub(crate) fn lock_lost(error: &anyhow::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
-    use async_trait::async_trait;
-    use gc_core::ports::Renewal;
-
     use super::*;
+    use crate::testing::FakeLease;
     use crate::{NeverCancel, StopToken};
-
-    /// A Lease in memory, as the API server keeps one: its holder and a version every write
-    /// moves; renewals fenced on the version; faults on demand.
-    #[derive(Clone, Default)]
-    struct FakeLease(Arc<Mutex<Stored>>);
-
-    #[derive(Default)]
-    struct Stored {
-        holder: Option<String>,
-        version: u64,
-        acquires: usize,
-        renewals: usize,
-        /// Every renewal fails (the API server cannot be reached).
-        unreachable: bool,
-    }
-
-    impl FakeLease {
-        fn state(&self) -> std::sync::MutexGuard<'_, Stored> {
-            self.0.lock().unwrap()
-        }
-        /// Another process takes the Lease (as after an expiry).
-        fn taken_by(&self, other: &str) {
-            let mut s = self.state();
-            s.holder = Some(other.into());
-            s.version += 1;
-        }
-    }
-
-    #[async_trait]
-    impl Lock for FakeLease {
-        type Token = u64;
-        async fn acquire(
-            &self,
-            _namespace: &str,
-            _name: &str,
-            holder: &str,
-            _ttl: u32,
-        ) -> Result<Option<u64>, ClusterError> {
-            let mut s = self.state();
-            s.acquires += 1;
-            if s.holder.as_deref().is_some_and(|h| h != holder) {
-                return Ok(None);
-            }
-            s.holder = Some(holder.into());
-            s.version += 1;
-            Ok(Some(s.version))
-        }
-        async fn renew(
-            &self,
-            _namespace: &str,
-            _name: &str,
-            holder: &str,
-            _ttl: u32,
-            held: &u64,
-        ) -> Result<Renewal<u64>, ClusterError> {
-            let mut s = self.state();
-            if s.unreachable {
-                return Err(ClusterError::Other("connection refused".into()));
-            }
-            if s.holder.as_deref() != Some(holder) || s.version != *held {
-                return Ok(Renewal::Lost("it is held by another run now".into()));
-            }
-            s.renewals += 1;
-            s.version += 1;
-            Ok(Renewal::Renewed(s.version))
-        }
-        async fn release(&self, _ns: &str, _name: &str, holder: &str) -> Result<(), ClusterError> {
-            let mut s = self.state();
-            if s.holder.as_deref() == Some(holder) {
-                s.holder = None;
-                s.version += 1;
-            }
-            Ok(())
-        }
-    }
 
     fn options(wait: u64) -> LockOptions {
         LockOptions {

@@ -5,56 +5,374 @@
 //! records, the Events, and the run's metrics, delivered.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::Context;
 use gc_core::collect_sessions::{
     self, AuditRecord, DeleteResult, Keep, SessionReport, SessionRunError,
 };
+use gc_core::ports::{Lock, ObjectCluster, SessionDirectory, Store, Volumes};
 use gc_core::selector::Spared;
 use gc_core::sessions::volumes::VolumeReview;
 use gc_core::sessions::{Kind, SessionConfig, SessionDecision};
 use serde::Serialize;
 
 use crate::clock;
-use crate::events::Events;
+use crate::events::{EventSink, Events};
 use crate::metrics::{Delivery, RunMetrics};
 use crate::outcome::{Failure, NamespaceRun};
-use crate::{Cancel, LockOptions, Stopped, stopped};
+use crate::{Cancel, LockOptions, Sink, Stopped, stopped};
 
 /// The run lock of the session collector in its namespace (one per namespace, whatever the
 /// cluster id).
 pub const SESSIONS_LOCK: &str = "gc-sessions";
 
-/// What a session run needs besides its namespaces' settings: the same for each namespace.
-pub struct SessionRun<'a> {
-    /// The cluster, connected.
-    pub cluster: &'a gc_k8s::KubeCluster,
-    /// The application's session table, connected (read-only).
-    pub table: &'a gc_store::SessionTable,
-    /// gc's own store, where the receipts of archived manifests go (never the application's
-    /// database).
-    pub store: &'a gc_store::Store,
-    /// How the run acts and reports.
-    pub options: SessionOptions<'a>,
+/// What a session collector's cluster must do: list, read and delete the labelled objects, keep
+/// and give back volumes, hold the run lock, and post Events ([`gc_k8s::KubeCluster`] does all
+/// of it; the runtime's tests use fakes).
+pub trait SessionCluster: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static {}
+
+impl<T: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static> SessionCluster for T {}
+
+/// How a session collector acts and reports. The default is safe: a dry run (no Lease taken,
+/// every delete a server-side dry run, no archive written, no Event), judged at the clock's
+/// instant, the lock taken as [`LockOptions::default`] says, metrics and alerts nowhere, never
+/// stopped.
+#[derive(Clone)]
+pub struct SessionSettings {
+    /// Deletes for real (under the namespace's Lease). Default: false, a dry run.
+    pub live: bool,
+    /// Posts the run's Events when it is live (a dry run posts none, whatever this says).
+    /// Default: true.
+    pub events: bool,
+    /// How the run lock is taken.
+    pub lock: LockOptions,
+    /// Where the run's metrics and alerts go.
+    pub delivery: Delivery,
+    /// The embedder's shutdown.
+    pub cancel: Arc<dyn Cancel>,
+    /// The instant every run judges at, in seconds since the epoch (a replay, a test); `None`:
+    /// the clock's at the start of each collection.
+    pub now: Option<f64>,
+    /// Accepts a `now` in the future for a live run (tests only: a future instant shortens the
+    /// grace period and the volumes' window).
+    pub allow_future_now: bool,
 }
 
-/// How a session run acts and reports, whatever it is connected to.
-#[derive(Clone, Copy)]
-pub struct SessionOptions<'a> {
-    /// Where each object's manifest is archived before its delete.
-    pub sink: &'a gc_store::Archives,
-    /// The instant the run judges at (seconds since the epoch).
-    pub now: f64,
-    /// Every delete a server-side dry run; no Lease taken.
-    pub dry_run: bool,
-    /// How the run lock is taken.
-    pub lock: &'a LockOptions,
-    /// Where the run's metrics and alerts go.
-    pub delivery: &'a Delivery,
-    /// The run's Events (off for a dry run).
-    pub events: &'a Events,
-    /// The embedder's shutdown.
-    pub cancel: &'a dyn Cancel,
+impl SessionSettings {
+    /// Whether these settings can be acted on.
+    ///
+    /// # Errors
+    /// [`SettingsError`] when `now` is not an instant to judge at: not in seconds since the
+    /// epoch, or in the future of a live run (unless allowed).
+    pub fn check(&self) -> Result<(), SettingsError> {
+        if let Some(now) = self.now {
+            if !(1e9..1e11).contains(&now) {
+                return Err(SettingsError::NotSeconds(now));
+            }
+            if self.live && !self.allow_future_now && now > clock::now() + 60.0 {
+                return Err(SettingsError::Future(now));
+            }
+        }
+        Ok(())
+    }
+
+    /// The Events of a run with these settings: none unless it is live and posts them.
+    fn events_hook(&self) -> Events {
+        Events::new(self.live && self.events)
+    }
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            live: false,
+            events: true,
+            lock: LockOptions::default(),
+            delivery: Delivery::default(),
+            cancel: Arc::new(crate::NeverCancel),
+            now: None,
+            allow_future_now: false,
+        }
+    }
+}
+
+/// Settings a collector refuses to be built with. Nothing was done.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    /// `now` is not an instant in seconds since the epoch (milliseconds, say, or 0).
+    #[error(
+        "the instant to judge at ({0}) is not in seconds since the Unix epoch between 2001 and 5138"
+    )]
+    NotSeconds(f64),
+    /// `now` is in the future of a live run.
+    #[error(
+        "the instant to judge at ({0}) is in the future: a live run would shorten the grace period"
+    )]
+    Future(f64),
+}
+
+/// The session collector, built once from connected parts, each a `gc-core` port: the cluster
+/// ([`SessionCluster`]), the application's session directory (read-only), gc's store of
+/// receipts, and the archive sink. Each collection of a namespace takes its Lease (a live run),
+/// proves the sink takes writes, lists, looks up, guards, archives each orphan with its receipt
+/// and sends its fenced delete until asked to stop, releases the Lease, then audits, posts its
+/// Events and delivers its metrics. Events follow the run's dry-run setting by construction.
+pub struct SessionCollector<C, D, S, A> {
+    cluster: C,
+    directory: D,
+    store: S,
+    sink: A,
+    settings: SessionSettings,
+    events: Events,
+}
+
+impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector<C, D, S, A> {
+    /// A collector over `cluster`, `directory`, `store` and `sink`, acting as `settings` say.
+    ///
+    /// # Errors
+    /// [`SettingsError`] when `settings.now` is not an instant to judge at.
+    pub fn new(
+        (cluster, directory, store, sink): (C, D, S, A),
+        settings: SessionSettings,
+    ) -> Result<Self, SettingsError> {
+        settings.check()?;
+        let events = settings.events_hook();
+        Ok(Self {
+            cluster,
+            directory,
+            store,
+            sink,
+            settings,
+            events,
+        })
+    }
+
+    /// The parts the collector was built from, given back (to close them).
+    pub fn into_parts(self) -> (C, D, S, A) {
+        (self.cluster, self.directory, self.store, self.sink)
+    }
+
+    /// Whether its runs are dry runs.
+    pub fn dry_run(&self) -> bool {
+        !self.settings.live
+    }
+
+    /// The collection of every namespace of `configs`, one after the other, each under its own
+    /// lock, its records sent to `audit`. With several, the metrics file is written once,
+    /// merged. The first namespace's run also reviews the volumes gc kept in namespaces this
+    /// collection does not select: none is stranded by a namespace leaving the selection.
+    pub async fn collect(
+        &self,
+        configs: &[SessionConfig],
+        audit: &mut (dyn Audit + Send),
+    ) -> Vec<NamespaceRun<SessionReport>> {
+        let settings = &self.settings;
+        let now = settings.now.unwrap_or_else(clock::now);
+        let namespaces: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
+        settings.delivery.scope("sessions", &namespaces);
+        let delivery = settings.delivery.for_namespaces(configs.len());
+        let mut runs = Vec::with_capacity(configs.len());
+        let reviewing = configs.first().map(|first| SessionConfig {
+            volume_review: VolumeReview::AllBut(namespaces[1..].to_vec()),
+            ..first.clone()
+        });
+        for cfg in reviewing.iter().chain(configs.iter().skip(1)) {
+            let started = std::time::Instant::now();
+            let metrics = RunMetrics::new(
+                &settings.delivery.metrics_prefix,
+                "sessions",
+                &cfg.namespace,
+            );
+            let result = self.collect_one(cfg, now, &metrics, audit).await;
+            let elapsed = started.elapsed().as_secs_f64();
+            let (report, error) = match result {
+                Ok(report) => (Some(report), None),
+                Err((report, error)) => (report, Some(error)),
+            };
+            match &error {
+                None => {
+                    metrics.finish(elapsed, Some(clock::now()));
+                    let line = report.as_ref().map(|r| summary(r, cfg, self.dry_run()));
+                    metrics
+                        .deliver(&delivery, None, line.as_deref().unwrap_or(""))
+                        .await;
+                }
+                Some(error) if stopped(error) => {
+                    metrics.stopped(elapsed);
+                    metrics.deliver(&delivery, None, "").await;
+                }
+                Some(error) => {
+                    metrics
+                        .fail("run", elapsed, &delivery, &format!("{error:#}"))
+                        .await
+                }
+            }
+            runs.push(NamespaceRun {
+                namespace: cfg.namespace.clone(),
+                report,
+                failure: error.map(|error| Failure {
+                    stage: "run",
+                    error,
+                }),
+                metrics: metrics.text(),
+            });
+        }
+        if configs.len() > 1 {
+            let texts: Vec<String> = runs.iter().map(|r| r.metrics.clone()).collect();
+            settings.delivery.write_merged(&texts);
+        }
+        if let Some(cfg) = configs.first() {
+            let missing = runs
+                .iter()
+                .flat_map(|r| r.report.iter())
+                .flat_map(|r| &r.missing_kinds);
+            report_missing(missing, &cfg.kinds);
+        }
+        runs
+    }
+
+    /// One namespace's run under its own lock, then its Events; its report, or why it did not
+    /// finish (with the report when it got one).
+    async fn collect_one(
+        &self,
+        cfg: &SessionConfig,
+        now: f64,
+        metrics: &RunMetrics,
+        audit: &mut (dyn Audit + Send),
+    ) -> Result<SessionReport, (Option<SessionReport>, anyhow::Error)> {
+        let (cluster, events, dry_run) = (&self.cluster, &self.events, self.dry_run());
+        let cancel = &*self.settings.cancel;
+        let time = gc_core::isotime::format_timestamp(now);
+        // What a run that fails did all the same, audited before its refusal: the volumes
+        // reviewed by a run refused before its deletes, or what a run did before it lost its
+        // lock (a claim deleted, a volume given back its policy is not seen again by any later
+        // run).
+        let mut done: Option<SessionReport> = None;
+        let outcome = async {
+            let lock = crate::lock::take_or_stop(
+                cluster,
+                &cfg.namespace,
+                SESSIONS_LOCK,
+                &self.settings.lock,
+                dry_run,
+                cancel,
+            )
+            .await?;
+            // A lost lock fails what is left; a stop leaves it not started.
+            let held = lock.held();
+            let keep = Keep {
+                sink: &self.sink,
+                store: &self.store,
+                volumes: cluster,
+            };
+            let directory = &self.directory;
+            let report = match self.sink.probe(&cfg.cluster_id).await {
+                Ok(()) => {
+                    match collect_sessions::run(cluster, directory, keep, cfg, now, held).await {
+                        Ok(report) => Ok(report),
+                        Err(e) => {
+                            // Refused before its deletes: the volumes' review needs neither the
+                            // database nor the plan, and a window that passed is not held by a
+                            // refusal.
+                            done = Some(collect_sessions::review(cluster, cfg, now, held).await);
+                            Err(refused(e, cfg, "nothing deleted"))
+                        }
+                    }
+                }
+                Err(e) => Err(anyhow::Error::new(e).context(format!(
+                    "cannot use the archive sink {}: nothing deleted",
+                    self.sink.shown()
+                ))),
+            };
+            // A run that lost its lock fails saying so (what it did before is still audited):
+            // what it did not finish is the next run's.
+            match crate::lock::release_saying(lock, cancel).await {
+                Some(lost) => {
+                    done = report.ok().or(done.take());
+                    Err(lost)
+                }
+                None => report,
+            }
+        }
+        .await;
+        let report = match outcome {
+            Ok(report) => report,
+            Err(error) => {
+                if let Some(report) = &done {
+                    if let Err(e) = audit.judged(cfg, report, &time) {
+                        return Err((done, e));
+                    }
+                    let why = report.volumes_unlisted.iter().chain(&report.volumes_note);
+                    for why in why {
+                        tracing::warn!("{why}");
+                    }
+                }
+                if !stopped(&error) && !crate::lock::lock_lost(&error) {
+                    events.run_failed(cluster, &cfg.namespace, &error).await;
+                }
+                // The audit log says why this run deleted nothing.
+                let line = RefusedLine {
+                    time: &time,
+                    cluster: &cfg.cluster_id,
+                    namespace: &cfg.namespace,
+                    api_version: None,
+                    kind: None,
+                    name: None,
+                    uid: None,
+                    session: None,
+                    decision: "refused",
+                    reason: format!("{error:#}"),
+                    result: None,
+                    archive: None,
+                    counted: Counted::of(&error),
+                    dry_run,
+                };
+                if let Err(e) = audit.refused(&line) {
+                    return Err((None, e));
+                }
+                return Err((None, error));
+            }
+        };
+        events.sessions(cluster, &report).await;
+        record(metrics, &report);
+        if let Err(e) = audit.judged(cfg, &report, &time) {
+            return Err((Some(report), e));
+        }
+        let line = summary(&report, cfg, dry_run);
+        tracing::info!("{line}");
+        if let Some(note) = &report.volumes_note {
+            tracing::warn!("{note}");
+        }
+        if let Some(why) = report.volumes_unlisted.clone() {
+            return Err((
+                Some(report),
+                anyhow::anyhow!("{why}; no volume given back its policy"),
+            ));
+        }
+        if report.failures > 0 {
+            let error = anyhow::anyhow!(
+                "{} delete(s) failed; the next run tries them again",
+                report.failures
+            );
+            return Err((Some(report), error));
+        }
+        let not_started = report
+            .records
+            .iter()
+            .filter(|r| matches!(r.result, Some(DeleteResult::NotStarted(_))))
+            .count();
+        if not_started > 0 {
+            let cause = cancel.cancelled().unwrap_or_else(|| "a stop".into());
+            let error = Stopped::new(format!(
+                "stopped by {cause}: {not_started} delete(s) not started in namespace {}; the \
+                 next run judges them again",
+                cfg.namespace
+            ));
+            return Err((Some(report), error.into()));
+        }
+        Ok(report)
+    }
 }
 
 /// Where a run's audit records go, as each namespace's run ends.
@@ -109,80 +427,6 @@ fn write_lines<T: Serialize>(sink: &mut dyn Write, lines: &[T]) -> anyhow::Resul
     sink.flush().context("cannot write the audit log")
 }
 
-/// The run of every namespace of `configs`, one after the other, each under its own lock, its
-/// records sent to `audit`. With several, the metrics file is written once, merged.
-pub async fn run_sessions(
-    run: &SessionRun<'_>,
-    configs: &[SessionConfig],
-    audit: &mut (dyn Audit + Send),
-) -> Vec<NamespaceRun<SessionReport>> {
-    let namespaces: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
-    run.options.delivery.scope("sessions", &namespaces);
-    let delivery = run.options.delivery.for_namespaces(configs.len());
-    let mut runs = Vec::with_capacity(configs.len());
-    // The first namespace's run also reviews the volumes gc kept in namespaces this run does not
-    // select: none is stranded by a namespace leaving the selection.
-    let reviewing = configs.first().map(|first| SessionConfig {
-        volume_review: VolumeReview::AllBut(namespaces[1..].to_vec()),
-        ..first.clone()
-    });
-    for cfg in reviewing.iter().chain(configs.iter().skip(1)) {
-        let started = std::time::Instant::now();
-        let metrics = RunMetrics::new(
-            &run.options.delivery.metrics_prefix,
-            "sessions",
-            &cfg.namespace,
-        );
-        let result = run_once(run, cfg, &metrics, audit).await;
-        let elapsed = started.elapsed().as_secs_f64();
-        let (report, error) = match result {
-            Ok(report) => (Some(report), None),
-            Err((report, error)) => (report, Some(error)),
-        };
-        match &error {
-            None => {
-                metrics.finish(elapsed, Some(clock::now()));
-                let line = report
-                    .as_ref()
-                    .map(|r| summary(r, cfg, run.options.dry_run));
-                metrics
-                    .deliver(&delivery, None, line.as_deref().unwrap_or(""))
-                    .await;
-            }
-            Some(error) if stopped(error) => {
-                metrics.stopped(elapsed);
-                metrics.deliver(&delivery, None, "").await;
-            }
-            Some(error) => {
-                metrics
-                    .fail("run", elapsed, &delivery, &format!("{error:#}"))
-                    .await
-            }
-        }
-        runs.push(NamespaceRun {
-            namespace: cfg.namespace.clone(),
-            report,
-            failure: error.map(|error| Failure {
-                stage: "run",
-                error,
-            }),
-            metrics: metrics.text(),
-        });
-    }
-    if configs.len() > 1 {
-        let texts: Vec<String> = runs.iter().map(|r| r.metrics.clone()).collect();
-        run.options.delivery.write_merged(&texts);
-    }
-    if let Some(cfg) = configs.first() {
-        let missing = runs
-            .iter()
-            .flat_map(|r| r.report.iter())
-            .flat_map(|r| &r.missing_kinds);
-        report_missing(missing, &cfg.kinds);
-    }
-    runs
-}
-
 /// Where the session collector's inputs are, as a command's flags give them (either of the first
 /// two may have failed to be made: an unreadable token file, an unusable database URL).
 pub struct SessionSources {
@@ -219,27 +463,30 @@ pub async fn connect(
     }
 }
 
-/// The run of each namespace of `selection` ([`run_sessions`]), each with its settings from
-/// `config`, over `sources` and gc's store `store` (`None`: the embedded one), as `options` say. Anything that fails before
-/// the first namespace's run (a connection, the table, the Namespaces list, a namespace's
-/// settings, the store) fails every namespace known at stage `run`, with its metrics, alert and
-/// Event (when the cluster was reached): the error is returned.
+/// The collection of each namespace of `selection` ([`SessionCollector::collect`]), each with
+/// its settings from `config`, over `sources`, gc's store `store` (`None`: the embedded one) and
+/// `sink`, as `settings` say. Anything that fails before the first namespace's run (a
+/// connection, the table, the Namespaces list, a namespace's settings, the store, the settings)
+/// fails every namespace known at stage `run`, with its metrics, alert and Event (when the
+/// cluster was reached): the error is returned.
 ///
 /// # Errors
 /// As said.
 pub async fn run_selected(
     sources: SessionSources,
     store: Option<&str>,
-    options: SessionOptions<'_>,
+    sink: gc_store::Archives,
+    settings: SessionSettings,
     selection: &crate::namespaces::Selection,
     config: impl Fn(&str) -> anyhow::Result<SessionConfig>,
     audit: &mut (dyn Audit + Send),
 ) -> anyhow::Result<Vec<NamespaceRun<SessionReport>>> {
     let started = std::time::Instant::now();
     let default = SESSIONS_NAMESPACE;
+    let events = settings.events_hook();
     // Each namespace known fails as a run that met `error` does.
     let early = async |cluster: Option<&gc_k8s::KubeCluster>, known: &[String], error| {
-        let (d, e) = (options.delivery, options.events);
+        let (d, e) = (&settings.delivery, &events);
         let failed = crate::failed_before::<SessionReport>;
         failed("sessions", d, e, cluster, known, started, &error).await;
         error
@@ -264,6 +511,7 @@ pub async fn run_selected(
         }
     };
     let opened = async {
+        settings.check()?;
         let configs = namespaces.iter().map(|ns| config(ns));
         let configs = configs.collect::<anyhow::Result<Vec<_>>>()?;
         Ok((configs, crate::open_store(store).await?))
@@ -275,13 +523,11 @@ pub async fn run_selected(
             return Err(early(Some(&cluster), &namespaces, error).await);
         }
     };
-    let run = SessionRun {
-        cluster: &cluster,
-        table: &table,
-        store: &store,
-        options,
-    };
-    let runs = run_sessions(&run, &configs, audit).await;
+    drop(events);
+    let parts = (cluster, table, store, sink);
+    let collector = SessionCollector::new(parts, settings)?;
+    let runs = collector.collect(&configs, audit).await;
+    let (_, table, store, _) = collector.into_parts();
     table.close().await;
     store.close().await;
     Ok(runs)
@@ -342,152 +588,6 @@ pub fn rank(d: &SessionDecision) -> usize {
 pub fn round_trips(n: usize) -> String {
     let s = if n == 1 { "" } else { "s" };
     format!("{n} database round trip{s}")
-}
-
-/// One namespace's run under its own lock, then its Events; its report, or why it did not
-/// finish (with the report when it got one).
-async fn run_once(
-    run: &SessionRun<'_>,
-    cfg: &SessionConfig,
-    metrics: &RunMetrics,
-    audit: &mut (dyn Audit + Send),
-) -> Result<SessionReport, (Option<SessionReport>, anyhow::Error)> {
-    let (cluster, table) = (run.cluster, run.table);
-    let SessionOptions {
-        now,
-        dry_run,
-        events,
-        ..
-    } = run.options;
-    let time = gc_core::isotime::format_timestamp(now);
-    // What a run that fails did all the same, audited before its refusal: the volumes reviewed
-    // by a run refused before its deletes, or what a run did before it lost its lock (a claim
-    // deleted, a volume given back its policy is not seen again by any later run).
-    let mut done: Option<SessionReport> = None;
-    let outcome = async {
-        let lock = crate::lock::take_or_stop(
-            cluster,
-            &cfg.namespace,
-            SESSIONS_LOCK,
-            run.options.lock,
-            dry_run,
-            run.options.cancel,
-        )
-        .await?;
-        // A lost lock fails what is left; a stop leaves it not started.
-        let held = lock.held();
-        let keep = Keep {
-            sink: run.options.sink,
-            store: run.store,
-            volumes: cluster,
-        };
-        let report = match run.options.sink.probe(&cfg.cluster_id).await {
-            Ok(()) => match collect_sessions::run(cluster, table, keep, cfg, now, held).await {
-                Ok(report) => Ok(report),
-                Err(e) => {
-                    // Refused before its deletes: the volumes' review needs neither the database
-                    // nor the plan, and a window that passed is not held by a refusal.
-                    let review = collect_sessions::review(cluster, cfg, now, held).await;
-                    done = Some(review);
-                    Err(refused(e, cfg, "nothing deleted"))
-                }
-            },
-            Err(e) => Err(anyhow::Error::new(e).context(format!(
-                "cannot use the archive sink {}: nothing deleted",
-                run.options.sink.shown()
-            ))),
-        };
-        // A run that lost its lock fails saying so (what it did before is still audited): what
-        // it did not finish is the next run's.
-        match crate::lock::release_saying(lock, run.options.cancel).await {
-            Some(lost) => {
-                done = report.ok().or(done.take());
-                Err(lost)
-            }
-            None => report,
-        }
-    }
-    .await;
-    let report = match outcome {
-        Ok(report) => report,
-        Err(error) => {
-            if let Some(report) = &done {
-                if let Err(e) = audit.judged(cfg, report, &time) {
-                    return Err((done, e));
-                }
-                let why = report.volumes_unlisted.iter().chain(&report.volumes_note);
-                for why in why {
-                    tracing::warn!("{why}");
-                }
-            }
-            if !stopped(&error) && !crate::lock::lock_lost(&error) {
-                events.run_failed(cluster, &cfg.namespace, &error).await;
-            }
-            // The audit log says why this run deleted nothing.
-            let line = RefusedLine {
-                time: &time,
-                cluster: &cfg.cluster_id,
-                namespace: &cfg.namespace,
-                api_version: None,
-                kind: None,
-                name: None,
-                uid: None,
-                session: None,
-                decision: "refused",
-                reason: format!("{error:#}"),
-                result: None,
-                archive: None,
-                counted: Counted::of(&error),
-                dry_run,
-            };
-            if let Err(e) = audit.refused(&line) {
-                return Err((None, e));
-            }
-            return Err((None, error));
-        }
-    };
-    events.sessions(cluster, &report).await;
-    record(metrics, &report);
-    if let Err(e) = audit.judged(cfg, &report, &time) {
-        return Err((Some(report), e));
-    }
-    let line = summary(&report, cfg, dry_run);
-    tracing::info!("{line}");
-    if let Some(note) = &report.volumes_note {
-        tracing::warn!("{note}");
-    }
-    if let Some(why) = report.volumes_unlisted.clone() {
-        return Err((
-            Some(report),
-            anyhow::anyhow!("{why}; no volume given back its policy"),
-        ));
-    }
-    if report.failures > 0 {
-        let error = anyhow::anyhow!(
-            "{} delete(s) failed; the next run tries them again",
-            report.failures
-        );
-        return Err((Some(report), error));
-    }
-    let not_started = report
-        .records
-        .iter()
-        .filter(|r| matches!(r.result, Some(DeleteResult::NotStarted(_))))
-        .count();
-    if not_started > 0 {
-        let cause = run
-            .options
-            .cancel
-            .cancelled()
-            .unwrap_or_else(|| "a stop".into());
-        let error = Stopped::new(format!(
-            "stopped by {cause}: {not_started} delete(s) not started in namespace {}; the next \
-             run judges them again",
-            cfg.namespace
-        ));
-        return Err((Some(report), error.into()));
-    }
-    Ok(report)
 }
 
 /// One kind's counts in a session run.
@@ -665,6 +765,9 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
         round_trips(report.lookups)
     )
 }
+
+#[cfg(test)]
+mod tests_collector;
 
 #[cfg(test)]
 mod tests {

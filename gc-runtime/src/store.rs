@@ -17,3 +17,26 @@ pub async fn open_store(url: Option<&str>) -> anyhow::Result<gc_store::Store> {
     };
     gc_store::open(&url).await.context("cannot open the store")
 }
+
+/// An archive sink a run proves usable before its first write ([`Sink::probe`]) and names in
+/// what it says ([`Sink::shown`]).
+#[async_trait::async_trait]
+pub trait Sink: gc_core::ports::ArchiveSink {
+    /// Writes a probe and reads it back.
+    ///
+    /// # Errors
+    /// When the sink does not take writes or does not give them back.
+    async fn probe(&self, cluster_id: &str) -> Result<(), gc_core::ports::StoreError>;
+    /// Where it is, with no secret in it.
+    fn shown(&self) -> String;
+}
+
+#[async_trait::async_trait]
+impl Sink for gc_store::Archives {
+    async fn probe(&self, cluster_id: &str) -> Result<(), gc_core::ports::StoreError> {
+        gc_store::Archives::probe(self, cluster_id).await
+    }
+    fn shown(&self) -> String {
+        gc_store::Archives::shown(self)
+    }
+}

@@ -3,12 +3,14 @@
 
 use gc_core::PodConfig;
 use gc_core::sessions::SessionConfig;
+use gc_k8s::KubeCluster;
 use gc_runtime::namespaces::Selection;
 use gc_runtime::pods::{PodRun, run_pods};
 use gc_runtime::sessions::{
-    Audit, SessionOptions, SessionRun, SessionSources, run_selected, run_sessions,
+    Audit, SessionCollector, SessionSettings, SessionSources, run_selected,
 };
 use gc_runtime::{Cancel, LockOptions, RunLock};
+use gc_store::{Archives, SessionTable, Store};
 
 /// Every source file of the crate, with its text.
 fn sources() -> Vec<(String, String)> {
@@ -69,20 +71,21 @@ fn _lock_is_send(lock: RunLock<gc_k8s::KubeCluster>) {
 fn _runs_are_send(
     pods: &PodRun,
     configs: &[PodConfig],
-    sessions: &SessionRun<'_>,
+    sessions: &SessionCollector<KubeCluster, SessionTable, Store, Archives>,
     session_configs: &[SessionConfig],
     audit: &mut (dyn Audit + Send),
 ) {
     fn send<T: Send>(_: T) {}
     send(run_pods(pods, configs, true, |_| unreachable!()));
-    send(run_sessions(sessions, session_configs, audit));
+    send(sessions.collect(session_configs, audit));
 }
 
 /// Compiles only when a run over a selection of namespaces, which connects its own cluster,
 /// table and store, is `Send`. Never called.
 fn _selected_runs_are_send(
     sources: SessionSources,
-    options: SessionOptions<'_>,
+    sink: Archives,
+    settings: SessionSettings,
     selection: &Selection,
     audit: &mut (dyn Audit + Send),
 ) {
@@ -90,7 +93,8 @@ fn _selected_runs_are_send(
     send(run_selected(
         sources,
         None,
-        options,
+        sink,
+        settings,
         selection,
         |_| unreachable!(),
         audit,

@@ -10,7 +10,7 @@ use clap::Args;
 use gc_core::collect_sessions::SessionReport;
 use gc_core::sessions::SessionConfig;
 use gc_output::sessions::Shown;
-use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionOptions};
+use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionSettings};
 
 use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
@@ -112,7 +112,6 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     }
     let archives = args.archive.sink()?;
     let sink = audit_sink(args.audit_log.as_ref(), args.output)?;
-    let events = args.events.events(args.dry_run);
     let delivery = args.metrics.delivery()?;
     crate::signals::install()?;
     let selection = args.args.namespaces.selection();
@@ -121,21 +120,22 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         // Several as the flags say (`-A` however many match): the output's shape is known.
         shown: Shown::new(args.output, selection.several(SESSIONS_NAMESPACE)),
     };
-    let lock = args.lock.options();
-    let options = SessionOptions {
-        sink: &archives,
-        now,
-        dry_run: args.dry_run,
-        lock: &lock,
-        delivery: &delivery,
-        events: &events,
-        cancel: &*crate::signals::STOP,
+    let settings = SessionSettings {
+        live: !args.dry_run,
+        events: !args.events.no_events,
+        lock: args.lock.options(),
+        delivery,
+        cancel: std::sync::Arc::new(crate::signals::STOP.clone()),
+        now: Some(now),
+        allow_future_now: true, // checked above, naming the flag
     };
     let store = args.store.as_deref();
     let config = |ns: &str| args.args.config(ns);
     let sources = args.args.sources();
-    let runs =
-        sessions::run_selected(sources, store, options, &selection, config, &mut audit).await?;
+    let runs = sessions::run_selected(
+        sources, store, archives, settings, &selection, config, &mut audit,
+    )
+    .await?;
     audit.shown.finish(&mut std::io::stdout().lock())?;
     gc_runtime::outcome_of(runs)
 }

@@ -4,124 +4,15 @@
 use super::*;
 use crate::lease::Held;
 use crate::ports::{Page, RetainedVolume};
-use crate::sessions::{Row, SessionInputs};
-use crate::testing::{Kept, block_on, session_config as cfg};
+use crate::sessions::SessionInputs;
+use crate::testing::{
+    Kept, SessionObjects as Fake, SessionTable as Db, block_on, session_config as cfg,
+    session_object as object, session_objects as fake,
+};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-
-struct Fake {
-    objects: Mutex<Vec<(String, Value)>>,
-    deleted: Mutex<Vec<(String, bool)>>,
-    crd_missing: bool,
-    /// Set after each delete: a flag of [`Held`] raised while the run deletes.
-    raise: Option<Arc<AtomicBool>>,
-    /// Each object read whole is answered at this resourceVersion instead (changed since listed).
-    changed_to: Option<&'static str>,
-}
-
-#[async_trait]
-impl ObjectCluster for Fake {
-    async fn list_metadata(
-        &self,
-        kind: &Kind,
-        _: &str,
-        _: &str,
-        _: u32,
-        _: Option<&str>,
-    ) -> Result<Page, ClusterError> {
-        if self.crd_missing && kind.kind == "Session" {
-            return Err(ClusterError::NotFound("sessions".into()));
-        }
-        let items: Vec<Value> = self
-            .objects
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(k, _)| *k == kind.kind)
-            .map(|(_, v)| v.clone())
-            .collect();
-        Ok(Page {
-            text: json!({"items": items}).to_string().into_bytes(),
-            continue_token: None,
-        })
-    }
-    async fn get_object(
-        &self,
-        kind: &Kind,
-        _: &str,
-        name: &str,
-    ) -> Result<Option<Vec<u8>>, ClusterError> {
-        let objects = self.objects.lock().unwrap();
-        let found = objects
-            .iter()
-            .find(|(k, o)| *k == kind.kind && o["metadata"]["name"] == name);
-        let mut found = found.map(|(_, o)| o.clone());
-        if let (Some(object), Some(rv)) = (&mut found, self.changed_to) {
-            object["metadata"]["resourceVersion"] = rv.into();
-        }
-        Ok(found.map(|o| o.to_string().into_bytes()))
-    }
-    async fn delete_object(
-        &self,
-        _: &Kind,
-        _: &str,
-        name: &str,
-        _: &Preconditions,
-        dry_run: bool,
-    ) -> Result<(), ClusterError> {
-        self.deleted.lock().unwrap().push((name.into(), dry_run));
-        if let Some(flag) = &self.raise {
-            flag.store(true, Ordering::SeqCst);
-        }
-        Ok(())
-    }
-}
-
-struct Db(Result<Vec<&'static str>, StoreError>, Mutex<usize>);
-
-#[async_trait]
-impl SessionDirectory for Db {
-    async fn lookup(&self, ids: &[String]) -> Result<HashMap<String, Row>, StoreError> {
-        *self.1.lock().unwrap() += 1;
-        let live = self.0.clone()?;
-        Ok(ids
-            .iter()
-            .map(|id| {
-                let row = if live.contains(&id.as_str()) {
-                    Row::Present {
-                        state: Some("running".into()),
-                    }
-                } else {
-                    Row::Missing
-                };
-                (id.clone(), row)
-            })
-            .collect())
-    }
-}
-
-fn object(kind: &str, session: &str) -> (String, Value) {
-    let meta = json!({"name": format!("{session}-{kind}"), "uid": format!("u-{session}-{kind}"), "resourceVersion": "7",
-                      "creationTimestamp": "2026-11-20T00:00:00Z", "labels": {"app": "streamspace-session", "session": session}});
-    (kind.to_owned(), json!({"metadata": meta}))
-}
-
-fn fake(crd_missing: bool) -> Fake {
-    let mut objects = Vec::new();
-    for s in ["a", "b", "c", "d", "e"] {
-        objects.push(object("Deployment", s));
-        objects.push(object("Session", s));
-    }
-    Fake {
-        objects: Mutex::new(objects),
-        deleted: Mutex::new(vec![]),
-        crd_missing,
-        raise: None,
-        changed_to: None,
-    }
-}
 
 /// The deletes of session e's Deployment and `Session`, with `dry_run`.
 fn session_e(dry_run: bool) -> [(String, bool); 2] {

@@ -1,0 +1,256 @@
+//! Fakes the runtime's own tests share: a Lease as the API server keeps one, and a cluster that
+//! is every port a session collector needs, over `gc-core`'s fakes.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use gc_core::ports::{ClusterError, Lock, Renewal};
+
+/// A Lease in memory, as the API server keeps one: its holder and a version every write
+/// moves; renewals fenced on the version; faults on demand.
+#[derive(Clone, Default)]
+pub(crate) struct FakeLease(Arc<Mutex<Stored>>);
+
+/// What the fake API server keeps of the Lease.
+#[derive(Default)]
+pub(crate) struct Stored {
+    pub(crate) holder: Option<String>,
+    pub(crate) version: u64,
+    pub(crate) acquires: usize,
+    pub(crate) renewals: usize,
+    /// Every renewal fails (the API server cannot be reached).
+    pub(crate) unreachable: bool,
+}
+
+impl FakeLease {
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, Stored> {
+        self.0.lock().unwrap()
+    }
+    /// Another process takes the Lease (as after an expiry).
+    pub(crate) fn taken_by(&self, other: &str) {
+        let mut s = self.state();
+        s.holder = Some(other.into());
+        s.version += 1;
+    }
+}
+
+#[async_trait]
+impl Lock for FakeLease {
+    type Token = u64;
+    async fn acquire(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        holder: &str,
+        _ttl: u32,
+    ) -> Result<Option<u64>, ClusterError> {
+        let mut s = self.state();
+        s.acquires += 1;
+        if s.holder.as_deref().is_some_and(|h| h != holder) {
+            return Ok(None);
+        }
+        s.holder = Some(holder.into());
+        s.version += 1;
+        Ok(Some(s.version))
+    }
+    async fn renew(
+        &self,
+        _namespace: &str,
+        _name: &str,
+        holder: &str,
+        _ttl: u32,
+        held: &u64,
+    ) -> Result<Renewal<u64>, ClusterError> {
+        let mut s = self.state();
+        if s.unreachable {
+            return Err(ClusterError::Other("connection refused".into()));
+        }
+        if s.holder.as_deref() != Some(holder) || s.version != *held {
+            return Ok(Renewal::Lost("it is held by another run now".into()));
+        }
+        s.renewals += 1;
+        s.version += 1;
+        Ok(Renewal::Renewed(s.version))
+    }
+    async fn release(&self, _ns: &str, _name: &str, holder: &str) -> Result<(), ClusterError> {
+        let mut s = self.state();
+        if s.holder.as_deref() == Some(holder) {
+            s.holder = None;
+            s.version += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Every port a session collector's cluster is, in memory: `gc-core`'s labelled objects and kept
+/// volumes, a [`FakeLease`], and the Events posted; with a hook run before each delete is sent
+/// (a freeze, a stop, a loss).
+#[derive(Clone)]
+pub(crate) struct TestCluster {
+    pub(crate) objects: Arc<gc_core::testing::SessionObjects>,
+    pub(crate) kept: Arc<gc_core::testing::Kept>,
+    pub(crate) lease: FakeLease,
+    /// Each Event posted: `reason: note`.
+    pub(crate) events: Arc<Mutex<Vec<String>>>,
+    /// Runs before each delete is sent, with how many were sent before it.
+    pub(crate) before_delete: Arc<dyn Fn(usize) + Send + Sync>,
+    /// Pauses each delete this long (on the runtime's timer) before it is sent.
+    pub(crate) delete_takes: std::time::Duration,
+}
+
+impl TestCluster {
+    /// The sessions a to e, each a Deployment and a `Session`, and volumes as `kept` holds them.
+    pub(crate) fn new(kept: Arc<gc_core::testing::Kept>) -> Self {
+        Self {
+            objects: Arc::new(gc_core::testing::session_objects(false)),
+            kept,
+            lease: FakeLease::default(),
+            events: Arc::default(),
+            before_delete: Arc::new(|_| {}),
+            delete_takes: std::time::Duration::ZERO,
+        }
+    }
+
+    /// The deletes sent: name, and whether each was a dry run.
+    pub(crate) fn deleted(&self) -> Vec<(String, bool)> {
+        self.objects.deleted.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl gc_core::ports::ObjectCluster for TestCluster {
+    async fn list_metadata(
+        &self,
+        kind: &gc_core::sessions::Kind,
+        namespace: &str,
+        selector: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<gc_core::ports::Page, ClusterError> {
+        let objects = &self.objects;
+        objects
+            .list_metadata(kind, namespace, selector, limit, continue_token)
+            .await
+    }
+    async fn get_object(
+        &self,
+        kind: &gc_core::sessions::Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        self.objects.get_object(kind, namespace, name).await
+    }
+    async fn delete_object(
+        &self,
+        kind: &gc_core::sessions::Kind,
+        namespace: &str,
+        name: &str,
+        preconditions: &gc_core::ports::Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
+        (self.before_delete)(self.deleted().len());
+        tokio::time::sleep(self.delete_takes).await;
+        let objects = &self.objects;
+        objects
+            .delete_object(kind, namespace, name, preconditions, dry_run)
+            .await
+    }
+}
+
+#[async_trait]
+impl gc_core::ports::Volumes for TestCluster {
+    async fn get_volume(&self, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
+        self.kept.get_volume(name).await
+    }
+    async fn list_volumes(
+        &self,
+        selector: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<gc_core::ports::Page, ClusterError> {
+        self.kept
+            .list_volumes(selector, limit, continue_token)
+            .await
+    }
+    async fn patch_volume(
+        &self,
+        name: &str,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError> {
+        self.kept.patch_volume(name, patch, dry_run).await
+    }
+}
+
+#[async_trait]
+impl Lock for TestCluster {
+    type Token = u64;
+    async fn acquire(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl: u32,
+    ) -> Result<Option<u64>, ClusterError> {
+        self.lease.acquire(namespace, name, holder, ttl).await
+    }
+    async fn renew(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl: u32,
+        held: &u64,
+    ) -> Result<Renewal<u64>, ClusterError> {
+        self.lease.renew(namespace, name, holder, ttl, held).await
+    }
+    async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {
+        self.lease.release(namespace, name, holder).await
+    }
+}
+
+#[async_trait]
+impl crate::events::EventSink for TestCluster {
+    async fn post_event(
+        &self,
+        event: &k8s_openapi::api::events::v1::Event,
+    ) -> Result<(), ClusterError> {
+        let reason = event.reason.clone().unwrap_or_default();
+        let note = event.note.clone().unwrap_or_default();
+        self.events
+            .lock()
+            .unwrap()
+            .push(format!("{reason}: {note}"));
+        Ok(())
+    }
+}
+
+/// An archive sink in memory ([`gc_core::testing::Kept`]) whose probe is refused when told to.
+pub(crate) struct TestSink(pub(crate) Arc<gc_core::testing::Kept>, pub(crate) bool);
+
+#[async_trait]
+impl gc_core::ports::ArchiveSink for TestSink {
+    async fn write(
+        &self,
+        key: &gc_core::ports::ArchiveKey,
+        bytes: &[u8],
+    ) -> Result<String, gc_core::ports::StoreError> {
+        self.0.write(key, bytes).await
+    }
+    async fn read(&self, uri: &str) -> Result<Vec<u8>, gc_core::ports::StoreError> {
+        self.0.read(uri).await
+    }
+}
+
+#[async_trait]
+impl crate::Sink for TestSink {
+    async fn probe(&self, _cluster_id: &str) -> Result<(), gc_core::ports::StoreError> {
+        if self.1 {
+            return Err(gc_core::ports::StoreError::Unavailable("disk full".into()));
+        }
+        Ok(())
+    }
+    fn shown(&self) -> String {
+        "memory".into()
+    }
+}
