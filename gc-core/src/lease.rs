@@ -20,7 +20,7 @@ use crate::ports::{ClusterError, Lock, Renewal};
 /// A monotonic clock: the time since an origin of the caller's choosing, never going back. The
 /// runtime passes its timer's (which its tests pause and advance), so that a frozen process is
 /// seen as one.
-pub type Monotonic = fn() -> Duration;
+pub type Monotonic = std::sync::Arc<dyn Fn() -> Duration + Send + Sync>;
 
 /// Where a Lease stands.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,6 @@
 //! lease (a process frozen included, checked before every write), loses the lock for good.
 
 use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -80,13 +79,6 @@ pub fn holder() -> String {
     format!("{host}-{}-{asked:x}-{random:016x}", std::process::id())
 }
 
-/// The time on the runtime's timer since its first reading: the monotonic clock of every Lease
-/// (tokio's, so that tests that pause and advance time see a frozen process as one).
-fn monotonic() -> Duration {
-    static ORIGIN: OnceLock<tokio::time::Instant> = OnceLock::new();
-    ORIGIN.get_or_init(tokio::time::Instant::now).elapsed()
-}
-
 /// The run lock of a namespace, held through the [`Lock`] port `L` and renewed in the background
 /// until released. When the lock is lost the run writes nothing more ([`RunLock::held`] says so
 /// before every write); [`RunLock::stop`] is set then, and when the embedder's [`Cancel`] asks
@@ -142,10 +134,14 @@ impl<L: Lock + Clone + 'static> RunLock<L> {
             return Ok(lock);
         }
         let holder = holder();
-        let deadline = tokio::time::Instant::now() + options.wait;
+        // The Lease's clock: the runtime's timer (tokio's, so that tests that pause and advance
+        // time see a frozen process as one).
+        let origin = tokio::time::Instant::now();
+        let monotonic: gc_core::lease::Monotonic = Arc::new(move || origin.elapsed());
+        let deadline = origin + options.wait;
         let lease = loop {
             let seconds = options.lease_seconds;
-            let taken = Lease::acquire(port, namespace, name, &holder, seconds, monotonic)
+            let taken = Lease::acquire(port, namespace, name, &holder, seconds, monotonic.clone())
                 .await
                 .map_err(LockError::Cluster)?;
             if let Some(lease) = taken {

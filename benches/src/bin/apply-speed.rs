@@ -262,6 +262,8 @@ async fn round(
     // The engine writes only under a Lease, taken as a run takes it (long enough for the run: no
     // renewal is needed).
     let stop = AtomicBool::new(false);
+    let origin = Instant::now();
+    let monotonic = std::sync::Arc::new(move || origin.elapsed());
     let lease = Lease::acquire(
         &cluster,
         ns.name(),
@@ -402,10 +404,4 @@ async fn main() -> Result<(), Error> {
         100.0 * rest.as_secs_f64() / wall.as_secs_f64(),
     );
     Ok(())
-}
-
-/// The time since the first reading: the Lease's monotonic clock.
-fn monotonic() -> Duration {
-    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    ORIGIN.get_or_init(Instant::now).elapsed()
 }
