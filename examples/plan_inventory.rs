@@ -3,7 +3,7 @@
 //! `cargo run -p examples --example plan_inventory -- examples/data/pods.json` prints each Pod's
 //! decision. The same calls back `gc-cli plan pods`.
 
-use gc_core::inventory::Reader;
+use gc_core::pods::inventory::Reader;
 use gc_core::{Decision, PodInputs, PreviousLedger, plan_pods};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,7 +5,7 @@
 #![allow(missing_docs)]
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use gc_core::inventory::Reader;
+use gc_core::pods::inventory::Reader;
 use gc_core::{PodConfig, PodInputs, PreviousLedger, plan_pods};
 
 fn config(n: usize) -> PodConfig {

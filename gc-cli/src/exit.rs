@@ -88,14 +88,14 @@ impl Error for UsageError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gc_core::approval::PlanFileError;
-    use gc_core::collect_sessions::SessionRunError;
-    use gc_core::config::InputError;
-    use gc_core::inventory::InventoryError;
-    use gc_core::ledger::LedgerError;
-    use gc_core::plan::PlanError;
+    use gc_core::input::InputError;
+    use gc_core::pods::approval::PlanFileError;
+    use gc_core::pods::inventory::InventoryError;
+    use gc_core::pods::ledger::LedgerError;
+    use gc_core::pods::plan::PlanError;
     use gc_core::ports::{ClusterError, StoreError};
     use gc_core::sessions::SessionPlanError;
+    use gc_core::sessions::run::SessionRunError;
 
     fn check(error: anyhow::Error, expected: u8) {
         assert_eq!(code(&error), expected, "{error:#}");
@@ -115,7 +115,7 @@ mod tests {
         let usage: Vec<anyhow::Error> = vec![
             clap.into(),
             bad_input().into(),
-            gc_core::approval::check_ttl(0).unwrap_err().into(),
+            gc_core::pods::approval::check_ttl(0).unwrap_err().into(),
             gc_core::sessions::SessionInputs {
                 selector: "no equals sign".into(),
                 ..Default::default()

@@ -105,7 +105,7 @@ fn export(args: &Export) -> anyhow::Result<()> {
 impl LedgerKey {
     /// Checks the cluster id and namespace as a plan does: a ledger is only ever kept under
     /// names a plan accepts.
-    fn validate(&self) -> Result<(), gc_core::config::InputError> {
+    fn validate(&self) -> Result<(), gc_core::input::InputError> {
         gc_core::input::check_scope(&self.cluster_id, &self.namespace)
     }
 }

@@ -40,7 +40,7 @@ fn invalid_input_exits_2() {
     // A clap error.
     let out = gc_cli(dir.path(), &["plan", "pods", "--max-pods", "many"]);
     check(&out, 2, "--max-pods");
-    // gc_core::config::InputError.
+    // gc_core::input::InputError.
     let out = gc_cli(
         dir.path(),
         &["plan", "pods", "--inventory", inventory, "--max-pods", "0"],

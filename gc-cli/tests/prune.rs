@@ -140,7 +140,7 @@ async fn seeded() -> Result<Scratch> {
             uid: uid.into(),
             name: format!("pod-{uid}"),
             uri,
-            sha256: gc_core::archive::digest(&bytes),
+            sha256: gc_core::pods::archive::digest(&bytes),
             bytes: bytes.len() as u64,
             session: None,
         };

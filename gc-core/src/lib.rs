@@ -27,14 +27,3 @@ pub use pods::config::{PodConfig, PodInputs};
 pub use pods::facts::{Basis, Ineligible, PodFacts, Rules};
 pub use pods::ledger::{Ledger, PreviousLedger, PyNum};
 pub use pods::plan::{Decision, PlanError, PodPlan, Target, plan_pods};
-
-// The flat module paths of the first layout, for code written against them.
-pub use pods::facts as pod;
-pub use pods::{apply, approval, archive, inventory, ledger, plan, skim};
-pub use sessions::run as collect_sessions;
-
-/// The flat `config` path of the first layout: the failed-Pod inputs and the shared input rules.
-pub mod config {
-    pub use crate::input::*;
-    pub use crate::pods::config::*;
-}

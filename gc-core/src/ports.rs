@@ -202,7 +202,7 @@ impl Receipt {
     }
 
     /// What is wrong with `bytes` as the archive this receipt records, if anything
-    /// ([`crate::archive::mismatch`] with the pointer at the uid of this receipt's kind).
+    /// ([`crate::pods::archive::mismatch`] with the pointer at the uid of this receipt's kind).
     #[must_use]
     pub fn mismatch(&self, bytes: &[u8]) -> Option<String> {
         let pointer = if self.session.is_some() {
@@ -211,7 +211,7 @@ impl Receipt {
             "/metadata/uid"
         };
         let what = format!("{} {}", self.kind(), self.uid);
-        crate::archive::mismatch_at(bytes, &self.sha256, Some(self.bytes), pointer, &what)
+        crate::pods::archive::mismatch_at(bytes, &self.sha256, Some(self.bytes), pointer, &what)
     }
 }
 

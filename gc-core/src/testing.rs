@@ -70,8 +70,8 @@ pub struct Kept {
 
 impl Kept {
     /// The ports of a run that keeps its manifests here.
-    pub fn keep(&self) -> crate::collect_sessions::Keep<'_> {
-        crate::collect_sessions::Keep {
+    pub fn keep(&self) -> crate::sessions::run::Keep<'_> {
+        crate::sessions::run::Keep {
             sink: self,
             store: self,
             volumes: self,

@@ -1,7 +1,7 @@
 //! [`KubeCluster`]: the cluster port on a kube client, speaking raw JSON text with the server.
 
 use async_trait::async_trait;
-use gc_core::config::is_dns_label;
+use gc_core::input::is_dns_label;
 use gc_core::ports::{Cluster, ClusterError, Page, PodQuery, Preconditions};
 use kube::Client;
 use kube::api::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PropagationPolicy};
@@ -18,7 +18,7 @@ pub const FIELD_MANAGER: &str = "gc";
 /// [`Lock`](gc_core::ports::Lock) (each impl documents its own guarantees).
 ///
 /// Every answer is the server's JSON text, untouched: lists go straight to
-/// [`gc_core::inventory::read`], single Pods to the core's readers.
+/// [`gc_core::pods::inventory::read`], single Pods to the core's readers.
 ///
 /// # Guarantees
 /// - Every error is mapped once, by HTTP status code, as [`Cluster`] requires; a 403 names the
@@ -124,7 +124,7 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), ClusterError> {
     }
 }
 
-pub(crate) use gc_core::config::is_dns_subdomain;
+pub(crate) use gc_core::input::is_dns_subdomain;
 
 /// An object's name (of a Pod, a Lease, ...) is a DNS subdomain: it never needs escaping in a
 /// path. `what` names the object in the error (`pod`, `lease`).

@@ -274,7 +274,7 @@ mod tests {
         );
         let name = e.metadata.name.unwrap();
         assert!(
-            name.len() <= 253 && gc_core::config::is_dns_subdomain(&name),
+            name.len() <= 253 && gc_core::input::is_dns_subdomain(&name),
             "{name}"
         );
         assert_eq!(e.reporting_instance.unwrap().len(), INSTANCE_LIMIT);
@@ -283,7 +283,7 @@ mod tests {
             &format!("{}.{}", vec!["a".repeat(58); 4].join("."), "b".repeat(15)),
             at(),
         );
-        assert!(gc_core::config::is_dns_subdomain(&dotted), "{dotted}");
+        assert!(gc_core::input::is_dns_subdomain(&dotted), "{dotted}");
         assert_eq!(Reporter::new("c/x", " ").instance, "gc");
     }
 

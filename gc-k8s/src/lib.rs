@@ -19,7 +19,7 @@
 //! - [`event`] and [`KubeCluster::post_event`]: events.k8s.io/v1 Events about what a run did.
 //! - [`list_inventory`] pages through a [`PodQuery`](gc_core::ports::PodQuery) (built by
 //!   [`failed_pod_query`]: `<collect-label>=true`, `status.phase=Failed`) into the same
-//!   [`Inventory`](gc_core::inventory::Inventory) an inventory file gives, restarting on an
+//!   [`Inventory`](gc_core::pods::inventory::Inventory) an inventory file gives, restarting on an
 //!   expired continue token.
 //!
 //! ```no_run

@@ -1,8 +1,8 @@
 //! A live Pod inventory: server-filtered pages read one at a time into the core's facts.
 
 use gc_core::PodConfig;
-use gc_core::inventory::{self, Inventory};
-use gc_core::pod::Rules;
+use gc_core::pods::facts::Rules;
+use gc_core::pods::inventory::{self, Inventory};
 use gc_core::ports::{Cluster, ClusterError, PodQuery};
 
 /// How many times a scan starts again from the first page when a continue token expires.
@@ -29,7 +29,7 @@ pub fn failed_pod_query(cfg: &PodConfig, page_size: u32) -> PodQuery {
 }
 
 /// Lists every Pod matching `query`, page by page (`query.limit` per page, following continue
-/// tokens), and reads each page's text with [`gc_core::inventory::read`] under `rules`.
+/// tokens), and reads each page's text with [`gc_core::pods::inventory::read`] under `rules`.
 ///
 /// `progress(pages, pods)` is called after each page with the totals of the current scan.
 ///

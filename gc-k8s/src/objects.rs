@@ -2,7 +2,7 @@
 //! deletes, for the orphaned-session collector.
 
 use async_trait::async_trait;
-use gc_core::config::is_dns_label;
+use gc_core::input::is_dns_label;
 use gc_core::ports::{ClusterError, ObjectCluster, Page, Preconditions, Volumes};
 use gc_core::sessions::Kind;
 use http::HeaderValue;

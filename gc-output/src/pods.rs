@@ -4,12 +4,12 @@
 use std::io::Write;
 
 use gc_core::PodConfig;
-use gc_core::plan::{Decision, PodPlan};
+use gc_core::pods::plan::{Decision, PodPlan};
 use gc_core::pyjson::{self, Layout};
 use gc_core::selector::Spared;
 use serde::Serialize;
 
-use gc_core::apply::Outcome;
+use gc_core::pods::apply::Outcome;
 use gc_runtime::NamespaceRun;
 use gc_runtime::pods::Report;
 

@@ -3,8 +3,8 @@
 
 use std::io::Write;
 
-use gc_core::collect_sessions::{DeleteResult, Planned, SessionReport};
 use gc_core::selector::Spared;
+use gc_core::sessions::run::{DeleteResult, Planned, SessionReport};
 use gc_core::sessions::{SessionConfig, SessionDecision};
 use gc_runtime::restore::Restored;
 use gc_runtime::sessions::{AuditLine, RefusedLine, rank, round_trips};

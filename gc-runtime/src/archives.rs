@@ -1,6 +1,6 @@
 //! Reading archives back through their receipts: one archive as verified ([`read_verified`]),
 //! and every receipt of a cluster against its archive, with the archives no receipt records
-//! ([`verify`]). The check of the bytes is `gc_core::archive::mismatch`, the one apply makes
+//! ([`verify`]). The check of the bytes is `gc_core::pods::archive::mismatch`, the one apply makes
 //! before its receipt and its delete.
 //! [`prune`] removes the receipts older than a window with their archives.
 

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
-use gc_core::apply::{Outcome, TargetResult};
-use gc_core::collect_sessions::{AuditRecord, DeleteResult, SessionReport, SessionRunError};
+use gc_core::pods::apply::{Outcome, TargetResult};
 use gc_core::ports::ClusterError;
+use gc_core::sessions::run::{AuditRecord, DeleteResult, SessionReport, SessionRunError};
 use gc_core::sessions::{SessionDecision, SessionPlanError};
 use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding, Reporter};
 use k8s_openapi::jiff::Timestamp;
@@ -289,16 +289,16 @@ fn reason_of(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> 
     if let Some(plan) = error.downcast_ref::<SessionPlanError>() {
         return Some(guard(plan));
     }
-    let refused = error.is::<gc_core::plan::PlanError>()
-        || error.is::<gc_core::inventory::InventoryError>()
-        || error.is::<gc_core::ledger::LedgerError>();
+    let refused = error.is::<gc_core::pods::plan::PlanError>()
+        || error.is::<gc_core::pods::inventory::InventoryError>()
+        || error.is::<gc_core::pods::ledger::LedgerError>();
     refused.then_some("PlanRefused")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gc_core::apply::Step;
+    use gc_core::pods::apply::Step;
     use gc_core::sessions::{Judged, Resource};
 
     fn pod(outcome: Outcome) -> TargetResult {
@@ -523,8 +523,11 @@ mod tests {
                 "DatabaseFailed",
             ),
             (
-                anyhow::Error::new(gc_core::plan::PlanError::InventoryCeiling { count: 2, max: 1 })
-                    .context("plan"),
+                anyhow::Error::new(gc_core::pods::plan::PlanError::InventoryCeiling {
+                    count: 2,
+                    max: 1,
+                })
+                .context("plan"),
                 "PlanRefused",
             ),
             (

@@ -2,7 +2,7 @@
 //! import|export`): a ledger file is checked ([`check_ledger`]) before it replaces the stored one.
 
 use anyhow::Context;
-use gc_core::ledger::{PreviousLedger, SCOPE_KEY};
+use gc_core::pods::ledger::{PreviousLedger, SCOPE_KEY};
 use gc_core::pyjson::type_name as kind;
 use gc_store::Store;
 use serde_json::Value;

@@ -32,5 +32,5 @@ pub use outcome::{
     Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, failed_before, outcome,
     outcome_of,
 };
-pub use stop::{Cancel, NeverCancel, StopToken, Stopped, stopped};
+pub use stop::{Cancel, NeverCancel, Shutdown, StopToken, Stopped, stopped};
 pub use store::{Sink, open_store};

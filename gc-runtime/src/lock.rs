@@ -157,7 +157,11 @@ impl<L: Lock + Clone + 'static> RunLock<L> {
                     waited: options.wait.as_secs(),
                 });
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            // The next attempt in a second, or at once when asked to stop (which it then says).
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                () = cancel.stopped() => {}
+            }
         };
         let renewal = renew(port.clone(), Arc::clone(&lease), Arc::clone(&lock.stop));
         lock.renewer = Some(tokio::spawn(renewal));

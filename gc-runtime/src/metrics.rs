@@ -22,8 +22,8 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use gc_core::apply::{Outcome, Step, TargetResult};
-use gc_core::plan::{Decision, PodPlan};
+use gc_core::pods::apply::{Outcome, Step, TargetResult};
+use gc_core::pods::plan::{Decision, PodPlan};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::TypedMetric;

@@ -3,14 +3,14 @@
 
 use std::error::Error;
 
-use gc_core::approval::PlanFileError;
-use gc_core::collect_sessions::SessionRunError;
-use gc_core::config::InputError;
-use gc_core::inventory::InventoryError;
-use gc_core::ledger::LedgerError;
-use gc_core::plan::PlanError;
+use gc_core::input::InputError;
+use gc_core::pods::approval::PlanFileError;
+use gc_core::pods::inventory::InventoryError;
+use gc_core::pods::ledger::LedgerError;
+use gc_core::pods::plan::PlanError;
 use gc_core::ports::{ClusterError, StoreError};
 use gc_core::sessions::SessionPlanError;
+use gc_core::sessions::run::SessionRunError;
 
 /// One namespace's run.
 #[derive(Debug)]

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use gc_core::PodConfig;
-use gc_core::apply::{self, Outcome, Ports, TargetResult};
-use gc_core::approval::PlanFile;
-use gc_core::ledger::PreviousLedger;
-use gc_core::plan::Target;
+use gc_core::pods::apply::{self, Outcome, Ports, TargetResult};
+use gc_core::pods::approval::PlanFile;
+use gc_core::pods::ledger::PreviousLedger;
+use gc_core::pods::plan::Target;
 use gc_core::ports::Store as _;
 use gc_core::{PodPlan, plan_pods};
 use serde::Serialize;
@@ -186,7 +186,7 @@ pub async fn run_pods(
     runs
 }
 
-/// The run of each reviewed plan of `plans` (opened by [`gc_core::approval::open_plans`], whose
+/// The run of each reviewed plan of `plans` (opened by [`gc_core::pods::approval::open_plans`], whose
 /// policy equals apply's own), each acting under apply's own policy `inputs`, with the
 /// observation ledger kept outside the store (`ledger`), if any; then, when the run covers
 /// `-A`'s choice of namespaces (`all`: the namespaces it resolved), the release of the pins

@@ -46,15 +46,10 @@ pub async fn every(
 
 /// Sleeps for `duration`, or until `cancel` asks to stop; `false` when it did.
 async fn sleep(duration: Duration, cancel: &dyn Cancel) -> bool {
-    let until = tokio::time::Instant::now() + duration;
-    while cancel.cancelled().is_none() {
-        let left = until.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            return true;
-        }
-        tokio::time::sleep(left.min(Duration::from_millis(100))).await;
+    tokio::select! {
+        () = tokio::time::sleep(duration) => cancel.cancelled().is_none(),
+        () = cancel.stopped() => false,
     }
-    false
 }
 
 /// The run in progress, to tell a wedged process from a busy one.
@@ -158,5 +153,22 @@ mod tests {
         })
         .await;
         assert_eq!((done, failed), (1, 0), "a stopped run is not a failure");
+    }
+
+    /// A stop during the wait between runs ends the wait at once: nothing waits out its
+    /// interval, and nothing polls.
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_between_runs_ends_the_wait_at_once() {
+        let (health, token) = (Health::new(None), crate::StopToken::new());
+        let stopper = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            stopper.stop("SIGTERM");
+        });
+        let start = tokio::time::Instant::now();
+        let hour = Duration::from_secs(3600);
+        let (done, failed) = every(hour, None, &health, &token, async || Ok(())).await;
+        assert_eq!((done, failed), (1, 0));
+        assert_eq!(start.elapsed().as_secs(), 5);
     }
 }

@@ -8,11 +8,11 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Context;
-use gc_core::collect_sessions::{
-    self, AuditRecord, DeleteResult, Keep, SessionReport, SessionRunError,
-};
 use gc_core::ports::{Lock, ObjectCluster, SessionDirectory, Store, Volumes};
 use gc_core::selector::Spared;
+use gc_core::sessions::run::{
+    self as collect_sessions, AuditRecord, DeleteResult, Keep, SessionReport, SessionRunError,
+};
 use gc_core::sessions::volumes::VolumeReview;
 use gc_core::sessions::{Kind, SessionConfig, SessionDecision};
 use serde::Serialize;

@@ -2,8 +2,13 @@
 //! its termination signals). A run asked to stop takes no lock, starts no other target, and ends
 //! [`Stopped`]: neither a success nor a failure.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+/// A future an embedder's shutdown resolves.
+pub type Shutdown<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// The embedder's shutdown: `Some` with what asked the runs to stop (its cause, for example
 /// `SIGTERM` or `shutdown`: the runs say `stopped by {cause}` and `{cause} received: releasing the
@@ -14,6 +19,9 @@ pub trait Cancel: Send + Sync {
     /// Sets `flag` once runs must stop (at once when they must already): a run that holds its
     /// lock finishes the target in progress and starts no other.
     fn register(&self, flag: &Arc<AtomicBool>);
+    /// Resolves once runs must stop (at once when they must already): what a wait (for the next
+    /// run, for another run's lock) awaits beside its timer, so that nothing polls.
+    fn stopped(&self) -> Shutdown<'_>;
 }
 
 /// Never cancelled.
@@ -25,13 +33,27 @@ impl Cancel for NeverCancel {
         None
     }
     fn register(&self, _flag: &Arc<AtomicBool>) {}
+    fn stopped(&self) -> Shutdown<'_> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// A [`Cancel`] the embedder stops itself ([`StopToken::stop`], from its own shutdown); clones
 /// share it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StopToken {
     state: Arc<Mutex<TokenState>>,
+    /// `true` once stopped: what [`Cancel::stopped`] awaits.
+    stopped: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Default for StopToken {
+    fn default() -> Self {
+        Self {
+            state: Arc::default(),
+            stopped: Arc::new(tokio::sync::watch::Sender::new(false)),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +77,7 @@ impl StopToken {
         for flag in state.flags.drain(..).filter_map(|f| f.upgrade()) {
             flag.store(true, Ordering::SeqCst);
         }
+        self.stopped.send_replace(true);
     }
 }
 
@@ -71,6 +94,13 @@ impl Cancel for StopToken {
             state.flags.retain(|f| f.strong_count() > 0);
             state.flags.push(Arc::downgrade(flag));
         }
+    }
+    fn stopped(&self) -> Shutdown<'_> {
+        let mut stopped = self.stopped.subscribe();
+        Box::pin(async move {
+            // The sender lives as long as the token: the wait ends only with a stop.
+            let _ = stopped.wait_for(|stopped| *stopped).await;
+        })
     }
 }
 
@@ -112,6 +142,28 @@ mod tests {
         let after = Arc::new(AtomicBool::new(false));
         token.register(&after);
         assert!(after.load(Ordering::SeqCst));
+    }
+
+    /// A wait ends when the token is stopped, whether it began before or after; never without.
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_ends_with_the_stop_and_only_then() {
+        let token = StopToken::new();
+        let stopper = token.clone();
+        let waited = tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            stopper.stopped().await;
+            start.elapsed()
+        });
+        tokio::time::sleep(std::time::Duration::from_secs(7)).await;
+        assert!(!waited.is_finished());
+        token.stop("SIGTERM");
+        assert_eq!(waited.await.unwrap().as_secs(), 7);
+        tokio::time::timeout(std::time::Duration::from_secs(1), token.stopped())
+            .await
+            .expect("already stopped: at once");
+        let never =
+            tokio::time::timeout(std::time::Duration::from_secs(3600), NeverCancel.stopped());
+        assert!(never.await.is_err());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use gc_core::config::is_dns_label;
+use gc_core::input::is_dns_label;
 use gc_core::ports::{ArchiveKey, ArchiveSink, StoreError};
 
 /// The default archive folder: `archives` next to the embedded database ([`crate::default_path`]),

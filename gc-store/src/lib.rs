@@ -585,7 +585,7 @@ impl ports::Store for Store {
         let Some(text) = self.ledger_json(cluster_id, namespace).await? else {
             return Ok(PreviousLedger::default());
         };
-        let malformed = |e: gc_core::ledger::LedgerError| {
+        let malformed = |e: gc_core::pods::ledger::LedgerError| {
             StoreError::Malformed(format!(
                 "{}: the ledger of cluster {cluster_id} namespace {namespace}: {e}",
                 self.shown
@@ -596,7 +596,7 @@ impl ports::Store for Store {
         ledger
             .check_scope(cluster_id, namespace)
             .map_err(malformed)?;
-        ledger.0.remove(gc_core::ledger::SCOPE_KEY);
+        ledger.0.remove(gc_core::pods::ledger::SCOPE_KEY);
         Ok(ledger)
     }
 

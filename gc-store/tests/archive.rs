@@ -40,7 +40,7 @@ async fn an_archive_comes_back_as_written_at_its_keys_path() {
         .await
         .unwrap();
 
-    let digest = gc_core::archive::digest(bytes);
+    let digest = gc_core::pods::archive::digest(bytes);
     let expected = dir
         .path()
         .join(format!("archives/primary/jobs/{uid}.{digest}.json"));
@@ -66,7 +66,7 @@ async fn files_are_0600_and_folders_0700_and_no_temporary_file_is_left() {
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    let digest = gc_core::archive::digest(b"{}");
+    let digest = gc_core::pods::archive::digest(b"{}");
     assert_eq!(entries, [format!("u.{digest}.json").as_str()]);
 }
 

@@ -150,7 +150,7 @@ async fn an_archive_comes_back_as_written_and_is_listed_under_its_cluster() {
         .await
         .unwrap();
 
-    let digest = gc_core::archive::digest(bytes);
+    let digest = gc_core::pods::archive::digest(bytes);
     assert_eq!(
         uri,
         format!("s3://archives/gc/prod/primary/jobs/{UID}.{digest}.json")
@@ -198,7 +198,7 @@ async fn without_a_prefix_keys_start_at_the_buckets_top() {
     let f = Fixture::start().await;
     let sink = f.sink("s3://archives");
     let uri = sink.write(&key("c", "ns", "u"), b"{}").await.unwrap();
-    let name = format!("c/ns/u.{}.json", gc_core::archive::digest(b"{}"));
+    let name = format!("c/ns/u.{}.json", gc_core::pods::archive::digest(b"{}"));
     assert_eq!(uri, format!("s3://archives/{name}"));
     assert!(f.file(&name).is_file());
     assert_eq!(sink.read(&uri).await.unwrap(), b"{}");
@@ -322,7 +322,7 @@ async fn a_missing_archive_is_not_found() {
     let f = Fixture::start().await;
     let sink = f.sink("s3://archives/gc");
     let uri = sink.write(&key("c", "ns", "u"), b"{}").await.unwrap();
-    let name = format!("gc/c/ns/u.{}.json", gc_core::archive::digest(b"{}"));
+    let name = format!("gc/c/ns/u.{}.json", gc_core::pods::archive::digest(b"{}"));
     std::fs::remove_file(f.file(&name)).unwrap();
     let e = sink.read(&uri).await.unwrap_err();
     assert!(matches!(e, StoreError::NotFound(_)), "{e:?}");

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use gc_core::ledger::Observation;
+use gc_core::pods::ledger::Observation;
 use gc_core::ports::{Receipt, RetainedVolume, SessionObject, Store as _, StoreError};
 use gc_core::{Ledger, PreviousLedger, PyNum};
 use gc_store::{ReceiptQuery, Store};

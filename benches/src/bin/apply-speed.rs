@@ -12,8 +12,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use gc_core::apply::{self, Outcome, Ports};
 use gc_core::lease::Lease;
+use gc_core::pods::apply::{self, Outcome, Ports};
 use gc_core::ports::{
     ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Page, PodQuery, Preconditions, Receipt,
     Store, StoreError,

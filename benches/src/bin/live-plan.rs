@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use gc_core::inventory::Inventory;
+use gc_core::pods::inventory::Inventory;
 use gc_core::ports::{Cluster, ClusterError, Page, PodQuery, Preconditions};
 use gc_core::{PodInputs, PreviousLedger, plan_pods};
 use gc_testbed::{FailedPod, TestBed};

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use gc_core::collect_sessions::{self, LOOKUP_BATCH};
 use gc_core::ports::{ClusterError, ObjectCluster, Page, Preconditions, SessionDirectory};
+use gc_core::sessions::run::{self as collect_sessions, LOOKUP_BATCH};
 use gc_core::sessions::{Kind, Resource, Row, SessionInputs, plan_sessions};
 use gc_store::TableSpec;
 use serde_json::json;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::approval::open_plans;
+use gc_core::pods::approval::open_plans;
 use gc_output::pods::{write_report, write_runs};
 use gc_runtime::NamespaceRun;
 use gc_runtime::namespaces::Selection;

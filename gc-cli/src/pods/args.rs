@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use gc_core::PodInputs;
-use gc_core::approval::SealKey;
-use gc_core::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
+use gc_core::pods::approval::SealKey;
+use gc_core::pods::config::{DEFAULT_COLLECT_LABEL, DEFAULT_PIN_FINALIZER};
 use gc_core::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Selector};
 
 use crate::exit::UsageError;

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::approval::{PlanFile, PlanSet, check_ttl};
-use gc_core::inventory::{Inventory, Reader};
+use gc_core::pods::approval::{PlanFile, PlanSet, check_ttl};
+use gc_core::pods::inventory::{Inventory, Reader};
 use gc_core::{PodConfig, PodPlan, PreviousLedger, plan_pods};
 
 use crate::exit::UsageError;

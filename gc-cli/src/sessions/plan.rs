@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::collect_sessions;
+use gc_core::sessions::run as collect_sessions;
 use gc_output::sessions::{plans_json, write_plans};
 use gc_runtime::sessions::{refused, report_missing};
 

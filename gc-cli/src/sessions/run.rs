@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use gc_core::collect_sessions::SessionReport;
 use gc_core::sessions::SessionConfig;
+use gc_core::sessions::run::SessionReport;
 use gc_output::sessions::Shown;
 use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionSettings};
 

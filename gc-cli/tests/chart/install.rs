@@ -653,7 +653,7 @@ async fn object_store_install_runs_the_rendered_failed_pod_collector() -> Result
         &format!("pods/primary/{}/{uid}.{}.json", ns.name(), receipt.sha256),
     );
     assert_eq!(
-        gc_core::archive::digest(&std::fs::read(&object)?),
+        gc_core::pods::archive::digest(&std::fs::read(&object)?),
         receipt.sha256,
         "{log}"
     );

@@ -238,7 +238,7 @@ async fn the_rendered_prune_command_prunes_the_collectors_state() -> Result {
                 uid: uid.into(),
                 name: format!("svc-{uid}"),
                 uri: uri.clone(),
-                sha256: gc_core::archive::digest(&bytes),
+                sha256: gc_core::pods::archive::digest(&bytes),
                 bytes: bytes.len() as u64,
                 session: None,
             })

@@ -15,7 +15,7 @@ use crate::pyjson::{self, Layout};
 use crate::sessions::Resource;
 
 /// Where a session archive names the uid of the object it was: the check of an archive read back
-/// ([`crate::archive::mismatch_at`]) looks there.
+/// ([`crate::pods::archive::mismatch_at`]) looks there.
 pub const UID_POINTER: &str = "/archivedFrom/uid";
 
 /// The fields of `metadata` a manifest keeps.

@@ -472,7 +472,7 @@ async fn archive<C: ObjectCluster>(
         uid: r.uid.clone(),
         name: r.name.clone(),
         uri: uri.clone(),
-        sha256: crate::archive::digest(doc.as_bytes()),
+        sha256: crate::pods::archive::digest(doc.as_bytes()),
         bytes: doc.len() as u64,
         session: Some(SessionObject {
             api_version: r.api_version.clone(),

@@ -16,8 +16,8 @@ pub mod lifecycle;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::collect_sessions::DeleteResult;
 use crate::ports::{ClusterError, RetainedVolume, Volumes};
+use crate::sessions::run::DeleteResult;
 use crate::sessions::{Judged, Resource, SessionConfig, SessionDecision};
 use lifecycle::{Action, Event, State, Window, next, state_of};
 
@@ -251,11 +251,7 @@ pub async fn expire(
             let selector = selector.clone();
             async move {
                 volumes
-                    .list_volumes(
-                        &selector,
-                        crate::collect_sessions::PAGE_SIZE,
-                        token.as_deref(),
-                    )
+                    .list_volumes(&selector, crate::sessions::run::PAGE_SIZE, token.as_deref())
                     .await
             }
         },

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use gc_core::{PodInputs, PodPlan, PreviousLedger, inventory, plan_pods};
+use gc_core::pods::inventory;
+use gc_core::{PodInputs, PodPlan, PreviousLedger, plan_pods};
 use gc_k8s::{failed_pod_query, list_inventory};
 use gc_testbed::{FailedPod, TestNamespace};
 use k8s_openapi::api::core::v1::Pod;

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use gc_core::PodInputs;
-use gc_core::pod::Rules;
+use gc_core::pods::facts::Rules;
 use gc_core::ports::{Cluster, ClusterError, PodQuery, Preconditions};
 use gc_k8s::{KubeCluster, failed_pod_query, list_inventory};
 use gc_testbed::FailedPod;

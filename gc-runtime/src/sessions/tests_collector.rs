@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gc_core::collect_sessions::SessionReport;
 use gc_core::ports::StoreError;
 use gc_core::sessions::SessionConfig;
+use gc_core::sessions::run::SessionReport;
 use gc_core::testing::{Kept, SessionTable, session_config};
 
 use super::*;

@@ -43,10 +43,11 @@ fn the_manifest_keeps_what_creates_the_object_again() {
         text,
         r#"{"archivedFrom":{"cluster":"primary","creationTimestamp":"2026-11-01T00:00:00Z","namespace":"ws","resourceVersion":"7","runAt":"2026-12-01T00:00:00Z","session":"s1","uid":"u-1"},"manifest":{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{"a":"b"},"labels":{"session":"s1"},"name":"s1-web","namespace":"ws"},"spec":{"replicas":1}}}"#
     );
-    let sha = crate::archive::digest(text.as_bytes());
+    let sha = crate::pods::archive::digest(text.as_bytes());
     let size = Some(text.len() as u64);
-    let check =
-        |what: &str| crate::archive::mismatch_at(text.as_bytes(), &sha, size, UID_POINTER, what);
+    let check = |what: &str| {
+        crate::pods::archive::mismatch_at(text.as_bytes(), &sha, size, UID_POINTER, what)
+    };
     assert_eq!(check("Deployment u-1"), None);
     assert_eq!(
         check("Deployment u-2").unwrap(),
