@@ -31,7 +31,7 @@ spec:
   {{- if .serve }}
   restartPolicy: Always
   # On SIGTERM the run in progress stops before its next write and releases its lock.
-  terminationGracePeriodSeconds: {{ $v.serve.terminationGracePeriodSeconds }}
+  terminationGracePeriodSeconds: {{ include "gc.durationCount" (list .root "serve.terminationGracePeriodSeconds") }}
   {{- else }}
   restartPolicy: Never
   {{- end }}
@@ -69,8 +69,8 @@ spec:
         {{- if .serve }}
         - serve
         - --listen=0.0.0.0:{{ $v.serve.port }}
-        - --interval-seconds={{ $v.serve.intervalSeconds }}
-        - --stall-seconds={{ $v.serve.stallSeconds }}
+        - --interval={{ include "gc.durationFlag" (list .root "serve.intervalSeconds") }}
+        - --stall={{ include "gc.durationFlag" (list .root "serve.stallSeconds") }}
         {{- else }}
         - run
         {{- end }}
@@ -140,7 +140,7 @@ namespace unless cluster-wide. Called as gc.podTemplate is. */}}
 {{- $v := .root.Values -}}
 - --older-than={{ $v.archives.prune.olderThan }}
 {{- if eq .collector "sessions" }}
-- --retain-volume-days={{ $v.gc.retainVolumeDays }}
+- --volume-retention={{ include "gc.durationFlag" (list .root "gc.retainVolumeDays") }}
 {{- else }}
 - --cluster-id={{ $v.failedPods.clusterId }}
 {{- end }}
@@ -181,9 +181,9 @@ full name cut to keep it within a CronJob's 52 characters. Called as gc.podTempl
 - {{ printf "--exclude-selector=%s" . | quote }}
 {{- end }}
 - --id-label={{ .Values.gc.idLabel }}
-- --grace-hours={{ .Values.gc.gracePeriod }}
+- --grace={{ include "gc.durationFlag" (list . "gc.gracePeriod") }}
 - --max-deletes={{ .Values.gc.maxDeletes }}
-- --retain-volume-days={{ .Values.gc.retainVolumeDays }}
+- --volume-retention={{ include "gc.durationFlag" (list . "gc.retainVolumeDays") }}
 - --guard-ratio={{ .Values.gc.guard.ratio }}
 - --guard-floor={{ .Values.gc.guard.floor }}
 {{- if .Values.gc.guard.override }}
@@ -229,7 +229,7 @@ full name cut to keep it within a CronJob's 52 characters. Called as gc.podTempl
 - --in-cluster
 {{- include "gc.namespaceArgs" . }}
 - --cluster-id={{ $p.clusterId }}
-- --retention-seconds={{ $p.retentionSeconds }}
+- --retention={{ include "gc.durationFlag" (list . "failedPods.retentionSeconds") }}
 - --max-pods={{ $p.maxPods }}
 - --max-inventory={{ $p.maxInventory }}
 - --max-archive-bytes={{ $p.maxArchiveBytes }}

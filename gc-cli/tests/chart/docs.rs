@@ -456,7 +456,7 @@ async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
             &[
                 "Deployment gc-sessions",
                 "Deployment gc-failed-pods",
-                "then every 21600 seconds",
+                "then every 6h.",
                 "LIVE (failedPods.dryRun=false, failedPods.autoRemediate=true)",
                 "every namespace",
                 "logs deploy/gc-failed-pods",

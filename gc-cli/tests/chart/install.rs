@@ -139,8 +139,9 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     // old, so the run is told it is the rendered grace period (plus an hour) later.
     let grace: i64 = args
         .iter()
-        .find_map(|a| a.strip_prefix("--grace-hours="))
-        .expect("--grace-hours")
+        .find_map(|a| a.strip_prefix("--grace="))
+        .and_then(|g| g.strip_suffix('h'))
+        .expect("--grace=HOURSh")
         .parse()?;
     let later = Timestamp::from_second(Timestamp::now().as_second() + (grace + 1) * 3600)?;
     let host = format!("{}-manual", cron_job.metadata.name.clone().unwrap());

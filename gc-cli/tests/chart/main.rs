@@ -19,6 +19,7 @@ use serde_json::Value;
 mod common;
 
 mod docs;
+mod durations;
 mod install;
 mod privilege;
 mod prune;
