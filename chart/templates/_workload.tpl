@@ -14,10 +14,13 @@ no collector's selector matches.
 {{- $v := .root.Values -}}
 {{- $volume := include "gc.volume" (ternary $v.gc $v.failedPods (eq .collector "sessions")) -}}
 {{- $prune := default false .prune -}}
+{{- $restore := default false .restore -}}
+{{- $own := "" -}}
+{{- if $prune }}{{ $own = printf "%s-prune" .collector }}{{ else if $restore }}{{ $own = printf "%s-restore" .collector }}{{ end -}}
 metadata:
   labels:
     {{- include "gc.labels" .root | nindent 4 }}
-    {{- include "gc.collectorLabel" (ternary (dict "collector" (printf "%s-prune" .collector)) . $prune) | nindent 4 }}
+    {{- include "gc.collectorLabel" (ternary (dict "collector" $own) . (ne $own "")) | nindent 4 }}
     {{- with $v.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -26,7 +29,7 @@ metadata:
     {{- toYaml . | nindent 4 }}
   {{- end }}
 spec:
-  serviceAccountName: {{ include "gc.serviceAccountName" .root }}
+  serviceAccountName: {{ if $restore }}{{ include "gc.fullname" .root }}-restore{{ else }}{{ include "gc.serviceAccountName" .root }}{{ end }}
   automountServiceAccountToken: {{ not $prune }}
   {{- if .serve }}
   restartPolicy: Always
@@ -65,6 +68,10 @@ spec:
         - archives
         - prune
         {{- include "gc.prune.args" . | nindent 8 }}
+        {{- else if $restore }}
+        - restore
+        - sessions
+        {{- include "gc.restore.args" . | nindent 8 }}
         {{- else }}
         {{- if .serve }}
         - serve
@@ -85,6 +92,14 @@ spec:
       env:
         {{- if $prune }}
         {{- include "gc.stateEnv" (ternary $v.gc $v.failedPods (eq .collector "sessions")) | trim | nindent 8 }}
+        {{- else if $restore }}
+        # The session to restore: the name of the Job (`kubectl create job --from=cronjob/...
+        # SESSION`), which the API server puts on the Job's Pods as this label.
+        - name: GC_RESTORE_SESSION
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.labels['batch.kubernetes.io/job-name']
+        {{- include "gc.stateEnv" $v.gc | trim | nindent 8 }}
         {{- else }}
         {{- with include "gc.alertEnv" .root | trim }}
         {{- . | nindent 8 }}
@@ -150,6 +165,34 @@ namespace unless cluster-wide. Called as gc.podTemplate is. */}}
 {{- if $v.archives.prune.dryRun }}
 - --dry-run
 {{- end }}
+{{- end -}}
+
+{{/* `restore sessions`' flags for the restore CronJobs (gc-restore-cronjob.yaml): the session
+named by the Job (its environment, GC_RESTORE_SESSION, which Kubernetes expands in args), the
+release's namespace, the collector's kinds, a dry run for the `-dry-run` one. Called as
+gc.podTemplate is, with "dryRun". */}}
+{{- define "gc.restore.args" -}}
+{{- $v := .root.Values -}}
+- --in-cluster
+- --namespace={{ include "gc.namespace" .root }}
+- --session=$(GC_RESTORE_SESSION)
+{{- range $v.gc.kinds }}
+- --kinds={{ . }}
+{{- end }}
+{{- if not $v.events.enabled }}
+- --no-events
+{{- end }}
+{{- if .dryRun }}
+- --dry-run=server
+{{- end }}
+{{- end -}}
+
+{{/* The names of the restore CronJobs: `<fullname>-restore` and `<fullname>-restore-dry-run`,
+the full name cut to keep them within a CronJob's 52 characters. Called with (dict "root" $
+"dryRun" true|false). */}}
+{{- define "gc.restoreName" -}}
+{{- $suffix := ternary "-restore-dry-run" "-restore" .dryRun -}}
+{{- include "gc.fullname" .root | trunc (int (sub 52 (len $suffix))) | trimSuffix "-" }}{{ $suffix }}
 {{- end -}}
 
 {{/* The name of a collector's archive retention CronJob: the collector's, then `-prune`, the

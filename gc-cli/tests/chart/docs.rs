@@ -601,6 +601,22 @@ async fn notes_say_what_the_first_scheduled_run_does() -> Result {
         served.contains("Its first run starts with the Pod, now, deletes each orphan older than 2d, at most 100 objects, each archived first; a run"),
         "{served}"
     );
+    // With the restore account: the one command that undoes a delete, naming rendered CronJobs.
+    let restore = ["gc.restore.enabled=true"];
+    let undo = notes(bed, &restore);
+    for want in [
+        "kubectl -n streamspace create job --from=cronjob/gc-restore-dry-run SESSION",
+        "kubectl -n streamspace create job --from=cronjob/gc-restore SESSION",
+    ] {
+        assert!(undo.contains(want), "no {want:?} in\n{undo}");
+    }
+    assert!(check_notes_commands(&undo, &restore) > 0);
+    assert!(!defaults.contains("Undoing a delete"), "{defaults}");
+    let elsewhere = notes(
+        bed,
+        &["gc.restore.enabled=true", "gc.restore.namespaces={tenants}"],
+    );
+    assert!(!elsewhere.contains("Undoing a delete"), "{elsewhere}");
     let zoned = notes(bed, &["timeZone=Europe/Berlin", "gc.schedule=@daily"]);
     assert!(
         zoned.contains("the next time \"@daily\" comes round (Europe/Berlin), deletes"),

@@ -22,6 +22,7 @@ mod docs;
 mod durations;
 mod install;
 mod privilege;
+mod restore;
 mod prune;
 mod rbac;
 mod schema;
