@@ -624,3 +624,12 @@ async fn notes_say_what_the_first_scheduled_run_does() -> Result {
     );
     Ok(())
 }
+
+/// The same of `docs/streamspace.md` (`streamspace.rs` runs it).
+#[test]
+fn the_streamspace_page_names_rendered_objects() {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/streamspace.md"))
+            .unwrap();
+    check_commands(&page);
+}

@@ -17,7 +17,7 @@ use super::{
 use crate::common::{Result, command, one_live_session, sqlite, target};
 
 /// `postgres://USER:PASSWORD@HOST:PORT/NAME[?...]`, split.
-fn database_parts(url: &str) -> [String; 5] {
+pub(super) fn database_parts(url: &str) -> [String; 5] {
     let rest = url.split_once("://").expect("a URL").1;
     let rest = rest.split('?').next().unwrap();
     assert!(!rest.contains('%'), "an encoded database URL: {url}");

@@ -27,6 +27,7 @@ mod prune;
 mod rbac;
 mod schema;
 mod serve;
+mod streamspace;
 mod templates;
 mod volumes;
 
