@@ -201,8 +201,83 @@ true
 concurrencyPolicy: {{ .Values.concurrencyPolicy }}
 successfulJobsHistoryLimit: {{ .Values.successfulJobsHistoryLimit }}
 failedJobsHistoryLimit: {{ .Values.failedJobsHistoryLimit }}
-startingDeadlineSeconds: {{ .Values.startingDeadlineSeconds }}
+startingDeadlineSeconds: {{ include "gc.durationCount" (list . "startingDeadlineSeconds") }}
 {{- with .Values.timeZone }}
 timeZone: {{ . | quote }}
 {{- end }}
+{{- end -}}
+
+{{/* Durations. Each duration value takes a duration as people write it, whole numbers and
+units (s, m, h, d, w: `90s`, `15m`, `24h`, `7d`, `1h30m`), as gc-cli reads its duration flags
+(humantime), or a bare integer of the value's own unit (its older form, kept for one release:
+`gc.gracePeriod: 24` is hours). values.schema.json checks the form and the units each value may
+use; these check the range too (a schema cannot compare a string's length with a number). Each
+is called with (list $ "gc.gracePeriod"): the root and the value's path. */}}
+
+{{/* A duration value's unit (its bare integer's) and range in that unit: gc-cli's ranges, and
+the API server's for the Kubernetes fields. */}}
+{{- define "gc.durationSpec" -}}
+{{- toJson (get (dict
+  "gc.gracePeriod" (list "h" 0 8760 "24h")
+  "gc.retainVolumeDays" (list "d" 0 3650 "7d")
+  "failedPods.retentionSeconds" (list "s" 1 31536000 "1d")
+  "serve.intervalSeconds" (list "s" 60 604800 "6h")
+  "serve.stallSeconds" (list "s" 0 604800 "1h")
+  "serve.terminationGracePeriodSeconds" (list "s" 30 3600 "2m")
+  "prometheusRule.noSuccessHours.sessions" (list "h" 1 8760 "12h")
+  "prometheusRule.noSuccessHours.pods" (list "h" 1 8760 "48h")
+  "startingDeadlineSeconds" (list "s" 1 31536000 "10m")
+  "activeDeadlineSeconds" (list "s" 1 31536000 "30m")) .) -}}
+{{- end -}}
+
+{{/* The value at a path of .Values. */}}
+{{- define "gc.durationValue" -}}
+{{- $value := (index . 0).Values -}}
+{{- range splitList "." (index . 1) }}{{ $value = index $value . }}{{ end -}}
+{{- if kindIs "string" $value }}{{ $value }}{{ else }}{{ int64 $value }}{{ end -}}
+{{- end -}}
+
+{{/* The duration's length in its unit, a whole number within its range; the install fails
+naming the value and an example otherwise. */}}
+{{- define "gc.durationCount" -}}
+{{- $name := index . 1 -}}
+{{- $spec := fromJsonArray (include "gc.durationSpec" $name) -}}
+{{- $unit := index $spec 0 -}}
+{{- $min := int64 (index $spec 1) -}}
+{{- $max := int64 (index $spec 2) -}}
+{{- $value := include "gc.durationValue" . -}}
+{{- $units := dict "s" 1 "m" 60 "h" 3600 "d" 86400 "w" 604800 -}}
+{{- $per := int64 (index $units $unit) -}}
+{{- $example := index $spec 3 -}}
+{{- $seconds := int64 0 -}}
+{{- if regexMatch "^[0-9]+$" $value -}}
+{{- $seconds = mul (int64 $value) $per -}}
+{{- else if regexMatch "^([0-9]{1,9}[smhdw])+$" $value -}}
+{{- range regexFindAll "[0-9]+[smhdw]" $value -1 -}}
+{{- $seconds = add $seconds (mul (int64 (regexFind "[0-9]+" .)) (index $units (regexFind "[smhdw]" .))) -}}
+{{- end -}}
+{{- else -}}
+{{- fail (printf "%s: %q is not a duration: give whole numbers and units (s, m, h, d, w), such as %s" $name $value $example) -}}
+{{- end -}}
+{{- if ne (mod $seconds $per) (int64 0) -}}
+{{- fail (printf "%s: %s is not a whole number of %s: give one such as %s" $name $value (get (dict "s" "seconds" "h" "hours" "d" "days") $unit) $example) -}}
+{{- end -}}
+{{- $count := div $seconds $per -}}
+{{- if or (lt $count $min) (gt $count $max) -}}
+{{- fail (printf "%s: %s is outside %d%s..%d%s: give one such as %s" $name $value $min $unit $max $unit $example) -}}
+{{- end -}}
+{{- $count -}}
+{{- end -}}
+
+{{/* The duration as a gc-cli flag takes it: a string as written, a bare integer with its unit
+made explicit (`gc.gracePeriod: 24`: `24h`); checked as gc.durationCount checks it. Also how
+NOTES shows it. */}}
+{{- define "gc.durationFlag" -}}
+{{- $count := include "gc.durationCount" . -}}
+{{- $value := include "gc.durationValue" . -}}
+{{- if regexMatch "^[0-9]+$" $value -}}
+{{- $count }}{{ index (fromJsonArray (include "gc.durationSpec" (index . 1))) 0 -}}
+{{- else -}}
+{{- $value -}}
+{{- end -}}
 {{- end -}}

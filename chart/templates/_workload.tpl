@@ -14,10 +14,13 @@ no collector's selector matches.
 {{- $v := .root.Values -}}
 {{- $volume := include "gc.volume" (ternary $v.gc $v.failedPods (eq .collector "sessions")) -}}
 {{- $prune := default false .prune -}}
+{{- $restore := default false .restore -}}
+{{- $own := "" -}}
+{{- if $prune }}{{ $own = printf "%s-prune" .collector }}{{ else if $restore }}{{ $own = printf "%s-restore" .collector }}{{ end -}}
 metadata:
   labels:
     {{- include "gc.labels" .root | nindent 4 }}
-    {{- include "gc.collectorLabel" (ternary (dict "collector" (printf "%s-prune" .collector)) . $prune) | nindent 4 }}
+    {{- include "gc.collectorLabel" (ternary (dict "collector" $own) . (ne $own "")) | nindent 4 }}
     {{- with $v.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -26,12 +29,12 @@ metadata:
     {{- toYaml . | nindent 4 }}
   {{- end }}
 spec:
-  serviceAccountName: {{ include "gc.serviceAccountName" .root }}
+  serviceAccountName: {{ if $restore }}{{ include "gc.fullname" .root }}-restore{{ else }}{{ include "gc.serviceAccountName" .root }}{{ end }}
   automountServiceAccountToken: {{ not $prune }}
   {{- if .serve }}
   restartPolicy: Always
   # On SIGTERM the run in progress stops before its next write and releases its lock.
-  terminationGracePeriodSeconds: {{ $v.serve.terminationGracePeriodSeconds }}
+  terminationGracePeriodSeconds: {{ include "gc.durationCount" (list .root "serve.terminationGracePeriodSeconds") }}
   {{- else }}
   restartPolicy: Never
   {{- end }}
@@ -65,12 +68,16 @@ spec:
         - archives
         - prune
         {{- include "gc.prune.args" . | nindent 8 }}
+        {{- else if $restore }}
+        - restore
+        - sessions
+        {{- include "gc.restore.args" . | nindent 8 }}
         {{- else }}
         {{- if .serve }}
         - serve
         - --listen=0.0.0.0:{{ $v.serve.port }}
-        - --interval-seconds={{ $v.serve.intervalSeconds }}
-        - --stall-seconds={{ $v.serve.stallSeconds }}
+        - --interval={{ include "gc.durationFlag" (list .root "serve.intervalSeconds") }}
+        - --stall={{ include "gc.durationFlag" (list .root "serve.stallSeconds") }}
         {{- else }}
         - run
         {{- end }}
@@ -85,6 +92,14 @@ spec:
       env:
         {{- if $prune }}
         {{- include "gc.stateEnv" (ternary $v.gc $v.failedPods (eq .collector "sessions")) | trim | nindent 8 }}
+        {{- else if $restore }}
+        # The session to restore: the name of the Job (`kubectl create job --from=cronjob/...
+        # SESSION`), which the API server puts on the Job's Pods as this label.
+        - name: GC_RESTORE_SESSION
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.labels['batch.kubernetes.io/job-name']
+        {{- include "gc.stateEnv" $v.gc | trim | nindent 8 }}
         {{- else }}
         {{- with include "gc.alertEnv" .root | trim }}
         {{- . | nindent 8 }}
@@ -140,7 +155,7 @@ namespace unless cluster-wide. Called as gc.podTemplate is. */}}
 {{- $v := .root.Values -}}
 - --older-than={{ $v.archives.prune.olderThan }}
 {{- if eq .collector "sessions" }}
-- --retain-volume-days={{ $v.gc.retainVolumeDays }}
+- --volume-retention={{ include "gc.durationFlag" (list .root "gc.retainVolumeDays") }}
 {{- else }}
 - --cluster-id={{ $v.failedPods.clusterId }}
 {{- end }}
@@ -150,6 +165,34 @@ namespace unless cluster-wide. Called as gc.podTemplate is. */}}
 {{- if $v.archives.prune.dryRun }}
 - --dry-run
 {{- end }}
+{{- end -}}
+
+{{/* `restore sessions`' flags for the restore CronJobs (gc-restore-cronjob.yaml): the session
+named by the Job (its environment, GC_RESTORE_SESSION, which Kubernetes expands in args), the
+release's namespace, the collector's kinds, a dry run for the `-dry-run` one. Called as
+gc.podTemplate is, with "dryRun". */}}
+{{- define "gc.restore.args" -}}
+{{- $v := .root.Values -}}
+- --in-cluster
+- --namespace={{ include "gc.namespace" .root }}
+- --session=$(GC_RESTORE_SESSION)
+{{- range $v.gc.kinds }}
+- --kinds={{ . }}
+{{- end }}
+{{- if not $v.events.enabled }}
+- --no-events
+{{- end }}
+{{- if .dryRun }}
+- --dry-run=server
+{{- end }}
+{{- end -}}
+
+{{/* The names of the restore CronJobs: `<fullname>-restore` and `<fullname>-restore-dry-run`,
+the full name cut to keep them within a CronJob's 52 characters. Called with (dict "root" $
+"dryRun" true|false). */}}
+{{- define "gc.restoreName" -}}
+{{- $suffix := ternary "-restore-dry-run" "-restore" .dryRun -}}
+{{- include "gc.fullname" .root | trunc (int (sub 52 (len $suffix))) | trimSuffix "-" }}{{ $suffix }}
 {{- end -}}
 
 {{/* The name of a collector's archive retention CronJob: the collector's, then `-prune`, the
@@ -181,9 +224,9 @@ full name cut to keep it within a CronJob's 52 characters. Called as gc.podTempl
 - {{ printf "--exclude-selector=%s" . | quote }}
 {{- end }}
 - --id-label={{ .Values.gc.idLabel }}
-- --grace-hours={{ .Values.gc.gracePeriod }}
+- --grace={{ include "gc.durationFlag" (list . "gc.gracePeriod") }}
 - --max-deletes={{ .Values.gc.maxDeletes }}
-- --retain-volume-days={{ .Values.gc.retainVolumeDays }}
+- --volume-retention={{ include "gc.durationFlag" (list . "gc.retainVolumeDays") }}
 - --guard-ratio={{ .Values.gc.guard.ratio }}
 - --guard-floor={{ .Values.gc.guard.floor }}
 {{- if .Values.gc.guard.override }}
@@ -229,7 +272,7 @@ full name cut to keep it within a CronJob's 52 characters. Called as gc.podTempl
 - --in-cluster
 {{- include "gc.namespaceArgs" . }}
 - --cluster-id={{ $p.clusterId }}
-- --retention-seconds={{ $p.retentionSeconds }}
+- --retention={{ include "gc.durationFlag" (list . "failedPods.retentionSeconds") }}
 - --max-pods={{ $p.maxPods }}
 - --max-inventory={{ $p.maxInventory }}
 - --max-archive-bytes={{ $p.maxArchiveBytes }}

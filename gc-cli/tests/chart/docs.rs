@@ -456,7 +456,7 @@ async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
             &[
                 "Deployment gc-sessions",
                 "Deployment gc-failed-pods",
-                "then every 21600 seconds",
+                "then every 6h.",
                 "LIVE (failedPods.dryRun=false, failedPods.autoRemediate=true)",
                 "every namespace",
                 "logs deploy/gc-failed-pods",
@@ -539,4 +539,97 @@ async fn notes_tell_what_runs_and_name_rendered_objects() -> Result {
         assert_eq!(checked > 0, !sets.contains(&"gc.enabled=false"), "{sets:?}");
     }
     Ok(())
+}
+
+/// NOTES says what the session collector's first run does with the values given: with the
+/// defaults (`gc.dryRun=false`, kept as StreamSpace asks) its first scheduled run deletes, with
+/// the schedule, grace, cap and volumes' window rendered; it shows the `helm upgrade` that makes
+/// it a dry run instead, which renders `--dry-run=server`. Dry, it says so and no such line;
+/// `serve`'s first run starts with the Pod.
+#[tokio::test]
+async fn notes_say_what_the_first_scheduled_run_does() -> Result {
+    let bed = TestBed::shared().await?;
+    let defaults = notes(bed, &[]);
+    for want in [
+        "LIVE (gc.dryRun=false): it deletes.",
+        "Its first scheduled run, the next time \"0 */6 * * *\" comes round, deletes each orphan \
+         older than 24h, at most 100 objects, each archived first and a claim's volume kept 7d; \
+         a run where over 0.5 of the judged sessions look gone is refused (gc.guard).",
+        "To start with a dry run instead (it reports what it would delete and deletes nothing), \
+         before then:",
+        "read a run's log (below), then go live with --set gc.dryRun=false.",
+    ] {
+        assert!(defaults.contains(want), "no {want:?} in\n{defaults}");
+    }
+    // The values' default is the one NOTES describes.
+    let values = std::fs::read_to_string(format!("{CHART}/values.yaml"))?;
+    assert!(
+        values.contains("\n  dryRun: false\n"),
+        "gc.dryRun's default"
+    );
+    assert!(!template(&[]).contains("--dry-run"));
+    // Its command: the release's upgrade to a dry run, which renders one.
+    let line = defaults
+        .lines()
+        .find(|l| l.trim_start().starts_with("helm upgrade"))
+        .expect("a helm upgrade line");
+    let words = shell_words(line.trim());
+    let helm_command = parse_helm(&words);
+    assert_eq!(helm_command.positional, ["gc", "CHART"], "{line}");
+    assert_eq!(helm_command.namespace, "streamspace", "{line}");
+    assert!(helm_command.reuse, "{line}");
+    assert_eq!(helm_command.sets, ["gc.dryRun=true"], "{line}");
+    assert!(template(&["gc.dryRun=true"]).contains("- --dry-run=server"));
+
+    let dry = notes(bed, &["gc.dryRun=true"]);
+    assert!(dry.contains("DRY RUN (gc.dryRun=true)"), "{dry}");
+    assert!(
+        !dry.contains("first scheduled run") && !dry.contains("helm upgrade"),
+        "{dry}"
+    );
+
+    let served = notes(
+        bed,
+        &[
+            "serve.enabled=true",
+            "gc.retainVolumeDays=0",
+            "gc.gracePeriod=2d",
+            "timeZone=UTC",
+        ],
+    );
+    assert!(
+        served.contains("Its first run starts with the Pod, now, deletes each orphan older than 2d, at most 100 objects, each archived first; a run"),
+        "{served}"
+    );
+    // With the restore account: the one command that undoes a delete, naming rendered CronJobs.
+    let restore = ["gc.restore.enabled=true"];
+    let undo = notes(bed, &restore);
+    for want in [
+        "kubectl -n streamspace create job --from=cronjob/gc-restore-dry-run SESSION",
+        "kubectl -n streamspace create job --from=cronjob/gc-restore SESSION",
+    ] {
+        assert!(undo.contains(want), "no {want:?} in\n{undo}");
+    }
+    assert!(check_notes_commands(&undo, &restore) > 0);
+    assert!(!defaults.contains("Undoing a delete"), "{defaults}");
+    let elsewhere = notes(
+        bed,
+        &["gc.restore.enabled=true", "gc.restore.namespaces={tenants}"],
+    );
+    assert!(!elsewhere.contains("Undoing a delete"), "{elsewhere}");
+    let zoned = notes(bed, &["timeZone=Europe/Berlin", "gc.schedule=@daily"]);
+    assert!(
+        zoned.contains("the next time \"@daily\" comes round (Europe/Berlin), deletes"),
+        "{zoned}"
+    );
+    Ok(())
+}
+
+/// The same of `docs/streamspace.md` (`streamspace.rs` runs it).
+#[test]
+fn the_streamspace_page_names_rendered_objects() {
+    let page =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/streamspace.md"))
+            .unwrap();
+    check_commands(&page);
 }

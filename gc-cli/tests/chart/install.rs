@@ -17,7 +17,7 @@ use super::{
 use crate::common::{Result, command, one_live_session, sqlite, target};
 
 /// `postgres://USER:PASSWORD@HOST:PORT/NAME[?...]`, split.
-fn database_parts(url: &str) -> [String; 5] {
+pub(super) fn database_parts(url: &str) -> [String; 5] {
     let rest = url.split_once("://").expect("a URL").1;
     let rest = rest.split('?').next().unwrap();
     assert!(!rest.contains('%'), "an encoded database URL: {url}");
@@ -139,8 +139,9 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     // old, so the run is told it is the rendered grace period (plus an hour) later.
     let grace: i64 = args
         .iter()
-        .find_map(|a| a.strip_prefix("--grace-hours="))
-        .expect("--grace-hours")
+        .find_map(|a| a.strip_prefix("--grace="))
+        .and_then(|g| g.strip_suffix('h'))
+        .expect("--grace=HOURSh")
         .parse()?;
     let later = Timestamp::from_second(Timestamp::now().as_second() + (grace + 1) * 3600)?;
     let host = format!("{}-manual", cron_job.metadata.name.clone().unwrap());
@@ -212,24 +213,29 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
 }
 
 /// The chart README's "Undoing a delete": `helm upgrade --reuse-values --set
-/// gc.restore.enabled=true`, then its `kubectl run` Pod's container run as the kubelet would run
-/// it (the overrides' account, volume and environment; the image's entrypoint with the arguments
-/// after `--`), the README's namespace and session id those of the test. The Pod is the
-/// CronJob's image, on its state volume, as its own account; a dry run creates nothing, the run
-/// creates the session's objects again; the account may create and not delete or update.
+/// gc.restore.enabled=true`, then its `kubectl create job --from=cronjob/... SESSION` and
+/// `kubectl delete job` commands run as written (with the test's namespace and session id)
+/// against the test bed, and each Job so made run as the kubelet would run its Pod: its
+/// container's environment resolved (values, Secrets, the Job's labels), its args expanded
+/// (`$(GC_RESTORE_SESSION)`), the image's entrypoint, a token of its account. The Jobs use the
+/// CronJob's image, security contexts and state volume, as their own account; the dry run's
+/// creates nothing, the restore's creates the session's objects again; the account may create
+/// and not delete or update.
 async fn restore_as_the_readme_says(
     bed: &TestBed,
     ns: &TestNamespace,
     cron_job: &k8s_openapi::api::batch::v1::CronJob,
     state: &dyn Fn(&str) -> String,
 ) -> Result {
+    use k8s_openapi::api::batch::v1::Job;
     use k8s_openapi::api::core::v1::ServiceAccount;
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../chart/README.md"))?;
-    let readme = readme
+    let section = &readme[readme.find("## Undoing a delete").expect("the section")..];
+    let section = section
         .replace(" streamspace ", &format!(" {} ", ns.name()))
         .replace("alice-firefox-0000000a", "gone-1");
-    let commands = super::docs::doc_commands(&readme);
+    let commands = super::docs::doc_commands(&section);
     let upgrade = commands
         .iter()
         .find(|c| {
@@ -254,86 +260,19 @@ async fn restore_as_the_readme_says(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let run = commands
-        .iter()
-        .find(|c| c[..2] == ["kubectl", "run"])
-        .expect("the README's kubectl run");
-    let flag = |name: &str| -> String {
-        run.iter()
-            .find_map(|w| w.strip_prefix(&format!("{name}=")))
-            .unwrap_or_else(|| panic!("{name}= in {run:?}"))
-            .to_owned()
-    };
-    assert!(
-        run.contains(&"-n".to_owned()) && run.contains(&ns.name().to_owned()),
-        "{run:?}"
-    );
-    assert_eq!(
-        flag("--override-type"),
-        "strategic",
-        "containers merge by name"
-    );
-    let overrides: serde_json::Value = serde_json::from_str(&flag("--overrides"))?;
-    let spec = &overrides["spec"];
-    let container = &spec["containers"][0];
-    // The override merges into kubectl run's container, named as the Pod.
-    assert_eq!(container["name"], run[2].as_str(), "{overrides}");
-    // The CronJob's image (the chart's appVersion), security context and state volume.
     let cron = cron_pod(cron_job);
     let cron_container = &cron.containers[0];
-    assert_eq!(Some(flag("--image")), cron_container.image, "{run:?}");
-    // The same security contexts as the chart's Pods (Pod Security `restricted` admits both).
-    assert_eq!(
-        spec["securityContext"],
-        serde_json::to_value(&cron.security_context)?
-    );
-    assert_eq!(
-        container["securityContext"],
-        serde_json::to_value(&cron_container.security_context)?
-    );
-    let claim = cron.volumes.clone().unwrap()[0]
-        .persistent_volume_claim
-        .clone()
-        .unwrap()
-        .claim_name;
-    assert_eq!(
-        spec["volumes"][0]["persistentVolumeClaim"]["claimName"],
-        claim.as_str()
-    );
-    let mount = &cron_container.volume_mounts.clone().unwrap()[0];
-    assert_eq!(
-        container["volumeMounts"][0]["mountPath"],
-        mount.mount_path.as_str()
-    );
-    // The account the chart rendered for it.
-    let account = spec["serviceAccountName"].as_str().unwrap();
-    assert!(
-        ns.api::<ServiceAccount>().get_opt(account).await?.is_some(),
-        "{account}"
-    );
-    let env: Vec<(String, String)> = container["env"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["name"].as_str().unwrap().to_owned(),
-                state(e["value"].as_str().unwrap()),
-            )
-        })
-        .collect();
-
-    let dir = tempfile::tempdir()?;
-    let token = token_file(ns, account, &dir).await?;
-    let after: Vec<String> = run.split(|w| w == "--").nth(1).expect("-- ARGS").to_vec();
-    let gc = |args: &[String]| {
-        command()
-            .args(out_of_cluster(args, bed, &token))
-            .args(["-o", "json"])
-            .env_clear()
-            .envs(env.iter().cloned())
+    let kubectl = |words: &[String]| {
+        let out = std::process::Command::new(gc_testbed::tool("kubectl").unwrap())
+            .args(&words[1..])
+            .args(["--kubeconfig", kubeconfig])
             .output()
-            .unwrap()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{words:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     let rows = |out: &std::process::Output| -> Vec<(String, String)> {
         let log = String::from_utf8_lossy(&out.stderr);
@@ -351,27 +290,83 @@ async fn restore_as_the_readme_says(
         rows.sort();
         rows
     };
-    // As written: a dry run.
-    assert!(after.contains(&"--dry-run=server".to_owned()), "{after:?}");
-    let would = rows(&gc(&after));
+    let mut account = String::new();
+    let mut runs = Vec::new();
+    // The README's commands in order: each `create job` made and run, each `delete job` sent.
+    for words in commands.iter().filter(|c| c[0] == "kubectl") {
+        let verb = words.iter().position(|w| w == "create" || w == "delete");
+        match verb.map(|at| (words[at].as_str(), words.get(at + 1).map(String::as_str))) {
+            Some(("create", Some("job"))) => {
+                let from = words
+                    .iter()
+                    .find_map(|w| w.strip_prefix("--from=cronjob/"))
+                    .expect("--from=cronjob/NAME");
+                let name = words.last().unwrap();
+                assert_eq!(
+                    name, "gone-1",
+                    "the Job is named after the session: {words:?}"
+                );
+                kubectl(words);
+                let job = ns.api::<Job>().get(name).await?;
+                let pod = job
+                    .spec
+                    .and_then(|s| s.template.spec.map(|p| (s.template.metadata, p)));
+                let (meta, pod) = pod.expect("a Pod template");
+                // The CronJob's image, security contexts and state volume.
+                let container = &pod.containers[0];
+                assert_eq!(container.image, cron_container.image);
+                assert_eq!(pod.security_context, cron.security_context);
+                assert_eq!(container.security_context, cron_container.security_context);
+                assert_eq!(pod.volumes, cron.volumes);
+                assert_eq!(container.volume_mounts, cron_container.volume_mounts);
+                let rendered = restore_job(ns, meta.unwrap_or_default(), &pod).await?;
+                account.clone_from(&rendered.account);
+                assert!(
+                    ns.api::<ServiceAccount>()
+                        .get_opt(&account)
+                        .await?
+                        .is_some(),
+                    "{account}"
+                );
+                assert_ne!(
+                    Some(&account),
+                    pod_account(&cron).as_ref(),
+                    "not the collector's"
+                );
+                let dir = tempfile::tempdir()?;
+                let token = token_file(ns, &account, &dir).await?;
+                let out = command()
+                    .args(out_of_cluster(&rendered.args, bed, &token))
+                    .args(["-o", "json"])
+                    .env_clear()
+                    .envs(rendered.env.iter().map(|(k, v)| (k, state(v))))
+                    .output()?;
+                runs.push((from.to_owned(), rows(&out)));
+            }
+            Some(("delete", Some("job"))) => kubectl(words),
+            _ => {}
+        }
+    }
+    let row = |kind: &str, result: &str| (kind.to_owned(), result.to_owned());
     assert_eq!(
-        would,
-        [("Service", "would create"), ("Session", "would create")]
-            .map(|(k, r)| (k.to_owned(), r.to_owned()))
-    );
-    // Without the dry run: created.
-    let live: Vec<String> = after
-        .into_iter()
-        .filter(|a| a != "--dry-run=server")
-        .collect();
-    let created = rows(&gc(&live));
-    assert_eq!(
-        created,
-        [("Service", "created"), ("Session", "created")].map(|(k, r)| (k.to_owned(), r.to_owned()))
+        runs,
+        [
+            (
+                "gc-restore-dry-run".to_owned(),
+                vec![
+                    row("Service", "would create"),
+                    row("Session", "would create")
+                ]
+            ),
+            (
+                "gc-restore".to_owned(),
+                vec![row("Service", "created"), row("Session", "created")]
+            ),
+        ]
     );
 
     // Its account: get and create the kinds and Events here, nothing else; the kept volumes.
-    let client = ns.service_account_client(account).await?;
+    let client = ns.service_account_client(&account).await?;
     for (verb, group, resource, want) in [
         ("create", "apps", "deployments", true),
         ("get", "apps", "deployments", true),
@@ -403,6 +398,61 @@ async fn restore_as_the_readme_says(
         assert_eq!(got, want, "restore account: {verb} persistentvolumes");
     }
     Ok(())
+}
+
+/// The ServiceAccount of a Pod spec.
+fn pod_account(pod: &PodSpec) -> Option<String> {
+    pod.service_account_name.clone()
+}
+
+/// A restore Job's one container as the kubelet would run it: [`rendered`]'s environment, and
+/// the Job's labels (`fieldRef: metadata.labels['...']`, which the Pod carries from its
+/// template), then `$(NAME)` in its args expanded from that environment, as the kubelet does.
+pub(super) async fn restore_job(
+    ns: &TestNamespace,
+    meta: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pod: &PodSpec,
+) -> Result<Rendered> {
+    let labels = meta.labels.unwrap_or_default();
+    let mut resolved = pod.clone();
+    let container = &mut resolved.containers[0];
+    let mut from_labels = Vec::new();
+    for var in container.env.iter_mut().flatten() {
+        let field = var.value_from.as_ref().and_then(|f| f.field_ref.as_ref());
+        if let Some(field) = field {
+            let key = field
+                .field_path
+                .strip_prefix("metadata.labels['")
+                .and_then(|k| k.strip_suffix("']"))
+                .unwrap_or_else(|| panic!("{}: only labels are resolved here", var.name));
+            let value = labels
+                .get(key)
+                .unwrap_or_else(|| panic!("no label {key}: {labels:?}"));
+            from_labels.push((var.name.clone(), value.clone()));
+            var.value = Some(value.clone());
+            var.value_from = None;
+        }
+    }
+    assert!(!from_labels.is_empty(), "the session from the Job's name");
+    // `$(NAME)` expanded from the environment's values (a Secret's never appears in args).
+    let values: Vec<(String, String)> = container
+        .env
+        .iter()
+        .flatten()
+        .filter_map(|v| v.value.clone().map(|value| (v.name.clone(), value)))
+        .collect();
+    let args = container.args.clone().expect("args");
+    container.args = Some(
+        args.iter()
+            .map(|arg| {
+                values.iter().fold(arg.clone(), |arg, (name, value)| {
+                    arg.replace(&format!("$({name})"), value)
+                })
+            })
+            .collect(),
+    );
+    let rendered = rendered(ns, &resolved).await?;
+    Ok(rendered)
 }
 
 /// The rendered container's command (`args`, `env`) run once as the kubelet would run it, at

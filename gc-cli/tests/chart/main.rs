@@ -19,12 +19,15 @@ use serde_json::Value;
 mod common;
 
 mod docs;
+mod durations;
 mod install;
 mod privilege;
+mod restore;
 mod prune;
 mod rbac;
 mod schema;
 mod serve;
+mod streamspace;
 mod templates;
 mod volumes;
 

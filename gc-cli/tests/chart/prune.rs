@@ -77,7 +77,7 @@ fn prune_jobs_are_off_by_default_and_run_exactly_archives_prune() {
             "archives",
             "prune",
             "--older-than=90d",
-            "--retain-volume-days=7",
+            "--volume-retention=7d",
             "--namespace=streamspace",
         ]
     );
@@ -149,7 +149,7 @@ fn prune_jobs_are_off_by_default_and_run_exactly_archives_prune() {
             "archives",
             "prune",
             "--older-than=12h",
-            "--retain-volume-days=0",
+            "--volume-retention=0d",
             "--dry-run",
         ]
     );

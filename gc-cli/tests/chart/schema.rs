@@ -407,3 +407,161 @@ async fn a_selector_the_api_server_refuses_is_reported_as_a_bad_selector() -> Re
     );
     Ok(())
 }
+
+/// Each `pattern` of the schema (each sits in an `if`, its `else` the description: what helm
+/// prints when the value fails it), as the JSON pointer of the value it checks (an array's item
+/// as `/0`), its description, what a refusal shows, and its examples.
+fn patterns() -> Vec<(String, String, String, Vec<Value>)> {
+    fn walk(
+        root: &Value,
+        node: &Value,
+        pointer: &str,
+        found: &mut Vec<(String, String, String, Vec<Value>)>,
+    ) {
+        if let Some(target) = node["$ref"].as_str() {
+            let name = target.strip_prefix("#/definitions/").expect("a definition");
+            walk(root, &root["definitions"][name], pointer, found);
+        }
+        assert!(
+            node.get("pattern").is_none(),
+            "{pointer}: a pattern outside an `if` prints itself when refused"
+        );
+        if node["if"]["pattern"].is_string() {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            let examples = node["examples"].as_array().cloned().unwrap_or_default();
+            found.push((
+                pointer.to_owned(),
+                text(&node["description"]),
+                text(&node["else"]["const"]),
+                examples,
+            ));
+        }
+        if let Some(properties) = node["properties"].as_object() {
+            for (key, property) in properties {
+                walk(root, property, &format!("{pointer}/{key}"), found);
+            }
+        }
+        if node["items"].is_object() {
+            walk(root, &node["items"], &format!("{pointer}/0"), found);
+        }
+        for keyword in ["allOf", "anyOf", "oneOf"] {
+            for sub in node[keyword].as_array().into_iter().flatten() {
+                walk(root, sub, pointer, found);
+            }
+        }
+    }
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{CHART}/values.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let mut found = Vec::new();
+    walk(&schema, &schema, "", &mut found);
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.dedup_by(|a, b| a.0 == b.0);
+    found
+}
+
+/// Values with `value` at `pointer` (`/0`: an array's first item).
+fn values_at(pointer: &str, value: Value) -> Value {
+    pointer
+        .rsplit('/')
+        .filter(|k| !k.is_empty())
+        .fold(value, |inner, key| {
+            if key == "0" {
+                json!([inner])
+            } else {
+                json!({ key: inner })
+            }
+        })
+}
+
+/// Every pattern of the schema has a description with an example; each example passes the
+/// schema, and a value that fails the pattern is refused with that description (an example of
+/// what would do) and the value's name, not with the regular expression.
+#[test]
+fn every_pattern_is_refused_with_an_example_it_accepts() {
+    let found = patterns();
+    assert!(found.len() >= 30, "{found:?}");
+    for (pointer, description, shown, examples) in found {
+        assert_eq!(
+            description, shown,
+            "{pointer}: the refusal shows the description"
+        );
+        let first = examples
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|e| !e.is_empty())
+            .unwrap_or_else(|| panic!("{pointer}: no example"));
+        assert!(
+            description.contains(first),
+            "{pointer}: {first:?} not in {description:?}"
+        );
+        for example in &examples {
+            let out = template_with(&values_at(&pointer, example.clone()));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !stderr.contains("meet the specifications"),
+                "{pointer}: the example {example} is refused: {stderr}"
+            );
+        }
+        let out = template_with(&values_at(&pointer, json!("not valid ☃")));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{pointer}");
+        assert!(
+            stderr.contains(&format!("at '{pointer}': value must be '{description}'")),
+            "{pointer}: {stderr}"
+        );
+        assert!(!stderr.contains("pattern"), "{pointer}: {stderr}");
+    }
+}
+
+/// The case: a schedule such as `every 6h` (and a duration that is not one) is refused
+/// naming the value and showing a valid one, in a line, not a 2 KB regular expression.
+#[test]
+fn a_bad_schedule_or_duration_is_refused_with_an_example() {
+    for (values, field, example) in [
+        (
+            json!({"gc": {"schedule": "every 6h"}}),
+            "/gc/schedule",
+            "\"0 */6 * * *\"",
+        ),
+        (
+            json!({"failedPods": {"enabled": true, "schedule": "6h"}}),
+            "/failedPods/schedule",
+            "@every 6h",
+        ),
+        (
+            json!({"gc": {"gracePeriod": "90m"}}),
+            "/gc/gracePeriod",
+            "such as 24h or 2d",
+        ),
+        (
+            json!({"gc": {"retainVolumeDays": "a week"}}),
+            "/gc/retainVolumeDays",
+            "such as 7d or 2w",
+        ),
+        (
+            json!({"failedPods": {"retentionSeconds": "1 day"}}),
+            "/failedPods/retentionSeconds",
+            "such as 1d or 12h",
+        ),
+        (
+            json!({"archives": {"prune": {"olderThan": "90"}}}),
+            "/archives/prune/olderThan",
+            "such as 90d",
+        ),
+    ] {
+        let out = template_with(&values);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{values}");
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&format!("at '{field}'")))
+            .unwrap_or_else(|| panic!("{values}: {field} not named: {stderr}"));
+        assert!(line.contains(example), "{values}: no {example:?} in {line}");
+        assert!(
+            stderr.len() < 600 && !stderr.contains("pattern"),
+            "{values}: {stderr}"
+        );
+    }
+}

@@ -86,7 +86,7 @@ fn serve_deployments_run_exactly_the_cronjobs_flags() {
             let job = object(&cron, "CronJob", name);
             let deployment = object(&served, "Deployment", name);
             // `[log flags] run C FLAGS` and
-            // `[log flags] serve --listen --interval-seconds --stall-seconds C FLAGS`.
+            // `[log flags] serve --listen --interval --stall C FLAGS`.
             let (run, serve) = (container_args(job), container_args(deployment));
             let at = run.iter().position(|a| a == "run").expect("run");
             let served_at = serve.iter().position(|a| a == "serve").expect("serve");
@@ -95,8 +95,8 @@ fn serve_deployments_run_exactly_the_cronjobs_flags() {
                 serve[served_at + 1..served_at + 4],
                 [
                     "--listen=0.0.0.0:9898",
-                    "--interval-seconds=21600",
-                    "--stall-seconds=3600"
+                    "--interval=6h",
+                    "--stall=1h"
                 ],
                 "{context}"
             );
@@ -377,8 +377,8 @@ async fn serve_install_runs_the_rendered_session_collector() -> Result {
         [
             "serve".to_owned(),
             format!("--listen=0.0.0.0:{listen}"),
-            "--interval-seconds=21600".to_owned(),
-            "--stall-seconds=3600".to_owned(),
+            "--interval=6h".to_owned(),
+            "--stall=1h".to_owned(),
             "sessions".to_owned()
         ],
         "{args:?}"

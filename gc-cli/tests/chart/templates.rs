@@ -21,7 +21,7 @@ fn lint_and_templates() {
     );
     let defaults = template(&[]);
     assert!(defaults.contains("kind: CronJob") && defaults.contains("schedule: \"0 */6 * * *\""));
-    assert!(defaults.contains("- --grace-hours=24") && !defaults.contains("- --dry-run"));
+    assert!(defaults.contains("- --grace=24h") && !defaults.contains("- --dry-run"));
     assert!(
         defaults.contains("concurrencyPolicy: Forbid")
             && defaults.contains("readOnlyRootFilesystem: true")

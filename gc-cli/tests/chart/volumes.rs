@@ -1123,19 +1123,11 @@ async fn the_chart_accounts_keep_and_restore_a_volume_through_the_policies() -> 
     }
 
     // The rendered CronJob's container, as its account, past the grace period.
-    let cron_jobs = ns.api::<CronJob>().list(&Default::default()).await?.items;
-    let [cron_job] = &cron_jobs[..] else {
-        panic!("one CronJob: {cron_jobs:?}");
-    };
-    let pod = cron_pod(cron_job);
+    let cron_job = ns.api::<CronJob>().get("gc-sessions").await?;
+    let pod = cron_pod(&cron_job);
     let rendered = rendered(&ns, &pod).await?;
     let dir = tempfile::tempdir()?;
     let token = token_file(&ns, &rendered.account, &dir).await?;
-    let env: Vec<(String, String)> = rendered
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), on_state(v, dir.path())))
-        .collect();
     let later = Timestamp::from_second(Timestamp::now().as_second() + 25 * 3600)?;
     let rendered_command = (&rendered.args[..], &rendered.env[..]);
     let (out, log) = run_rendered(bed, rendered_command, &token, dir.path(), later, "manual")?;
@@ -1160,24 +1152,50 @@ async fn the_chart_accounts_keep_and_restore_a_volume_through_the_policies() -> 
     })
     .await?;
 
-    // `restore sessions` as the restore account, with the collector's archives and store.
-    let token = token_file(&ns, "gc-restore", &dir).await?;
-    let restore = [
-        "restore",
-        "sessions",
-        "--in-cluster",
-        "-n",
-        ns.name(),
-        "--session",
-        "gone-1",
-        "-o",
-        "json",
-    ]
-    .map(str::to_owned);
+    // The restore as the chart renders it: a Job made from its CronJob, named after the session
+    // (`kubectl create job --from=cronjob/gc-restore gone-1`), its container run as the kubelet
+    // would run it, as the restore account, on the collector's archives and store.
+    let out = std::process::Command::new(gc_testbed::tool("kubectl")?)
+        .args([
+            "create",
+            "job",
+            "--from=cronjob/gc-restore",
+            "gone-1",
+            "-n",
+            ns.name(),
+        ])
+        .args(["--kubeconfig", bed.kubeconfig_path().to_str().unwrap()])
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = ns
+        .api::<k8s_openapi::api::batch::v1::Job>()
+        .get("gone-1")
+        .await?;
+    let template = job.spec.expect("a Job spec").template;
+    let job_pod = template.spec.expect("a Pod template");
+    let restore =
+        super::install::restore_job(&ns, template.metadata.unwrap_or_default(), &job_pod).await?;
+    assert_eq!(restore.account, "gc-restore");
+    assert!(
+        restore.args.contains(&"--session=gone-1".to_owned()),
+        "{:?}",
+        restore.args
+    );
+    let token = token_file(&ns, &restore.account, &dir).await?;
     let out = command()
-        .args(out_of_cluster(&restore, bed, &token))
+        .args(out_of_cluster(&restore.args, bed, &token))
+        .args(["-o", "json"])
         .env_clear()
-        .envs(env.iter().filter(|(k, _)| k.starts_with("GC_")).cloned())
+        .envs(
+            restore
+                .env
+                .iter()
+                .map(|(k, v)| (k, on_state(v, dir.path()))),
+        )
         .output()?;
     let log = format!(
         "stdout: {}\nstderr: {}",
