@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use gc_runtime::pods::{PodRun, Targets, run_namespace};
-use gc_runtime::{StopToken, events::Events, serve};
+use gc_runtime::{StopToken, serve};
 
 const FLAGS: &str = "--namespace --cluster-id --pin-finalizer --retention-seconds --max-pods \
     --interval-seconds --lock-lease-seconds --store --archive-dir --metrics-file --live --once";
@@ -66,7 +66,6 @@ async fn main() -> anyhow::Result<()> {
     });
     let mut run = PodRun::new(Arc::new(shutdown.clone()));
     run.dry_run = !flags.contains_key("--live");
-    run.events = Events::new(!run.dry_run);
     run.store = text("--store");
     if let Some(folder) = text("--archive-dir") {
         run.sink = gc_store::Archives::Directory(gc_store::DirectorySink::new(folder.into()));

@@ -29,7 +29,7 @@ mod testing;
 
 pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
 pub use outcome::{
-    Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, failed_before, outcome,
+    Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, Stage, failed_before, outcome,
     outcome_of,
 };
 pub use stop::{Cancel, NeverCancel, Shutdown, StopToken, Stopped, stopped};

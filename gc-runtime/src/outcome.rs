@@ -38,7 +38,7 @@ impl<R> NamespaceRun<R> {
     }
 
     /// A run that failed at `stage` before it had anything to report.
-    pub(crate) fn failed(namespace: &str, stage: &'static str, error: anyhow::Error) -> Self {
+    pub(crate) fn failed(namespace: &str, stage: Stage, error: anyhow::Error) -> Self {
         Self {
             failure: Some(Failure { stage, error }),
             ..Self::new(namespace)
@@ -68,8 +68,8 @@ pub enum Outcome {
     Stopped,
     /// It failed at `stage` (the `stage` label of its error metric).
     Failed {
-        /// `run`, `lock`, `store`, `archive`, `recover`, `plan`, ...
-        stage: &'static str,
+        /// Where it failed.
+        stage: Stage,
         /// Whether an input, the data or the run itself failed.
         kind: FailureKind,
     },
@@ -78,10 +78,55 @@ pub enum Outcome {
 /// Why a run failed, and its error (the whole chain: what the CLI prints).
 #[derive(Debug)]
 pub struct Failure {
-    /// The `stage` label of the run's error metric.
-    pub stage: &'static str,
+    /// Where it failed (the `stage` label of the run's error metric).
+    pub stage: Stage,
     /// The error.
     pub error: anyhow::Error,
+}
+
+/// Where a run failed: the `stage` label of its error metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Before or around the work: the connection, the lock's wait, the settings, a refusal, a
+    /// session run's deletes.
+    Run,
+    /// The run lock was lost.
+    Lock,
+    /// The store could not be used.
+    Store,
+    /// The archive sink could not be used.
+    Archive,
+    /// Recovery: the pins could not be listed or released.
+    Recover,
+    /// The plan failed.
+    Plan,
+    /// A target failed.
+    Apply,
+    /// A pin was left at the end of a live run.
+    PinLeft,
+}
+
+impl Stage {
+    /// The metric label.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Run => "run",
+            Self::Lock => "lock",
+            Self::Store => "store",
+            Self::Archive => "archive",
+            Self::Recover => "recover",
+            Self::Plan => "plan",
+            Self::Apply => "apply",
+            Self::PinLeft => "PinLeft",
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What kind of failure an error is (the CLI's exit code: 2, 3 and 1).
@@ -169,12 +214,17 @@ pub async fn failed_before<R>(
         let metrics =
             crate::metrics::RunMetrics::new(&delivery.metrics_prefix, collector, namespace);
         metrics
-            .fail("run", started.elapsed().as_secs_f64(), &each, &why)
+            .fail(
+                Stage::Run.as_str(),
+                started.elapsed().as_secs_f64(),
+                &each,
+                &why,
+            )
             .await;
         if let Some(cluster) = cluster {
             events.run_failed(cluster, namespace, error).await;
         }
-        let mut run = NamespaceRun::failed(namespace, "run", anyhow::Error::msg(why.clone()));
+        let mut run = NamespaceRun::failed(namespace, Stage::Run, anyhow::Error::msg(why.clone()));
         run.metrics = metrics.text();
         runs.push(run);
     }

@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::clock::{self, SystemClock};
 use crate::events::Events;
 use crate::metrics::{Delivery, RunMetrics};
-use crate::outcome::{Failure, NamespaceRun};
+use crate::outcome::{Failure, NamespaceRun, Stage};
 use crate::{Cancel, LockOptions, RunLock, Stopped, stopped};
 
 /// The run lock of the failed-Pod collector in its namespace (one per namespace, whatever the
@@ -41,8 +41,9 @@ pub struct PodRun {
     pub lock: LockOptions,
     /// Where the run's metrics and alerts go. Default: nowhere.
     pub delivery: Delivery,
-    /// The run's Kubernetes Events. Default: none.
-    pub events: Events,
+    /// Posts the run's Kubernetes Events when it is live (a dry run posts none, whatever this
+    /// says). Default: true.
+    pub events: bool,
     /// Hears how each live plan's listing goes (`gc-cli`: a line on a terminal). Default: none.
     pub progress: Option<Arc<dyn Progress>>,
     /// The embedder's shutdown.
@@ -62,7 +63,7 @@ impl PodRun {
             sink: gc_store::Archives::Directory(folder),
             lock: LockOptions::default(),
             delivery: Delivery::default(),
-            events: Events::new(false),
+            events: true,
             progress: None,
             cancel,
             dry_run: true,
@@ -71,6 +72,11 @@ impl PodRun {
 }
 
 impl PodRun {
+    /// The Events of a run with these settings: none unless it is live and posts them.
+    fn events(&self) -> Events {
+        Events::new(self.events && !self.dry_run)
+    }
+
     /// This run with `connection` and `sink`, as a command's flags give them. When either could
     /// not be made (an unreadable token file, an invalid archive URL), each of `namespaces`
     /// fails at stage `run` with its metrics, alert and Event (when the cluster can be reached),
@@ -99,7 +105,8 @@ impl PodRun {
             Some(connection) => connect(connection).await.ok(),
             None => None,
         };
-        let (started, d, e) = (std::time::Instant::now(), &self.delivery, &self.events);
+        let events = self.events();
+        let (started, d, e) = (std::time::Instant::now(), &self.delivery, &events);
         let failed =
             crate::failed_before("pods", d, e, cluster.as_ref(), namespaces, started, &error);
         Err((failed.await, error))
@@ -143,11 +150,11 @@ pub struct Report {
         skip_serializing_if = "Option::is_none",
         serialize_with = "unusable_why"
     )]
-    pub unusable: Option<(&'static str, String)>,
+    pub unusable: Option<(Stage, String)>,
 }
 
 fn unusable_why<S: serde::Serializer>(
-    unusable: &Option<(&'static str, String)>,
+    unusable: &Option<(Stage, String)>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
     match unusable {
@@ -164,7 +171,7 @@ pub async fn run_namespace(
     targets: Targets<'_>,
     namespaces: usize,
 ) -> NamespaceRun<Report> {
-    execute(run, cfg, targets, namespaces).await
+    execute(run, &run.events(), cfg, targets, namespaces).await
 }
 
 /// The run of every namespace of `configs` (planned by the run), then, when the run covers
@@ -175,13 +182,13 @@ pub async fn run_pods(
     all: bool,
     inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
 ) -> Vec<NamespaceRun<Report>> {
-    let mut runs = Vec::with_capacity(configs.len());
+    let (events, mut runs) = (run.events(), Vec::with_capacity(configs.len()));
     for cfg in configs {
-        runs.push(execute(run, cfg, Targets::Planned, configs.len()).await);
+        runs.push(execute(run, &events, cfg, Targets::Planned, configs.len()).await);
     }
     if all {
         let covered: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
-        runs.extend(release_outside(run, &covered, inputs).await);
+        runs.extend(release_outside_posting(run, &events, &covered, inputs).await);
     }
     runs
 }
@@ -203,13 +210,13 @@ pub async fn apply_reviewed(
 ) -> Result<Vec<NamespaceRun<Report>>, gc_core::input::InputError> {
     let configs =
         (plans.iter().map(|p| inputs(&p.config.namespace))).collect::<Result<Vec<_>, _>>()?;
-    let mut runs = Vec::with_capacity(plans.len());
+    let (events, mut runs) = (run.events(), Vec::with_capacity(plans.len()));
     for (plan, cfg) in plans.iter().zip(&configs) {
         let targets = Targets::Reviewed(&plan.targets, ledger);
-        runs.push(execute(run, cfg, targets, plans.len()).await);
+        runs.push(execute(run, &events, cfg, targets, plans.len()).await);
     }
     if let Some(covered) = all {
-        runs.extend(release_outside(run, covered, inputs).await);
+        runs.extend(release_outside_posting(run, &events, covered, inputs).await);
     }
     Ok(runs)
 }
@@ -224,8 +231,18 @@ pub async fn release_outside(
     covered: &[String],
     inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
 ) -> Vec<NamespaceRun<Report>> {
+    release_outside_posting(run, &run.events(), covered, inputs).await
+}
+
+/// [`release_outside`], posting to `events`.
+async fn release_outside_posting(
+    run: &PodRun,
+    events: &Events,
+    covered: &[String],
+    inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
+) -> Vec<NamespaceRun<Report>> {
     let failed =
-        |namespace: &str, error: anyhow::Error| NamespaceRun::failed(namespace, "run", error);
+        |namespace: &str, error: anyhow::Error| NamespaceRun::failed(namespace, Stage::Run, error);
     let dry_run = run.dry_run;
     let all = "(outside the selection)";
     let cluster = match connect(&run.connection).await {
@@ -282,7 +299,7 @@ pub async fn release_outside(
         runs.push(match released.await {
             Ok(recovered) => {
                 let results: Vec<&TargetResult> = recovered.iter().collect();
-                run.events.pods(&cluster, &ns, &results).await;
+                events.pods(&cluster, &ns, &results).await;
                 // A pin still on (its Pod kept changing) fails the run: the next run tries again.
                 let failed = recovered.iter().any(|r| {
                     r.outcome.is_failure() || matches!(r.outcome, Outcome::Changed { .. })
@@ -291,7 +308,7 @@ pub async fn release_outside(
                            again";
                 NamespaceRun {
                     failure: failed.then(|| crate::Failure {
-                        stage: "recover",
+                        stage: Stage::Recover,
                         error: anyhow::Error::msg(why),
                     }),
                     namespace: ns,
@@ -315,6 +332,7 @@ pub async fn release_outside(
 /// only when it is the only namespace).
 async fn execute(
     run: &PodRun,
+    events: &Events,
     cfg: &PodConfig,
     targets: Targets<'_>,
     namespaces: usize,
@@ -322,7 +340,7 @@ async fn execute(
     let started = std::time::Instant::now();
     let metrics = RunMetrics::new(&run.delivery.metrics_prefix, "pods", &cfg.namespace);
     let delivery = run.delivery.for_namespaces(namespaces);
-    let outcome = act(run, cfg, targets, &metrics).await;
+    let outcome = act(run, events, cfg, targets, &metrics).await;
     let elapsed = started.elapsed().as_secs_f64();
     let mut done = NamespaceRun::new(&cfg.namespace);
     let report = match outcome {
@@ -333,7 +351,7 @@ async fn execute(
                 metrics.deliver(&delivery, None, "").await;
             } else {
                 metrics
-                    .fail(stage, elapsed, &delivery, &format!("{error:#}"))
+                    .fail(stage.as_str(), elapsed, &delivery, &format!("{error:#}"))
                     .await;
             }
             done.metrics = metrics.text();
@@ -344,7 +362,7 @@ async fn execute(
     metrics.results(&report.recovered);
     metrics.results(&report.results);
     for _ in &report.pins_left {
-        metrics.error("PinLeft");
+        metrics.error(Stage::PinLeft.as_str());
     }
     let failed = report
         .recovered
@@ -360,15 +378,15 @@ async fn execute(
         metrics.stopped(elapsed);
         metrics.deliver(&delivery, None, &summary).await;
         done.failure = Some(Failure {
-            stage: "run",
+            stage: Stage::Run,
             error: Stopped::new(why).into(),
         });
     } else if failed > 0 || !report.pins_left.is_empty() || report.unusable.is_some() {
         let mut why = format!("{failed} target(s) failed; the next run resumes them");
-        let mut stage = "apply";
+        let mut stage = Stage::Apply;
         if let Some((unusable_stage, unusable)) = &report.unusable {
-            metrics.error(unusable_stage);
-            stage = unusable_stage;
+            metrics.error(unusable_stage.as_str());
+            stage = *unusable_stage;
             why = format!("{unusable}: stopped before planning, {summary}");
             if failed > 0 {
                 why.push_str(&format!(
@@ -378,7 +396,7 @@ async fn execute(
         }
         if !report.pins_left.is_empty() {
             why = format!("{why}; the pin is still on {}", report.pins_left.join(", "));
-            stage = "PinLeft";
+            stage = Stage::PinLeft;
         }
         metrics.finish(elapsed, None);
         metrics.deliver(&delivery, Some(&why), &summary).await;
@@ -405,29 +423,30 @@ async fn execute(
 /// failed, or one on the Namespace when the run failed. An error names the metrics stage.
 async fn act(
     run: &PodRun,
+    events: &Events,
     cfg: &PodConfig,
     targets: Targets<'_>,
     metrics: &RunMetrics,
-) -> Result<Report, (&'static str, anyhow::Error)> {
-    let cluster = connect(&run.connection).await.map_err(|e| ("run", e))?;
+) -> Result<Report, (Stage, anyhow::Error)> {
+    let cluster = connect(&run.connection)
+        .await
+        .map_err(|e| (Stage::Run, e))?;
     let outcome = connected(run, &cluster, cfg, targets, metrics).await;
     match &outcome {
         Ok(report) => {
             let results: Vec<&TargetResult> =
                 report.recovered.iter().chain(&report.results).collect();
-            run.events.pods(&cluster, &cfg.namespace, &results).await;
+            events.pods(&cluster, &cfg.namespace, &results).await;
             if let Some((_, why)) = &report.unusable {
                 let error = anyhow::anyhow!("{why}: stopped before planning");
-                run.events
-                    .run_failed(&cluster, &cfg.namespace, &error)
-                    .await;
+                events.run_failed(&cluster, &cfg.namespace, &error).await;
             }
         }
         // A stopped run (waiting for its lock) did not fail; a run that lost its lock writes
         // nothing more, Events included.
         Err((_, error)) if stopped(error) => {}
-        Err(("lock", _)) => {}
-        Err((_, error)) => run.events.run_failed(&cluster, &cfg.namespace, error).await,
+        Err((Stage::Lock, _)) => {}
+        Err((_, error)) => events.run_failed(&cluster, &cfg.namespace, error).await,
     }
     outcome
 }
@@ -474,11 +493,11 @@ async fn connected(
     cfg: &PodConfig,
     targets: Targets<'_>,
     metrics: &RunMetrics,
-) -> Result<Report, (&'static str, anyhow::Error)> {
+) -> Result<Report, (Stage, anyhow::Error)> {
     let dry_run = run.dry_run;
     let lock = take_lock(run, cluster, &cfg.namespace)
         .await
-        .map_err(|e| ("run", e))?;
+        .map_err(|e| (Stage::Run, e))?;
     let report = match usable(run.store.as_deref(), &run.sink, &cfg.cluster_id).await {
         Ok(store) => {
             let ports = Ports {
@@ -502,7 +521,7 @@ async fn connected(
                         cfg.namespace
                     )
                 })
-                .map_err(|e| ("recover", e))
+                .map_err(|e| (Stage::Recover, e))
                 .map(|recovered| Report {
                     dry_run,
                     recovered,
@@ -513,7 +532,7 @@ async fn connected(
         }
     };
     match release_lock(run, lock).await {
-        Some(lost) => Err(("lock", lost)),
+        Some(lost) => Err((Stage::Lock, lost)),
         None => report,
     }
 }
@@ -525,12 +544,14 @@ async fn usable(
     store: Option<&str>,
     sink: &gc_store::Archives,
     cluster_id: &str,
-) -> Result<gc_store::Store, (&'static str, anyhow::Error)> {
-    let store = crate::open_store(store).await.map_err(|e| ("store", e))?;
+) -> Result<gc_store::Store, (Stage, anyhow::Error)> {
+    let store = crate::open_store(store)
+        .await
+        .map_err(|e| (Stage::Store, e))?;
     sink.probe(cluster_id)
         .await
         .with_context(|| format!("cannot use the archive sink {}", sink.shown()))
-        .map_err(|e| ("archive", e))?;
+        .map_err(|e| (Stage::Archive, e))?;
     Ok(store)
 }
 
@@ -542,12 +563,12 @@ async fn work(
     targets: Targets<'_>,
     metrics: &RunMetrics,
     progress: Option<&dyn Progress>,
-) -> Result<Report, (&'static str, anyhow::Error)> {
+) -> Result<Report, (Stage, anyhow::Error)> {
     let dry_run = ports.held.is_dry_run();
     let recovered = apply::recover(ports, cfg)
         .await
         .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))
-        .map_err(|e| ("recover", e))?;
+        .map_err(|e| (Stage::Recover, e))?;
     let planned;
     let (targets, recorded) = match targets {
         Targets::Reviewed(targets, recorded) => {
@@ -569,7 +590,7 @@ async fn work(
             if let Some(progress) = progress {
                 progress.done();
             }
-            planned = plan.map_err(|e| ("plan", e))?;
+            planned = plan.map_err(|e| (Stage::Plan, e))?;
             metrics.plan(&planned);
             (&planned.targets[..], None)
         }
@@ -586,7 +607,7 @@ async fn work(
         apply::pinned_pods(ports.cluster, cfg)
             .await
             .with_context(|| format!("cannot list pinned Pods in namespace {}", cfg.namespace))
-            .map_err(|e| ("recover", e))?
+            .map_err(|e| (Stage::Recover, e))?
             .into_iter()
             .map(|p| p.name)
             .collect()

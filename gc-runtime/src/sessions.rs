@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::clock;
 use crate::events::{EventSink, Events};
 use crate::metrics::{Delivery, RunMetrics};
-use crate::outcome::{Failure, NamespaceRun};
+use crate::outcome::{Failure, NamespaceRun, Stage};
 use crate::{Cancel, LockOptions, Sink, Stopped, stopped};
 
 /// The run lock of the session collector in its namespace (one per namespace, whatever the
@@ -204,7 +204,12 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
                 }
                 Some(error) => {
                     metrics
-                        .fail("run", elapsed, &delivery, &format!("{error:#}"))
+                        .fail(
+                            Stage::Run.as_str(),
+                            elapsed,
+                            &delivery,
+                            &format!("{error:#}"),
+                        )
                         .await
                 }
             }
@@ -212,7 +217,7 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
                 namespace: cfg.namespace.clone(),
                 report,
                 failure: error.map(|error| Failure {
-                    stage: "run",
+                    stage: Stage::Run,
                     error,
                 }),
                 metrics: metrics.text(),

@@ -184,7 +184,7 @@ fn setup(
     crate::signals::install()?;
     let mut run = PodRun::new(Arc::new(crate::signals::STOP.clone()));
     run.delivery = flags.0.delivery()?;
-    run.events = flags.1.events(dry_run);
+    run.events = !flags.1.no_events;
     run.lock = flags.2.options();
     run.store = store.cloned();
     run.progress = Some(Arc::new(gc_output::TerminalProgress::new()));

@@ -628,8 +628,10 @@ async fn notes_say_what_the_first_scheduled_run_does() -> Result {
 /// The same of `docs/streamspace.md` (`streamspace.rs` runs it).
 #[test]
 fn the_streamspace_page_names_rendered_objects() {
-    let page =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/streamspace.md"))
-            .unwrap();
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/streamspace.md"
+    ))
+    .unwrap();
     check_commands(&page);
 }

@@ -93,11 +93,7 @@ fn serve_deployments_run_exactly_the_cronjobs_flags() {
             assert_eq!(run[..at], serve[..served_at], "{context}");
             assert_eq!(
                 serve[served_at + 1..served_at + 4],
-                [
-                    "--listen=0.0.0.0:9898",
-                    "--interval=6h",
-                    "--stall=1h"
-                ],
+                ["--listen=0.0.0.0:9898", "--interval=6h", "--stall=1h"],
                 "{context}"
             );
             // The same flags, but the Pushgateway: `serve` is scraped, and a push as well would

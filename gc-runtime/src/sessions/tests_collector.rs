@@ -109,7 +109,7 @@ fn live() -> SessionSettings {
 
 fn failed() -> Outcome {
     Outcome::Failed {
-        stage: "run",
+        stage: crate::Stage::Run,
         kind: FailureKind::Run,
     }
 }
