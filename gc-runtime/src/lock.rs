@@ -210,7 +210,9 @@ impl<L: Lock> RunLock<L> {
     /// Why the lock was lost, when it was: the run wrote nothing after it noticed.
     pub fn lost(&self) -> Option<LockLost> {
         let lease = self.lease.as_ref()?;
-        let why = if lease.halted() { lease.lost() } else { None }?;
+        // Checked now: a lock not renewed in time is lost from this moment.
+        let _ = lease.halted();
+        let why = lease.lost()?;
         Some(LockLost(format!(
             "lost the run lock {} in namespace {}: {why}; this run wrote nothing after it \
              noticed, and the next run resumes",
