@@ -13,6 +13,7 @@ pub mod clock;
 pub mod durations;
 pub mod events;
 pub mod files;
+pub mod inventory;
 pub mod ledger;
 mod lock;
 pub mod metrics;

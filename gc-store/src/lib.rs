@@ -35,7 +35,10 @@ use schema::Dialect;
 
 pub use archive::{ArchiveEntry, DirectorySink, default_archive_dir};
 pub use object::{ObjectOptions, ObjectSink};
-pub use sessions::{SessionTable, TableSpec, connect_sessions, url_from_env};
+pub use sessions::{
+    DB_VARIABLES, SessionTable, SessionUrlError, TableSpec, connect_sessions, session_url,
+    url_from_env,
+};
 pub use shown::{UrlNotShown, shown_url};
 pub use sinks::Archives;
 
@@ -95,8 +98,7 @@ impl fmt::Debug for Store {
 /// A PostgreSQL URL that [`shown_url`] will not show is refused without its value:
 /// `the store URL ($GC_STORE / --store) is not a valid URL (its value is not shown): ...`.
 pub async fn open(url: &str) -> Result<Store, StoreError> {
-    let location =
-        Location::parse(url, "the store URL ($GC_STORE / --store)").map_err(StoreError::Other)?;
+    let location = Location::parse(url, location::STORE).map_err(StoreError::Other)?;
     let shown = location.shown();
     let pool = match &location {
         Location::Sqlite(path) => open_sqlite(path, &shown).await?,

@@ -18,26 +18,48 @@ pub(crate) enum Location {
     },
 }
 
+/// A setting that holds a URL, as messages name it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Setting {
+    /// What the URL is and where it came from: `the store URL ($GC_STORE / --store)`.
+    pub(crate) name: &'static str,
+    /// What to give instead of an unsupported scheme: `use sqlite:PATH or postgres://`.
+    pub(crate) advice: &'static str,
+}
+
+/// gc's own store.
+pub(crate) const STORE: Setting = Setting {
+    name: "the store URL ($GC_STORE / --store)",
+    advice: "use sqlite:PATH or postgres://",
+};
+
+/// The session database (StreamSpace's PostgreSQL), which is not gc's store.
+pub(crate) const SESSION_DATABASE: Setting = Setting {
+    name: "the session database URL (--database-url / $GC_SESSION_DATABASE_URL)",
+    advice: "the session database is PostgreSQL: give postgres://USER:PASSWORD@HOST:5432/DATABASE",
+};
+
 impl Location {
     /// Reads `sqlite:PATH`, `sqlite://PATH`, `postgres://...`, `postgresql://...`, or a plain
-    /// file path (SQLite). `setting` names where the URL came from, for the message about a
-    /// PostgreSQL URL that cannot be shown (`the store URL ($GC_STORE / --store)`).
+    /// file path (SQLite). `setting` names where the URL came from, for the messages about a
+    /// PostgreSQL URL that cannot be shown and an unsupported scheme.
     ///
     /// A PostgreSQL URL that [`crate::shown_url`] will not show is refused, its value not shown:
     /// one that does not parse, or whose reading could show part of its password (then sqlx
     /// would read a piece of the password as the host, port or database too).
-    pub(crate) fn parse(url: &str, setting: &str) -> Result<Self, String> {
+    pub(crate) fn parse(url: &str, setting: Setting) -> Result<Self, String> {
         if url.is_empty() {
-            return Err("empty store URL".into());
+            return Err(format!("{} is empty", setting.name));
         }
         let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
         if matches!(scheme.as_deref(), Some("postgres" | "postgresql")) {
-            let shown = crate::shown_url(url).map_err(|why| format!("{setting} {why}"))?;
+            let shown = crate::shown_url(url).map_err(|why| format!("{} {why}", setting.name))?;
             let (url, dropped) = for_sqlx(url);
             if dropped > 0 {
                 tracing::warn!(
-                    "{setting}: ignoring {dropped} query parameter(s) sqlx does not read (not \
-                     shown: one may hold a piece of a password)"
+                    "{}: ignoring {dropped} query parameter(s) sqlx does not read (not \
+                     shown: one may hold a piece of a password)",
+                    setting.name
                 );
             }
             return Ok(Self::Postgres { shown, url });
@@ -51,27 +73,17 @@ impl Location {
                 "{url:?} names no database file: give a file path, as in sqlite:/var/lib/gc/gc.sqlite3"
             ));
         }
-        if let Some((scheme, _)) = url.split_once("://")
-            && !url.starts_with("sqlite:")
-        {
-            // Text before `://` that is no scheme may be anything, a password too.
-            let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
-            return Err(if is_scheme {
-                format!("unsupported store URL scheme {scheme:?}: use sqlite:PATH or postgres://")
-            } else {
-                format!("{setting} is not a valid URL (its value is not shown)")
-            });
+        if let Some(error) = foreign_scheme(url, setting) {
+            return Err(error);
         }
         // `user:password@host/db` with its scheme forgotten reads as a relative file path: it
         // would be created, and shown, password and all. A file path with `@` says `sqlite:`.
         if !url.starts_with("sqlite:") && url.contains('@') {
             return Err(format!(
-                "{setting} holds an `@` without a scheme (its value is not shown): a PostgreSQL \
+                "{} holds an `@` without a scheme (its value is not shown): a PostgreSQL \
                  URL starts with postgres://; a SQLite file whose path holds an `@` is written \
-                 sqlite:PATH"
+                 sqlite:PATH",
+                setting.name
             ));
         }
         Ok(Self::Sqlite(PathBuf::from(path)))
@@ -84,6 +96,33 @@ impl Location {
             Self::Postgres { shown, .. } => shown.clone(),
         }
     }
+}
+
+/// The message for `url` when it starts with a `scheme://` other than SQLite's and PostgreSQL's
+/// (`mysql://`): the scheme and `setting`'s advice; a scheme that is no scheme (it may be a piece
+/// of a password) is not shown.
+pub(crate) fn foreign_scheme(url: &str, setting: Setting) -> Option<String> {
+    let (scheme, _) = url.split_once("://")?;
+    let lower = scheme.to_ascii_lowercase();
+    if url.starts_with("sqlite:") || matches!(lower.as_str(), "postgres" | "postgresql") {
+        return None;
+    }
+    // Text before `://` that is no scheme may be anything, a password too.
+    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    Some(if is_scheme {
+        format!(
+            "unsupported URL scheme {scheme:?} in {}: {}",
+            setting.name, setting.advice
+        )
+    } else {
+        format!(
+            "{} is not a valid URL (its value is not shown)",
+            setting.name
+        )
+    })
 }
 
 impl std::fmt::Debug for Location {
@@ -140,7 +179,7 @@ pub(crate) fn default_path_from(var: impl Fn(&str) -> Option<OsString>) -> PathB
 mod tests {
     use super::*;
 
-    const SETTING: &str = "the store URL ($GC_STORE / --store)";
+    const SETTING: Setting = STORE;
 
     fn shown(url: &str) -> String {
         Location::parse(url, SETTING).unwrap().shown()
@@ -236,7 +275,11 @@ mod tests {
         assert_eq!(pg.shown(), "postgres://u:***@h/d");
         assert!(parse("").is_err());
         assert!(parse("sqlite::memory:").is_err());
-        assert!(parse("mysql://h/d").is_err());
+        let mysql = parse("mysql://h/d").unwrap_err();
+        assert!(
+            mysql.ends_with("--store): use sqlite:PATH or postgres://"),
+            "{mysql}"
+        );
         let odd = parse("u:Zq@h/d?next=x://y").unwrap_err();
         assert!(!odd.contains("Zq"), "{odd}");
         // A PostgreSQL URL without its scheme is no file path: refused, unshown.

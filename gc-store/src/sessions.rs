@@ -24,10 +24,10 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ConnectOptions, Postgres, Sqlite};
 
-pub use env::url_from_env;
+pub use env::{DB_VARIABLES, SessionUrlError, session_url, url_from_env};
 pub use spec::TableSpec;
 
-use crate::location::Location;
+use crate::location::{Location, SESSION_DATABASE};
 use crate::{BUSY_TIMEOUT, Pool, error};
 use spec::{Names, quote};
 
@@ -83,8 +83,7 @@ impl fmt::Debug for SessionTable {
 /// shown): ...`).
 pub async fn connect_sessions(url: &str, table: TableSpec) -> Result<SessionTable, StoreError> {
     let names = table.check()?;
-    let setting = "the session database URL (--database-url / $GC_SESSION_DATABASE_URL)";
-    let location = Location::parse(url, setting).map_err(StoreError::Other)?;
+    let location = Location::parse(url, SESSION_DATABASE).map_err(StoreError::Other)?;
     let shown = location.shown();
     let pool = match &location {
         Location::Sqlite(path) => connect_sqlite(path, &names, &shown).await?,

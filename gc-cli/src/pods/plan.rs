@@ -1,5 +1,6 @@
 //! `gc-cli plan pods`: the failed-Pod plan over an inventory file or a live cluster.
 
+use std::env::var;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -132,6 +133,10 @@ async fn plan_all(
         )
         .into());
     }
+    if args.inventory.is_some() && args.store.is_some() && args.store != var("GC_STORE").ok() {
+        let why = "a plan from a file records no ledger in a store: drop --store (or --inventory)";
+        return Err(UsageError::new(format!("--store with --inventory: {why}")).into());
+    }
     // Named namespaces and the ledger file are checked before anything is connected.
     for ns in scope.named(PODS_NAMESPACE).unwrap_or_default() {
         args.pod.inputs(&ns).validate()?;
@@ -219,6 +224,7 @@ pub(crate) async fn plan_in(
         let empty = PreviousLedger::default();
         let plan = plan_pods(&inventory, file_ledger.unwrap_or(&empty), cfg, now)
             .with_context(|| format!("inventory {}", path.display()))?;
+        gc_runtime::inventory::warn_if_elsewhere(&plan, &cfg.namespace, path);
         // Freeing every Pod's facts one by one costs more than the process's exit does.
         std::mem::forget(inventory);
         return Ok(plan);

@@ -121,8 +121,8 @@ pub(crate) struct SessionArgs {
 /// Where the sessions are.
 #[derive(Debug, Args)]
 struct DatabaseArgs {
-    /// The session database: `postgres://...` (or a SQLite file). Default: StreamSpace's
-    /// `DB_HOST`, `DB_PORT`, `DB_USER`, `DB_PASSWORD`, `DB_NAME` and `DB_SSL_MODE`.
+    /// The session database: `postgres://...`. Default: from StreamSpace's `DB_HOST`, `DB_PORT`,
+    /// `DB_USER`, `DB_PASSWORD`, `DB_NAME` and `DB_SSL_MODE` (at least one set).
     #[arg(long, env = DATABASE_URL_ENV, hide_env_values = true, value_name = "URL")]
     database_url: Option<String>,
     /// The session table, as `table` or `schema.table`.
@@ -153,13 +153,13 @@ fn scope_pair(text: &str) -> Result<(String, String), String> {
 impl SessionArgs {
     /// The checks of these flags alone, before anything connects: each named namespace's
     /// settings (with `-A`, the settings in the default namespace; the listed ones are checked
-    /// when listed).
+    /// when listed), then the session database's.
     pub(crate) fn check(&self) -> anyhow::Result<()> {
         let named = self.namespaces.selection().named(SESSIONS_NAMESPACE);
         for ns in named.unwrap_or_else(|| vec![SESSIONS_NAMESPACE.to_owned()]) {
             self.config(&ns)?;
         }
-        Ok(())
+        self.database.url().map(drop).map_err(Into::into)
     }
 
     /// The validated settings of a run in `namespace`.
@@ -213,13 +213,9 @@ impl SessionArgs {
 impl DatabaseArgs {
     /// `--database-url`, else `$GC_SESSION_DATABASE_URL`, else StreamSpace's `DB_*` variables.
     fn url(&self) -> Result<String, UsageError> {
-        match &self.database_url {
-            Some(url) if !url.is_empty() => Ok(url.clone()),
-            // A bad `DB_*` value is an input error, though the store names it.
-            _ => gc_store::url_from_env(|name| std::env::var(name).ok()).map_err(|e| {
-                UsageError::because("cannot build the session database URL from DB_*", e)
-            }),
-        }
+        let env = |name: &str| std::env::var(name).ok();
+        gc_store::session_url(self.database_url.as_deref(), env)
+            .map_err(|e| UsageError::new(e.to_string()))
     }
 
     fn spec(&self) -> TableSpec {

@@ -34,6 +34,11 @@ pub enum InventoryError {
     Incomplete(&'static str),
 }
 
+/// What an inventory that does not start as JSON does (after whitespace): a YAML list, most
+/// likely.
+const NOT_JSON: &str = "expected a JSON object, found text that is not JSON (YAML?): the \
+                            inventory must be JSON: kubectl get pods -o json";
+
 fn malformed(what: impl Into<String>) -> InventoryError {
     InventoryError::Malformed(what.into())
 }
@@ -580,7 +585,9 @@ impl<'c> Reader<'c> {
         };
         self.at = match (self.at, b[i]) {
             (At::Start, b'{') => At::KeyOrEnd,
-            (At::Start, _) => return Err(malformed("expected a JSON object")),
+            (At::Start, b'[') => return Err(malformed("expected a JSON object")),
+            // `kubectl get pods -o yaml`, most likely.
+            (At::Start, _) => return Err(malformed(NOT_JSON)),
             (At::KeyOrEnd | At::AfterValue, b'}') => At::End,
             (At::Colon(k), b':') => At::Value(k),
             (At::Value(k), b'[') if k.is_list() => {

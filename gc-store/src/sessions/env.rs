@@ -4,6 +4,70 @@ use std::net::Ipv6Addr;
 
 use gc_core::ports::StoreError;
 
+/// StreamSpace's database settings, as [`url_from_env`] reads them.
+pub const DB_VARIABLES: [&str; 6] = [
+    "DB_HOST",
+    "DB_PORT",
+    "DB_USER",
+    "DB_PASSWORD",
+    "DB_NAME",
+    "DB_SSL_MODE",
+];
+
+/// A session database setting that cannot give a URL: none given, a URL that is not
+/// PostgreSQL's, a bad `DB_*` value. Its message names the setting and what to give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionUrlError(String);
+
+impl std::fmt::Display for SessionUrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SessionUrlError {}
+
+/// The session database's URL: `given` (`--database-url`, or `$GC_SESSION_DATABASE_URL`) when
+/// it is not empty, else the one [`url_from_env`] builds from StreamSpace's `DB_*` variables
+/// read through `vars`, when at least one of them is set (the others take StreamSpace's
+/// defaults). Nothing is connected.
+///
+/// # Errors
+/// [`SessionUrlError`] when nothing is given at all (no default database is guessed), when
+/// `given` has a scheme that is neither PostgreSQL's nor SQLite's (`mysql://`: the message
+/// advises `postgres://`), or for a bad `DB_*` value (named; the password never shown).
+pub fn session_url(
+    given: Option<&str>,
+    vars: impl Fn(&str) -> Option<String>,
+) -> Result<String, SessionUrlError> {
+    if let Some(url) = given.filter(|u| !u.is_empty()) {
+        return match crate::location::foreign_scheme(url, crate::location::SESSION_DATABASE) {
+            Some(message) => Err(SessionUrlError(message)),
+            None => Ok(url.to_owned()),
+        };
+    }
+    if DB_VARIABLES
+        .iter()
+        .all(|name| vars(name).is_none_or(|v| v.is_empty()))
+    {
+        return Err(SessionUrlError(format!(
+            "no session database given: pass --database-url \
+             postgres://USER:PASSWORD@HOST:5432/DATABASE, or set $GC_SESSION_DATABASE_URL, or \
+             StreamSpace's {}",
+            DB_VARIABLES.join(", ")
+        )));
+    }
+    url_from_env(vars).map_err(|e| {
+        let why = match e {
+            StoreError::Other(why) => why,
+            other => other.to_string(),
+        };
+        SessionUrlError(format!(
+            "cannot build the session database URL from DB_*: {why}"
+        ))
+    })
+}
+
 /// The `sslmode` values PostgreSQL (and sqlx) accept.
 const SSL_MODES: &[&str] = &[
     "disable",
@@ -104,6 +168,69 @@ mod tests {
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| (*v).to_owned())
         })
+    }
+
+    fn session(given: Option<&str>, pairs: &[(&str, &str)]) -> Result<String, String> {
+        let vars = |name: &str| {
+            let found = pairs.iter().find(|(n, _)| *n == name);
+            found.map(|(_, v)| (*v).to_owned())
+        };
+        session_url(given, vars).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_session_database_is_given_or_refused_by_name() {
+        let nothing = session(None, &[]).unwrap_err();
+        assert!(
+            nothing.starts_with(
+                "no session database given: pass --database-url \
+                 postgres://USER:PASSWORD@HOST:5432/DATABASE, or set $GC_SESSION_DATABASE_URL, or \
+                 StreamSpace's DB_HOST, DB_PORT, DB_USER, DB_PASSWORD, DB_NAME, DB_SSL_MODE"
+            ),
+            "{nothing}"
+        );
+        assert!(!nothing.contains("store"), "{nothing}");
+        // Empty counts as unset, as in StreamSpace.
+        assert_eq!(session(Some(""), &[("DB_HOST", "")]).unwrap_err(), nothing);
+        // One variable is enough: the others take StreamSpace's defaults.
+        assert_eq!(
+            session(None, &[("DB_PASSWORD", "pw")]).unwrap(),
+            "postgres://streamspace:pw@localhost:5432/streamspace?sslmode=disable"
+        );
+        // A URL given wins over the variables.
+        let url = "postgres://gc@db/streamspace";
+        assert_eq!(session(Some(url), &[("DB_HOST", "x")]).unwrap(), url);
+        assert_eq!(session(Some("sessions.db"), &[]).unwrap(), "sessions.db");
+        // A bad variable is named, without the store's words.
+        let port = session(None, &[("DB_PORT", "0")]).unwrap_err();
+        assert_eq!(
+            port,
+            "cannot build the session database URL from DB_*: invalid DB_PORT \"0\": must be a \
+             port number"
+        );
+    }
+
+    #[test]
+    fn a_session_database_url_of_another_scheme_says_postgres() {
+        let mysql = session(Some("mysql://x"), &[]).unwrap_err();
+        assert_eq!(
+            mysql,
+            "unsupported URL scheme \"mysql\" in the session database URL (--database-url / \
+             $GC_SESSION_DATABASE_URL): the session database is PostgreSQL: give \
+             postgres://USER:PASSWORD@HOST:5432/DATABASE"
+        );
+        assert!(!mysql.contains("sqlite"), "{mysql}");
+        // Text before `://` that is no scheme is not shown: it may be a password.
+        let odd = session(Some("u:Zq@h/d?next=x://y"), &[]).unwrap_err();
+        assert!(!odd.contains("Zq"), "{odd}");
+        for url in [
+            "postgres://h/d",
+            "POSTGRESQL://h/d",
+            "sqlite:/x.db",
+            "sqlite:///x.db",
+        ] {
+            assert_eq!(session(Some(url), &[]).unwrap(), url);
+        }
     }
 
     #[test]

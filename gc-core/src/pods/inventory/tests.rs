@@ -229,6 +229,12 @@ fn edge_texts_read_the_same_in_chunks_of_any_size() {
         (b"{", "error: malformed inventory: truncated: the top-level object is not closed"),
         (b"   \n", "error: malformed inventory: truncated: the top-level object is not closed"),
         (b"[]", "error: malformed inventory: expected a JSON object"),
+        (
+            b"apiVersion: v1\nkind: List\nitems: []\n",
+            "error: malformed inventory: expected a JSON object, found text that is not JSON \
+             (YAML?): the inventory must be JSON: kubectl get pods -o json",
+        ),
+        (b" \n- a\n", "error: malformed inventory: expected a JSON object, found text that is not JSON (YAML?): the inventory must be JSON: kubectl get pods -o json"),
         (b"{}", "error: incomplete native Pod inventory: metadataItems and statusItems must both be lists"),
         (b" \t{ \"items\" :\n[ ] }\n", "0 pods, 0 kept"),
         (b"{\"items\": 5}", "error: malformed inventory: items is not a list"),
