@@ -90,18 +90,6 @@ pub struct Lease<T> {
     token: Mutex<T>,
 }
 
-impl<T> std::fmt::Debug for Lease<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease")
-            .field("namespace", &self.namespace)
-            .field("name", &self.name)
-            .field("holder", &self.holder)
-            .field("seconds", &self.seconds)
-            .field("state", &self.state())
-            .finish_non_exhaustive()
-    }
-}
-
 /// What a renewal did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Renewed {
@@ -236,30 +224,6 @@ impl<T> Lease<T> {
             LeaseState::Lost(why) => Some(why.clone()),
             LeaseState::Held(_) => None,
         }
-    }
-
-    /// Loses the Lease for good (the embedder gives it up early, or knows it was taken): the run
-    /// writes nothing more.
-    pub fn lose(&self, why: impl Into<String>) {
-        self.event(LeaseEvent::Taken(why.into()));
-    }
-
-    /// The Lease's name.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The Lease's namespace.
-    #[must_use]
-    pub fn namespace(&self) -> &str {
-        &self.namespace
-    }
-
-    /// Who holds it.
-    #[must_use]
-    pub fn holder(&self) -> &str {
-        &self.holder
     }
 
     /// Its duration, in seconds.
@@ -455,6 +419,10 @@ mod tests {
         let stopping = AtomicBool::new(false);
         let held = Held::dry_run(&stopping);
         assert!(held.is_dry_run() && !held.lost() && !held.stopping());
+        assert_eq!(
+            format!("{held:?}"),
+            "Held { dry_run: true, stopping: false }"
+        );
         stopping.store(true, Ordering::SeqCst);
         assert!(held.stopping());
     }

@@ -163,7 +163,12 @@ impl<L: Lock + Clone + 'static> RunLock<L> {
                 () = cancel.stopped() => {}
             }
         };
-        let renewal = renew(port.clone(), Arc::clone(&lease), Arc::clone(&lock.stop));
+        let renewal = renew(
+            port.clone(),
+            Arc::clone(&lease),
+            Arc::clone(&lock.stop),
+            name.into(),
+        );
         lock.renewer = Some(tokio::spawn(renewal));
         lock.lease = Some(lease);
         Ok(lock)
@@ -235,7 +240,7 @@ impl<L: Lock> RunLock<L> {
 /// the last renewal; sets `stop` once it is lost (the Lease expired or was written by anyone else
 /// since, or no renewal succeeded for two thirds of the lease, before it could expire). It never
 /// takes back a lease it let lapse.
-async fn renew<L: Lock>(port: L, lease: Arc<Lease<L::Token>>, stop: Arc<AtomicBool>) {
+async fn renew<L: Lock>(port: L, lease: Arc<Lease<L::Token>>, stop: Arc<AtomicBool>, name: String) {
     let period = Duration::from_secs(u64::from(lease.seconds())) / 3;
     // After a failed renewal, tries again soon: the lock is lost two thirds of the lease after
     // the last renewal, only one period after a failed one.
@@ -247,7 +252,6 @@ async fn renew<L: Lock>(port: L, lease: Arc<Lease<L::Token>>, stop: Arc<AtomicBo
             Renewed::Held => wait = period,
             Renewed::Lost => break,
             Renewed::Failed(e) => {
-                let name = lease.name();
                 tracing::warn!("cannot renew the run lock {name}: {e}; trying again");
                 wait = retry;
             }
