@@ -1,6 +1,8 @@
 //! Fakes of the ports, in memory, with faults on demand: what the engines' unit tests share,
 //! and what an embedder's tests use (the `test-util` feature), as `gc-runtime`'s do.
 
+pub mod pods;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
