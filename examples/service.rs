@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use gc_runtime::pods::{PodRun, Targets, run_namespace};
-use gc_runtime::{StopToken, serve};
+use gc_runtime::pods::{PodSources, StoreAt, Targets, connect_parts};
+use gc_runtime::{Settings, StopToken, serve};
 
 const FLAGS: &str = "--namespace --cluster-id --pin-finalizer --retention-seconds --max-pods \
     --interval-seconds --lock-lease-seconds --store --archive-dir --metrics-file --live --once";
@@ -64,18 +64,28 @@ async fn main() -> anyhow::Result<()> {
         stop.stop("SIGTERM");
         std::io::Result::Ok(())
     });
-    let mut run = PodRun::new(Arc::new(shutdown.clone()));
-    run.dry_run = !flags.contains_key("--live");
-    run.store = text("--store");
-    if let Some(folder) = text("--archive-dir") {
-        run.sink = gc_store::Archives::Directory(gc_store::DirectorySink::new(folder.into()));
-    }
-    run.lock.lease_seconds = number("--lock-lease-seconds", 30)?.try_into()?;
-    run.delivery.metrics_file = text("--metrics-file").map(Into::into);
+    let mut settings = Settings {
+        live: flags.contains_key("--live"),
+        cancel: Arc::new(shutdown.clone()),
+        ..Settings::default()
+    };
+    settings.lock.lease_seconds = number("--lock-lease-seconds", 30)?.try_into()?;
+    settings.delivery.metrics_file = text("--metrics-file").map(Into::into);
+    let folder = text("--archive-dir").map_or_else(gc_store::default_archive_dir, Into::into);
+    let sources = PodSources {
+        connection: Ok(gc_k8s::Connection::default()),
+        sink: Ok(gc_store::Archives::Directory(gc_store::DirectorySink::new(folder))),
+        store: StoreAt(text("--store")),
+    };
+    // The collector, connected once; each interval's run takes the namespace's Lease anew.
+    let run = match connect_parts(sources, settings, &[]).await {
+        Ok(run) => run,
+        Err((_, error)) => return Err(error),
+    };
     let every = Duration::from_secs(number("--interval-seconds", 300)?.try_into()?);
     let (health, once) = (serve::Health::new(None), flags.get("--once").map(|_| 1));
     let (done, failed) = serve::every(every, once, &health, &shutdown, async || {
-        let ran = run_namespace(&run, &cfg, Targets::Planned, 1).await;
+        let ran = run.run_namespace(&cfg, Targets::Planned, 1).await;
         if let Some(report) = &ran.report {
             println!("{}", serde_json::to_string(report)?);
         }

@@ -16,7 +16,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use gc_core::sessions::SessionInputs;
 use gc_runtime::namespaces::Selection;
-use gc_runtime::sessions::{AuditLog, SessionSettings, SessionSources, run_selected};
+use gc_runtime::Settings;
+use gc_runtime::sessions::{AuditLog, SessionSources, run_selected};
 use gc_runtime::{StopToken, metrics::Delivery, serve};
 
 const USAGE: &str = "usage: sessions --database-url URL [--namespace NS] [--grace-hours N] \
@@ -75,11 +76,11 @@ async fn main() -> anyhow::Result<()> {
             table: gc_store::TableSpec::default(),
         };
         // A dry run unless `--live`; Events, the lock and the clock as the defaults say.
-        let settings = SessionSettings {
+        let settings = Settings {
             live,
             delivery: delivery.clone(),
             cancel: std::sync::Arc::new(shutdown.clone()),
-            ..SessionSettings::default()
+            ..Settings::default()
         };
         let (config, store) = (|_: &str| Ok(cfg.clone()), store.as_deref());
         let sink = sink.clone();

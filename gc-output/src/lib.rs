@@ -202,7 +202,7 @@ impl TerminalProgress {
     }
 }
 
-impl gc_runtime::pods::Progress for TerminalProgress {
+impl gc_runtime::Progress for TerminalProgress {
     fn page(&self, pages: usize, pods: usize) {
         if self.on {
             let _ = write!(std::io::stderr(), "\rlisting: {pages} pages, {pods} pods");

@@ -24,6 +24,7 @@ pub mod restore;
 pub mod serve;
 pub mod sessions;
 mod stop;
+mod settings;
 mod store;
 #[cfg(test)]
 mod testing;
@@ -34,4 +35,5 @@ pub use outcome::{
     outcome_of,
 };
 pub use stop::{Cancel, NeverCancel, Shutdown, StopToken, Stopped, stopped};
+pub use settings::{Progress, Settings, SettingsError};
 pub use store::{Sink, open_store};

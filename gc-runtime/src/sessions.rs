@@ -5,7 +5,6 @@
 //! records, the Events, and the run's metrics, delivered.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use anyhow::Context;
 use gc_core::ports::{Lock, ObjectCluster, SessionDirectory, Store, Volumes};
@@ -19,9 +18,9 @@ use serde::Serialize;
 
 use crate::clock;
 use crate::events::{EventSink, Events};
-use crate::metrics::{Delivery, RunMetrics};
+use crate::metrics::RunMetrics;
 use crate::outcome::{Failure, NamespaceRun, Stage};
-use crate::{Cancel, LockOptions, Sink, Stopped, stopped};
+use crate::{Settings, SettingsError, Sink, Stopped, stopped};
 
 /// The run lock of the session collector in its namespace (one per namespace, whatever the
 /// cluster id).
@@ -34,84 +33,6 @@ pub trait SessionCluster: ObjectCluster + Volumes + Lock + EventSink + Clone + '
 
 impl<T: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static> SessionCluster for T {}
 
-/// How a session collector acts and reports. The default is safe: a dry run (no Lease taken,
-/// every delete a server-side dry run, no archive written, no Event), judged at the clock's
-/// instant, the lock taken as [`LockOptions::default`] says, metrics and alerts nowhere, never
-/// stopped.
-#[derive(Clone)]
-pub struct SessionSettings {
-    /// Deletes for real (under the namespace's Lease). Default: false, a dry run.
-    pub live: bool,
-    /// Posts the run's Events when it is live (a dry run posts none, whatever this says).
-    /// Default: true.
-    pub events: bool,
-    /// How the run lock is taken.
-    pub lock: LockOptions,
-    /// Where the run's metrics and alerts go.
-    pub delivery: Delivery,
-    /// The embedder's shutdown.
-    pub cancel: Arc<dyn Cancel>,
-    /// The instant every run judges at, in seconds since the epoch (a replay, a test); `None`:
-    /// the clock's at the start of each collection.
-    pub now: Option<f64>,
-    /// Accepts a `now` in the future for a live run (tests only: a future instant shortens the
-    /// grace period and the volumes' window).
-    pub allow_future_now: bool,
-}
-
-impl SessionSettings {
-    /// Whether these settings can be acted on.
-    ///
-    /// # Errors
-    /// [`SettingsError`] when `now` is not an instant to judge at: not in seconds since the
-    /// epoch, or in the future of a live run (unless allowed).
-    pub fn check(&self) -> Result<(), SettingsError> {
-        if let Some(now) = self.now {
-            if !(1e9..1e11).contains(&now) {
-                return Err(SettingsError::NotSeconds(now));
-            }
-            if self.live && !self.allow_future_now && now > clock::now() + 60.0 {
-                return Err(SettingsError::Future(now));
-            }
-        }
-        Ok(())
-    }
-
-    /// The Events of a run with these settings: none unless it is live and posts them.
-    fn events_hook(&self) -> Events {
-        Events::new(self.live && self.events)
-    }
-}
-
-impl Default for SessionSettings {
-    fn default() -> Self {
-        Self {
-            live: false,
-            events: true,
-            lock: LockOptions::default(),
-            delivery: Delivery::default(),
-            cancel: Arc::new(crate::NeverCancel),
-            now: None,
-            allow_future_now: false,
-        }
-    }
-}
-
-/// Settings a collector refuses to be built with. Nothing was done.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SettingsError {
-    /// `now` is not an instant in seconds since the epoch (milliseconds, say, or 0).
-    #[error(
-        "the instant to judge at ({0}) is not in seconds since the Unix epoch between 2001 and 5138"
-    )]
-    NotSeconds(f64),
-    /// `now` is in the future of a live run.
-    #[error(
-        "the instant to judge at ({0}) is in the future: a live run would shorten the grace period"
-    )]
-    Future(f64),
-}
-
 /// The session collector, built once from connected parts, each a `gc-core` port: the cluster
 /// ([`SessionCluster`]), the application's session directory (read-only), gc's store of
 /// receipts, and the archive sink. Each collection of a namespace takes its Lease (a live run),
@@ -123,7 +44,7 @@ pub struct SessionCollector<C, D, S, A> {
     directory: D,
     store: S,
     sink: A,
-    settings: SessionSettings,
+    settings: Settings,
     events: Events,
 }
 
@@ -134,7 +55,7 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
     /// [`SettingsError`] when `settings.now` is not an instant to judge at.
     pub fn new(
         (cluster, directory, store, sink): (C, D, S, A),
-        settings: SessionSettings,
+        settings: Settings,
     ) -> Result<Self, SettingsError> {
         settings.check()?;
         let events = settings.events_hook();
@@ -481,7 +402,7 @@ pub async fn run_selected(
     sources: SessionSources,
     store: Option<&str>,
     sink: gc_store::Archives,
-    settings: SessionSettings,
+    settings: Settings,
     selection: &crate::namespaces::Selection,
     config: impl Fn(&str) -> anyhow::Result<SessionConfig>,
     audit: &mut (dyn Audit + Send),

@@ -5,11 +5,9 @@ use gc_core::PodConfig;
 use gc_core::sessions::SessionConfig;
 use gc_k8s::KubeCluster;
 use gc_runtime::namespaces::Selection;
-use gc_runtime::pods::{PodRun, run_pods};
-use gc_runtime::sessions::{
-    Audit, SessionCollector, SessionSettings, SessionSources, run_selected,
-};
-use gc_runtime::{Cancel, LockOptions, RunLock};
+use gc_runtime::pods::KubePodCollector;
+use gc_runtime::sessions::{Audit, SessionCollector, SessionSources, run_selected};
+use gc_runtime::{Cancel, LockOptions, RunLock, Settings};
 use gc_store::{Archives, SessionTable, Store};
 
 /// Every source file of the crate, with its text.
@@ -69,14 +67,14 @@ fn _lock_is_send(lock: RunLock<gc_k8s::KubeCluster>) {
 /// Compiles only when the runs' futures are `Send`: an embedder can spawn them on a
 /// multi-threaded runtime. Never called.
 fn _runs_are_send(
-    pods: &PodRun,
+    pods: &KubePodCollector,
     configs: &[PodConfig],
     sessions: &SessionCollector<KubeCluster, SessionTable, Store, Archives>,
     session_configs: &[SessionConfig],
     audit: &mut (dyn Audit + Send),
 ) {
     fn send<T: Send>(_: T) {}
-    send(run_pods(pods, configs, true, |_| unreachable!()));
+    send(pods.run(configs, true, |_| unreachable!()));
     send(sessions.collect(session_configs, audit));
 }
 
@@ -85,7 +83,7 @@ fn _runs_are_send(
 fn _selected_runs_are_send(
     sources: SessionSources,
     sink: Archives,
-    settings: SessionSettings,
+    settings: Settings,
     selection: &Selection,
     audit: &mut (dyn Audit + Send),
 ) {
@@ -112,8 +110,9 @@ fn _prune_is_send(store: &gc_store::Store, sink: &gc_store::Archives) {
     ));
 }
 
-/// A run's settings can be shared between tasks.
-fn _settings_are_sync(run: PodRun) {
+/// A collector and its settings can be shared between tasks.
+fn _collectors_are_sync(pods: KubePodCollector, settings: Settings) {
     fn sync<T: Send + Sync>(_: T) {}
-    sync(run);
+    sync(pods);
+    sync(settings);
 }

@@ -10,7 +10,8 @@ use gc_core::pods::approval::open_plans;
 use gc_output::pods::{write_report, write_runs};
 use gc_runtime::NamespaceRun;
 use gc_runtime::namespaces::Selection;
-use gc_runtime::pods::{self, PodRun, Report};
+use gc_runtime::Settings;
+use gc_runtime::pods::{self, KubePodCollector, PodSources, Report, StoreAt};
 
 use crate::archives::ArchiveArgs;
 use crate::clock;
@@ -117,9 +118,9 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     let ledger = crate::pods::plan::read_ledger(args.ledger.as_deref())?;
     let a = &args.apply;
     let flags = (&a.metrics, &a.events, &a.lock);
-    let run = setup(flags, a.store.as_ref(), args.dry_run)?;
+    let settings = setup(flags, args.dry_run)?;
     live::block_on(async {
-        let namespaces = resolve(scope, &a.connect, &run.delivery).await?;
+        let namespaces = resolve(scope, &a.connect, &settings.delivery).await?;
         let policy_for = |ns: &str| {
             namespaces
                 .iter()
@@ -149,47 +150,48 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         }
         let several = files.len() > 1 || scope.several(PODS_NAMESPACE);
         let covered: Vec<String> = files.iter().map(|f| f.config.namespace.clone()).collect();
-        let delivery = run.delivery.clone();
-        let run = match made(run, &a.connect, &a.archive, &covered).await {
+        let delivery = settings.delivery.clone();
+        let store = a.store.as_ref();
+        let run = match made(settings, &a.connect, &a.archive, store, &covered).await {
             Ok(run) => run,
             Err(unmade_run) => return unmade(&delivery, args.output.form, unmade_run, several),
         };
         // The plans' policy equals apply's (checked); apply acts under its own.
         let inputs = |ns: &str| args.pod.inputs(ns).validate();
         let all = scope.all.then_some(&namespaces[..]);
-        let runs = pods::apply_reviewed(&run, &files, ledger.as_ref(), all, inputs).await?;
-        finish(&run.delivery, args.output.form, runs, several)
+        let runs = run.apply(&files, ledger.as_ref(), all, inputs).await?;
+        finish(&run.settings().delivery, args.output.form, runs, several)
     })
 }
 
-/// The run of `namespaces` its flags describe ([`PodRun::with_parts`]).
+/// The collector of `namespaces` its flags describe ([`pods::connect_parts`]).
 async fn made(
-    run: PodRun,
+    settings: Settings,
     connect: &ConnectArgs,
     archive: &ArchiveArgs,
+    store: Option<&String>,
     namespaces: &[String],
-) -> Result<PodRun, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
-    let connection = connect.connection().map_err(anyhow::Error::from);
-    let sink = archive.sink().map_err(anyhow::Error::from);
-    run.with_parts(connection, sink, namespaces).await
+) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
+    let sources = PodSources {
+        connection: connect.connection().map_err(anyhow::Error::from),
+        sink: archive.sink().map_err(anyhow::Error::from),
+        store: StoreAt(store.cloned()),
+    };
+    pods::connect_parts(sources, settings, namespaces).await
 }
 
-/// A run with the flags' reporting, lock, store and dry run (its connection and sink are
-/// [`made`]).
-fn setup(
-    flags: (&MetricsArgs, &EventArgs, &LockArgs),
-    store: Option<&String>,
-    dry_run: bool,
-) -> anyhow::Result<PodRun> {
+/// The settings of the flags' reporting, lock and dry run.
+fn setup(flags: (&MetricsArgs, &EventArgs, &LockArgs), dry_run: bool) -> anyhow::Result<Settings> {
     crate::signals::install()?;
-    let mut run = PodRun::new(Arc::new(crate::signals::STOP.clone()));
-    run.delivery = flags.0.delivery()?;
-    run.events = !flags.1.no_events;
-    run.lock = flags.2.options();
-    run.store = store.cloned();
-    run.progress = Some(Arc::new(gc_output::TerminalProgress::new()));
-    run.dry_run = dry_run;
-    Ok(run)
+    Ok(Settings {
+        live: !dry_run,
+        events: !flags.1.no_events,
+        lock: flags.2.options(),
+        delivery: flags.0.delivery()?,
+        cancel: Arc::new(crate::signals::STOP.clone()),
+        progress: Some(Arc::new(gc_output::TerminalProgress::new())),
+        ..Settings::default()
+    })
 }
 
 /// The end of a command whose run could not be [`made`]: one namespace's error
@@ -251,23 +253,24 @@ pub(crate) async fn run(args: &RunPods) -> anyhow::Result<()> {
         }
     }
     let flags = (&args.metrics, &args.events, &args.lock);
-    let run = setup(flags, p.store.as_ref(), !live_run)?;
-    let namespaces = resolve(scope, &p.connect, &run.delivery).await?;
-    run.delivery.scope("pods", &namespaces);
+    let settings = setup(flags, !live_run)?;
+    let namespaces = resolve(scope, &p.connect, &settings.delivery).await?;
+    settings.delivery.scope("pods", &namespaces);
     let configs = namespaces
         .iter()
         .map(|ns| p.pod.inputs(ns).validate())
         .collect::<Result<Vec<_>, _>>()?;
     let inputs = |ns: &str| p.pod.inputs(ns).validate();
-    let delivery = run.delivery.clone();
+    let delivery = settings.delivery.clone();
     let several = scope.several(PODS_NAMESPACE);
-    let run = match made(run, &p.connect, &args.archive, &namespaces).await {
+    let store = p.store.as_ref();
+    let run = match made(settings, &p.connect, &args.archive, store, &namespaces).await {
         Ok(run) => run,
         Err(unmade_run) => return unmade(&delivery, p.output.form, unmade_run, several),
     };
-    let runs = pods::run_pods(&run, &configs, scope.all, inputs).await;
+    let runs = run.run(&configs, scope.all, inputs).await;
     finish(
-        &run.delivery,
+        &run.settings().delivery,
         p.output.form,
         runs,
         scope.several(PODS_NAMESPACE),

@@ -17,7 +17,7 @@ use crate::output::{Output, OutputArgs};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use gc_output::TerminalProgress;
 use gc_output::pods::{write_plan, write_plans};
-use gc_runtime::pods::Progress as _;
+use gc_runtime::Progress as _;
 
 /// `gc-cli plan pods`
 #[derive(Debug, Args)]

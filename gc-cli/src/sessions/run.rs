@@ -10,7 +10,8 @@ use clap::Args;
 use gc_core::sessions::SessionConfig;
 use gc_core::sessions::run::SessionReport;
 use gc_output::sessions::Shown;
-use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine, SessionSettings};
+use gc_runtime::Settings;
+use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine};
 
 use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
@@ -120,7 +121,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         // Several as the flags say (`-A` however many match): the output's shape is known.
         shown: Shown::new(args.output, selection.several(SESSIONS_NAMESPACE)),
     };
-    let settings = SessionSettings {
+    let settings = Settings {
         live: !args.dry_run,
         events: !args.events.no_events,
         lock: args.lock.options(),
@@ -128,6 +129,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         cancel: std::sync::Arc::new(crate::signals::STOP.clone()),
         now: Some(now),
         allow_future_now: true, // checked above, naming the flag
+        ..Settings::default()
     };
     let store = args.store.as_deref();
     let config = |ns: &str| args.args.config(ns);

@@ -15,7 +15,7 @@ use gc_core::testing::{Kept, SessionTable, session_config};
 
 use super::*;
 use crate::testing::{TestCluster, TestSink};
-use crate::{FailureKind, Outcome, StopToken};
+use crate::{FailureKind, LockOptions, Outcome, StopToken};
 
 /// When every run judges: ten days after the fakes' objects were created.
 const NOW: f64 = 1_795_953_600.0;
@@ -68,11 +68,11 @@ impl World {
 
     /// One collection of the namespace with `settings` (judged at [`NOW`]): how it ended, and
     /// what the audit log was given.
-    async fn collect(&self, settings: SessionSettings) -> (Outcome, String, Recorded) {
+    async fn collect(&self, settings: Settings) -> (Outcome, String, Recorded) {
         let table = SessionTable(self.live.clone(), Mutex::new(0));
         let sink = TestSink(Arc::clone(&self.kept), self.sink_refused);
         let parts = (self.cluster.clone(), table, Arc::clone(&self.kept), sink);
-        let settings = SessionSettings {
+        let settings = Settings {
             now: Some(NOW),
             ..settings
         };
@@ -100,10 +100,10 @@ impl World {
     }
 }
 
-fn live() -> SessionSettings {
-    SessionSettings {
+fn live() -> Settings {
+    Settings {
         live: true,
-        ..SessionSettings::default()
+        ..Settings::default()
     }
 }
 
@@ -137,7 +137,7 @@ async fn a_live_run_deletes_each_orphan_archived_under_its_lock_and_releases_it(
 #[tokio::test(start_paused = true)]
 async fn the_default_is_a_dry_run_that_takes_no_lease_writes_nothing_and_posts_nothing() {
     let world = World::new();
-    let settings = SessionSettings::default();
+    let settings = Settings::default();
     assert!(settings.events && !settings.live);
     let (outcome, why, audit) = world.collect(settings).await;
     assert_eq!(outcome, Outcome::Succeeded, "{why}");
@@ -150,7 +150,7 @@ async fn the_default_is_a_dry_run_that_takes_no_lease_writes_nothing_and_posts_n
     // Nor when it fails: a dry run changes nothing, Events included.
     let mut refused = World::new();
     refused.sink_refused = true;
-    let (outcome, _, _) = refused.collect(SessionSettings::default()).await;
+    let (outcome, _, _) = refused.collect(Settings::default()).await;
     assert_eq!(outcome, failed());
     assert!(refused.events().is_empty(), "{:?}", refused.events());
 }
@@ -161,7 +161,7 @@ async fn the_default_is_a_dry_run_that_takes_no_lease_writes_nothing_and_posts_n
 async fn another_runs_lock_deletes_nothing() {
     let world = World::new();
     world.cluster.lease.taken_by("run-b");
-    let settings = SessionSettings {
+    let settings = Settings {
         lock: LockOptions {
             wait: Duration::from_secs(5),
             lease_seconds: 30,
@@ -262,7 +262,7 @@ async fn a_stop_finishes_the_delete_in_flight_and_starts_no_other() {
             stopper.stop("SIGTERM");
         }
     });
-    let settings = SessionSettings {
+    let settings = Settings {
         cancel: Arc::new(token),
         ..live()
     };
@@ -288,11 +288,11 @@ async fn a_stop_finishes_the_delete_in_flight_and_starts_no_other() {
 /// (it would shorten the grace period) unless allowed.
 #[test]
 fn the_instant_to_judge_at_is_checked() {
-    let at = |now: f64, live: bool, allow_future_now: bool| SessionSettings {
+    let at = |now: f64, live: bool, allow_future_now: bool| Settings {
         now: Some(now),
         live,
         allow_future_now,
-        ..SessionSettings::default()
+        ..Settings::default()
     };
     let future = crate::clock::now() + 3600.0;
     let millis = NOW * 1000.0;
@@ -312,5 +312,5 @@ fn the_instant_to_judge_at_is_checked() {
     assert_eq!(at(future, false, false).check(), Ok(()));
     assert_eq!(at(future, true, true).check(), Ok(()));
     assert_eq!(at(NOW, true, false).check(), Ok(()));
-    assert_eq!(SessionSettings::default().check(), Ok(()));
+    assert_eq!(Settings::default().check(), Ok(()));
 }
