@@ -74,7 +74,9 @@ async fn main() -> anyhow::Result<()> {
     let folder = text("--archive-dir").map_or_else(gc_store::default_archive_dir, Into::into);
     let sources = PodSources {
         connection: Ok(gc_k8s::Connection::default()),
-        sink: Ok(gc_store::Archives::Directory(gc_store::DirectorySink::new(folder))),
+        sink: Ok(gc_store::Archives::Directory(gc_store::DirectorySink::new(
+            folder,
+        ))),
         store: StoreAt(text("--store")),
     };
     // The collector, connected once; each interval's run takes the namespace's Lease anew.

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use gc_core::sessions::SessionInputs;
-use gc_runtime::namespaces::Selection;
 use gc_runtime::Settings;
+use gc_runtime::namespaces::Selection;
 use gc_runtime::sessions::{AuditLog, SessionSources, run_selected};
 use gc_runtime::{StopToken, metrics::Delivery, serve};
 

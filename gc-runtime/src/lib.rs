@@ -23,8 +23,8 @@ pub mod pods;
 pub mod restore;
 pub mod serve;
 pub mod sessions;
-mod stop;
 mod settings;
+mod stop;
 mod store;
 #[cfg(test)]
 mod testing;
@@ -34,6 +34,6 @@ pub use outcome::{
     Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, Stage, failed_before, outcome,
     outcome_of,
 };
-pub use stop::{Cancel, NeverCancel, Shutdown, StopToken, Stopped, stopped};
 pub use settings::{Progress, Settings, SettingsError};
+pub use stop::{Cancel, NeverCancel, Shutdown, StopToken, Stopped, stopped};
 pub use store::{Sink, open_store};

@@ -243,13 +243,14 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
     ) -> Vec<NamespaceRun<Report>> {
         let (events, mut runs) = (self.settings.events_hook(), Vec::new());
         for cfg in configs {
-            runs.push(
-                (self.execute(&events, cfg, Targets::Planned, configs.len())).await,
-            );
+            runs.push((self.execute(&events, cfg, Targets::Planned, configs.len())).await);
         }
         if all {
             let covered: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
-            runs.extend(self.release_outside_posting(&events, &covered, inputs).await);
+            runs.extend(
+                self.release_outside_posting(&events, &covered, inputs)
+                    .await,
+            );
         }
         runs
     }
@@ -550,8 +551,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
     async fn take_lock(&self, namespace: &str) -> anyhow::Result<RunLock<C>> {
         let (lock, cancel) = (&self.settings.lock, &*self.settings.cancel);
         let dry_run = self.dry_run();
-        crate::lock::take_or_stop(&self.cluster, namespace, PODS_LOCK, lock, dry_run, cancel)
-            .await
+        crate::lock::take_or_stop(&self.cluster, namespace, PODS_LOCK, lock, dry_run, cancel).await
     }
 
     /// Releases `lock`; the error of its run when it was lost.
@@ -807,6 +807,9 @@ fn summary(r: &Report) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests_collector;
 
 #[cfg(test)]
 mod tests {

@@ -86,7 +86,6 @@ pub enum SettingsError {
     Future(f64),
 }
 
-
 /// Hears how a live plan's listing of Pods goes.
 pub trait Progress: Send + Sync {
     /// `pages` pages listed so far, holding `pods` Pods.

@@ -254,3 +254,139 @@ impl crate::Sink for TestSink {
         "memory".into()
     }
 }
+
+/// Every port a failed-Pod collector's cluster is, in memory: `gc-core`'s stateful fake of the
+/// Pod protocol (its faults and its guarantees), a [`FakeLease`], and the Events posted; with a
+/// hook run before each delete is sent and the time a delete takes (a freeze, a stop, a loss).
+#[derive(Clone)]
+pub(crate) struct TestPods {
+    pub(crate) fake: Arc<gc_core::testing::pods::Fake>,
+    pub(crate) lease: FakeLease,
+    pub(crate) events: Arc<Mutex<Vec<String>>>,
+    /// Called with the number of deletes sent before this one.
+    pub(crate) before_delete: Arc<dyn Fn(usize) + Send + Sync>,
+    pub(crate) delete_takes: std::time::Duration,
+    deletes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl TestPods {
+    pub(crate) fn new(fake: gc_core::testing::pods::Fake) -> Self {
+        Self {
+            fake: Arc::new(fake),
+            lease: FakeLease::default(),
+            events: Arc::default(),
+            before_delete: Arc::new(|_| {}),
+            delete_takes: std::time::Duration::ZERO,
+            deletes: Arc::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl gc_core::ports::Cluster for TestPods {
+    async fn list_pods(
+        &self,
+        query: &gc_core::ports::PodQuery,
+        token: Option<&str>,
+    ) -> Result<gc_core::ports::Page, ClusterError> {
+        self.fake.list_pods(query, token).await
+    }
+    async fn list_pod_metadata(
+        &self,
+        namespace: &str,
+        limit: u32,
+        token: Option<&str>,
+    ) -> Result<gc_core::ports::Page, ClusterError> {
+        self.fake.list_pod_metadata(namespace, limit, token).await
+    }
+    async fn get_pod(&self, namespace: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
+        self.fake.get_pod(namespace, name).await
+    }
+    async fn patch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError> {
+        self.fake.patch_pod(namespace, name, patch, dry_run).await
+    }
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        preconditions: &gc_core::ports::Preconditions,
+        dry_run: bool,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        let sent = self
+            .deletes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        (self.before_delete)(sent);
+        tokio::time::sleep(self.delete_takes).await;
+        self.fake
+            .delete_pod(namespace, name, preconditions, dry_run)
+            .await
+    }
+}
+
+#[async_trait]
+impl crate::pods::EveryNamespace for TestPods {
+    async fn list_all_pod_metadata(
+        &self,
+        _limit: u32,
+        _token: Option<&str>,
+    ) -> Result<gc_core::ports::Page, ClusterError> {
+        let w = self.fake.w();
+        let items: Vec<serde_json::Value> = (w.pods.values())
+            .map(|p| serde_json::json!({"metadata": p["metadata"]}))
+            .collect();
+        let text = serde_json::json!({ "items": items }).to_string();
+        Ok(gc_core::ports::Page {
+            text: text.into_bytes(),
+            continue_token: None,
+        })
+    }
+}
+
+#[async_trait]
+impl Lock for TestPods {
+    type Token = u64;
+    async fn acquire(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl: u32,
+    ) -> Result<Option<u64>, ClusterError> {
+        self.lease.acquire(namespace, name, holder, ttl).await
+    }
+    async fn renew(
+        &self,
+        namespace: &str,
+        name: &str,
+        holder: &str,
+        ttl: u32,
+        held: &u64,
+    ) -> Result<Renewal<u64>, ClusterError> {
+        self.lease.renew(namespace, name, holder, ttl, held).await
+    }
+    async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {
+        self.lease.release(namespace, name, holder).await
+    }
+}
+
+#[async_trait]
+impl crate::events::EventSink for TestPods {
+    async fn post_event(
+        &self,
+        event: &k8s_openapi::api::events::v1::Event,
+    ) -> Result<(), ClusterError> {
+        let reason = event.reason.clone().unwrap_or_default();
+        let regarding = event.regarding.as_ref().and_then(|r| r.name.clone());
+        self.events
+            .lock()
+            .unwrap()
+            .push(format!("{reason} {}", regarding.unwrap_or_default()));
+        Ok(())
+    }
+}

@@ -9,8 +9,8 @@ use clap::Args;
 use gc_core::pods::approval::open_plans;
 use gc_output::pods::{write_report, write_runs};
 use gc_runtime::NamespaceRun;
-use gc_runtime::namespaces::Selection;
 use gc_runtime::Settings;
+use gc_runtime::namespaces::Selection;
 use gc_runtime::pods::{self, KubePodCollector, PodSources, Report, StoreAt};
 
 use crate::archives::ArchiveArgs;
@@ -151,8 +151,8 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
         let several = files.len() > 1 || scope.several(PODS_NAMESPACE);
         let covered: Vec<String> = files.iter().map(|f| f.config.namespace.clone()).collect();
         let delivery = settings.delivery.clone();
-        let store = a.store.as_ref();
-        let run = match made(settings, &a.connect, &a.archive, store, &covered).await {
+        let parts = (&a.connect, &a.archive, a.store.as_ref());
+        let run = match made(settings, parts, &covered).await {
             Ok(run) => run,
             Err(unmade_run) => return unmade(&delivery, args.output.form, unmade_run, several),
         };
@@ -167,14 +167,12 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
 /// The collector of `namespaces` its flags describe ([`pods::connect_parts`]).
 async fn made(
     settings: Settings,
-    connect: &ConnectArgs,
-    archive: &ArchiveArgs,
-    store: Option<&String>,
+    (connect, archive, store): (&ConnectArgs, &ArchiveArgs, Option<&String>),
     namespaces: &[String],
 ) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
     let sources = PodSources {
-        connection: connect.connection().map_err(anyhow::Error::from),
-        sink: archive.sink().map_err(anyhow::Error::from),
+        connection: connect.connection().map_err(Into::into),
+        sink: archive.sink().map_err(Into::into),
         store: StoreAt(store.cloned()),
     };
     pods::connect_parts(sources, settings, namespaces).await
@@ -263,18 +261,13 @@ pub(crate) async fn run(args: &RunPods) -> anyhow::Result<()> {
     let inputs = |ns: &str| p.pod.inputs(ns).validate();
     let delivery = settings.delivery.clone();
     let several = scope.several(PODS_NAMESPACE);
-    let store = p.store.as_ref();
-    let run = match made(settings, &p.connect, &args.archive, store, &namespaces).await {
+    let parts = (&p.connect, &args.archive, p.store.as_ref());
+    let run = match made(settings, parts, &namespaces).await {
         Ok(run) => run,
         Err(unmade_run) => return unmade(&delivery, p.output.form, unmade_run, several),
     };
     let runs = run.run(&configs, scope.all, inputs).await;
-    finish(
-        &run.settings().delivery,
-        p.output.form,
-        runs,
-        scope.several(PODS_NAMESPACE),
-    )
+    finish(&run.settings().delivery, p.output.form, runs, several)
 }
 
 /// The namespaces of the run; when they cannot be known (`-A`, the cluster unreachable or its

@@ -452,10 +452,12 @@ impl Cluster for Fake {
             return Err(ClusterError::Expired);
         }
         let from: usize = token.map_or(0, |t| t.parse().unwrap());
+        let in_namespace = |p: &&Value| meta(p, "namespace") == namespace;
+        let all = w.pods.values().filter(in_namespace).count();
         let items: Vec<Value> = w
             .pods
             .values()
-            .filter(|p| meta(p, "namespace") == namespace)
+            .filter(in_namespace)
             .skip(from)
             .take(w.page)
             .map(|p| json!({"metadata": p["metadata"]}))
@@ -463,7 +465,7 @@ impl Cluster for Fake {
         let next = from + items.len();
         Ok(Page {
             text: json!({"items": items}).to_string().into_bytes(),
-            continue_token: (next < w.pods.len()).then(|| next.to_string()),
+            continue_token: (next < all).then(|| next.to_string()),
         })
     }
     async fn get_pod(&self, _: &str, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
