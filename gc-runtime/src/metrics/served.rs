@@ -1,0 +1,96 @@
+//! What `serve` shows on `/metrics`: each collector and namespace's last run and last success,
+//! and counters adding up every run of the process.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
+
+use super::exposition::Exposition;
+use super::{Ended, Record};
+
+/// What `serve` shows on `/metrics`: each collector and namespace's last run and last success,
+/// and counters adding up every run since the process started (in memory, never reset).
+#[derive(Debug)]
+pub struct Served {
+    prefix: String,
+    runs: Mutex<BTreeMap<(String, String), History>>,
+}
+
+/// The runs of one collector in one namespace, as `serve` keeps them.
+#[derive(Debug)]
+pub(super) struct History {
+    pub(super) last: Record,
+    /// Whether the last run that was not stopped succeeded.
+    pub(super) success: Option<bool>,
+    pub(super) last_success: Option<f64>,
+    pub(super) totals: Record,
+    pub(super) succeeded: u64,
+    pub(super) failed: u64,
+    pub(super) stopped: u64,
+}
+
+impl Served {
+    /// No run yet; every metric named with `prefix`.
+    #[must_use]
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.into(),
+            runs: Mutex::default(),
+        }
+    }
+
+    pub(super) fn add(&self, run: &Record) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let history = runs.entry(run.key()).or_insert_with(|| History {
+            last: run.clone(),
+            success: None,
+            last_success: None,
+            totals: Record::new(&run.collector, &run.namespace),
+            succeeded: 0,
+            failed: 0,
+            stopped: 0,
+        });
+        history.last = run.clone();
+        history.totals.add(run);
+        match run.ended {
+            Ended::Succeeded(at) => {
+                history.last_success = Some(at);
+                history.succeeded += 1;
+            }
+            Ended::Failed => history.failed += 1,
+            Ended::Stopped => history.stopped += 1,
+        }
+        history.success = run.success().or(history.success);
+    }
+
+    /// Forgets the runs of `collector` in any namespace but `namespaces`.
+    pub(super) fn retain(&self, collector: &str, namespaces: &[String]) {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        runs.retain(|(c, ns), _| c != collector || namespaces.contains(ns));
+    }
+
+    /// Every run so far, OpenMetrics text.
+    pub fn text(&self) -> String {
+        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let histories: Vec<&History> = runs.values().collect();
+        let mut x = Exposition::new(&self.prefix);
+        let last: Vec<LastRun> = histories
+            .iter()
+            .map(|h| LastRun {
+                record: &h.last,
+                success: h.success,
+                last_success: h.last_success,
+            })
+            .collect();
+        x.last_runs(&last);
+        x.totals(&histories);
+        x.text()
+    }
+}
+
+/// A last run as an exposition shows it: the run, whether the last run that was not stopped
+/// succeeded, and the last success.
+pub(super) struct LastRun<'r> {
+    pub(super) record: &'r Record,
+    pub(super) success: Option<bool>,
+    pub(super) last_success: Option<f64>,
+}
