@@ -13,7 +13,18 @@ use gc_core::pods::apply::Outcome;
 use gc_runtime::NamespaceRun;
 use gc_runtime::pods::Report;
 
-use crate::{Output, escape, rfc3339, write_columns, write_doc};
+use crate::{Output, escape, rfc3339, times_as_rfc3339, write_columns, write_doc, write_timed_doc};
+
+/// Where a plan's document has times (seconds since the epoch in the plan, the ledger and the
+/// Kestra line), which JSON and YAML show as RFC 3339.
+pub const PLAN_TIMES: &[&str] = &[
+    "now",
+    "decisions/*/anchor",
+    "decisions/*/until",
+    "targets/*/first",
+    "targets/*/end",
+    "ledger/*/first",
+];
 
 /// A plan as JSON and YAML show it: the settings, the plan, the count of targets.
 #[derive(Serialize)]
@@ -47,7 +58,9 @@ pub fn write_plan(
     match output {
         Output::Table => write_table(out, plan, cfg, false)?,
         Output::Wide => write_table(out, plan, cfg, true)?,
-        Output::Json | Output::Yaml => write_doc(out, &PlanDoc::new(plan, cfg), output)?,
+        Output::Json | Output::Yaml => {
+            write_timed_doc(out, &PlanDoc::new(plan, cfg), PLAN_TIMES, output)?;
+        }
         Output::Name => write_names(out, plan)?,
         Output::Kestra => writeln!(out, "{}", kestra_line(plan))?,
     }
@@ -264,7 +277,11 @@ pub fn write_plans(
             }
         }
         Output::Json | Output::Yaml => {
-            let docs: Vec<PlanDoc> = plans.iter().map(|(c, p)| PlanDoc::new(p, c)).collect();
+            let docs = plans
+                .iter()
+                .map(|(c, p)| times_as_rfc3339(&PlanDoc::new(p, c), PLAN_TIMES))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+
             write_doc(out, &docs, format)?;
         }
     }
