@@ -36,8 +36,8 @@ fn commands(markdown: &str) -> Vec<Vec<String>> {
     found
 }
 
-#[test]
-fn every_command_the_documentation_shows_parses() {
+/// The README, the chart's README and every page of `docs/`.
+fn pages() -> Vec<String> {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let mut pages = vec![
         format!("{root}/README.md"),
@@ -49,6 +49,73 @@ fn every_command_the_documentation_shows_parses() {
             pages.push(path.display().to_string());
         }
     }
+    pages
+}
+
+/// The older names of long flags (their hidden aliases), each with the name help shows, in every
+/// command of `cmd`.
+fn older_names(cmd: &clap::Command, found: &mut std::collections::BTreeMap<String, String>) {
+    for arg in cmd.get_arguments() {
+        let (Some(long), Some(all)) = (arg.get_long(), arg.get_all_aliases()) else {
+            continue;
+        };
+        let visible = arg.get_visible_aliases().unwrap_or_default();
+        for alias in all.into_iter().filter(|a| !visible.contains(a)) {
+            found.insert(alias.to_owned(), long.to_owned());
+        }
+    }
+    for sub in cmd.get_subcommands() {
+        older_names(sub, found);
+    }
+}
+
+/// The documentation shows the flags as help shows them: no command uses an older name (kept
+/// as a hidden alias), and a paragraph or table row that names one says it is the older name.
+#[test]
+fn the_documentation_uses_the_flags_help_shows() {
+    let mut older = std::collections::BTreeMap::new();
+    older_names(&Cli::command(), &mut older);
+    for name in [
+        "retention-seconds",
+        "grace-hours",
+        "retain-volume-days",
+        "ttl-seconds",
+    ] {
+        assert!(older.contains_key(name), "{name}: {older:?}");
+    }
+    let mut problems = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for command in commands(&text) {
+            for word in &command {
+                let flag = word.strip_prefix("--").unwrap_or_default();
+                let flag = flag.split('=').next().unwrap_or_default();
+                if let Some(name) = older.get(flag) {
+                    let command = command.join(" ");
+                    problems.push(format!("{page}: `{command}`: --{flag} is now --{name}"));
+                }
+            }
+        }
+        let said = |block: &str| block.contains("older") || block.contains("alias");
+        let blocks = text.split("\n\n").flat_map(|b| {
+            let rows = b.lines().all(|l| l.starts_with('|'));
+            if rows { b.lines().collect() } else { vec![b] }
+        });
+        for block in blocks.filter(|b| !said(b)) {
+            for (flag, name) in &older {
+                let named = ["`", " ", "="].map(|end| format!("`--{flag}{end}"));
+                if named.iter().any(|n| block.contains(n.as_str())) {
+                    problems.push(format!("{page}: --{flag} is now --{name}: {block}"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_command_the_documentation_shows_parses() {
+    let pages = pages();
     let mut checked = 0;
     let mut problems = Vec::new();
     for page in &pages {
