@@ -113,7 +113,7 @@ impl Cli {
 
     /// The command line as `invoked`: as a kubectl plugin its usage and help say `kubectl gc`.
     pub(crate) fn command_for(invoked: Invoked) -> clap::Command {
-        let command = Self::command();
+        let command = gc_output::help::teach(Self::command());
         match invoked {
             Invoked::Cli => command,
             Invoked::Plugin | Invoked::Completer => command.bin_name(PLUGIN).display_name(PLUGIN),

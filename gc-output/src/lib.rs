@@ -7,6 +7,8 @@
 use std::io::{IsTerminal, Write};
 
 pub mod archives;
+#[cfg(feature = "clap")]
+pub mod help;
 pub mod pods;
 pub mod sessions;
 

@@ -134,6 +134,102 @@ fn every_command_the_documentation_shows_parses() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The path of every command (`["plan", "pods"]`, ...; the program's own is empty), `help` left
+/// out.
+fn command_paths(command: &clap::Command, path: &[String], found: &mut Vec<Vec<String>>) {
+    found.push(path.to_vec());
+    for sub in command.get_subcommands().filter(|c| c.get_name() != "help") {
+        let mut path = path.to_vec();
+        path.push(sub.get_name().to_owned());
+        command_paths(sub, &path, found);
+    }
+}
+
+/// The help `gc-cli PATH --help` prints.
+fn help_of(path: &[String]) -> String {
+    let command = Cli::command_for(crate::plugin::Invoked::Cli);
+    let words = ["gc-cli"]
+        .into_iter()
+        .chain(path.iter().map(String::as_str));
+    let error = command
+        .try_get_matches_from(words.chain(["--help"]))
+        .expect_err("help is an error to clap");
+    assert_eq!(error.kind(), clap::error::ErrorKind::DisplayHelp);
+    error.to_string()
+}
+
+/// Every command's help ends with examples, each a `#` line saying what it does and a command,
+/// and clap accepts every `gc-cli` command of them as it is written (`tests/help.rs` runs those
+/// that need no cluster).
+#[test]
+fn every_command_ends_its_help_with_examples_that_parse() {
+    let mut paths = Vec::new();
+    command_paths(&Cli::command(), &[], &mut paths);
+    assert!(paths.len() >= 20, "{paths:?}");
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for path in &paths {
+        let help = help_of(path);
+        let Some((_, examples)) = help.split_once("\nExamples:\n") else {
+            problems.push(format!("gc-cli {}: no Examples section", path.join(" ")));
+            continue;
+        };
+        let lines: Vec<&str> = examples.lines().collect();
+        assert!(
+            lines.len() >= 2 && lines[0].starts_with("  # "),
+            "{path:?}: {examples}"
+        );
+        let fenced = format!("```sh\n{examples}\n```\n");
+        let found = commands(&fenced);
+        if found.is_empty() {
+            problems.push(format!(
+                "gc-cli {}: no gc-cli command in {examples}",
+                path.join(" ")
+            ));
+        }
+        for command in found {
+            checked += 1;
+            // A command's examples run that command: its words in order.
+            let mut words = command[1..].iter();
+            if !path.iter().all(|p| words.any(|w| w == p)) {
+                problems.push(format!("gc-cli {}: example {command:?}", path.join(" ")));
+            }
+            if let Err(e) = Cli::command().try_get_matches_from(&command) {
+                problems.push(format!("{}\n{e}", command.join(" ")));
+            }
+        }
+    }
+    assert!(checked >= 50, "only {checked} examples");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Flags are grouped under headings as kubectl groups them: the connection, the output, the
+/// logs, the safety flags each under their own.
+#[test]
+fn flags_are_grouped_under_headings() {
+    let help = help_of(&["run".to_owned(), "sessions".to_owned()]);
+    let heading = |flag: &str| {
+        let at = [" ", "\n"]
+            .iter()
+            .find_map(|end| help.find(&format!("--{flag}{end}")));
+        let at = at.unwrap_or_else(|| panic!("{flag}"));
+        let before = &help[..at];
+        let line = before
+            .lines()
+            .rev()
+            .find(|l| l.ends_with(':') && !l.starts_with(' '));
+        line.unwrap_or_default().to_owned()
+    };
+    assert_eq!(heading("kubeconfig"), "Connection:");
+    assert_eq!(heading("output"), "Output:");
+    assert_eq!(heading("log-format"), "Logging:");
+    assert_eq!(heading("dry-run"), "Safety:");
+    assert_eq!(heading("override-guard"), "Safety:");
+    assert_eq!(heading("database-url"), "Session database:");
+    assert_eq!(heading("store"), "Store and archives:");
+    assert_eq!(heading("grace"), "Options:");
+}
+
 #[test]
 fn command_line_is_consistent() {
     Cli::command().debug_assert();
