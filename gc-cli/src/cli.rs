@@ -32,8 +32,8 @@ enum Command {
     Plan(PlanCommand),
     /// Apply a reviewed plan written by `plan pods --out`: archive, then remove, its targets.
     Apply(Box<Apply>),
-    /// Plan and apply in one go (pods: dry run unless `--auto-remediate --dry-run=none`;
-    /// sessions: deletes unless `--dry-run=server`).
+    /// Plan and apply in one go: a dry run unless `--dry-run=none` (pods: with
+    /// `--auto-remediate` too).
     #[command(subcommand)]
     Run(RunCommand),
     /// Run a collector every interval and serve its metrics on /metrics.

@@ -22,7 +22,10 @@ fn lint_and_templates() {
     );
     let defaults = template(&[]);
     assert!(defaults.contains("kind: CronJob") && defaults.contains("schedule: \"0 */6 * * *\""));
-    assert!(defaults.contains("- --grace=24h") && !defaults.contains("- --dry-run"));
+    // The session collector deletes by default (gc.dryRun=false): it says so to `run sessions`,
+    // a dry run unless told otherwise.
+    assert!(defaults.contains("- --grace=24h") && defaults.contains("- --dry-run=none"));
+    assert!(!defaults.contains("- --dry-run=server"));
     assert!(
         defaults.contains("concurrencyPolicy: Forbid")
             && defaults.contains("readOnlyRootFilesystem: true")
