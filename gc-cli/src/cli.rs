@@ -173,13 +173,13 @@ fn with_context_namespace(command: clap::Command) -> clap::Command {
 /// The man page of `gc-cli` on stdout, or of every command into `dir`.
 fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
     let Some(dir) = dir else {
-        let page = clap_mangen::Man::new(Cli::command());
+        let page = clap_mangen::Man::new(gc_output::help::teach(Cli::command()));
         return page
             .render(&mut std::io::stdout())
             .context("cannot write the man page");
     };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    clap_mangen::generate_to(Cli::command(), dir)
+    clap_mangen::generate_to(gc_output::help::teach(Cli::command()), dir)
         .with_context(|| format!("cannot write the man pages into {}", dir.display()))
 }
 

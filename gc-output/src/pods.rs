@@ -281,7 +281,6 @@ pub fn write_plans(
                 .iter()
                 .map(|(c, p)| times_as_rfc3339(&PlanDoc::new(p, c), PLAN_TIMES))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-
             write_doc(out, &docs, format)?;
         }
     }
@@ -293,7 +292,10 @@ pub fn write_plans(
 /// 0, as a second `kubectl apply` of the same manifest says `unchanged`.
 #[must_use]
 pub fn nothing_left(r: &Report) -> Option<String> {
-    let gone = |t: &gc_core::pods::apply::TargetResult| matches!(&t.outcome, Outcome::Skipped { step: Step::Reread, reason } if reason == POD_GONE);
+    let gone = |t: &gc_core::pods::apply::TargetResult| match &t.outcome {
+        Outcome::Skipped { step, reason } => *step == Step::Reread && reason == POD_GONE,
+        _ => false,
+    };
     (!r.results.is_empty() && r.results.iter().all(gone)).then(|| {
         let all = match r.results.len() {
             1 => "its one target is".to_owned(),
