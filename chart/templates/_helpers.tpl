@@ -19,6 +19,28 @@ that `<fullname>-failed-pods` fits a CronJob's 52 and its Jobs' and Services' na
 {{- end -}}
 {{- end -}}
 
+{{/* The name of a cluster-scoped object of the release (ClusterRole, ClusterRoleBinding,
+ValidatingAdmissionPolicy and its binding): `<fullname>-<namespace><suffix>`, unique to the release
+and its namespace. Truncated as Helm charts truncate names (`trunc 63 | trimSuffix "-"`) when
+longer than 63 characters, with 8 hex digits of the sha256 of `<namespace>/<fullname>` before the
+suffix, so that two releases whose names share their first characters keep names of their own.
+Called with (list $ "-suffix"). */}}
+{{- define "gc.clusterName" -}}
+{{- $root := index . 0 -}}
+{{- $suffix := index . 1 -}}
+{{- $fullname := include "gc.fullname" $root -}}
+{{- $namespace := include "gc.namespace" $root -}}
+{{- $name := printf "%s-%s%s" $fullname $namespace $suffix -}}
+{{- if le (len $name) 63 -}}
+{{- $name -}}
+{{- else -}}
+{{- $hash := printf "%s/%s" $namespace $fullname | sha256sum | trunc 8 -}}
+{{- $room := sub 63 (add (len $suffix) 9) | int -}}
+{{- $head := printf "%s-%s" $fullname $namespace | trunc $room | trimSuffix "-" -}}
+{{- printf "%s-%s%s" $head $hash $suffix | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "gc.namespace" -}}
 {{- default .Release.Namespace .Values.namespace -}}
 {{- end -}}

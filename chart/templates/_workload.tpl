@@ -242,8 +242,12 @@ full name cut to keep it within a CronJob's 52 characters. Called as gc.podTempl
 - --id-column={{ .Values.database.idColumn }}
 - --state-column={{ .Values.database.stateColumn }}
 {{- include "gc.sharedArgs" . | nindent 0 }}
+{{- /* `run sessions` is a dry run unless told otherwise, as `run pods` is: gc.dryRun=false
+(the default) says so. */}}
 {{- if .Values.gc.dryRun }}
 - --dry-run=server
+{{- else }}
+- --dry-run=none
 {{- end }}
 {{- end -}}
 

@@ -114,7 +114,7 @@ pub(crate) enum ArchivesCommand {
     Verify(Held),
     /// Removes each receipt older than `--older-than`, its archive first: a session's receipts only
     /// all together once the newest is, and none while a kept volume it names may be restored
-    /// (`--retain-volume-days`). Lists what went and what was kept, and why (docs/archives.md).
+    /// (`--volume-retention`). Lists what went and what was kept, and why (docs/archives.md).
     Prune(Prune),
 }
 

@@ -32,8 +32,8 @@ enum Command {
     Plan(PlanCommand),
     /// Apply a reviewed plan written by `plan pods --out`: archive, then remove, its targets.
     Apply(Box<Apply>),
-    /// Plan and apply in one go (pods: dry run unless `--auto-remediate --dry-run=none`;
-    /// sessions: deletes unless `--dry-run=server`).
+    /// Plan and apply in one go: a dry run unless `--dry-run=none` (pods: with
+    /// `--auto-remediate` too).
     #[command(subcommand)]
     Run(RunCommand),
     /// Run a collector every interval and serve its metrics on /metrics.
@@ -113,7 +113,7 @@ impl Cli {
 
     /// The command line as `invoked`: as a kubectl plugin its usage and help say `kubectl gc`.
     pub(crate) fn command_for(invoked: Invoked) -> clap::Command {
-        let command = Self::command();
+        let command = gc_output::help::teach(Self::command());
         match invoked {
             Invoked::Cli => command,
             Invoked::Plugin | Invoked::Completer => command.bin_name(PLUGIN).display_name(PLUGIN),
@@ -173,13 +173,13 @@ fn with_context_namespace(command: clap::Command) -> clap::Command {
 /// The man page of `gc-cli` on stdout, or of every command into `dir`.
 fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
     let Some(dir) = dir else {
-        let page = clap_mangen::Man::new(Cli::command());
+        let page = clap_mangen::Man::new(gc_output::help::teach(Cli::command()));
         return page
             .render(&mut std::io::stdout())
             .context("cannot write the man page");
     };
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    clap_mangen::generate_to(Cli::command(), dir)
+    clap_mangen::generate_to(gc_output::help::teach(Cli::command()), dir)
         .with_context(|| format!("cannot write the man pages into {}", dir.display()))
 }
 

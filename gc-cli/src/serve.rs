@@ -38,7 +38,7 @@ pub(crate) struct Serve {
     runs: Option<u64>,
     /// `/healthz` answers 503 once a run has lasted this long (waiting for its lock included), so
     /// that a liveness probe restarts a wedged process; 0: never. Give it more than
-    /// `--lock-wait-seconds` and the longest run expected.
+    /// `--lock-wait` and the longest run expected.
     #[arg(long = "stall", alias = "stall-seconds", default_value = "1h", value_name = "DURATION",
         value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=u64::from(u32::MAX)))]
     stall_seconds: u64,

@@ -212,6 +212,31 @@ async fn apply_collects_exactly_the_reviewed_targets() -> Result {
             .all(|r| r["outcome"] == "skipped"),
         "{report:#}"
     );
+    // The table says so plainly, under its header; that is no failure (exit 0).
+    let out = apply_to(
+        &plan,
+        &policy,
+        &["--archive-dir", archives.to_str().unwrap()],
+    );
+    let table = ok(&out);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "UID", "RESULT", "DETAIL"],
+        "{table}"
+    );
+    assert_eq!(lines.len(), 1 + 20 + 2, "{table}");
+    assert!(
+        lines[1..21]
+            .iter()
+            .all(|l| l.contains(" skipped ") && l.ends_with("at Reread: the Pod is gone")),
+        "{table}"
+    );
+    assert_eq!(
+        lines[22],
+        "the plan was applied already: all 20 of its targets are gone (or were deleted since); \
+         nothing to do",
+    );
     Ok(())
 }
 

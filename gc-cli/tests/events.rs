@@ -584,11 +584,15 @@ async fn uids(ns: &TestNamespace, crd: &ApiResource) -> Result<BTreeSet<(String,
 /// `run sessions` in `ns` against the database at `db`, with `extra`.
 fn run_sessions(ns: &TestNamespace, db: &str, extra: &[&str]) -> Output {
     let kubeconfig = ns.bed().kubeconfig_path();
+    let head = ["run", "sessions", "-n", ns.name(), "--grace-hours", "0"];
+    let at = [
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--database-url",
+        db,
+    ];
     command()
-        .args(["run", "sessions", "-n", ns.name(), "--grace-hours", "0"])
-        .args(["--kubeconfig", kubeconfig.to_str().unwrap()])
-        .args(["--database-url", db])
-        .args(extra)
+        .args(common::live_unless_dry(&[&head[..], &at, extra].concat()))
         .env_remove("GC_NO_EVENTS")
         .output()
         .unwrap()
@@ -749,7 +753,14 @@ async fn a_session_run_that_fails_before_its_namespaces_reports_the_failure() ->
 
     let all = Webhook::start();
     let out = command()
-        .args(["run", "sessions", "-A", "--database-url", &down])
+        .args([
+            "run",
+            "sessions",
+            "-A",
+            "--database-url",
+            &down,
+            "--dry-run=none",
+        ])
         .args(["--api-url", &format!("https://127.0.0.1:{}", closed_port())])
         .args(["--trust-certs", "--alert-webhook", &all.url])
         .args(["--pushgateway", &gateway])
@@ -841,7 +852,7 @@ async fn sigterm_during_a_session_run_stops_it_without_reporting_a_failure() -> 
         c.args(["run", "sessions", "-n", ns.name(), "--grace-hours", "0"])
             .args(["--kubeconfig", &kubeconfig, "--database-url", db.url()])
             .args(["--kinds", "v1/ConfigMap/configmaps", "--override-guard"])
-            .args(["--max-deletes", max_deletes])
+            .args(["--max-deletes", max_deletes, "--dry-run=none"])
             .args(["--pushgateway", &gateway, "--alert-webhook", &hook.url])
             .env_remove("GC_NO_EVENTS");
         c

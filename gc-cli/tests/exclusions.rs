@@ -350,7 +350,13 @@ async fn sessions_spare_protected_and_excluded_and_the_selector_reaches_the_serv
                 "--kubeconfig",
                 &kubeconfig,
             ])
-            .args(["--database-url", db.url(), "--grace-hours", "0"])
+            .args([
+                "--database-url",
+                db.url(),
+                "--grace-hours",
+                "0",
+                "--dry-run=none",
+            ])
             .args(["--selector", selector, "--exclude-selector", PAYMENTS])
             .env_remove("GC_SESSION_DATABASE_URL")
             .output()

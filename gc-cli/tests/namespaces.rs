@@ -325,6 +325,7 @@ async fn sessions_are_collected_in_each_namespace_with_its_audit_lines() -> Resu
             "Service",
             "--now",
             &later.to_string(),
+            "--dry-run=none",
         ])
         .args(["--kubeconfig", env.bed.kubeconfig_path().to_str().unwrap()])
         .args(["--database-url", db.url()])
@@ -362,7 +363,15 @@ async fn sessions_are_collected_in_each_namespace_with_its_audit_lines() -> Resu
     // lock held by another run) by its refusal.
     let other = env.held_by_another(0, "gc-sessions").await?;
     let out = command()
-        .args(["run", "sessions", "--kinds", "Service", "-o", "json"])
+        .args([
+            "run",
+            "sessions",
+            "--kinds",
+            "Service",
+            "-o",
+            "json",
+            "--dry-run=none",
+        ])
         .args(["--now", &later.to_string()])
         .env("GC_ALLOW_FUTURE_NOW", "1")
         .args(["--kubeconfig", env.bed.kubeconfig_path().to_str().unwrap()])

@@ -197,6 +197,50 @@ fn corpus() {
     });
 }
 
+/// Seconds since the epoch of an RFC 3339 time.
+fn epoch(text: &str) -> f64 {
+    let t = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{text:?} is not RFC 3339: {e}"));
+    t.unix_timestamp() as f64 + f64::from(t.nanosecond()) / 1e9
+}
+
+#[test]
+fn json_and_yaml_show_times_as_rfc3339_and_kestra_keeps_the_numbers() {
+    let case = corpus_case("anchor-bases.json");
+    let stdout = |format| {
+        let out = gc_cli(&with_format(&case.args, format));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: Value = serde_json::from_str(&stdout("json")).unwrap();
+    let yaml: Value = serde_norway::from_str(&stdout("yaml")).unwrap();
+    assert_eq!(json, yaml);
+    assert_eq!(json["now"], "2026-11-29T12:00:00Z");
+    // A fraction of a second is kept: the flow's anchors have them.
+    assert_eq!(json["decisions"][0]["anchor"], "2026-11-27T11:00:00.25Z");
+    assert_eq!(json["decisions"][3]["until"], "2026-11-30T12:00:00Z");
+    // The Kestra line is the flow's: the same instants, as numbers.
+    let line = stdout("kestra");
+    let kestra: Value = serde_json::from_str(line.trim().trim_matches(':')).unwrap();
+    let targets = kestra["outputs"]["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), json["targets"].as_array().unwrap().len());
+    for (number, shown) in targets.iter().zip(json["targets"].as_array().unwrap()) {
+        for key in ["first", "end"] {
+            let shown = shown[key].as_str().unwrap();
+            assert_eq!(number[key].as_f64().unwrap(), epoch(shown), "{key} {shown}");
+        }
+    }
+    let state: Value = serde_json::from_str(kestra["outputs"]["state"].as_str().unwrap()).unwrap();
+    for (uid, entry) in state.as_object().unwrap() {
+        let shown = json["ledger"][uid]["first"].as_str().unwrap();
+        assert_eq!(entry["first"].as_f64().unwrap(), epoch(shown), "{uid}");
+    }
+}
+
 #[test]
 fn ledger_out_is_the_flow_state() {
     let case = corpus_case("ledger-carry-and-prune.json");

@@ -542,6 +542,7 @@ async fn a_session_goes_whole_and_never_while_its_kept_volume_may_be_restored() 
         db.url(),
         "--grace-hours",
         "0",
+        "--dry-run=none",
     ];
     let out = s.gc_cli(&[&run[..], &cluster].concat()).output()?;
     ok(&out);

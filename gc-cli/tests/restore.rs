@@ -212,6 +212,7 @@ impl Story {
             "0",
             "--database-url",
             self.db.url(),
+            "--dry-run=none",
         ]);
         assert!(out.status.success(), "{}", log(&out));
         String::from_utf8_lossy(&out.stdout)

@@ -139,7 +139,7 @@ impl Runs {
         }
         c.env_remove("RUST_LOG")
             .env("GC_STATE_DIR", self.dir.path().join("state"))
-            .args(args);
+            .args(common::live_unless_dry(args));
         match logs {
             Logs::VerboseText => c.arg("-vvv"),
             Logs::TraceJson => c.env("RUST_LOG", "trace").args(["--log-format", "json"]),

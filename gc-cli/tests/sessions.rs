@@ -45,8 +45,14 @@ fn gc_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
     gc_cli_command(args, env).output().unwrap()
 }
 
-/// The `gc-cli` command [`gc_cli`] runs.
+/// The `gc-cli` command [`gc_cli`] runs: a `run sessions` without `--dry-run` deletes
+/// ([`common::live_unless_dry`]).
 fn gc_cli_command(args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
+    as_given(&common::live_unless_dry(args), env)
+}
+
+/// The `gc-cli` command of `args` as they are, with `env` and no other database setting.
+fn as_given(args: &[String], env: &[(&str, &str)]) -> std::process::Command {
     let mut command = command();
     command.env("GC_ALLOW_FUTURE_NOW", "1");
     command.args(args).env_remove("GC_SESSION_DATABASE_URL");
@@ -555,6 +561,26 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     );
     let stderr = text(&out.stderr);
     assert!(stderr.contains("8 would delete (dry run)"), "{stderr}");
+    assert_eq!(f.snapshot().await?, before, "a dry run deletes nothing");
+    // A dry run is the default, as `run pods`': without `--dry-run`, the same.
+    let base = [
+        "run",
+        "sessions",
+        "-n",
+        f.ns.name(),
+        "--kubeconfig",
+        &f.kubeconfig,
+    ];
+    let args: Vec<String> = [&base[..], &["--now", &f.now], &kept[..]]
+        .concat()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let out = as_given(&args, &env).output()?;
+    let by_default = lines(&ok(&out));
+    assert_eq!(with_result(&by_default, "would delete"), hard_deleted());
+    assert!(by_default.iter().all(|r| r["dryRun"] == true));
+    assert_eq!(files_under(archives), 0, "a dry run archives nothing");
     assert_eq!(f.snapshot().await?, before, "a dry run deletes nothing");
 
     // The run: exactly those objects, each with an audit line; the audit log is appended to.
@@ -1714,6 +1740,7 @@ async fn a_run_that_lost_its_lock_deletes_nothing_more_and_says_so() -> Result {
         ])
         .args(["--now", &f.now, "--database-url", f.db.url()])
         .args(["--table", "slow_sessions", "--lock-lease-seconds", "5"])
+        .arg("--dry-run=none")
         .env("GC_ALLOW_FUTURE_NOW", "1")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

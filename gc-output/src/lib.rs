@@ -7,11 +7,89 @@
 use std::io::{IsTerminal, Write};
 
 pub mod archives;
+#[cfg(feature = "clap")]
+pub mod help;
 pub mod pods;
 pub mod sessions;
 
 /// An instant in seconds as RFC 3339 (UTC, whole seconds).
 pub use gc_core::isotime::format_timestamp as rfc3339;
+
+/// An instant in seconds since the epoch as RFC 3339 in UTC, as kubectl prints times in `-o
+/// json|yaml`: whole seconds, and the fraction when there is one (to the microsecond, trailing
+/// zeros dropped: `2026-11-28T07:00:00.25Z`); a value that is not finite as it is.
+#[must_use]
+pub fn rfc3339_exact(seconds: f64) -> String {
+    if !seconds.is_finite() {
+        return seconds.to_string();
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let micros = (seconds * 1e6).round() as i64;
+    #[allow(clippy::cast_precision_loss)]
+    let whole = rfc3339(micros.div_euclid(1_000_000) as f64);
+    match micros.rem_euclid(1_000_000) {
+        0 => whole,
+        fraction => {
+            let digits = format!("{fraction:06}");
+            format!(
+                "{}.{}Z",
+                &whole[..whole.len() - 1],
+                digits.trim_end_matches('0')
+            )
+        }
+    }
+}
+
+/// `doc` as a document whose number at each of `paths` is written as an RFC 3339 instant
+/// ([`rfc3339_exact`]), as kubectl shows times; its keys in their order. A path is keys joined
+/// by `/`, `*` standing for each element of a list or each value of a map. What is not a finite
+/// number there (absent, or a hold without end) stays as it is.
+///
+/// # Errors
+/// When `doc` cannot be serialized.
+pub fn times_as_rfc3339(
+    doc: &(impl serde::Serialize + ?Sized),
+    paths: &[&str],
+) -> anyhow::Result<serde_norway::Value> {
+    fn at(value: &mut serde_norway::Value, path: &[&str]) {
+        use serde_norway::Value;
+        match (path, value) {
+            ([], value) => {
+                if let Some(seconds) = value.as_f64().filter(|s| s.is_finite()) {
+                    *value = Value::String(rfc3339_exact(seconds));
+                }
+            }
+            (["*", rest @ ..], Value::Sequence(items)) => {
+                items.iter_mut().for_each(|v| at(v, rest));
+            }
+            (["*", rest @ ..], Value::Mapping(map)) => map.values_mut().for_each(|v| at(v, rest)),
+            ([key, rest @ ..], Value::Mapping(map)) => {
+                if let Some(v) = map.get_mut(*key) {
+                    at(v, rest);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut doc = serde_norway::to_value(doc)?;
+    for path in paths {
+        at(&mut doc, &path.split('/').collect::<Vec<_>>());
+    }
+    Ok(doc)
+}
+
+/// [`write_doc`] of `doc` with the times at `paths` as RFC 3339 ([`times_as_rfc3339`]).
+///
+/// # Errors
+/// When `doc` cannot be serialized or `out` written.
+pub fn write_timed_doc(
+    out: &mut impl Write,
+    doc: &(impl serde::Serialize + ?Sized),
+    paths: &[&str],
+    output: Output,
+) -> anyhow::Result<()> {
+    write_doc(out, &times_as_rfc3339(doc, paths)?, output)
+}
 
 /// `text` safe to print on a terminal, as `kubectl` escapes what objects carry (Pod status and
 /// termination messages are written by the Pod's own code): ESC as `^[`; a carriage return, a
@@ -250,6 +328,59 @@ mod tests {
         assert_eq!(
             object_name("stream.space/v1alpha1", "Session", "s"),
             "session.stream.space/s"
+        );
+    }
+
+    #[test]
+    fn times_are_rfc3339_to_the_microsecond() {
+        assert_eq!(rfc3339_exact(1_795_953_600.0), "2026-11-29T12:00:00Z");
+        assert_eq!(rfc3339_exact(1_795_777_200.25), "2026-11-27T11:00:00.25Z");
+        assert_eq!(rfc3339_exact(1_796_283_424.18), "2026-12-03T07:37:04.18Z");
+        assert_eq!(
+            rfc3339_exact(1_795_953_599.999_999_9),
+            "2026-11-29T12:00:00Z"
+        );
+        assert_eq!(rfc3339_exact(-0.5), "1969-12-31T23:59:59.5Z");
+        assert_eq!(rfc3339_exact(f64::INFINITY), "inf");
+    }
+
+    #[test]
+    fn times_at_paths_become_rfc3339_and_nothing_else_does() {
+        let doc = serde_json::json!({
+            "now": 1_795_953_600.0,
+            "count": 5,
+            "items": [{"at": 1_795_953_600, "n": 1}, {"at": null}, {"n": 2}, {"at": f64::INFINITY}],
+            "ledger": {"u1": {"first": 1_795_777_200.25, "name": "a"}},
+        });
+        let paths = ["now", "items/*/at", "ledger/*/first", "missing/*/x"];
+        let mut json = Vec::new();
+        write_timed_doc(&mut json, &doc, &paths, Output::Json).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&json).unwrap(),
+            serde_json::json!({
+                "now": "2026-11-29T12:00:00Z",
+                "count": 5,
+                "items": [{"at": "2026-11-29T12:00:00Z", "n": 1}, {"at": null}, {"n": 2}, {"at": null}],
+                "ledger": {"u1": {"first": "2026-11-27T11:00:00.25Z", "name": "a"}},
+            })
+        );
+        // The keys keep the order the document has.
+        #[derive(serde::Serialize)]
+        struct Doc {
+            z: u8,
+            now: f64,
+            a: u8,
+        }
+        let mut yaml = Vec::new();
+        let doc = Doc {
+            z: 1,
+            now: 0.0,
+            a: 2,
+        };
+        write_timed_doc(&mut yaml, &doc, &["now"], Output::Yaml).unwrap();
+        assert_eq!(
+            String::from_utf8(yaml).unwrap(),
+            "z: 1\nnow: 1970-01-01T00:00:00Z\na: 2\n"
         );
     }
 

@@ -9,11 +9,22 @@ use gc_core::pyjson::{self, Layout};
 use gc_core::selector::Spared;
 use serde::Serialize;
 
-use gc_core::pods::apply::Outcome;
+use gc_core::pods::apply::{Outcome, Step};
 use gc_runtime::NamespaceRun;
 use gc_runtime::pods::Report;
 
-use crate::{Output, escape, rfc3339, write_columns, write_doc};
+use crate::{Output, escape, rfc3339, times_as_rfc3339, write_columns, write_doc, write_timed_doc};
+
+/// Where a plan's document has times (seconds since the epoch in the plan, the ledger and the
+/// Kestra line), which JSON and YAML show as RFC 3339.
+pub const PLAN_TIMES: &[&str] = &[
+    "now",
+    "decisions/*/anchor",
+    "decisions/*/until",
+    "targets/*/first",
+    "targets/*/end",
+    "ledger/*/first",
+];
 
 /// A plan as JSON and YAML show it: the settings, the plan, the count of targets.
 #[derive(Serialize)]
@@ -47,7 +58,9 @@ pub fn write_plan(
     match output {
         Output::Table => write_table(out, plan, cfg, false)?,
         Output::Wide => write_table(out, plan, cfg, true)?,
-        Output::Json | Output::Yaml => write_doc(out, &PlanDoc::new(plan, cfg), output)?,
+        Output::Json | Output::Yaml => {
+            write_timed_doc(out, &PlanDoc::new(plan, cfg), PLAN_TIMES, output)?;
+        }
         Output::Name => write_names(out, plan)?,
         Output::Kestra => writeln!(out, "{}", kestra_line(plan))?,
     }
@@ -264,15 +277,68 @@ pub fn write_plans(
             }
         }
         Output::Json | Output::Yaml => {
-            let docs: Vec<PlanDoc> = plans.iter().map(|(c, p)| PlanDoc::new(p, c)).collect();
+            let docs = plans
+                .iter()
+                .map(|(c, p)| times_as_rfc3339(&PlanDoc::new(p, c), PLAN_TIMES))
+                .collect::<anyhow::Result<Vec<_>>>()?;
             write_doc(out, &docs, format)?;
         }
     }
     Ok(())
 }
 
-/// Writes a run's report: a line per target (table and wide alike), the document (JSON, YAML), or
-/// `pod/NAME` of each Pod collected or that would be (name).
+/// What an apply of a plan whose every target is gone says (`None`: a target was left): the
+/// plan was applied before, or its Pods were deleted since. Nothing was done; the exit code stays
+/// 0, as a second `kubectl apply` of the same manifest says `unchanged`.
+#[must_use]
+pub fn nothing_left(r: &Report) -> Option<String> {
+    let gone = |t: &gc_core::pods::apply::TargetResult| match &t.outcome {
+        Outcome::Skipped { step, reason } => *step == Step::Reread && reason == POD_GONE,
+        _ => false,
+    };
+    (!r.results.is_empty() && r.results.iter().all(gone)).then(|| {
+        let all = match r.results.len() {
+            1 => "its one target is".to_owned(),
+            n => format!("all {n} of its targets are"),
+        };
+        format!("the plan was applied already: {all} gone (or were deleted since); nothing to do")
+    })
+}
+
+/// The reason a target is skipped when its Pod is not found.
+const POD_GONE: &str = "the Pod is gone";
+
+/// A target's result and what it says, as the table shows them.
+fn result_cells(outcome: &Outcome) -> (&'static str, String) {
+    match outcome {
+        Outcome::Collected { uri, sha256, .. } => {
+            ("collected", format!("archive {uri} sha256 {sha256}"))
+        }
+        Outcome::WouldCollect { sha256, bytes } => (
+            "would collect",
+            format!("archive of {bytes} bytes, sha256 {sha256}"),
+        ),
+        Outcome::Skipped { step, reason } => ("skipped", format!("at {step:?}: {reason}")),
+        Outcome::Changed { step, message } => {
+            ("changed", format!("at {step:?} (fence held): {message}"))
+        }
+        Outcome::TooLarge { bytes, max } => (
+            "too large",
+            format!("archive of {bytes} bytes over max_archive_bytes {max}; pin released"),
+        ),
+        Outcome::Released { reason } => ("released", reason.clone()),
+        Outcome::NotStarted { reason } => ("not started", reason.clone()),
+        Outcome::Failed { step, error } => ("FAILED", format!("at {step:?}: {error}")),
+    }
+}
+
+/// Writes a run's report: a row per target under a header (table and wide alike) and the
+/// summary line, then what [`nothing_left`] says when it does; the document (JSON, YAML; what
+/// [`nothing_left`] says as a warning on stderr); or `pod/NAME` of each Pod collected or that
+/// would be (name).
+///
+/// # Errors
+/// When `out` cannot be written.
 pub fn write_report(out: &mut impl Write, r: &Report, output: Output) -> anyhow::Result<()> {
     match output {
         Output::Table | Output::Wide => {}
@@ -288,32 +354,26 @@ pub fn write_report(out: &mut impl Write, r: &Report, output: Output) -> anyhow:
             return Ok(());
         }
         _ => {
+            if let Some(note) = nothing_left(r) {
+                tracing::warn!("{note}");
+            }
             return write_doc(out, r, output);
         }
     }
-    for t in r.recovered.iter().chain(&r.results) {
-        let line = match &t.outcome {
-            Outcome::Collected { uri, sha256, .. } => {
-                format!("collected   archive {uri} sha256 {sha256}")
-            }
-            Outcome::WouldCollect { sha256, bytes } => {
-                format!("would collect   archive of {bytes} bytes, sha256 {sha256}")
-            }
-            Outcome::Skipped { step, reason } => format!("skipped at {step:?}: {reason}"),
-            Outcome::Changed { step, message } => {
-                format!("changed at {step:?} (fence held): {message}")
-            }
-            Outcome::TooLarge { bytes, max } => format!(
-                "too large   archive of {bytes} bytes over max_archive_bytes {max}; pin released"
-            ),
-            Outcome::Released { reason } => format!("released   {reason}"),
-            Outcome::NotStarted { reason } => format!("not started   {reason}"),
-            Outcome::Failed { step, error } => format!("FAILED at {step:?}: {error}"),
-        };
-        let line = escape(&format!("{:<32} {:<38} {line}", t.name, t.uid));
-        writeln!(out, "{line}")?;
-    }
+    let rows: Vec<[String; 4]> = r
+        .recovered
+        .iter()
+        .chain(&r.results)
+        .map(|t| {
+            let (result, detail) = result_cells(&t.outcome);
+            [t.name.clone(), t.uid.clone(), result.to_owned(), detail]
+        })
+        .collect();
+    write_columns(out, ["NAME", "UID", "RESULT", "DETAIL"], &rows)?;
     writeln!(out, "{}", r.summary())?;
+    if let Some(note) = nothing_left(r) {
+        writeln!(out, "{note}")?;
+    }
     Ok(())
 }
 
@@ -348,6 +408,11 @@ pub fn write_runs(
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     }
+    for run in runs {
+        if let Some(note) = run.report.as_ref().and_then(nothing_left) {
+            tracing::warn!("namespace {}: {note}", run.namespace);
+        }
+    }
     let docs: Vec<Doc> = runs
         .iter()
         .map(|r| Doc {
@@ -357,4 +422,80 @@ pub fn write_runs(
         })
         .collect();
     write_doc(out, &docs, output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gc_core::pods::apply::TargetResult;
+
+    fn report(outcomes: Vec<Outcome>) -> Report {
+        let results = outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(i, outcome)| TargetResult {
+                name: format!("failed-{i}"),
+                uid: format!("uid-{i}"),
+                outcome,
+            })
+            .collect();
+        Report {
+            dry_run: false,
+            recovered: Vec::new(),
+            results,
+            pins_left: Vec::new(),
+            unusable: None,
+        }
+    }
+
+    fn table(r: &Report) -> String {
+        let mut out = Vec::new();
+        write_report(&mut out, r, Output::Table).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn gone() -> Outcome {
+        Outcome::Skipped {
+            step: Step::Reread,
+            reason: POD_GONE.into(),
+        }
+    }
+
+    #[test]
+    fn an_apply_table_has_a_header() {
+        let collected = Outcome::Collected {
+            uri: "file:///a/1.json".into(),
+            sha256: "ab12".into(),
+            bytes: 7,
+        };
+        let r = report(vec![collected, gone()]);
+        assert_eq!(
+            table(&r),
+            "NAME      UID    RESULT     DETAIL\n\
+             failed-0  uid-0  collected  archive file:///a/1.json sha256 ab12\n\
+             failed-1  uid-1  skipped    at Reread: the Pod is gone\n\
+             1 of 2 targets collected, 0 pins recovered\n"
+        );
+        assert_eq!(nothing_left(&r), None);
+    }
+
+    #[test]
+    fn a_plan_applied_already_is_said_to_be() {
+        let r = report(vec![gone(), gone()]);
+        let text = table(&r);
+        assert!(
+            text.ends_with(
+                "0 of 2 targets collected, 0 pins recovered\nthe plan was applied already: \
+                 all 2 of its targets are gone (or were deleted since); nothing to do\n"
+            ),
+            "{text}"
+        );
+        // Nothing to apply is not an apply already made.
+        assert_eq!(nothing_left(&report(Vec::new())), None);
+        let other = Outcome::Skipped {
+            step: Step::Reread,
+            reason: "no longer Failed".into(),
+        };
+        assert_eq!(nothing_left(&report(vec![gone(), other])), None);
+    }
 }

@@ -10,7 +10,10 @@ use gc_runtime::restore::Restored;
 use gc_runtime::sessions::{AuditLine, RefusedLine, rank, round_trips};
 use serde::Serialize;
 
-use crate::{Output, escape, object_name, rfc3339, write_columns, write_doc};
+use crate::{Output, escape, object_name, rfc3339, times_as_rfc3339, write_columns, write_doc};
+
+/// Where a session plan's document has times other than `now` (which it writes as RFC 3339).
+const PLAN_TIMES: &[&str] = &["judged/*/until"];
 
 /// The plan as JSON: the settings, the instant, every resource's decision.
 #[derive(Serialize)]
@@ -49,10 +52,7 @@ pub fn write_plans(
         }
     }
     if matches!(output, Output::Json | Output::Yaml) {
-        match &plan_docs(plans, now)[..] {
-            [one] if !several => write_doc(out, one, output)?,
-            docs => write_doc(out, &docs, output)?,
-        }
+        write_doc(out, &plans_doc(plans, now, several)?, output)?;
     }
     Ok(())
 }
@@ -65,23 +65,35 @@ pub fn plans_json(
     plans: &[(SessionConfig, Planned)],
     now: f64,
     several: bool,
-) -> serde_json::Result<String> {
-    match &plan_docs(plans, now)[..] {
-        [one] if !several => serde_json::to_string_pretty(one),
-        docs => serde_json::to_string_pretty(&docs),
-    }
+) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(&plans_doc(
+        plans, now, several,
+    )?)?)
 }
 
-fn plan_docs(plans: &[(SessionConfig, Planned)], now: f64) -> Vec<PlanDoc<'_>> {
-    plans
+/// The document of the plans: the one namespace's, or the list of them when `several`; its
+/// times as RFC 3339.
+fn plans_doc(
+    plans: &[(SessionConfig, Planned)],
+    now: f64,
+    several: bool,
+) -> anyhow::Result<serde_norway::Value> {
+    let mut docs = plans
         .iter()
-        .map(|(config, planned)| PlanDoc {
-            config,
-            now: rfc3339(now),
-            planned,
-            delete_count: planned.plan.deletes().count(),
+        .map(|(config, planned)| {
+            let doc = PlanDoc {
+                config,
+                now: rfc3339(now),
+                planned,
+                delete_count: planned.plan.deletes().count(),
+            };
+            times_as_rfc3339(&doc, PLAN_TIMES)
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(match docs.pop() {
+        Some(one) if docs.is_empty() && !several => one,
+        last => serde_norway::Value::Sequence(docs.into_iter().chain(last).collect()),
+    })
 }
 
 /// Why a resource was judged so (a hold says until when).
@@ -201,7 +213,7 @@ fn write_table(
 pub struct Shown {
     output: Option<Output>,
     several: bool,
-    records: Vec<serde_json::Value>,
+    records: Vec<serde_norway::Value>,
 }
 
 impl Shown {
@@ -231,8 +243,8 @@ impl Shown {
             None | Some(Output::Kestra) => {}
             Some(Output::Json | Output::Yaml) => {
                 for record in &report.records {
-                    self.records
-                        .push(serde_json::to_value(AuditLine { time, record })?);
+                    let line = AuditLine { time, record };
+                    self.records.push(times_as_rfc3339(&line, &["until"])?);
                 }
             }
             Some(Output::Name) => {
@@ -303,7 +315,7 @@ impl Shown {
     /// When `out` cannot be written.
     pub fn refused(&mut self, out: &mut impl Write, line: &RefusedLine<'_>) -> anyhow::Result<()> {
         match self.output {
-            Some(Output::Json | Output::Yaml) => self.records.push(serde_json::to_value(line)?),
+            Some(Output::Json | Output::Yaml) => self.records.push(serde_norway::to_value(line)?),
             Some(Output::Table | Output::Wide) if self.several => {
                 writeln!(out, "namespace {}:", line.namespace)?;
                 writeln!(out, "FAILED: {}", escape(&line.reason))?;
@@ -372,4 +384,57 @@ pub fn write_restored(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gc_core::sessions::{Judged, Resource, SessionInputs, SessionPlan};
+
+    fn held(name: &str, until: f64) -> Judged {
+        Judged {
+            resource: Resource {
+                api_version: "stream.space/v1alpha1".into(),
+                kind: "Session".into(),
+                name: name.into(),
+                uid: format!("uid-{name}"),
+                resource_version: "1".into(),
+                session: Some(name.into()),
+                created: Some("2026-11-29T11:00:00Z".into()),
+                deleting: false,
+            },
+            decision: SessionDecision::Held {
+                reason: "orphan in its grace period".into(),
+                until,
+            },
+        }
+    }
+
+    #[test]
+    fn a_plan_shows_its_times_as_rfc3339() {
+        let cfg = SessionInputs::default().validate().unwrap();
+        let planned = Planned {
+            plan: SessionPlan {
+                judged: vec![held("a", 1_795_957_200.5), held("b", f64::INFINITY)],
+                scanned: 2,
+                orphans: 2,
+                spared: 0,
+            },
+            missing_kinds: Vec::new(),
+            lookups: 1,
+        };
+        let plans = [(cfg, planned)];
+        let json: serde_json::Value =
+            serde_json::from_str(&plans_json(&plans, 1_795_953_600.0, false).unwrap()).unwrap();
+        assert_eq!(json["now"], "2026-11-29T12:00:00Z");
+        assert_eq!(json["judged"][0]["until"], "2026-11-29T13:00:00.5Z");
+        // A hold without end stays without one.
+        assert_eq!(json["judged"][1]["until"], serde_json::Value::Null);
+        let mut yaml = Vec::new();
+        write_plans(&mut yaml, &plans, 1_795_953_600.0, false, Output::Yaml).unwrap();
+        let yaml = String::from_utf8(yaml).unwrap();
+        assert!(yaml.contains("until: 2026-11-29T13:00:00.5Z"), "{yaml}");
+        let back: serde_json::Value = serde_norway::from_str(&yaml).unwrap();
+        assert_eq!(back["judged"][0], json["judged"][0]);
+    }
 }

@@ -26,13 +26,13 @@ use crate::sessions::args::{SESSIONS_NAMESPACE, SessionArgs};
 pub(crate) struct RunSessions {
     #[command(flatten)]
     args: SessionArgs,
-    /// `server`: send every delete as a server-side dry run, to report what a run would
-    /// delete; `none` (the default) deletes. A bare `--dry-run` is `server`.
+    /// `server` (the default, as `run pods`): send every delete as a server-side dry run, to
+    /// report what a run would delete; `none` deletes. A bare `--dry-run` is `server`.
     #[arg(
         long,
         value_name = "none|server",
         num_args = 0..=1,
-        default_value = "none",
+        default_value = "server",
         default_missing_value = "server",
         value_parser = crate::dry_run::parse
     )]

@@ -567,7 +567,9 @@ async fn notes_say_what_the_first_scheduled_run_does() -> Result {
         values.contains("\n  dryRun: false\n"),
         "gc.dryRun's default"
     );
-    assert!(!template(&[]).contains("--dry-run"));
+    // `run sessions` is a dry run unless told otherwise: the chart's default tells it to delete.
+    let rendered = template(&[]);
+    assert!(rendered.contains("- --dry-run=none") && !rendered.contains("--dry-run=server"));
     // Its command: the release's upgrade to a dry run, which renders one.
     let line = defaults
         .lines()

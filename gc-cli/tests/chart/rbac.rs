@@ -616,6 +616,7 @@ async fn installed_rbac_allows_exactly_what_the_collectors_use() -> Result {
                 "Service",
                 "--grace-hours",
                 "0",
+                "--dry-run=none",
             ])
             .args(as_account)
             .args(["--database-url", db.url()])

@@ -7,7 +7,8 @@ use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 use serde_json::Value;
 
 use super::{
-    API_VERSIONS, CHART, documents, helm, install_service_monitor_crd, names, template, template_as,
+    API_VERSIONS, CHART, documents, helm, install_service_monitor_crd, names, object, template,
+    template_as,
 };
 use crate::common::{Result, namespace};
 
@@ -21,7 +22,10 @@ fn lint_and_templates() {
     );
     let defaults = template(&[]);
     assert!(defaults.contains("kind: CronJob") && defaults.contains("schedule: \"0 */6 * * *\""));
-    assert!(defaults.contains("- --grace=24h") && !defaults.contains("- --dry-run"));
+    // The session collector deletes by default (gc.dryRun=false): it says so to `run sessions`,
+    // a dry run unless told otherwise.
+    assert!(defaults.contains("- --grace=24h") && defaults.contains("- --dry-run=none"));
+    assert!(!defaults.contains("- --dry-run=server"));
     assert!(
         defaults.contains("concurrencyPolicy: Forbid")
             && defaults.contains("readOnlyRootFilesystem: true")
@@ -545,4 +549,81 @@ fn the_dashboard_config_map_is_the_shipped_dashboard() {
         "Platform"
     );
     assert_eq!(board(&custom), with_prefix("gc"));
+}
+
+/// A long release name in a long namespace: the cluster-scoped names (named after both: the
+/// restore account's volumes ClusterRole, the collector's, the cluster-wide ClusterRole and the
+/// admission policies) are cut to 63 characters as Helm charts cut names, and stay each
+/// release's own: two releases whose names and namespaces share their first characters get
+/// different names; a short name is as it was.
+#[test]
+fn long_release_and_namespace_names_give_unique_cluster_names_within_63() {
+    let release = "a-release-name-long-enough-to-need-truncating-x";
+    let sets = [
+        "gc.restore.enabled=true",
+        "failedPods.enabled=true",
+        "clusterWide.enabled=true",
+    ];
+    let cluster_scoped = |namespace: &str| -> Vec<(String, String)> {
+        let objects = documents(&template_as(release, namespace, &sets));
+        let scoped = objects
+            .iter()
+            .filter(|o| o["metadata"]["namespace"].is_null());
+        scoped
+            .map(|o| {
+                let kind = o["kind"].as_str().unwrap().to_owned();
+                (kind, o["metadata"]["name"].as_str().unwrap().to_owned())
+            })
+            .collect()
+    };
+    let (one, other) = (
+        "restore-namespace-".repeat(3),
+        "restore-namespace-".repeat(3) + "2",
+    );
+    let (one, other) = (
+        cluster_scoped(one.trim_end_matches('-')),
+        cluster_scoped(&other),
+    );
+    let kinds: Vec<&str> = one.iter().map(|(k, _)| k.as_str()).collect();
+    for kind in [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+    ] {
+        assert!(kinds.contains(&kind), "{one:?}");
+    }
+    let restore = one
+        .iter()
+        .find(|(k, n)| k == "ClusterRole" && n.ends_with("-restore-volumes"));
+    assert!(restore.is_some(), "{one:?}");
+    for (kind, name) in one.iter().chain(&other) {
+        assert!(name.len() <= 63, "{kind} {name}: {} > 63", name.len());
+        assert!(!name.ends_with('-'), "{kind} {name}");
+        assert!(
+            name.starts_with("a-release-name-long-enough"),
+            "{kind} {name}"
+        );
+    }
+    for (kind, name) in &one {
+        assert!(
+            !other.contains(&(kind.clone(), name.clone())),
+            "{kind} {name} in both"
+        );
+    }
+    // Every binding names its role or policy as rendered.
+    for objects in [&one, &other] {
+        for (kind, name) in objects {
+            if let Some(bound) = kind.strip_suffix("Binding") {
+                assert!(
+                    objects.contains(&(bound.to_owned(), name.clone())),
+                    "{kind} {name}"
+                );
+            }
+        }
+    }
+    // Short names are kept as they were.
+    let short = documents(&template_as("gc", "streamspace", &sets));
+    object(&short, "ClusterRole", "gc-streamspace-restore-volumes");
+    object(&short, "ClusterRole", "gc-streamspace-volumes");
+    object(&short, "ClusterRole", "gc-streamspace");
 }

@@ -78,6 +78,21 @@ pub(crate) fn ok(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
+/// `args` with `--dry-run=none` added to a `run sessions` (or `serve ... sessions`) that names no
+/// `--dry-run`: the tests
+/// written when `run sessions` deleted unless told otherwise ask for the deletes they expect. A
+/// dry run is the command line's default (`tests/sessions.rs` tests it apart).
+pub(crate) fn live_unless_dry<S: AsRef<str>>(args: &[S]) -> Vec<String> {
+    let mut args: Vec<String> = args.iter().map(|a| a.as_ref().to_owned()).collect();
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = words.windows(2).any(|w| w == ["run", "sessions"])
+        || (words.contains(&"serve") && words.contains(&"sessions"));
+    if run && !words.iter().any(|a| a.starts_with("--dry-run")) {
+        args.push("--dry-run=none".to_owned());
+    }
+    args
+}
+
 /// Two hours ago: past a retention of an hour.
 pub(crate) fn old() -> Timestamp {
     Timestamp::from_second(Timestamp::now().as_second() - 7200).unwrap()
