@@ -82,7 +82,7 @@ async fn main() -> anyhow::Result<()> {
     // The collector, connected once; each interval's run takes the namespace's Lease anew.
     let run = match connect_parts(sources, settings, &[]).await {
         Ok(run) => run,
-        Err((_, error)) => return Err(error),
+        Err((_, error)) => return Err(error.into()),
     };
     let every = Duration::from_secs(number("--interval-seconds", 300)?.try_into()?);
     let (health, once) = (serve::Health::new(None), flags.get("--once").map(|_| 1));
@@ -91,7 +91,8 @@ async fn main() -> anyhow::Result<()> {
         if let Some(report) = &ran.report {
             println!("{}", serde_json::to_string(report)?);
         }
-        ran.failure.map_or(Ok(()), |f| Err(f.error))
+        ran.failure
+            .map_or(Ok(()), |f| Err(anyhow::Error::from(f.error)))
     })
     .await;
     if failed > 0 {

@@ -250,10 +250,10 @@ fn show(args: &Show) -> anyhow::Result<()> {
             }
             (true, None) => {
                 let why = format!("archives show {}: a KIND/NAME needs -n NAMESPACE", args.uid);
-                return Err(UsageError::new(why).into());
+                return Err(anyhow::Error::from(UsageError::new(why)));
             }
         };
-        read_verified(store, &sink, cluster, &uid).await
+        Ok(read_verified(store, &sink, cluster, &uid).await?)
     })?;
     let out = &mut std::io::stdout().lock();
     write_show(out, &receipt, &bytes, args.output.form)
@@ -269,7 +269,7 @@ fn verify(args: &Held) -> anyhow::Result<()> {
     })?;
     let out = &mut std::io::stdout().lock();
     write_checked(out, &verified.checked, args.output.form)?;
-    verified.outcome(cluster, namespace)
+    Ok(verified.outcome(cluster, namespace)?)
 }
 
 fn prune(args: &Prune) -> anyhow::Result<()> {
@@ -285,5 +285,5 @@ fn prune(args: &Prune) -> anyhow::Result<()> {
         archives::prune::prune(store, &sink, cluster, namespace, &policy, clock::now()).await
     })?;
     write_pruned(&mut std::io::stdout().lock(), &pruned, held.output.form)?;
-    pruned.outcome()
+    Ok(pruned.outcome()?)
 }

@@ -23,7 +23,8 @@ pub(crate) const PLAN: u8 = 3;
 /// The exit code of `error`, documented in `docs/failed-pods.md`: the first error of a known type in its
 /// chain, from the outermost context in, decides; an error of no known type is [`FAILURE`].
 pub(crate) fn code(error: &anyhow::Error) -> u8 {
-    error.chain().find_map(class).unwrap_or(FAILURE)
+    let mut causes = gc_runtime::causes(error.as_ref());
+    causes.find_map(class).unwrap_or(FAILURE)
 }
 
 /// The code of one error in a chain, when its type decides one: the command line's own errors,
@@ -164,25 +165,33 @@ mod tests {
     /// when a signal stopped every one.
     #[test]
     fn several_namespaces_exit_as_their_worst_failure() {
-        use gc_runtime::{Stopped, outcome, stopped};
-        let refused = || anyhow::Error::new(LedgerError("not an object".into()));
-        let failed = || anyhow::anyhow!("the cluster is unreachable");
-        let stop = || anyhow::Error::new(Stopped::new("stopped by SIGTERM"));
-        let run = |errors: Vec<anyhow::Error>| {
+        use gc_runtime::{Error as RunError, Stopped, outcome};
+        let refused = || RunError::other(LedgerError("not an object".into()));
+        let failed = || RunError::msg("the cluster is unreachable");
+        let stop = || RunError::from(Stopped::new("stopped by SIGTERM"));
+        let run = |errors: Vec<RunError>| {
             let named = errors.into_iter().enumerate();
-            outcome(3, named.map(|(i, e)| (format!("ns{i}"), e)).collect()).unwrap_err()
+            let several = outcome(3, named.map(|(i, e)| (format!("ns{i}"), e)).collect());
+            several.unwrap_err()
         };
-        assert_eq!(code(&run(vec![refused()])), PLAN);
-        assert_eq!(code(&run(vec![refused(), refused()])), PLAN);
-        assert_eq!(code(&run(vec![refused(), failed()])), FAILURE);
-        assert_eq!(code(&run(vec![failed()])), FAILURE);
-        assert_eq!(code(&run(vec![refused(), stop()])), FAILURE);
-        assert_eq!(code(&run(vec![UsageError::new("x").into()])), FAILURE);
-        assert!(stopped(&run(vec![stop(), stop()])));
-        assert!(!stopped(&run(vec![stop(), failed()])));
-        // One namespace of one: its own error, as it is.
+        let code_of = |e: RunError| code(&e.into());
+        assert_eq!(code_of(run(vec![refused()])), PLAN);
+        assert_eq!(code_of(run(vec![refused(), refused()])), PLAN);
+        assert_eq!(code_of(run(vec![refused(), failed()])), FAILURE);
+        assert_eq!(code_of(run(vec![failed()])), FAILURE);
+        assert_eq!(code_of(run(vec![refused(), stop()])), FAILURE);
+        assert_eq!(
+            code_of(run(vec![RunError::other(UsageError::new("x"))])),
+            FAILURE
+        );
+        assert!(run(vec![stop(), stop()]).is_stopped());
+        assert!(!run(vec![stop(), failed()]).is_stopped());
+        // One namespace of one: its own error, as it is, the command line's own included.
         let one = outcome(1, vec![("a".into(), refused())]).unwrap_err();
-        assert_eq!(code(&one), PLAN);
+        assert_eq!(code_of(one), PLAN);
+        let usage = RunError::other(UsageError::new("x")).context("namespace a");
+        let one = outcome(1, vec![("a".into(), usage)]).unwrap_err();
+        assert_eq!(code_of(one), USAGE);
         assert!(outcome(3, Vec::new()).is_ok());
     }
 

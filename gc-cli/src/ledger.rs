@@ -73,7 +73,7 @@ fn import(args: &Import) -> anyhow::Result<()> {
     let location = with_store(key.store.as_deref(), async |store| {
         let saved = store.save_ledger_json(&key.cluster_id, &key.namespace, text);
         saved.await.context("cannot store the ledger")?;
-        Ok(store.location().to_owned())
+        anyhow::Ok(store.location().to_owned())
     })?;
     let noun = if entries == 1 { "entry" } else { "entries" };
     tracing::info!(

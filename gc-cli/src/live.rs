@@ -92,15 +92,15 @@ pub(crate) use gc_runtime::open_store;
 
 /// `work` on the store `url` names (`None`: the embedded one), on a runtime of its own; the store
 /// is closed after, whatever `work` returned.
-pub(crate) fn with_store<T>(
+pub(crate) fn with_store<T, E: Into<anyhow::Error>>(
     url: Option<&str>,
-    work: impl AsyncFnOnce(&gc_store::Store) -> anyhow::Result<T>,
+    work: impl AsyncFnOnce(&gc_store::Store) -> Result<T, E>,
 ) -> anyhow::Result<T> {
     block_on(async {
         let store = open_store(url).await?;
         let done = work(&store).await;
         store.close().await;
-        done
+        done.map_err(Into::into)
     })
 }
 

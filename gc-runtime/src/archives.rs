@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use anyhow::Context;
+use crate::Context as _;
 use gc_core::ports::{ArchiveSink as _, Receipt, Store as _, StoreError};
 use gc_store::{Archives, ListedReceipt, ObjectOptions, ReceiptQuery, Store};
 use serde::Serialize;
@@ -63,16 +63,16 @@ pub async fn read_verified(
     sink: &Archives,
     cluster: &str,
     uid: &str,
-) -> anyhow::Result<(Receipt, Vec<u8>)> {
+) -> crate::Result<(Receipt, Vec<u8>)> {
     let receipt = store
         .get_receipt(cluster, uid)
         .await
         .context("cannot read the receipt")?;
     let Some(receipt) = receipt else {
-        anyhow::bail!(
+        return Err(crate::Error::msg(format!(
             "no archive of uid {uid} in cluster {cluster}: no receipt in {}",
             store.location()
-        );
+        )));
     };
     let bytes = read_receipted(sink, &receipt).await.context("not shown")?;
     Ok((receipt, bytes))
@@ -82,20 +82,20 @@ pub async fn read_verified(
 ///
 /// # Errors
 /// When `sink` does not hold it, it cannot be read, or it does not match `receipt`.
-pub async fn read_receipted(sink: &Archives, receipt: &Receipt) -> anyhow::Result<Vec<u8>> {
+pub async fn read_receipted(sink: &Archives, receipt: &Receipt) -> crate::Result<Vec<u8>> {
     let uri = &receipt.uri;
     if !sink.holds(uri) {
-        anyhow::bail!(
+        return Err(crate::Error::msg(format!(
             "archive {uri} is not in {} (give the sink it was written to)",
             sink.shown()
-        );
+        )));
     }
     let bytes = sink
         .read(uri)
         .await
         .with_context(|| format!("cannot read archive {uri}"))?;
     if let Some(problem) = receipt.mismatch(&bytes) {
-        anyhow::bail!("archive {uri} {problem}");
+        return Err(crate::Error::msg(format!("archive {uri} {problem}")));
     }
     Ok(bytes)
 }
@@ -113,7 +113,7 @@ pub async fn verify(
     options: &ObjectOptions,
     cluster: &str,
     namespace: Option<&str>,
-) -> anyhow::Result<Verified> {
+) -> crate::Result<Verified> {
     let cannot = "cannot list the receipts";
     let receipts = store
         .list_receipts(
@@ -242,7 +242,7 @@ pub async fn list(
     query: ReceiptQuery<'_>,
     since: Option<f64>,
     until: Option<f64>,
-) -> anyhow::Result<Vec<ListedReceipt>> {
+) -> crate::Result<Vec<ListedReceipt>> {
     let listed = store
         .list_receipts(cluster, query)
         .await
@@ -269,7 +269,7 @@ pub async fn newest(
     cluster: &str,
     namespace: &str,
     object: &str,
-) -> anyhow::Result<String> {
+) -> crate::Result<String> {
     let (kind, name) = object.split_once('/').unwrap_or((object, ""));
     let (kind, group) = kind.split_once('.').unwrap_or((kind, ""));
     let query = ReceiptQuery {
@@ -285,9 +285,9 @@ pub async fn newest(
     };
     let newest = listed.iter().find(of_group).ok_or_else(|| {
         let location = store.location();
-        anyhow::anyhow!(
+        crate::Error::msg(format!(
             "no archive of {object} in namespace {namespace} of cluster {cluster} in {location}"
-        )
+        ))
     })?;
     Ok(newest.receipt.uid.clone())
 }
@@ -301,7 +301,7 @@ impl Verified {
     ///
     /// # Errors
     /// As said.
-    pub fn outcome(&self, cluster: &str, namespace: Option<&str>) -> anyhow::Result<()> {
+    pub fn outcome(&self, cluster: &str, namespace: Option<&str>) -> crate::Result<()> {
         let checked = &self.checked;
         let count = |result: &str| checked.iter().filter(|c| c.result == result).count();
         let problems = checked.iter().filter(|c| c.is_problem()).count();
@@ -314,7 +314,9 @@ impl Verified {
             count("unexpected"),
         );
         if problems > 0 {
-            anyhow::bail!("{problems} archive(s) or receipt(s) do not match");
+            return Err(crate::Error::msg(format!(
+                "{problems} archive(s) or receipt(s) do not match"
+            )));
         }
         if self.receipts == 0 {
             let scope = namespace.map_or(String::new(), |ns| format!(" in namespace {ns}"));
@@ -326,11 +328,15 @@ impl Verified {
                     self.clusters.join(", ")
                 )
             };
-            anyhow::bail!("nothing to verify: no receipt of cluster {cluster}{scope}; {elsewhere}");
+            return Err(crate::Error::msg(format!(
+                "nothing to verify: no receipt of cluster {cluster}{scope}; {elsewhere}"
+            )));
         }
         if count("skipped") == self.receipts {
             let receipts = self.receipts;
-            anyhow::bail!("nothing verified: every one of the {receipts} receipt(s) was skipped");
+            return Err(crate::Error::msg(format!(
+                "nothing verified: every one of the {receipts} receipt(s) was skipped"
+            )));
         }
         Ok(())
     }

@@ -101,7 +101,7 @@ impl Events {
         &self,
         cluster: &(impl EventSink + ?Sized),
         namespace: &str,
-        error: &anyhow::Error,
+        error: &crate::Error,
     ) {
         self.post(cluster, &namespace_event(namespace, error)).await;
     }
@@ -261,14 +261,32 @@ fn session_event(record: &AuditRecord) -> Option<EventRecord> {
 /// error's type: `GuardRefused` (the mass-deletion guard, no row for any id), `PlanRefused` (a
 /// plan that failed closed on its data), `DatabaseFailed` (the session database), else
 /// `RunFailed`.
-fn namespace_event(namespace: &str, error: &anyhow::Error) -> EventRecord {
+fn namespace_event(namespace: &str, error: &crate::Error) -> EventRecord {
     EventRecord {
         regarding: Regarding::namespace(namespace),
         type_: EventType::Warning,
-        reason: error.chain().find_map(reason_of).unwrap_or("RunFailed"),
+        reason: reason(error),
         action: "Run",
         note: format!("{error:#}"),
     }
+}
+
+/// The reason `error` gives: its root cause's type, or for an error of a type the library does
+/// not name, the first in its chain that gives one.
+fn reason(error: &crate::Error) -> &'static str {
+    let reason = match error.root() {
+        crate::Error::SessionRun(e) => reason_of(e),
+        crate::Error::SessionPlan(e) => reason_of(e),
+        crate::Error::Plan(e) => reason_of(e),
+        crate::Error::Inventory(e) => reason_of(e),
+        crate::Error::Ledger(e) => reason_of(e),
+        crate::Error::Other(e) => {
+            let e: &(dyn std::error::Error + 'static) = &**e;
+            std::iter::successors(Some(e), |&e| e.source()).find_map(reason_of)
+        }
+        _ => None,
+    };
+    reason.unwrap_or("RunFailed")
 }
 
 /// The reason one error in a chain gives, when its type gives one.
@@ -503,9 +521,9 @@ mod tests {
             ratio: 0.5,
             floor: 10,
         };
-        let cases: Vec<(anyhow::Error, &str)> = vec![
+        let cases: Vec<(crate::Error, &str)> = vec![
             (
-                anyhow::Error::new(SessionRunError::Plan(guard.clone()))
+                crate::Error::from(SessionRunError::Plan(guard.clone()))
                     .context("namespace x of cluster primary: nothing deleted"),
                 "GuardRefused",
             ),
@@ -523,7 +541,7 @@ mod tests {
                 "DatabaseFailed",
             ),
             (
-                anyhow::Error::new(gc_core::pods::plan::PlanError::InventoryCeiling {
+                crate::Error::from(gc_core::pods::plan::PlanError::InventoryCeiling {
                     count: 2,
                     max: 1,
                 })
@@ -531,7 +549,7 @@ mod tests {
                 "PlanRefused",
             ),
             (
-                anyhow::anyhow!("another run holds lease gc-pods in namespace x"),
+                crate::Error::msg("another run holds lease gc-pods in namespace x"),
                 "RunFailed",
             ),
         ];

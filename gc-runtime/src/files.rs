@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
+use crate::Context as _;
 
 /// The mode of every file written.
 #[cfg(unix)]
@@ -17,7 +17,7 @@ const MODE: u32 = 0o600;
 /// # Errors
 /// When the folder cannot hold a temporary file, or the write, sync or rename fails; the
 /// temporary file is removed then.
-pub fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+pub fn write_file(path: &Path, text: &str) -> crate::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),

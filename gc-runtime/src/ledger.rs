@@ -1,7 +1,7 @@
 //! The observation ledger moved in and out of the store unchanged, byte for byte (`gc-cli ledger
 //! import|export`): a ledger file is checked ([`check_ledger`]) before it replaces the stored one.
 
-use anyhow::Context;
+use crate::Context as _;
 use gc_core::pods::ledger::{PreviousLedger, SCOPE_KEY};
 use gc_core::pyjson::type_name as kind;
 use gc_store::Store;
@@ -18,7 +18,7 @@ pub struct LedgerFileError(pub String);
 ///
 /// # Errors
 /// The store's error.
-pub async fn export(store: &Store, cluster_id: &str, namespace: &str) -> anyhow::Result<String> {
+pub async fn export(store: &Store, cluster_id: &str, namespace: &str) -> crate::Result<String> {
     let text = store
         .ledger_json(cluster_id, namespace)
         .await
@@ -52,28 +52,37 @@ fn entries<'a>(
     bytes: &'a [u8],
     cluster_id: &str,
     namespace: &str,
-) -> anyhow::Result<(&'a str, usize)> {
+) -> crate::Result<(&'a str, usize)> {
     let text = std::str::from_utf8(bytes).context("not UTF-8 text")?;
     let value: Value = serde_json::from_str(text).context("not JSON")?;
     let Value::Object(entries) = &value else {
-        anyhow::bail!(
+        return Err(crate::Error::msg(format!(
             "expected a JSON object {{uid: {{\"first\": seconds, \"name\": name}}}}, found {}",
             kind(&value)
-        );
+        )));
     };
     PreviousLedger::parse(bytes)?.check_scope(cluster_id, namespace)?;
     let entries: Vec<_> = entries.iter().filter(|(k, _)| *k != SCOPE_KEY).collect();
     for (uid, entry) in &entries {
         let Value::Object(fields) = entry else {
-            anyhow::bail!("entry {uid:?}: expected an object, found {}", kind(entry));
+            return Err(crate::Error::msg(format!(
+                "entry {uid:?}: expected an object, found {}",
+                kind(entry)
+            )));
         };
         match fields.get("first") {
             Some(Value::Number(_)) => {}
-            Some(other) => anyhow::bail!(
-                "entry {uid:?}: \"first\" must be a number of seconds, found {}",
-                kind(other)
-            ),
-            None => anyhow::bail!("entry {uid:?}: \"first\" is missing"),
+            Some(other) => {
+                return Err(crate::Error::msg(format!(
+                    "entry {uid:?}: \"first\" must be a number of seconds, found {}",
+                    kind(other)
+                )));
+            }
+            None => {
+                return Err(crate::Error::msg(format!(
+                    "entry {uid:?}: \"first\" is missing"
+                )));
+            }
         }
     }
     Ok((text, entries.len()))

@@ -11,6 +11,7 @@
 pub mod archives;
 pub mod clock;
 pub mod durations;
+mod error;
 pub mod events;
 pub mod files;
 pub mod inventory;
@@ -29,6 +30,7 @@ mod store;
 #[cfg(test)]
 mod testing;
 
+pub use error::{Context, Error, Result, causes};
 pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
 pub use outcome::{
     Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, Stage, failed_before, outcome,

@@ -271,12 +271,12 @@ pub(crate) async fn take_or_stop<L: Lock + Clone + 'static>(
     options: &LockOptions,
     dry_run: bool,
     cancel: &dyn Cancel,
-) -> anyhow::Result<RunLock<L>> {
+) -> crate::Result<RunLock<L>> {
     RunLock::take(port, namespace, name, options, dry_run, cancel)
         .await
         .map_err(|e| match e {
-            LockError::Cancelled(why) => anyhow::Error::new(Stopped::new(why)),
-            other => anyhow::Error::new(other),
+            LockError::Cancelled(why) => crate::Error::from(Stopped::new(why)),
+            other => crate::Error::from(other),
         })
 }
 
@@ -285,8 +285,8 @@ pub(crate) async fn take_or_stop<L: Lock + Clone + 'static>(
 pub(crate) async fn release_saying<L: Lock + Clone + 'static>(
     lock: RunLock<L>,
     cancel: &dyn Cancel,
-) -> Option<anyhow::Error> {
-    let lost = lock.lost().map(anyhow::Error::new);
+) -> Option<crate::Error> {
+    let lost = lock.lost().map(crate::Error::from);
     if let Some(cause) = cancel.cancelled() {
         tracing::warn!(
             "{cause} received: releasing the run lock {} in namespace {}; the next run resumes",
@@ -299,8 +299,8 @@ pub(crate) async fn release_saying<L: Lock + Clone + 'static>(
 }
 
 /// Whether the run that ended with `error` lost its lock ([`LockLost`] in its chain).
-pub(crate) fn lock_lost(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.is::<LockLost>())
+pub(crate) fn lock_lost(error: &crate::Error) -> bool {
+    error.is_lock_lost()
 }
 
 #[cfg(test)]

@@ -469,18 +469,18 @@ fn alert_of(
 /// A `POST` of `text` to the Pushgateway's `group` (`job/gc/collector/C/namespace/N`): it
 /// replaces the families it carries and keeps the others (the last success, when this run
 /// failed).
-fn push(gateway: Option<&str>, group: &str, text: &str) -> anyhow::Result<()> {
+fn push(gateway: Option<&str>, group: &str, text: &str) -> crate::Result<()> {
     let Some(gateway) = gateway.filter(|u| !u.is_empty()) else {
         return Ok(());
     };
     let url = format!("{}/metrics/{group}", gateway.trim_end_matches('/'));
     // A URL that cannot be shown is not used either: its host may be a piece of its password.
     let shown = gc_store::shown_url(&url).map_err(|why| {
-        anyhow::anyhow!(
+        crate::Error::msg(format!(
             "cannot push metrics: the Pushgateway URL (--pushgateway / $GC_PUSHGATEWAY) {why}"
-        )
+        ))
     })?;
-    let fail = |why: String| anyhow::anyhow!("cannot push metrics to {shown}: {why}");
+    let fail = |why: String| crate::Error::msg(format!("cannot push metrics to {shown}: {why}"));
     endpoint(&url).map_err(|why| fail(format!("the URL {why}")))?;
     agent()
         .post(&url)

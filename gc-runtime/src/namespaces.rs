@@ -57,7 +57,7 @@ impl Selection {
         &self,
         cluster: &gc_k8s::KubeCluster,
         default: &str,
-    ) -> anyhow::Result<Vec<String>> {
+    ) -> crate::Result<Vec<String>> {
         match self.named(default) {
             Some(named) => Ok(named),
             None => every(cluster, self.selector.as_deref(), &self.exclude).await,
@@ -104,11 +104,11 @@ pub async fn every(
     cluster: &gc_k8s::KubeCluster,
     selector: Option<&str>,
     exclude: &[String],
-) -> anyhow::Result<Vec<String>> {
+) -> crate::Result<Vec<String>> {
     let listed = match gc_k8s::list_namespaces(cluster, selector).await {
         Ok(listed) => listed,
         Err(e @ ClusterError::Forbidden { .. }) => {
-            return Err(anyhow::Error::new(e).context(
+            return Err(crate::Error::from(e).context(
                 "cannot list the cluster's Namespaces for --all-namespaces (a namespaced install \
                  cannot: name its namespaces with -n, or use the chart's cluster-wide mode)",
             ));
@@ -118,7 +118,7 @@ pub async fn every(
             let picked = selector
                 .map(|s| format!(" --namespace-selector {s:?}"))
                 .unwrap_or_default();
-            return Err(anyhow::Error::new(e).context(format!(
+            return Err(crate::Error::from(e).context(format!(
                 "cannot list the cluster's Namespaces for --all-namespaces{picked}"
             )));
         }

@@ -38,7 +38,7 @@ impl<R> NamespaceRun<R> {
     }
 
     /// A run that failed at `stage` before it had anything to report.
-    pub(crate) fn failed(namespace: &str, stage: Stage, error: anyhow::Error) -> Self {
+    pub(crate) fn failed(namespace: &str, stage: Stage, error: crate::Error) -> Self {
         Self {
             failure: Some(Failure { stage, error }),
             ..Self::new(namespace)
@@ -53,7 +53,7 @@ impl<R> NamespaceRun<R> {
             Some(f) if crate::stopped(&f.error) => Outcome::Stopped,
             Some(f) => Outcome::Failed {
                 stage: f.stage,
-                kind: FailureKind::of(&f.error),
+                kind: f.error.kind(),
             },
         }
     }
@@ -81,7 +81,7 @@ pub struct Failure {
     /// Where it failed (the `stage` label of the run's error metric).
     pub stage: Stage,
     /// The error.
-    pub error: anyhow::Error,
+    pub error: crate::Error,
 }
 
 /// Where a run failed: the `stage` label of its error metric.
@@ -142,12 +142,12 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
-    /// The kind of `error`: the first error of a known type in its chain, from the outermost
-    /// context in, decides; an error of no known type is [`FailureKind::Run`].
+    /// The kind of an error of a type the library does not name: the first error of a known
+    /// type in its chain, from the outermost in, decides; an error of no known type is
+    /// [`FailureKind::Run`].
     #[must_use]
-    pub fn of(error: &anyhow::Error) -> Self {
-        error
-            .chain()
+    pub fn of_chain(error: &(dyn Error + 'static)) -> Self {
+        crate::causes(error)
             .find_map(Self::decided_by)
             .unwrap_or(Self::Run)
     }
@@ -155,6 +155,14 @@ impl FailureKind {
     /// The kind one error in a chain decides, when its type decides one.
     #[must_use]
     pub fn decided_by(error: &(dyn Error + 'static)) -> Option<Self> {
+        if let Some(error) = error.downcast_ref::<crate::Error>() {
+            // A context decides nothing (its cause, next in the chain, does), nor does an error
+            // of a type the library does not name (its own chain, next in `causes`, does).
+            return match error {
+                crate::Error::Context { .. } | crate::Error::Other(_) => None,
+                typed => Some(typed.kind()),
+            };
+        }
         if error.is::<InputError>()
             || error.is::<PlanFileError>()
             || error.is::<crate::ledger::LedgerFileError>()
@@ -201,7 +209,7 @@ pub async fn failed_before<R>(
     cluster: Option<&gc_k8s::KubeCluster>,
     namespaces: &[String],
     started: std::time::Instant,
-    error: &anyhow::Error,
+    error: &crate::Error,
 ) -> Vec<NamespaceRun<R>> {
     let why = format!("{error:#}");
     if namespaces.is_empty() {
@@ -224,7 +232,7 @@ pub async fn failed_before<R>(
         if let Some(cluster) = cluster {
             events.run_failed(cluster, namespace, error).await;
         }
-        let mut run = NamespaceRun::failed(namespace, Stage::Run, anyhow::Error::msg(why.clone()));
+        let mut run = NamespaceRun::failed(namespace, Stage::Run, crate::Error::msg(why.clone()));
         run.metrics = metrics.text();
         runs.push(run);
     }
@@ -244,13 +252,21 @@ pub struct NamespacesFailed {
     kind: FailureKind,
 }
 
+impl NamespacesFailed {
+    /// [`FailureKind::Data`] when every namespace failed on its data, else [`FailureKind::Run`].
+    #[must_use]
+    pub fn kind(&self) -> FailureKind {
+        self.kind
+    }
+}
+
 /// The outcome of a run over `total` namespaces of which `failed` failed: one namespace's error
 /// as it is; with several, each logged with its namespace and one [`NamespacesFailed`] that
 /// names them all, which is [`Stopped`](crate::Stopped) instead when a stop ended every one.
 ///
 /// # Errors
 /// As said, when any namespace failed.
-pub fn outcome(total: usize, mut failed: Vec<(String, anyhow::Error)>) -> anyhow::Result<()> {
+pub fn outcome(total: usize, mut failed: Vec<(String, crate::Error)>) -> crate::Result<()> {
     match failed.len() {
         0 => Ok(()),
         1 if total == 1 => Err(failed.remove(0).1),
@@ -263,9 +279,7 @@ pub fn outcome(total: usize, mut failed: Vec<(String, anyhow::Error)>) -> anyhow
             if failed.iter().all(|(_, e)| crate::stopped(e)) {
                 return Err(crate::Stopped::new(message).into());
             }
-            let on_data = failed
-                .iter()
-                .all(|(_, e)| FailureKind::of(e) == FailureKind::Data);
+            let on_data = failed.iter().all(|(_, e)| e.kind() == FailureKind::Data);
             let kind = if on_data {
                 FailureKind::Data
             } else {
@@ -280,7 +294,7 @@ pub fn outcome(total: usize, mut failed: Vec<(String, anyhow::Error)>) -> anyhow
 ///
 /// # Errors
 /// As [`outcome`].
-pub fn outcome_of<R>(runs: Vec<NamespaceRun<R>>) -> anyhow::Result<()> {
+pub fn outcome_of<R>(runs: Vec<NamespaceRun<R>>) -> crate::Result<()> {
     let total = runs.len();
     let failed = runs
         .into_iter()
@@ -290,7 +304,7 @@ pub fn outcome_of<R>(runs: Vec<NamespaceRun<R>>) -> anyhow::Result<()> {
 }
 
 /// `error` in full, after its namespace unless it starts by naming it already.
-fn in_namespace(namespace: &str, error: &anyhow::Error) -> String {
+fn in_namespace(namespace: &str, error: &crate::Error) -> String {
     let named = format!("namespace {namespace}");
     let text = format!("{error:#}");
     if text.starts_with(&format!("{named} ")) || text.starts_with(&format!("{named}:")) {
@@ -306,14 +320,14 @@ mod tests {
 
     #[test]
     fn a_failed_namespace_is_named_once() {
-        let own = anyhow::anyhow!("cannot read").context("namespace etl of cluster c");
+        let own = crate::Error::msg("cannot read").context("namespace etl of cluster c");
         assert_eq!(
             in_namespace("etl", &own),
             "namespace etl of cluster c: cannot read"
         );
-        let bare = anyhow::anyhow!("lock held");
+        let bare = crate::Error::msg("lock held");
         assert_eq!(in_namespace("etl", &bare), "namespace etl: lock held");
-        let other = anyhow::anyhow!("namespace etl2: x");
+        let other = crate::Error::msg("namespace etl2: x");
         assert_eq!(
             in_namespace("etl", &other),
             "namespace etl: namespace etl2: x"
@@ -322,7 +336,7 @@ mod tests {
 
     #[test]
     fn one_namespace_fails_as_itself_several_are_named_together() {
-        let err = |m: &str| anyhow::anyhow!("{m}");
+        let err = |m: &str| crate::Error::msg(m);
         assert!(outcome(3, Vec::new()).is_ok());
         let one = outcome(1, vec![("a".into(), err("lock held"))]).unwrap_err();
         assert_eq!(one.to_string(), "lock held");

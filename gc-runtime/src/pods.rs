@@ -6,7 +6,7 @@
 //! its Events. With `-A`, [`PodCollector::release_outside`] releases the pins in namespaces the
 //! run does not cover.
 
-use anyhow::Context;
+use crate::Context as _;
 use async_trait::async_trait;
 use gc_core::PodConfig;
 use gc_core::pods::apply::{self, Outcome, Ports, TargetResult};
@@ -72,7 +72,7 @@ pub trait OpenStore: Send + Sync {
     ///
     /// # Errors
     /// When it cannot be opened.
-    async fn open(&self) -> anyhow::Result<Self::Store>;
+    async fn open(&self) -> crate::Result<Self::Store>;
 }
 
 /// The store at a URL (`sqlite:PATH`, a path, `postgres://...`), or the embedded SQLite file
@@ -83,7 +83,7 @@ pub struct StoreAt(pub Option<String>);
 #[async_trait]
 impl OpenStore for StoreAt {
     type Store = gc_store::Store;
-    async fn open(&self) -> anyhow::Result<gc_store::Store> {
+    async fn open(&self) -> crate::Result<gc_store::Store> {
         crate::open_store(self.0.as_deref()).await
     }
 }
@@ -111,9 +111,9 @@ pub type KubePodCollector =
 /// first two may have failed to be made: an unreadable token file, an invalid archive URL).
 pub struct PodSources {
     /// How to reach the cluster.
-    pub connection: anyhow::Result<gc_k8s::Connection>,
+    pub connection: crate::Result<gc_k8s::Connection>,
     /// Where archives go.
-    pub sink: anyhow::Result<gc_store::Archives>,
+    pub sink: crate::Result<gc_store::Archives>,
     /// The store.
     pub store: StoreAt,
 }
@@ -129,7 +129,7 @@ pub async fn connect_parts(
     sources: PodSources,
     settings: Settings,
     namespaces: &[String],
-) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
+) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, crate::Error)> {
     // The errors in the order a run meets them: the connection's, the sink's, the cluster's.
     let (cluster, error) = match (sources.connection, sources.sink) {
         (Err(error), _) => (None, error),
@@ -311,7 +311,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         file_ledger: Option<&PreviousLedger>,
         now: f64,
         record: bool,
-    ) -> anyhow::Result<PodPlan> {
+    ) -> crate::Result<PodPlan> {
         let store = match file_ledger {
             Some(_) => None,
             None => Some(self.store.open().await?),
@@ -340,7 +340,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         covered: &[String],
         inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
     ) -> Vec<NamespaceRun<Report>> {
-        let failed = |namespace: &str, error: anyhow::Error| {
+        let failed = |namespace: &str, error: crate::Error| {
             NamespaceRun::failed(namespace, Stage::Run, error)
         };
         let (cluster, dry_run) = (&self.cluster, self.dry_run());
@@ -367,7 +367,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         let mut namespaces = match pinned {
             Ok(namespaces) => namespaces,
             Err(e) => {
-                let e = anyhow::Error::new(e).context("cannot list pinned Pods in every namespace");
+                let e = crate::Error::from(e).context("cannot list pinned Pods in every namespace");
                 return vec![failed(all, e)];
             }
         };
@@ -405,7 +405,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
                     NamespaceRun {
                         failure: failed.then(|| Failure {
                             stage: Stage::Recover,
-                            error: anyhow::Error::msg(why),
+                            error: crate::Error::msg(why),
                         }),
                         namespace: ns,
                         report: Some(Report {
@@ -500,7 +500,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
             metrics.deliver(&delivery, Some(&why), &summary).await;
             done.failure = Some(Failure {
                 stage,
-                error: anyhow::anyhow!(why),
+                error: crate::Error::msg(why),
             });
         } else {
             metrics.finish(elapsed, Some(self.clock.now()));
@@ -525,7 +525,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         cfg: &PodConfig,
         targets: Targets<'_>,
         metrics: &RunMetrics,
-    ) -> Result<Report, (Stage, anyhow::Error)> {
+    ) -> Result<Report, (Stage, crate::Error)> {
         let cluster = &self.cluster;
         let outcome = self.locked(cfg, targets, metrics).await;
         match &outcome {
@@ -534,7 +534,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
                     report.recovered.iter().chain(&report.results).collect();
                 events.pods(cluster, &cfg.namespace, &results).await;
                 if let Some((_, why)) = &report.unusable {
-                    let error = anyhow::anyhow!("{why}: stopped before planning");
+                    let error = crate::Error::msg(format!("{why}: stopped before planning"));
                     events.run_failed(cluster, &cfg.namespace, &error).await;
                 }
             }
@@ -548,14 +548,14 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
     }
 
     /// Takes the run lock of `namespace` (none for a dry run); a cancelled run is [`Stopped`].
-    async fn take_lock(&self, namespace: &str) -> anyhow::Result<RunLock<C>> {
+    async fn take_lock(&self, namespace: &str) -> crate::Result<RunLock<C>> {
         let (lock, cancel) = (&self.settings.lock, &*self.settings.cancel);
         let dry_run = self.dry_run();
         crate::lock::take_or_stop(&self.cluster, namespace, PODS_LOCK, lock, dry_run, cancel).await
     }
 
     /// Releases `lock`; the error of its run when it was lost.
-    async fn release_lock(&self, lock: RunLock<C>) -> Option<anyhow::Error> {
+    async fn release_lock(&self, lock: RunLock<C>) -> Option<crate::Error> {
         crate::lock::release_saying(lock, &*self.settings.cancel).await
     }
 
@@ -569,7 +569,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         cfg: &PodConfig,
         targets: Targets<'_>,
         metrics: &RunMetrics,
-    ) -> Result<Report, (Stage, anyhow::Error)> {
+    ) -> Result<Report, (Stage, crate::Error)> {
         let (cluster, dry_run) = (&self.cluster, self.dry_run());
         let lock = (self.take_lock(&cfg.namespace).await).map_err(|e| (Stage::Run, e))?;
         let report = match self.usable(&cfg.cluster_id).await {
@@ -613,7 +613,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
     /// The store and the archive sink, proven usable: the store opened, the sink's probe
     /// written and read back (dry runs too, so that a dry run meets what a live run would).
     /// `Err` names the metrics stage, `store` or `archive`.
-    async fn usable(&self, cluster_id: &str) -> Result<O::Store, (Stage, anyhow::Error)> {
+    async fn usable(&self, cluster_id: &str) -> Result<O::Store, (Stage, crate::Error)> {
         let store = (self.store.open().await).map_err(|e| (Stage::Store, e))?;
         let sink = &self.sink;
         sink.probe(cluster_id)
@@ -631,7 +631,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         cfg: &PodConfig,
         targets: Targets<'_>,
         metrics: &RunMetrics,
-    ) -> Result<Report, (Stage, anyhow::Error)> {
+    ) -> Result<Report, (Stage, crate::Error)> {
         let dry_run = ports.held.is_dry_run();
         let pinned = || format!("cannot list pinned Pods in namespace {}", cfg.namespace);
         let recovered = apply::recover(ports, cfg)
@@ -704,9 +704,7 @@ pub enum Targets<'a> {
 }
 
 /// Connects to the cluster.
-pub(crate) async fn connect(
-    connection: &gc_k8s::Connection,
-) -> anyhow::Result<gc_k8s::KubeCluster> {
+pub(crate) async fn connect(connection: &gc_k8s::Connection) -> crate::Result<gc_k8s::KubeCluster> {
     gc_k8s::connect(connection)
         .await
         .context("cannot connect to the cluster")
@@ -736,7 +734,7 @@ pub async fn plan_live<C: Cluster, S: Store>(
     file_ledger: Option<&PreviousLedger>,
     now: f64,
     progress: &mut (dyn FnMut(usize, usize) + Send),
-) -> anyhow::Result<PodPlan> {
+) -> crate::Result<PodPlan> {
     let loaded;
     let previous = match (file_ledger, live.store) {
         (Some(ledger), _) => ledger,

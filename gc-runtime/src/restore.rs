@@ -92,7 +92,7 @@ pub async fn restore_sessions(run: &RestoreRun<'_>, sessions: &[String]) -> Vec<
 ///
 /// # Errors
 /// As said.
-pub fn failures(restored: &[Restored]) -> anyhow::Result<()> {
+pub fn failures(restored: &[Restored]) -> crate::Result<()> {
     let failed: Vec<&str> = restored
         .iter()
         .filter(|r| r.failed())
@@ -104,7 +104,9 @@ pub fn failures(restored: &[Restored]) -> anyhow::Result<()> {
     let mut sessions = failed.clone();
     sessions.dedup();
     let (n, sessions) = (failed.len(), sessions.join(", "));
-    anyhow::bail!("{n} object(s) not restored, of session(s) {sessions}")
+    Err(crate::Error::msg(format!(
+        "{n} object(s) not restored, of session(s) {sessions}"
+    )))
 }
 
 /// One session: its newest receipt of each object, every archive verified, then each object.

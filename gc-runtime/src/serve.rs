@@ -5,7 +5,7 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::{Cancel, stopped};
+use crate::Cancel;
 
 #[cfg(feature = "admin")]
 mod admin;
@@ -15,12 +15,12 @@ pub use admin::AdminServer;
 /// Runs `run` every `interval` until `runs` runs are done (`None`: for ever) or `cancel` asks
 /// to stop (a sleep between runs ends then within a tenth of a second), keeping `health` up to
 /// date; how many runs started, and how many of them failed (a stopped run did not).
-pub async fn every(
+pub async fn every<E: AsRef<dyn std::error::Error + Send + Sync + 'static>>(
     interval: Duration,
     runs: Option<u64>,
     health: &Health,
     cancel: &dyn Cancel,
-    mut run: impl AsyncFnMut() -> anyhow::Result<()>,
+    mut run: impl AsyncFnMut() -> Result<(), E>,
 ) -> (u64, u64) {
     let (mut done, mut failed) = (0, 0);
     while cancel.cancelled().is_none() {
@@ -30,11 +30,13 @@ pub async fn every(
         let result = run().await;
         health.ended();
         if let Err(error) = result {
-            if stopped(&error) {
-                tracing::info!("run stopped: {error:#}");
+            let error = error.as_ref();
+            let shown = crate::error::shown(error);
+            if crate::error::stopped_in(error) {
+                tracing::info!("run stopped: {shown}");
             } else {
                 failed += 1;
-                tracing::error!("run failed: {error:#}");
+                tracing::error!("run failed: {shown}");
             }
         }
         if runs.is_some_and(|n| done >= n) || !sleep(interval, cancel).await {
@@ -136,7 +138,7 @@ mod tests {
             || {
                 calls += 1;
                 let result = if calls == 2 {
-                    Err(anyhow::anyhow!("failed"))
+                    Err(crate::Error::msg("failed"))
                 } else {
                     Ok(())
                 };
@@ -149,7 +151,9 @@ mod tests {
         let stopper = token.clone();
         let (done, failed) = every(Duration::from_secs(60), None, &health, &token, async || {
             stopper.stop("shutdown");
-            Err(crate::Stopped::new("stopped by shutdown: 1 target not started").into())
+            Err(crate::Error::from(crate::Stopped::new(
+                "stopped by shutdown: 1 target not started",
+            )))
         })
         .await;
         assert_eq!((done, failed), (1, 0), "a stopped run is not a failure");
@@ -167,7 +171,10 @@ mod tests {
         });
         let start = tokio::time::Instant::now();
         let hour = Duration::from_secs(3600);
-        let (done, failed) = every(hour, None, &health, &token, async || Ok(())).await;
+        let (done, failed) = every(hour, None, &health, &token, async || {
+            crate::Result::<()>::Ok(())
+        })
+        .await;
         assert_eq!((done, failed), (1, 0));
         assert_eq!(start.elapsed().as_secs(), 5);
     }

@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use anyhow::Context;
+use crate::Context as _;
 use gc_core::ports::{Lock, ObjectCluster, SessionDirectory, Store, Volumes};
 use gc_core::selector::Spared;
 use gc_core::sessions::run::{
@@ -166,7 +166,7 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
         now: f64,
         metrics: &RunMetrics,
         audit: &mut (dyn Audit + Send),
-    ) -> Result<SessionReport, (Option<SessionReport>, anyhow::Error)> {
+    ) -> Result<SessionReport, (Option<SessionReport>, crate::Error)> {
         let (cluster, events, dry_run) = (&self.cluster, &self.events, self.dry_run());
         let cancel = &*self.settings.cancel;
         let time = gc_core::isotime::format_timestamp(now);
@@ -206,7 +206,7 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
                         }
                     }
                 }
-                Err(e) => Err(anyhow::Error::new(e).context(format!(
+                Err(e) => Err(crate::Error::from(e).context(format!(
                     "cannot use the archive sink {}: nothing deleted",
                     self.sink.shown()
                 ))),
@@ -273,14 +273,14 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
         if let Some(why) = report.volumes_unlisted.clone() {
             return Err((
                 Some(report),
-                anyhow::anyhow!("{why}; no volume given back its policy"),
+                crate::Error::msg(format!("{why}; no volume given back its policy")),
             ));
         }
         if report.failures > 0 {
-            let error = anyhow::anyhow!(
+            let error = crate::Error::msg(format!(
                 "{} delete(s) failed; the next run tries them again",
                 report.failures
-            );
+            ));
             return Err((Some(report), error));
         }
         let not_started = report
@@ -312,13 +312,13 @@ pub trait Audit: Send {
         cfg: &SessionConfig,
         report: &SessionReport,
         time: &str,
-    ) -> anyhow::Result<()>;
+    ) -> crate::Result<()>;
 
     /// The line of a namespace's run that deleted nothing because it was refused or failed.
     ///
     /// # Errors
     /// When it cannot be written.
-    fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()>;
+    fn refused(&mut self, line: &RefusedLine<'_>) -> crate::Result<()>;
 }
 
 /// Audit records as JSON lines (one per resource judged, or the refusal), each batch flushed.
@@ -330,7 +330,7 @@ impl<W: Write + Send> Audit for AuditLog<W> {
         _cfg: &SessionConfig,
         report: &SessionReport,
         time: &str,
-    ) -> anyhow::Result<()> {
+    ) -> crate::Result<()> {
         let lines: Vec<_> = report
             .records
             .iter()
@@ -338,13 +338,13 @@ impl<W: Write + Send> Audit for AuditLog<W> {
             .collect();
         write_lines(&mut self.0, &lines)
     }
-    fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()> {
+    fn refused(&mut self, line: &RefusedLine<'_>) -> crate::Result<()> {
         write_lines(&mut self.0, &[line])
     }
 }
 
 /// Writes each value as one JSON line, then flushes.
-fn write_lines<T: Serialize>(sink: &mut dyn Write, lines: &[T]) -> anyhow::Result<()> {
+fn write_lines<T: Serialize>(sink: &mut dyn Write, lines: &[T]) -> crate::Result<()> {
     for line in lines {
         let mut text = serde_json::to_vec(line)?;
         text.push(b'\n');
@@ -357,9 +357,9 @@ fn write_lines<T: Serialize>(sink: &mut dyn Write, lines: &[T]) -> anyhow::Resul
 /// two may have failed to be made: an unreadable token file, an unusable database URL).
 pub struct SessionSources {
     /// How to reach the cluster.
-    pub connection: anyhow::Result<gc_k8s::Connection>,
+    pub connection: crate::Result<gc_k8s::Connection>,
     /// The session database's URL.
-    pub database_url: anyhow::Result<String>,
+    pub database_url: crate::Result<String>,
     /// The session table in it.
     pub table: gc_store::TableSpec,
 }
@@ -373,7 +373,7 @@ pub async fn connect(
     sources: SessionSources,
 ) -> Result<
     (gc_k8s::KubeCluster, gc_store::SessionTable),
-    (Option<gc_k8s::KubeCluster>, anyhow::Error),
+    (Option<gc_k8s::KubeCluster>, crate::Error),
 > {
     let url = sources.database_url.map_err(|e| (None, e))?;
     let connection = sources.connection.map_err(|e| (None, e))?;
@@ -383,7 +383,7 @@ pub async fn connect(
     match gc_store::connect_sessions(&url, sources.table).await {
         Ok(table) => Ok((cluster, table)),
         Err(e) => {
-            let error = anyhow::Error::new(e).context("cannot open the session table");
+            let error = crate::Error::from(e).context("cannot open the session table");
             Err((Some(cluster), error))
         }
     }
@@ -404,9 +404,9 @@ pub async fn run_selected(
     sink: gc_store::Archives,
     settings: Settings,
     selection: &crate::namespaces::Selection,
-    config: impl Fn(&str) -> anyhow::Result<SessionConfig>,
+    config: impl Fn(&str) -> crate::Result<SessionConfig>,
     audit: &mut (dyn Audit + Send),
-) -> anyhow::Result<Vec<NamespaceRun<SessionReport>>> {
+) -> crate::Result<Vec<NamespaceRun<SessionReport>>> {
     let started = std::time::Instant::now();
     let default = SESSIONS_NAMESPACE;
     let events = settings.events_hook();
@@ -439,7 +439,7 @@ pub async fn run_selected(
     let opened = async {
         settings.check()?;
         let configs = namespaces.iter().map(|ns| config(ns));
-        let configs = configs.collect::<anyhow::Result<Vec<_>>>()?;
+        let configs = configs.collect::<crate::Result<Vec<_>>>()?;
         Ok((configs, crate::open_store(store).await?))
     };
     let (configs, store) = match opened.await {
@@ -465,8 +465,8 @@ pub const SESSIONS_NAMESPACE: &str = "streamspace";
 /// A refusal, naming what came of it (`outcome`: no plan, nothing deleted); its type gives the
 /// failure's kind.
 #[must_use]
-pub fn refused(error: SessionRunError, cfg: &SessionConfig, outcome: &str) -> anyhow::Error {
-    anyhow::Error::new(error).context(format!(
+pub fn refused(error: SessionRunError, cfg: &SessionConfig, outcome: &str) -> crate::Error {
+    crate::Error::from(error).context(format!(
         "namespace {} of cluster {}: {outcome}",
         cfg.namespace, cfg.cluster_id
     ))
@@ -618,14 +618,13 @@ pub struct Counted {
 impl Counted {
     /// What the guard counted, when `error` is its refusal.
     #[must_use]
-    pub fn of(error: &anyhow::Error) -> Option<Self> {
+    pub fn of(error: &crate::Error) -> Option<Self> {
         use gc_core::sessions::SessionPlanError as E;
-        let plan = error
-            .chain()
-            .find_map(|e| match e.downcast_ref::<SessionRunError>() {
-                Some(SessionRunError::Plan(plan)) => Some(plan),
-                _ => e.downcast_ref::<E>(),
-            })?;
+        let plan = match error.root() {
+            crate::Error::SessionRun(SessionRunError::Plan(plan))
+            | crate::Error::SessionPlan(plan) => plan,
+            _ => return None,
+        };
         match *plan {
             E::MassDeletion {
                 orphaned,
@@ -773,20 +772,20 @@ mod tests {
             ratio: 0.5,
             floor: 10,
         };
-        let error = anyhow::Error::new(SessionRunError::Plan(guard)).context("namespace a");
+        let error = crate::Error::from(SessionRunError::Plan(guard)).context("namespace a");
         let counted = Counted {
             sessions: 8,
             gone: 7,
             resources: 21,
         };
         assert_eq!(Counted::of(&error), Some(counted));
-        let none = anyhow::Error::new(E::NoRowFound { ids: 3, orphans: 9 });
+        let none = crate::Error::from(E::NoRowFound { ids: 3, orphans: 9 });
         assert_eq!(
             Counted::of(&none).map(|c| (c.sessions, c.gone)),
             Some((3, 3))
         );
         let database =
             SessionRunError::Database(gc_core::ports::StoreError::Unavailable("x".into()));
-        assert_eq!(Counted::of(&anyhow::Error::new(database)), None);
+        assert_eq!(Counted::of(&crate::Error::from(database)), None);
     }
 }

@@ -120,8 +120,8 @@ impl Stopped {
 
 /// Whether the run that ended with `error` was stopped ([`Stopped`] in its chain).
 #[must_use]
-pub fn stopped(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.is::<Stopped>())
+pub fn stopped(error: &crate::Error) -> bool {
+    error.is_stopped()
 }
 
 #[cfg(test)]
@@ -168,8 +168,8 @@ mod tests {
 
     #[test]
     fn a_stop_is_found_anywhere_in_a_chain() {
-        let error = anyhow::Error::new(Stopped::new("stopped by SIGTERM")).context("namespace a");
+        let error = crate::Error::from(Stopped::new("stopped by SIGTERM")).context("namespace a");
         assert!(stopped(&error));
-        assert!(!stopped(&anyhow::anyhow!("failed")));
+        assert!(!stopped(&crate::Error::msg("failed")));
     }
 }

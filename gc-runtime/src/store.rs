@@ -1,13 +1,13 @@
 //! The receipt and ledger store every command opens: the one its URL names, or the embedded
 //! SQLite default.
 
-use anyhow::Context;
+use crate::Context as _;
 
 /// Opens the store at `url`, or the embedded SQLite default.
 ///
 /// # Errors
 /// When the store cannot be opened.
-pub async fn open_store(url: Option<&str>) -> anyhow::Result<gc_store::Store> {
+pub async fn open_store(url: Option<&str>) -> crate::Result<gc_store::Store> {
     let url = match url {
         Some(url) => url.to_owned(),
         None => gc_store::default_path()

@@ -169,10 +169,10 @@ async fn made(
     settings: Settings,
     (connect, archive, store): (&ConnectArgs, &ArchiveArgs, Option<&String>),
     namespaces: &[String],
-) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, anyhow::Error)> {
+) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, gc_runtime::Error)> {
     let sources = PodSources {
-        connection: connect.connection().map_err(Into::into),
-        sink: archive.sink().map_err(Into::into),
+        connection: connect.connection().map_err(gc_runtime::Error::other),
+        sink: archive.sink().map_err(gc_runtime::Error::other),
         store: StoreAt(store.cloned()),
     };
     pods::connect_parts(sources, settings, namespaces).await
@@ -197,13 +197,13 @@ fn setup(flags: (&MetricsArgs, &EventArgs, &LockArgs), dry_run: bool) -> anyhow:
 fn unmade(
     delivery: &gc_runtime::metrics::Delivery,
     output: Output,
-    (runs, error): (Vec<NamespaceRun<Report>>, anyhow::Error),
+    (runs, error): (Vec<NamespaceRun<Report>>, gc_runtime::Error),
     several: bool,
 ) -> anyhow::Result<()> {
     if several && runs.len() > 1 {
         finish(delivery, output, runs, several)
     } else {
-        Err(error)
+        Err(error.into())
     }
 }
 
@@ -280,7 +280,7 @@ async fn resolve(
     let resolved = match scope.named(PODS_NAMESPACE) {
         Some(named) => Ok(named),
         None => match connect.cluster().await {
-            Ok(cluster) => scope.resolve(&cluster, PODS_NAMESPACE).await,
+            Ok(cluster) => (scope.resolve(&cluster, PODS_NAMESPACE).await).map_err(Into::into),
             Err(e) => Err(e),
         },
     };
@@ -308,5 +308,5 @@ fn finish(
         delivery.write_merged(&runs.iter().map(|r| r.metrics.clone()).collect::<Vec<_>>());
         write_runs(&mut out, &runs, output).context("cannot write the reports")?;
     }
-    gc_runtime::outcome_of(runs)
+    Ok(gc_runtime::outcome_of(runs)?)
 }

@@ -17,7 +17,7 @@ use crate::output::{Output, OutputArgs};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use gc_output::TerminalProgress;
 use gc_output::pods::{write_plan, write_plans};
-use gc_runtime::Progress as _;
+use gc_runtime::{Error as RunError, Progress as _};
 
 /// `gc-cli plan pods`
 #[derive(Debug, Args)]
@@ -98,7 +98,7 @@ pub(crate) fn plan(args: &PlanPods) -> anyhow::Result<()> {
         }
         _ => write_plans(&mut out, &plans, args.output.form).context("cannot write the plans")?,
     }
-    gc_runtime::outcome(plans.len() + failed.len(), failed)
+    Ok(gc_runtime::outcome(plans.len() + failed.len(), failed)?)
 }
 
 /// The plans of every namespace `args` name, and the namespaces whose plan failed (with why);
@@ -108,7 +108,7 @@ pub(crate) fn plan(args: &PlanPods) -> anyhow::Result<()> {
 /// Bad flags, and everything that fails before a namespace is planned.
 async fn plan_all(
     args: &PlanPods,
-) -> anyhow::Result<(Vec<(PodConfig, PodPlan)>, Vec<(String, anyhow::Error)>)> {
+) -> anyhow::Result<(Vec<(PodConfig, PodPlan)>, Vec<(String, gc_runtime::Error)>)> {
     let ttl = check_ttl(args.ttl_seconds)?;
     let key = args.seal.key()?;
     let now = crate::clock::at(args.now.as_deref())?;
@@ -168,7 +168,7 @@ async fn plan_all(
     for cfg in configs {
         match plan_in(args, &cfg, now, file_ledger.as_ref(), live).await {
             Ok(plan) => plans.push((cfg, plan)),
-            Err(e) if several => failed.push((cfg.namespace.clone(), e)),
+            Err(e) if several => failed.push((cfg.namespace.clone(), RunError::other(e))),
             Err(e) => return Err(e),
         }
     }
@@ -240,5 +240,5 @@ pub(crate) async fn plan_in(
     let mut heard = |pages, pods| progress.page(pages, pods);
     let plan = gc_runtime::pods::plan_live(live, cfg, file_ledger, now, &mut heard).await;
     progress.done();
-    plan
+    Ok(plan?)
 }

@@ -247,8 +247,8 @@ impl SessionArgs {
     /// Where the cluster and the session table are.
     pub(crate) fn sources(&self) -> SessionSources {
         SessionSources {
-            connection: self.connect.connection().map_err(Into::into),
-            database_url: self.database.url().map_err(Into::into),
+            connection: self.connect.connection().map_err(gc_runtime::Error::other),
+            database_url: self.database.url().map_err(gc_runtime::Error::other),
             table: self.database.spec(),
         }
     }
@@ -258,5 +258,5 @@ impl SessionArgs {
 pub(crate) async fn connect(args: &SessionArgs) -> anyhow::Result<(KubeCluster, SessionTable)> {
     gc_runtime::sessions::connect(args.sources())
         .await
-        .map_err(|(_, error)| error)
+        .map_err(|(_, error)| error.into())
 }

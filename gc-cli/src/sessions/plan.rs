@@ -47,7 +47,7 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     })?;
     let several = plans.len() + failed.len() > 1;
     if !several && let Some((_, error)) = failed.pop() {
-        return Err(error);
+        return Err(error.into());
     }
     if let Some((cfg, _)) = plans.first() {
         let missing = plans.iter().flat_map(|(_, p)| &p.missing_kinds);
@@ -64,5 +64,5 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
             tracing::warn!("no plan file written: a namespace failed to plan");
         }
     }
-    gc_runtime::outcome(plans.len() + failed.len(), failed)
+    Ok(gc_runtime::outcome(plans.len() + failed.len(), failed)?)
 }

@@ -92,5 +92,5 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
         Ok(restored)
     })?;
     write_restored(&mut std::io::stdout().lock(), &restored, args.output.form)?;
-    gc_runtime::restore::failures(&restored)
+    Ok(gc_runtime::restore::failures(&restored)?)
 }

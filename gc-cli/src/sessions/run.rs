@@ -132,14 +132,14 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         ..Settings::default()
     };
     let store = args.store.as_deref();
-    let config = |ns: &str| args.args.config(ns);
+    let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let sources = args.args.sources();
     let runs = sessions::run_selected(
         sources, store, archives, settings, &selection, config, &mut audit,
     )
     .await?;
     audit.shown.finish(&mut std::io::stdout().lock())?;
-    gc_runtime::outcome_of(runs)
+    Ok(gc_runtime::outcome_of(runs)?)
 }
 
 /// The audit lines, then what `-o` shows of them.
@@ -154,13 +154,14 @@ impl Audit for Audited {
         cfg: &SessionConfig,
         report: &SessionReport,
         time: &str,
-    ) -> anyhow::Result<()> {
+    ) -> gc_runtime::Result<()> {
         self.log.judged(cfg, report, time)?;
         let mut out = std::io::stdout().lock();
-        self.shown.add(&mut out, cfg, report, time)
+        (self.shown.add(&mut out, cfg, report, time)).map_err(gc_runtime::Error::other)
     }
-    fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()> {
+    fn refused(&mut self, line: &RefusedLine<'_>) -> gc_runtime::Result<()> {
         self.log.refused(line)?;
-        self.shown.refused(&mut std::io::stdout().lock(), line)
+        let refused = self.shown.refused(&mut std::io::stdout().lock(), line);
+        refused.map_err(gc_runtime::Error::other)
     }
 }

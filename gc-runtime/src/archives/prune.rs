@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use anyhow::Context;
+use crate::Context as _;
 use gc_core::isotime::{format_timestamp, parse_timestamp};
 use gc_core::ports::Store as _;
 use gc_store::{Archives, ListedReceipt, ReceiptQuery, Store};
@@ -89,7 +89,7 @@ pub struct Prune {
     /// A dry run: nothing was removed.
     pub dry_run: bool,
     /// The failure that stopped the removals: nothing was removed after it.
-    pub stopped: Option<anyhow::Error>,
+    pub stopped: Option<crate::Error>,
 }
 
 /// The receipts [`decide`] sorted.
@@ -316,7 +316,7 @@ pub async fn prune(
     namespace: Option<&str>,
     policy: &Policy,
     now: f64,
-) -> anyhow::Result<Prune> {
+) -> crate::Result<Prune> {
     let query = ReceiptQuery {
         namespace,
         ..ReceiptQuery::default()
@@ -378,7 +378,7 @@ async fn remove(
     sink: &Archives,
     listed: &ListedReceipt,
     dry_run: bool,
-) -> anyhow::Result<Pruned> {
+) -> crate::Result<Pruned> {
     let r = &listed.receipt;
     let uri = &r.uri;
     let missing_said = "the archive was already missing";
@@ -409,12 +409,12 @@ async fn remove(
             .await
             .with_context(|| format!("cannot read the receipt of archive {uri} back"))?;
         if now.is_some() {
-            anyhow::bail!(
+            return Err(crate::Error::msg(format!(
                 "the receipt of {} {} was written again while pruning (its archive {uri} is \
                  removed): left as it is; run archives verify",
                 r.kind(),
                 r.name
-            );
+            )));
         }
         // Another prune removed it first.
         detail = "the receipt was already removed".to_owned();
@@ -432,7 +432,7 @@ impl Prune {
     ///
     /// # Errors
     /// As said.
-    pub fn outcome(self) -> anyhow::Result<()> {
+    pub fn outcome(self) -> crate::Result<()> {
         match self.stopped {
             Some(e) => Err(e),
             None => Ok(()),

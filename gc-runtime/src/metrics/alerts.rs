@@ -188,32 +188,32 @@ impl Alert {
 
 /// Posts `alert` to `hook` in its format; with no alert, only checks the webhook's URL (on
 /// every run, so that a wrong URL is found before the failure it should report).
-pub(super) fn post_alert(hook: &Webhook, alert: Option<&Alert>) -> anyhow::Result<()> {
+pub(super) fn post_alert(hook: &Webhook, alert: Option<&Alert>) -> crate::Result<()> {
     if hook.url.is_empty() {
         return Ok(());
     }
     let shown = endpoint(&hook.url).map_err(|why| {
-        anyhow::anyhow!(
+        crate::Error::msg(format!(
             "cannot post alerts to {WEBHOOK}: its URL {why} (the URL is not shown: its \
              path is the webhook's secret)"
-        )
+        ))
     })?;
     if let Some(alert) = alert {
         agent()
             .post(&hook.url)
             .send_json(alert.body(hook.format))
             .map_err(|e| {
-                anyhow::anyhow!(
+                crate::Error::msg(format!(
                     "cannot post the alert to {WEBHOOK} at {shown} (path not shown): {}",
                     describe(&e)
-                )
+                ))
             })?;
     }
     Ok(())
 }
 
 /// Posts `alert` to each of `hooks`; every problem, each reported.
-pub(super) fn post_alerts(hooks: &[Webhook], alert: Option<&Alert>) -> Vec<anyhow::Error> {
+pub(super) fn post_alerts(hooks: &[Webhook], alert: Option<&Alert>) -> Vec<crate::Error> {
     hooks
         .iter()
         .filter_map(|hook| post_alert(hook, alert).err())

@@ -136,7 +136,7 @@ pub(super) fn keep_previous(previous: &str, text: &str, prefix: &str) -> String 
 
 /// Writes `text` to the metrics file (`--metrics-file` and the metrics' prefix), if given, in the
 /// text format node-exporter reads, with what [`keep_previous`] keeps of the file as it was.
-pub(super) fn write_metrics_file(file: Option<(&Path, &str)>, text: &str) -> anyhow::Result<()> {
+pub(super) fn write_metrics_file(file: Option<(&Path, &str)>, text: &str) -> crate::Result<()> {
     let Some((path, prefix)) = file else {
         return Ok(());
     };

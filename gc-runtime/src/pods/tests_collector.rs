@@ -23,9 +23,11 @@ struct Receipts(Arc<Fake>, bool);
 #[async_trait]
 impl OpenStore for Receipts {
     type Store = Arc<Fake>;
-    async fn open(&self) -> anyhow::Result<Arc<Fake>> {
+    async fn open(&self) -> crate::Result<Arc<Fake>> {
         if self.1 {
-            anyhow::bail!("cannot open the store: connection refused");
+            return Err(crate::Error::msg(
+                "cannot open the store: connection refused",
+            ));
         }
         Ok(Arc::clone(&self.0))
     }

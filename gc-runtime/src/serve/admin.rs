@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::Context as _;
 use axum::Router;
 use axum::extract::State;
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
@@ -30,7 +30,7 @@ struct App {
 /// The HTTP server, on a thread and a tokio runtime of its own (each run builds its own).
 pub struct AdminServer {
     shutdown: oneshot::Sender<()>,
-    finished: mpsc::Receiver<anyhow::Result<()>>,
+    finished: mpsc::Receiver<crate::Result<()>>,
 }
 
 impl AdminServer {
@@ -43,7 +43,7 @@ impl AdminServer {
         listener: TcpListener,
         served: Arc<Served>,
         health: Arc<Health>,
-    ) -> anyhow::Result<Self> {
+    ) -> crate::Result<Self> {
         let app = Arc::new(App { served, health });
         listener
             .set_nonblocking(true)

@@ -33,7 +33,7 @@ impl Audit for Recorded {
         _cfg: &SessionConfig,
         report: &SessionReport,
         _time: &str,
-    ) -> anyhow::Result<()> {
+    ) -> crate::Result<()> {
         for r in &report.records {
             let result = r.result.as_ref().map_or("-".into(), ToString::to_string);
             self.judged
@@ -41,7 +41,7 @@ impl Audit for Recorded {
         }
         Ok(())
     }
-    fn refused(&mut self, line: &RefusedLine<'_>) -> anyhow::Result<()> {
+    fn refused(&mut self, line: &RefusedLine<'_>) -> crate::Result<()> {
         self.refused.push(line.reason.clone());
         Ok(())
     }
