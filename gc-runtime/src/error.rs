@@ -345,4 +345,56 @@ mod tests {
         assert_eq!(format!("{other:#}"), "cannot write: disk full");
         assert!(other.as_other().is_some());
     }
+
+    /// Each typed cause gives its kind, under any context; a caller's own error is judged by
+    /// its own chain, where `causes` walks, and a stop in it is a stop.
+    #[test]
+    fn every_cause_gives_its_kind() {
+        use gc_core::sessions::SessionPlanError as Guard;
+        let guard = || Guard::NoRowFound { ids: 1, orphans: 2 };
+        let database = SessionRunError::Database(StoreError::Unavailable("down".into()));
+        let several = |each: &dyn Fn() -> Error| {
+            crate::outcome(2, vec![("a".into(), each()), ("b".into(), each())]).unwrap_err()
+        };
+        let ledger = LedgerError("not an object".into());
+        let ceiling = PlanError::InventoryCeiling { count: 2, max: 1 };
+        for (error, kind) in [
+            (Error::from(LedgerFileError("x".into())), FailureKind::Usage),
+            (Error::from(ledger), FailureKind::Data),
+            (Error::from(ceiling), FailureKind::Data),
+            (Error::from(guard()), FailureKind::Data),
+            (
+                Error::from(SessionRunError::Plan(guard())),
+                FailureKind::Data,
+            ),
+            (Error::from(database), FailureKind::Run),
+            (several(&|| Error::from(guard())), FailureKind::Data),
+            (several(&|| Error::msg("y")), FailureKind::Run),
+            (
+                Error::other(PlanError::InventoryCeiling { count: 2, max: 1 }),
+                FailureKind::Data,
+            ),
+            (Error::other(std::io::Error::other("x")), FailureKind::Run),
+            (Error::msg("x"), FailureKind::Run),
+        ] {
+            let shown = format!("{error:#}");
+            assert_eq!(error.context("outer").kind(), kind, "{shown}");
+        }
+        let stopped = anyhow_like(Error::from(Stopped::new("stopped by SIGTERM")));
+        assert!(Error::other(stopped).context("namespace a").is_stopped());
+        assert!(!Error::other(std::io::Error::other("x")).is_stopped());
+        // `causes` goes into a caller's own error: its own type is found there.
+        let own = Error::other(ledger_file()).context("namespace a");
+        let found = causes(&own).any(|e| e.is::<LedgerFileError>());
+        assert!(found, "{own:#}");
+    }
+
+    /// A caller's error that holds the library's (as an `anyhow::Error` holding it would).
+    fn anyhow_like(error: Error) -> Box<dyn StdError + Send + Sync> {
+        Box::new(error)
+    }
+
+    fn ledger_file() -> LedgerFileError {
+        LedgerFileError("a caller's".into())
+    }
 }

@@ -238,6 +238,26 @@ async fn another_runs_lock_means_no_call_to_the_cluster() {
     );
     assert!(world.calls().is_empty(), "{:?}", world.calls());
     assert_eq!(world.pods.lease.state().holder.as_deref(), Some("run-b"));
+    // A Warning on the Namespace says why (a lock lost, or a stop, would post none).
+    assert_eq!(world.events(), ["RunFailed work"]);
+}
+
+/// A stop while waiting for another run's lock: the run ends stopped, touches nothing and
+/// posts no Event.
+#[tokio::test(start_paused = true)]
+async fn a_stop_while_waiting_for_the_lock_touches_nothing_and_posts_nothing() {
+    let world = World::new(fake::world());
+    world.pods.lease.taken_by("run-b");
+    let token = StopToken::new();
+    token.stop("SIGTERM");
+    let settings = Settings {
+        cancel: Arc::new(token),
+        ..live()
+    };
+    let (outcome, why, _) = world.run(settings).await;
+    assert_eq!(outcome, Outcome::Stopped, "{why}");
+    assert!(world.calls().is_empty(), "{:?}", world.calls());
+    assert!(world.events().is_empty(), "{:?}", world.events());
 }
 
 /// Pins left by an earlier run are recovered before the run plans: the first call is
@@ -252,7 +272,17 @@ async fn recovery_comes_before_the_plan() {
     let first = |op: &str| calls.iter().position(|c| c.split(' ').next() == Some(op));
     assert_eq!(first("list-metadata"), Some(0), "{calls:?}");
     assert!(first("list") > first("list-metadata"), "{calls:?}");
-    assert!(!report.unwrap().recovered.is_empty());
+    // A Pod recovery released and the run then collected is reported once, as a target.
+    let report = report.unwrap();
+    let targets: Vec<&str> = report.results.iter().map(|r| r.uid.as_str()).collect();
+    assert!(
+        report
+            .recovered
+            .iter()
+            .all(|r| !targets.contains(&r.uid.as_str()))
+    );
+    assert!(targets.contains(&"uid-target-pinned"), "{targets:?}");
+    assert!(!report.recovered.is_empty());
     world.kept_its_guarantees();
     let w = world.pods.fake.w();
     let pinned: Vec<&String> = (w.pods.iter())
@@ -386,9 +416,11 @@ async fn pins_outside_the_selection_are_released_never_collected() {
     let world = World::new(fake::world());
     {
         let mut w = world.pods.fake.w();
-        let mut pod = fake::left("elsewhere-0", true, &[PIN], false);
-        pod["metadata"]["namespace"] = serde_json::json!("elsewhere");
-        w.pods.insert("elsewhere-0".into(), pod);
+        for (name, namespace) in [("elsewhere-0", "elsewhere"), ("system-0", "kube-system")] {
+            let mut pod = fake::left(name, true, &[PIN], false);
+            pod["metadata"]["namespace"] = serde_json::json!(namespace);
+            w.pods.insert(name.into(), pod);
+        }
     }
     let inputs = |ns: &str| -> Result<PodConfig, gc_core::input::InputError> {
         Ok(PodConfig {
@@ -413,6 +445,8 @@ async fn pins_outside_the_selection_are_released_never_collected() {
     let w = world.pods.fake.w();
     let pod = &w.pods["elsewhere-0"];
     assert!(fake::finalizers(pod).is_empty(), "{pod}");
+    // A system namespace is never touched.
+    assert_eq!(fake::finalizers(&w.pods["system-0"]), [PIN]);
     assert!(!w.writes.iter().any(|(_, op, _)| op == "delete elsewhere-0"));
     assert_eq!(world.pods.lease.state().acquires, 2);
 }
@@ -428,4 +462,32 @@ fn a_collector_refuses_an_instant_in_milliseconds() {
     };
     let refused = world.collector(settings).err();
     assert_eq!(refused, Some(SettingsError::NotSeconds(millis)));
+}
+
+/// A pin outside the selection that cannot be released (the cluster fails) fails that
+/// namespace's run: the next run tries again.
+#[tokio::test(start_paused = true)]
+async fn a_pin_outside_the_selection_that_stays_fails_the_run() {
+    let fault = fake::Fault::Error;
+    let world = World::new(fake::with_pods(vec![]));
+    {
+        let mut w = world.pods.fake.w();
+        let mut pod = fake::left("elsewhere-0", true, &[PIN], false);
+        pod["metadata"]["namespace"] = serde_json::json!("elsewhere");
+        w.pods.insert("elsewhere-0".into(), pod);
+        // The first call lists the namespace's pinned Pods; the second, the release, fails.
+        w.fault = Some((2, fault));
+    }
+    let inputs = |ns: &str| -> Result<PodConfig, gc_core::input::InputError> {
+        Ok(PodConfig {
+            namespace: ns.into(),
+            ..fake::config()
+        })
+    };
+    let collector = world.collector(live()).unwrap();
+    let runs = collector.release_outside(&["work".into()], inputs).await;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].outcome(), failed(Stage::Recover), "{fault:?}");
+    let w = world.pods.fake.w();
+    assert_eq!(fake::finalizers(&w.pods["elsewhere-0"]), [PIN], "{fault:?}");
 }
