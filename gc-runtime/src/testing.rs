@@ -182,54 +182,12 @@ impl gc_core::ports::Volumes for TestCluster {
     }
 }
 
-#[async_trait]
-impl Lock for TestCluster {
-    type Token = u64;
-    async fn acquire(
-        &self,
-        namespace: &str,
-        name: &str,
-        holder: &str,
-        ttl: u32,
-    ) -> Result<Option<u64>, ClusterError> {
-        self.lease.acquire(namespace, name, holder, ttl).await
-    }
-    async fn renew(
-        &self,
-        namespace: &str,
-        name: &str,
-        holder: &str,
-        ttl: u32,
-        held: &u64,
-    ) -> Result<Renewal<u64>, ClusterError> {
-        self.lease.renew(namespace, name, holder, ttl, held).await
-    }
-    async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {
-        self.lease.release(namespace, name, holder).await
-    }
-}
+/// An archive sink in memory (`gc-core`'s [`Kept`](gc_core::testing::Kept), or the Pod fake)
+/// whose probe is refused when told to.
+pub(crate) struct TestSink<A = gc_core::testing::Kept>(pub(crate) Arc<A>, pub(crate) bool);
 
 #[async_trait]
-impl crate::events::EventSink for TestCluster {
-    async fn post_event(
-        &self,
-        event: &k8s_openapi::api::events::v1::Event,
-    ) -> Result<(), ClusterError> {
-        let reason = event.reason.clone().unwrap_or_default();
-        let note = event.note.clone().unwrap_or_default();
-        self.events
-            .lock()
-            .unwrap()
-            .push(format!("{reason}: {note}"));
-        Ok(())
-    }
-}
-
-/// An archive sink in memory ([`gc_core::testing::Kept`]) whose probe is refused when told to.
-pub(crate) struct TestSink(pub(crate) Arc<gc_core::testing::Kept>, pub(crate) bool);
-
-#[async_trait]
-impl gc_core::ports::ArchiveSink for TestSink {
+impl<A: gc_core::ports::ArchiveSink> gc_core::ports::ArchiveSink for TestSink<A> {
     async fn write(
         &self,
         key: &gc_core::ports::ArchiveKey,
@@ -243,7 +201,7 @@ impl gc_core::ports::ArchiveSink for TestSink {
 }
 
 #[async_trait]
-impl crate::Sink for TestSink {
+impl<A: gc_core::ports::ArchiveSink> crate::Sink for TestSink<A> {
     async fn probe(&self, _cluster_id: &str) -> Result<(), gc_core::ports::StoreError> {
         if self.1 {
             return Err(gc_core::ports::StoreError::Unavailable("disk full".into()));
@@ -348,45 +306,55 @@ impl crate::pods::EveryNamespace for TestPods {
     }
 }
 
-#[async_trait]
-impl Lock for TestPods {
-    type Token = u64;
-    async fn acquire(
-        &self,
-        namespace: &str,
-        name: &str,
-        holder: &str,
-        ttl: u32,
-    ) -> Result<Option<u64>, ClusterError> {
-        self.lease.acquire(namespace, name, holder, ttl).await
-    }
-    async fn renew(
-        &self,
-        namespace: &str,
-        name: &str,
-        holder: &str,
-        ttl: u32,
-        held: &u64,
-    ) -> Result<Renewal<u64>, ClusterError> {
-        self.lease.renew(namespace, name, holder, ttl, held).await
-    }
-    async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {
-        self.lease.release(namespace, name, holder).await
-    }
+/// The run lock and the Events of a test cluster: its [`FakeLease`], and each Event posted
+/// recorded as `reason: note`.
+macro_rules! leased {
+    ($($cluster:ty),*) => {$(
+        #[async_trait]
+        impl Lock for $cluster {
+            type Token = u64;
+            async fn acquire(
+                &self,
+                namespace: &str,
+                name: &str,
+                holder: &str,
+                ttl: u32,
+            ) -> Result<Option<u64>, ClusterError> {
+                self.lease.acquire(namespace, name, holder, ttl).await
+            }
+            async fn renew(
+                &self,
+                namespace: &str,
+                name: &str,
+                holder: &str,
+                ttl: u32,
+                held: &u64,
+            ) -> Result<Renewal<u64>, ClusterError> {
+                self.lease.renew(namespace, name, holder, ttl, held).await
+            }
+            async fn release(
+                &self,
+                namespace: &str,
+                name: &str,
+                holder: &str,
+            ) -> Result<(), ClusterError> {
+                self.lease.release(namespace, name, holder).await
+            }
+        }
+
+        #[async_trait]
+        impl crate::events::EventSink for $cluster {
+            async fn post_event(
+                &self,
+                event: &k8s_openapi::api::events::v1::Event,
+            ) -> Result<(), ClusterError> {
+                let reason = event.reason.clone().unwrap_or_default();
+                let note = event.note.clone().unwrap_or_default();
+                self.events.lock().unwrap().push(format!("{reason}: {note}"));
+                Ok(())
+            }
+        }
+    )*};
 }
 
-#[async_trait]
-impl crate::events::EventSink for TestPods {
-    async fn post_event(
-        &self,
-        event: &k8s_openapi::api::events::v1::Event,
-    ) -> Result<(), ClusterError> {
-        let reason = event.reason.clone().unwrap_or_default();
-        let regarding = event.regarding.as_ref().and_then(|r| r.name.clone());
-        self.events
-            .lock()
-            .unwrap()
-            .push(format!("{reason} {}", regarding.unwrap_or_default()));
-        Ok(())
-    }
-}
+leased!(TestCluster, TestPods);

@@ -14,7 +14,7 @@ use gc_core::pods::apply::Outcome as Done;
 use gc_core::testing::pods::{self as fake, Fake, PIN};
 
 use super::*;
-use crate::testing::TestPods;
+use crate::testing::{TestPods, TestSink};
 use crate::{FailureKind, LockOptions, Outcome, StopToken};
 
 /// The store, opened on demand, or refused.
@@ -30,36 +30,6 @@ impl OpenStore for Receipts {
             ));
         }
         Ok(Arc::clone(&self.0))
-    }
-}
-
-/// The archive sink, whose probe is refused when told to.
-struct Archives(Arc<Fake>, bool);
-
-#[async_trait]
-impl gc_core::ports::ArchiveSink for Archives {
-    async fn write(
-        &self,
-        key: &gc_core::ports::ArchiveKey,
-        bytes: &[u8],
-    ) -> Result<String, gc_core::ports::StoreError> {
-        self.0.write(key, bytes).await
-    }
-    async fn read(&self, uri: &str) -> Result<Vec<u8>, gc_core::ports::StoreError> {
-        self.0.read(uri).await
-    }
-}
-
-#[async_trait]
-impl Sink for Archives {
-    async fn probe(&self, _cluster_id: &str) -> Result<(), gc_core::ports::StoreError> {
-        if self.1 {
-            return Err(gc_core::ports::StoreError::Unavailable("disk full".into()));
-        }
-        Ok(())
-    }
-    fn shown(&self) -> String {
-        "memory".into()
     }
 }
 
@@ -84,7 +54,7 @@ struct World {
     sink_refused: bool,
 }
 
-type Collector = PodCollector<TestPods, Receipts, Archives, Ticks>;
+type Collector = PodCollector<TestPods, Receipts, TestSink<Fake>, Ticks>;
 
 impl World {
     fn new(fake: Fake) -> Self {
@@ -100,7 +70,7 @@ impl World {
         let parts = (
             self.pods.clone(),
             Receipts(Arc::clone(fake), self.store_refused),
-            Archives(Arc::clone(fake), self.sink_refused),
+            TestSink(Arc::clone(fake), self.sink_refused),
             Ticks(Arc::clone(fake)),
         );
         PodCollector::new(parts, settings)
@@ -239,7 +209,12 @@ async fn another_runs_lock_means_no_call_to_the_cluster() {
     assert!(world.calls().is_empty(), "{:?}", world.calls());
     assert_eq!(world.pods.lease.state().holder.as_deref(), Some("run-b"));
     // A Warning on the Namespace says why (a lock lost, or a stop, would post none).
-    assert_eq!(world.events(), ["RunFailed work"]);
+    let events = world.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(
+        events[0].starts_with("RunFailed: another run holds"),
+        "{events:?}"
+    );
 }
 
 /// A stop while waiting for another run's lock: the run ends stopped, touches nothing and
