@@ -215,11 +215,6 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         &self.settings
     }
 
-    /// The cluster it was built over.
-    pub fn cluster(&self) -> &C {
-        &self.cluster
-    }
-
     /// The run of `cfg`'s namespace, one of `namespaces` in all (the metrics file is written by
     /// the run only when it is the only one: [`crate::metrics::Delivery::write_merged`] writes
     /// several).

@@ -79,6 +79,20 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
         !self.settings.live
     }
 
+    /// What a collection of `cfg`'s namespace would do now (at the settings' instant, else the
+    /// clock's): every labelled resource scanned and judged against the session directory,
+    /// with the guard applied. Reads the cluster and the directory; takes no Lease and writes
+    /// nothing anywhere.
+    ///
+    /// # Errors
+    /// The plan's refusal (the guard, no answer for an id) or a failed list or lookup, naming
+    /// the namespace: no plan.
+    pub async fn plan(&self, cfg: &SessionConfig) -> crate::Result<collect_sessions::Planned> {
+        let now = self.settings.now.unwrap_or_else(clock::now);
+        let planned = collect_sessions::plan(&self.cluster, &self.directory, cfg, now).await;
+        planned.map_err(|e| refused(e, cfg, "no plan"))
+    }
+
     /// The collection of every namespace of `configs`, one after the other, each under its own
     /// lock, its records sent to `audit`. With several, the metrics file is written once,
     /// merged. The first namespace's run also reviews the volumes gc kept in namespaces this

@@ -314,3 +314,45 @@ fn the_instant_to_judge_at_is_checked() {
     assert_eq!(at(NOW, true, false).check(), Ok(()));
     assert_eq!(Settings::default().check(), Ok(()));
 }
+
+/// A plan judges what a run would, and takes no Lease, writes nothing and posts nothing, even
+/// in a live collector; a guard's refusal is no plan.
+#[tokio::test(start_paused = true)]
+async fn a_plan_judges_and_writes_nothing() {
+    let world = World::new();
+    let table = SessionTable(world.live.clone(), Mutex::new(0));
+    let sink = TestSink(Arc::clone(&world.kept), false);
+    let parts = (world.cluster.clone(), table, Arc::clone(&world.kept), sink);
+    let settings = Settings {
+        now: Some(NOW),
+        ..live()
+    };
+    let collector = SessionCollector::new(parts, settings).unwrap();
+    let planned = collector.plan(&session_config()).await.unwrap();
+    let doomed: Vec<&str> = (planned.plan.judged.iter())
+        .filter(|j| {
+            matches!(
+                j.decision,
+                gc_core::sessions::SessionDecision::Delete { .. }
+            )
+        })
+        .map(|j| j.resource.name.as_str())
+        .collect();
+    assert_eq!(doomed, ["e-Deployment", "e-Session"]);
+    assert!(world.cluster.deleted().is_empty());
+    assert_eq!((world.archives(), world.receipts()), (0, 0));
+    assert_eq!(world.cluster.lease.state().acquires, 0);
+    assert!(world.events().is_empty());
+    // Every session gone from the database: the guard refuses, and says so.
+    let (cluster, kept) = (world.cluster.clone(), Arc::clone(&world.kept));
+    let empty = SessionTable(Ok(Vec::new()), Mutex::new(0));
+    let parts = (cluster, empty, Arc::clone(&kept), TestSink(kept, false));
+    let settings = Settings {
+        now: Some(NOW),
+        ..Settings::default()
+    };
+    let refused = SessionCollector::new(parts, settings).unwrap();
+    let error = refused.plan(&session_config()).await.unwrap_err();
+    assert_eq!(error.kind(), FailureKind::Data, "{error:#}");
+    assert!(format!("{error:#}").contains(": no plan: "), "{error:#}");
+}
