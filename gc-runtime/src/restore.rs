@@ -204,6 +204,10 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
 /// A read or a patch that fails (a fence lost to another write of the volume) is tried again
 /// until the wait runs out, and then said. A wait of zero does not look: the volume keeps
 /// `Retain` whatever the binder did meanwhile.
+///
+/// A fixed half-second poll, not kube-runtime's `await_condition`: that watches, and the restore
+/// account may only get and patch volumes (the chart's `gc-restore` role); nor a retry crate
+/// (`backon`), whose `when` would hold this same match of each outcome.
 async fn wait_bound(run: &RestoreRun<'_>, name: &str, uid: &str, policy: &str) -> Option<String> {
     if run.bind_wait.is_zero() {
         return None;

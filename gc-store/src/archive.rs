@@ -633,7 +633,7 @@ fn sync_folder(_folder: &Path) -> io::Result<()> {
 
 /// A path as a URI path: bytes outside RFC 3986's unreserved set and `/` become `%XX`.
 fn encode_path(path: &Path) -> String {
-    crate::percent_encode(path.as_os_str().as_encoded_bytes(), b"/")
+    crate::percent_encode(path.as_os_str().as_encoded_bytes(), crate::PATH)
 }
 
 #[cfg(test)]

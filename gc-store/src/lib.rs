@@ -205,34 +205,34 @@ async fn pool_after<DB: Database>(
         .connect_lazy_with(options))
 }
 
-/// `bytes` as URI text: every byte outside RFC 3986's unreserved set and `keep` as `%XX`.
-fn percent_encode(bytes: &[u8], keep: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || keep.contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+/// Every byte outside RFC 3986's unreserved set (`A-Z a-z 0-9 - . _ ~`).
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// A URI path's bytes to encode: [`UNRESERVED`]'s, less `/`.
+const PATH: &percent_encoding::AsciiSet = &UNRESERVED.remove(b'/');
+
+/// `bytes` as URI text: every byte of `set` as `%XX` (uppercase hex).
+fn percent_encode(bytes: &[u8], set: &'static percent_encoding::AsciiSet) -> String {
+    percent_encoding::percent_encode(bytes, set).to_string()
 }
 
-/// The text `percent_encode` encoded, or `None` when it is not (a stray `%`, or not UTF-8).
+/// The text `percent_encode` encoded, or `None` when it is not: not UTF-8, or a `%` not
+/// followed by two hex digits (which the crate's decoder would keep as it is; no encoding gc
+/// writes has one, so a URI holding one is refused).
 fn percent_decode(text: &str) -> Option<String> {
-    let mut bytes = Vec::with_capacity(text.len());
-    let mut rest = text.as_bytes();
-    while let Some((&b, tail)) = rest.split_first() {
-        if b == b'%' {
-            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
-            bytes.push(u8::from_str_radix(hex, 16).ok()?);
-            rest = &tail[2..];
-        } else {
-            bytes.push(b);
-            rest = tail;
-        }
+    let escapes = text.split('%').skip(1);
+    let hex = |e: &str| e.len() >= 2 && e.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit);
+    if !escapes.into_iter().all(hex) {
+        return None;
     }
-    String::from_utf8(bytes).ok()
+    let decoded = percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()?;
+    Some(decoded.into_owned())
 }
 
 /// Awaits a first connection, for at most [`CONNECT_TIMEOUT`].
@@ -659,5 +659,32 @@ impl ports::Store for Store {
         })
         .map_err(|e| self.err(e))?;
         row.map(|row| self.receipt(row)).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Any text survives encoding and decoding; `/` is kept in a path only; a `%` that encodes
+    /// nothing, or bytes that are not UTF-8, are no encoding gc wrote.
+    #[test]
+    fn percent_encoding_round_trips_and_refuses_what_it_never_writes() {
+        let text = "a b/c%d?é~_.-";
+        assert_eq!(
+            percent_encode(text.as_bytes(), UNRESERVED),
+            "a%20b%2Fc%25d%3F%C3%A9~_.-"
+        );
+        assert_eq!(
+            percent_encode(text.as_bytes(), PATH),
+            "a%20b/c%25d%3F%C3%A9~_.-"
+        );
+        for set in [UNRESERVED, PATH] {
+            let encoded = percent_encode(text.as_bytes(), set);
+            assert_eq!(percent_decode(&encoded).as_deref(), Some(text));
+        }
+        for bad in ["a%", "a%2", "a%zz", "%%41", "a%FF"] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
     }
 }

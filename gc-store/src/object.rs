@@ -537,7 +537,11 @@ fn install_crypto_provider() {
     }
 }
 
-/// A parsed `s3://` URL.
+/// A parsed `s3://` URL. Read here, not by `object_store` (`AmazonS3Builder::with_url`): that
+/// takes the bucket from the URL but checks neither S3's naming rules nor the prefix's segments,
+/// and a URL gc refuses must be refused before any request, saying which rule it breaks. The
+/// URL is read by the `url` crate first ([`crate::shown_url`]): one that does not parse, or that
+/// holds credentials, is never shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Location {
     bucket: String,

@@ -821,6 +821,10 @@ async fn release_and_verify<C: Cluster, S, A, K: Clock>(
 /// The uid must be gone: checked at once (the API server removes a Pod on the patch that
 /// releases its last finalizer), then again after waits that double from
 /// [`FIRST_VERIFY_WAIT_SECONDS`], for at most [`SETTLE_SECONDS`] in all (the flow's `settle`).
+///
+/// Written out rather than with a retry crate (`backon`): gc-core reads no clock and sleeps only
+/// through the [`Clock`] port, which the tests drive; a crate's sleeper would be that port again,
+/// around the same doubling capped by the total.
 async fn verify_gone<C: Cluster, S, A, K: Clock>(
     p: &Ports<'_, C, S, A, K>,
     cfg: &PodConfig,

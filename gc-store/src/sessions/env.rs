@@ -83,6 +83,10 @@ const SSL_MODES: &[&str] = &[
 /// `DB_USER` (`streamspace`), `DB_PASSWORD` (none), `DB_NAME` (`streamspace`) and `DB_SSL_MODE`
 /// (`disable`). An empty variable counts as unset, as in StreamSpace.
 ///
+/// A URL, not `sqlx::postgres::PgConnectOptions` built from the fields: the `DB_*` settings
+/// then take the one path `--database-url` takes (parsed by sqlx, checked and shown redacted by
+/// [`crate::shown_url`], its query parameters sorted), so both read, fail and show alike.
+///
 /// # Guarantees
 /// User, password and database name are percent-encoded, so any text survives the URL
 /// unchanged. The password never appears in an error.
@@ -152,7 +156,7 @@ pub fn url_from_env(vars: impl Fn(&str) -> Option<String>) -> Result<String, Sto
 
 /// `text` with every byte outside RFC 3986's unreserved set as `%XX`.
 fn encode(text: &str) -> String {
-    crate::percent_encode(text.as_bytes(), b"")
+    crate::percent_encode(text.as_bytes(), crate::UNRESERVED)
 }
 
 #[cfg(test)]
