@@ -12,18 +12,9 @@ mod common;
 
 use common::command;
 
-/// The session database settings a run may inherit, and gc's store.
-const INHERITED: [&str; 9] = [
-    "GC_SESSION_DATABASE_URL",
-    "DB_HOST",
-    "DB_PORT",
-    "DB_USER",
-    "DB_PASSWORD",
-    "DB_NAME",
-    "DB_SSL_MODE",
-    "GC_STORE",
-    "KUBECONFIG",
-];
+/// The settings a run may inherit besides StreamSpace's `DB_*` ([`gc_store::DB_VARIABLES`]):
+/// the session database URL, gc's store, the kubeconfig.
+const INHERITED: [&str; 3] = ["GC_SESSION_DATABASE_URL", "GC_STORE", "KUBECONFIG"];
 
 /// A cluster that is not there.
 const NO_CLUSTER: [&str; 2] = ["--api-url", "https://127.0.0.1:1"];
@@ -39,7 +30,7 @@ type Row<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, i32, &'a str);
 /// `gc-cli args` with `env` and nothing inherited.
 fn gc_cli(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = command();
-    for name in INHERITED {
+    for name in INHERITED.iter().chain(&gc_store::DB_VARIABLES) {
         c.env_remove(name);
     }
     c.args(args).envs(env.iter().copied()).output().unwrap()

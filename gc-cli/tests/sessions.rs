@@ -56,14 +56,7 @@ fn as_given(args: &[String], env: &[(&str, &str)]) -> std::process::Command {
     let mut command = command();
     command.env("GC_ALLOW_FUTURE_NOW", "1");
     command.args(args).env_remove("GC_SESSION_DATABASE_URL");
-    for name in [
-        "DB_HOST",
-        "DB_PORT",
-        "DB_USER",
-        "DB_PASSWORD",
-        "DB_NAME",
-        "DB_SSL_MODE",
-    ] {
+    for name in gc_store::DB_VARIABLES {
         command.env_remove(name);
     }
     command.envs(env.iter().copied());
