@@ -12,10 +12,3 @@ pub(crate) struct EventArgs {
     #[arg(long, env = "GC_NO_EVENTS", value_parser = BoolishValueParser::new())]
     pub(crate) no_events: bool,
 }
-
-impl EventArgs {
-    /// The Events of a run; none for a dry run or with `--no-events`.
-    pub(crate) fn events(&self, dry_run: bool) -> gc_runtime::events::Events {
-        gc_runtime::events::Events::new(!dry_run && !self.no_events)
-    }
-}

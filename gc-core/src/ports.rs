@@ -242,6 +242,24 @@ pub trait Store: Send + Sync {
     -> Result<Option<Receipt>, StoreError>;
 }
 
+/// The receipts of a session's objects, as a restore reads them back.
+///
+/// # Errors
+/// [`StoreError`]; a store that cannot be read MUST NOT answer "none".
+#[async_trait]
+pub trait SessionReceipts: Send + Sync {
+    /// Every receipt of the objects that carried the session label `session` in `namespace` of
+    /// `cluster_id`, newest first.
+    async fn session_receipts(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+        session: &str,
+    ) -> Result<Vec<Receipt>, StoreError>;
+    /// Where the receipts are kept, with no secret in it (for messages).
+    fn shown(&self) -> String;
+}
+
 /// Where archives go. Adapters MUST make a write durable before returning (write to a temporary
 /// name, sync, rename) and derive names only from the `key` given.
 #[cfg_attr(test, mockall::automock)]
@@ -307,6 +325,23 @@ pub trait ObjectCluster: Send + Sync {
         preconditions: &Preconditions,
         dry_run: bool,
     ) -> Result<(), ClusterError>;
+}
+
+/// Creating an object of a session kind, as a restore creates one again from its archive.
+///
+/// # Errors
+/// As [`Cluster`]: an object of that name already there MUST be `Changed` (409).
+#[async_trait]
+pub trait ObjectCreator: Send + Sync {
+    /// Creates `object` (JSON text) of `kind` in `namespace`; with `dry_run`, a server-side dry
+    /// run. Answers the created object's JSON text (a dry run's carries the uid it would have).
+    async fn create_object(
+        &self,
+        kind: &crate::sessions::Kind,
+        namespace: &str,
+        object: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError>;
 }
 
 /// PersistentVolumes (cluster-scoped), as the session collector keeps a deleted claim's volume
@@ -416,10 +451,39 @@ mod shared {
     use async_trait::async_trait;
 
     use super::{
-        ArchiveKey, ArchiveSink, ClusterError, Ledger, ObjectCluster, Page, Preconditions,
-        PreviousLedger, Receipt, SessionDirectory, Store, StoreError, Volumes,
+        ArchiveKey, ArchiveSink, ClusterError, Ledger, ObjectCluster, ObjectCreator, Page,
+        Preconditions, PreviousLedger, Receipt, SessionDirectory, SessionReceipts, Store,
+        StoreError, Volumes,
     };
     use crate::sessions::{Kind, Row};
+
+    #[async_trait]
+    impl<T: SessionReceipts + ?Sized> SessionReceipts for Arc<T> {
+        async fn session_receipts(
+            &self,
+            cluster: &str,
+            ns: &str,
+            session: &str,
+        ) -> Result<Vec<Receipt>, StoreError> {
+            (**self).session_receipts(cluster, ns, session).await
+        }
+        fn shown(&self) -> String {
+            (**self).shown()
+        }
+    }
+
+    #[async_trait]
+    impl<T: ObjectCreator + ?Sized> ObjectCreator for Arc<T> {
+        async fn create_object(
+            &self,
+            kind: &Kind,
+            ns: &str,
+            object: &[u8],
+            dry_run: bool,
+        ) -> Result<Vec<u8>, ClusterError> {
+            (**self).create_object(kind, ns, object, dry_run).await
+        }
+    }
 
     #[async_trait]
     impl<T: Store + ?Sized> Store for Arc<T> {

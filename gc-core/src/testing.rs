@@ -145,6 +145,31 @@ impl crate::ports::Store for Kept {
 }
 
 #[async_trait::async_trait]
+impl crate::ports::SessionReceipts for Kept {
+    async fn session_receipts(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+        session: &str,
+    ) -> Result<Vec<crate::ports::Receipt>, crate::ports::StoreError> {
+        if self.refuse_receipts {
+            return Err(crate::ports::StoreError::Unavailable(
+                "database down".into(),
+            ));
+        }
+        let receipts = self.receipts.lock().unwrap();
+        let of = |r: &&crate::ports::Receipt| {
+            let labelled = r.session.as_ref().and_then(|s| s.session.as_deref());
+            r.cluster_id == cluster_id && r.namespace == namespace && labelled == Some(session)
+        };
+        Ok(receipts.iter().rev().filter(of).cloned().collect())
+    }
+    fn shown(&self) -> String {
+        "memory".into()
+    }
+}
+
+#[async_trait::async_trait]
 impl crate::ports::Volumes for Kept {
     async fn get_volume(&self, name: &str) -> Result<Option<Vec<u8>>, crate::ports::ClusterError> {
         if let Some(flag) = &self.raise_on_volume_read {

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use gc_core::input::is_dns_label;
-use gc_core::ports::{ClusterError, ObjectCluster, Page, Preconditions, Volumes};
+use gc_core::ports::{ClusterError, ObjectCluster, ObjectCreator, Page, Preconditions, Volumes};
 use gc_core::sessions::Kind;
 use http::HeaderValue;
 use http::header::ACCEPT;
@@ -172,14 +172,12 @@ impl ObjectCluster for KubeCluster {
     }
 }
 
-impl KubeCluster {
-    /// Creates `object` (JSON text) of `kind` in `namespace`; with `dry_run`, server-side dry run.
-    /// Answers the created object's JSON text (a dry run's carries the uid it would have).
-    ///
-    /// # Errors
-    /// Mapped as for [`gc_core::ports::Cluster`]; an object of that name already there is
-    /// [`ClusterError::Changed`] (409).
-    pub async fn create_object(
+/// # Guarantees
+/// Mapped as for [`gc_core::ports::Cluster`]; an object of that name already there is
+/// [`ClusterError::Changed`] (409); kind, namespace and name checked as for the other calls.
+#[async_trait]
+impl ObjectCreator for KubeCluster {
+    async fn create_object(
         &self,
         kind: &Kind,
         namespace: &str,

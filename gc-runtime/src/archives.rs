@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::Context as _;
+use crate::Sink;
 use gc_core::ports::{ArchiveSink as _, Receipt, Store as _, StoreError};
 use gc_store::{Archives, ListedReceipt, ObjectOptions, ReceiptQuery, Store};
 use serde::Serialize;
@@ -82,7 +83,7 @@ pub async fn read_verified(
 ///
 /// # Errors
 /// When `sink` does not hold it, it cannot be read, or it does not match `receipt`.
-pub async fn read_receipted(sink: &Archives, receipt: &Receipt) -> crate::Result<Vec<u8>> {
+pub async fn read_receipted(sink: &impl Sink, receipt: &Receipt) -> crate::Result<Vec<u8>> {
     let uri = &receipt.uri;
     if !sink.holds(uri) {
         return Err(crate::Error::msg(format!(

@@ -1,46 +1,97 @@
 //! Undoing session deletes: every archived object of a session that does not exist now, created
-//! again from its verified archive ([`restore_sessions`]).
+//! again from its verified archive ([`SessionCollector::restore`](crate::sessions::SessionCollector::restore)).
 //!
 //! A session's archives are all read back and verified against their receipts first: one that
 //! does not match (or cannot be read) restores nothing of that session. An object that exists
 //! again (same kind and name) is never replaced. A claim whose volume was kept is created on that
 //! volume, and the volume's `claimRef` moved to it (fenced); once the new claim is bound (waited
-//! for up to [`RestoreRun::bind_wait`], else by a later `restore`), the volume gets its reclaim
+//! for up to [`RestoreRequest::bind_wait`], else by a later restore), the volume gets its reclaim
 //! policy back. Each object created gets an Event.
 
-use gc_core::ports::Receipt;
+use std::time::Duration;
+
+use gc_core::ports::{ObjectCreator, Receipt, SessionReceipts};
 use gc_core::sessions::Kind;
 use gc_core::sessions::manifest::restorable;
 use gc_core::sessions::volumes::{self, ClaimedAgain, NotKept};
-use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding};
-use gc_store::{Archives, ReceiptQuery, Store};
+use gc_k8s::{EventRecord, EventType, Regarding};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::Sink;
 use crate::clock::now;
 use crate::events::Events;
+use crate::sessions::SessionCluster;
 
-/// What a restore needs: where the archives and receipts are, and where to create.
-pub struct RestoreRun<'a> {
-    /// The cluster, connected.
-    pub cluster: &'a KubeCluster,
-    /// gc's store, holding the receipts.
-    pub store: &'a Store,
-    /// The archive sink the receipts name.
-    pub sink: &'a Archives,
+/// What to restore: the sessions, where their objects were, and how long to wait for a claim
+/// to be bound again.
+#[derive(Debug, Clone)]
+pub struct RestoreRequest {
     /// The cluster id the archives were written under.
-    pub cluster_id: &'a str,
+    pub cluster_id: String,
     /// The namespace the session's objects were in (and are created again in).
-    pub namespace: &'a str,
+    pub namespace: String,
     /// The kinds objects may be of (their plural names the API path).
-    pub kinds: &'a [Kind],
-    /// Every create a server-side dry run; no volume moved.
-    pub dry_run: bool,
-    /// An Event on each object created (off for a dry run).
-    pub events: &'a Events,
+    pub kinds: Vec<Kind>,
+    /// The session ids whose archived objects to create again.
+    pub sessions: Vec<String>,
     /// How long to wait, once a session's objects are created, for a claim created on its kept
-    /// volume to be bound, to give the volume back its policy; zero: a later `restore` does.
-    pub bind_wait: std::time::Duration,
+    /// volume to be bound, to give the volume back its policy; zero: a later restore does.
+    pub bind_wait: Duration,
+}
+
+impl RestoreRequest {
+    /// Whether the request can be acted on: a valid cluster id and namespace, a session id in
+    /// each place, a wait of at most an hour.
+    ///
+    /// # Errors
+    /// A usage error naming what is wrong: nothing was read or written.
+    pub fn check(&self) -> crate::Result<()> {
+        use gc_core::input::InputError::Invalid;
+        gc_core::input::check_scope(&self.cluster_id, &self.namespace)?;
+        let rule = "one or more session ids, none empty";
+        if let Some(empty) = self.sessions.iter().find(|s| s.is_empty()) {
+            let value = empty.clone();
+            return Err(Invalid {
+                input: "sessions",
+                value,
+                rule,
+            }
+            .into());
+        }
+        if self.sessions.is_empty() {
+            let value = String::new();
+            return Err(Invalid {
+                input: "sessions",
+                value,
+                rule,
+            }
+            .into());
+        }
+        if self.bind_wait > Duration::from_secs(3600) {
+            let value = format!("{}s", self.bind_wait.as_secs());
+            let rule = "at most an hour";
+            return Err(Invalid {
+                input: "bind_wait",
+                value,
+                rule,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// A restore under way: the collector's parts, the request, and how it acts.
+pub(crate) struct Restore<'a, C, S, A> {
+    pub(crate) cluster: &'a C,
+    pub(crate) store: &'a S,
+    pub(crate) sink: &'a A,
+    pub(crate) request: &'a RestoreRequest,
+    /// Every create a server-side dry run; no volume moved.
+    pub(crate) dry_run: bool,
+    /// An Event on each object created (none for a dry run).
+    pub(crate) events: &'a Events,
 }
 
 /// What came of one archived object.
@@ -78,10 +129,15 @@ fn order(r: &Receipt) -> u8 {
     u8::from(r.kind() != "PersistentVolumeClaim")
 }
 
-/// Restores every session of `sessions`, one after the other.
-pub async fn restore_sessions(run: &RestoreRun<'_>, sessions: &[String]) -> Vec<Restored> {
+/// Restores every session of the request, one after the other.
+pub(crate) async fn restore_sessions<C, S, A>(run: &Restore<'_, C, S, A>) -> Vec<Restored>
+where
+    C: SessionCluster + ObjectCreator,
+    S: SessionReceipts,
+    A: Sink,
+{
     let mut all = Vec::new();
-    for session in sessions {
+    for session in &run.request.sessions {
         all.extend(restore_session(run, session).await);
     }
     all
@@ -110,7 +166,13 @@ pub fn failures(restored: &[Restored]) -> crate::Result<()> {
 }
 
 /// One session: its newest receipt of each object, every archive verified, then each object.
-async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
+async fn restore_session<C, S, A>(run: &Restore<'_, C, S, A>, session: &str) -> Vec<Restored>
+where
+    C: SessionCluster + ObjectCreator,
+    S: SessionReceipts,
+    A: Sink,
+{
+    let (cluster_id, namespace) = (&run.request.cluster_id, &run.request.namespace);
     let failed = |why: String| Restored {
         session: session.to_owned(),
         api_version: String::new(),
@@ -121,19 +183,17 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
         result: format!("failed: {why}"),
         note: None,
     };
-    let query = ReceiptQuery {
-        namespace: Some(run.namespace),
-        session: Some(session),
-        ..ReceiptQuery::default()
-    };
-    let listed = match run.store.list_receipts(run.cluster_id, query).await {
+    let listed = match run
+        .store
+        .session_receipts(cluster_id, namespace, session)
+        .await
+    {
         Ok(listed) => listed,
         Err(e) => return vec![failed(format!("cannot list the receipts: {e}"))],
     };
     // Newest first: the first receipt of each object is its last archive.
     let mut receipts: Vec<Receipt> = Vec::new();
-    for l in listed {
-        let r = l.receipt;
+    for r in listed {
         let seen = receipts.iter().any(|k| {
             k.kind() == r.kind() && k.api_version() == r.api_version() && k.name == r.name
         });
@@ -143,10 +203,8 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
     }
     if receipts.is_empty() {
         return vec![failed(format!(
-            "no archive of session {session} in namespace {} of cluster {} in {}",
-            run.namespace,
-            run.cluster_id,
-            run.store.location()
+            "no archive of session {session} in namespace {namespace} of cluster {cluster_id} in {}",
+            run.store.shown()
         ))];
     }
     receipts.sort_by_key(order);
@@ -197,7 +255,7 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
     done
 }
 
-/// Waits up to [`RestoreRun::bind_wait`] for the volume `name` to be bound to the claim created
+/// Waits up to [`RestoreRequest::bind_wait`] for the volume `name` to be bound to the claim created
 /// again (`uid`), and gives it back its `policy` then: what was done, or `None` when the wait
 /// ran out with the volume not yet bound (it keeps `Retain`; the next run of the collector, or a
 /// later `restore`, gives it back once bound).
@@ -208,13 +266,20 @@ async fn restore_session(run: &RestoreRun<'_>, session: &str) -> Vec<Restored> {
 /// A fixed half-second poll, not kube-runtime's `await_condition`: that watches, and the restore
 /// account may only get and patch volumes (the chart's `gc-restore` role); nor a retry crate
 /// (`backon`), whose `when` would hold this same match of each outcome.
-async fn wait_bound(run: &RestoreRun<'_>, name: &str, uid: &str, policy: &str) -> Option<String> {
-    if run.bind_wait.is_zero() {
+async fn wait_bound<C: SessionCluster, S, A>(
+    run: &Restore<'_, C, S, A>,
+    name: &str,
+    uid: &str,
+    policy: &str,
+) -> Option<String> {
+    let request = run.request;
+    if request.bind_wait.is_zero() {
         return None;
     }
-    let deadline = tokio::time::Instant::now() + run.bind_wait;
+    let deadline = tokio::time::Instant::now() + request.bind_wait;
     loop {
-        let found = volumes::claimed_again(run.cluster, name, uid, run.cluster_id, false).await;
+        let found = volumes::claimed_again(run.cluster, name, uid, &request.cluster_id, false);
+        let found = found.await;
         let late = tokio::time::Instant::now() >= deadline;
         match found {
             Ok(ClaimedAgain::GivenBack) => {
@@ -233,7 +298,7 @@ async fn wait_bound(run: &RestoreRun<'_>, name: &str, uid: &str, policy: &str) -
 }
 
 /// The archive of `r`, read from `sink` and verified against `r`, as JSON.
-async fn read(sink: &Archives, r: &Receipt) -> Result<Value, String> {
+async fn read(sink: &impl Sink, r: &Receipt) -> Result<Value, String> {
     let bytes = crate::archives::read_receipted(sink, r)
         .await
         .map_err(|e| format!("{e:#}"))?;
@@ -261,10 +326,19 @@ fn outcome(
 
 /// One object of the session: left alone when it exists (a claim's kept volume then given back
 /// its policy once bound to it), else created again (a claim on its kept volume).
-async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &Value) -> Restored {
-    use gc_core::ports::ObjectCluster as _;
+async fn restore_object<C, S, A>(
+    run: &Restore<'_, C, S, A>,
+    session: &str,
+    r: &Receipt,
+    doc: &Value,
+) -> Restored
+where
+    C: SessionCluster + ObjectCreator,
+{
+    let (cluster_id, namespace) = (&run.request.cluster_id, &run.request.namespace);
     let done = |uid, result: &str, note| outcome(session, r, uid, result, note);
     let Some(kind) = run
+        .request
         .kinds
         .iter()
         .find(|k| k.kind == r.kind() && k.api_version() == r.api_version())
@@ -277,7 +351,7 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
         return done(None, &why, None);
     };
     let retained = r.session.as_ref().and_then(|s| s.retained.as_ref());
-    let existing = match run.cluster.get_object(kind, run.namespace, &r.name).await {
+    let existing = match run.cluster.get_object(kind, namespace, &r.name).await {
         Ok(existing) => existing,
         Err(e) => return done(None, &format!("failed: cannot read it: {e}"), None),
     };
@@ -291,7 +365,7 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
         let mut note = None;
         if let (Some(volume), Some(uid)) = (retained, &uid) {
             let back =
-                volumes::claimed_again(run.cluster, &volume.name, uid, run.cluster_id, run.dry_run);
+                volumes::claimed_again(run.cluster, &volume.name, uid, cluster_id, run.dry_run);
             note = match back.await {
                 Ok(ClaimedAgain::GivenBack) => Some(format!(
                     "its volume {} bound again: reclaim policy {} given back",
@@ -326,7 +400,7 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
         .cluster
         .create_object(
             kind,
-            run.namespace,
+            namespace,
             manifest.to_string().as_bytes(),
             run.dry_run,
         )
@@ -376,7 +450,7 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
                 api_version: r.api_version().to_owned(),
                 kind: r.kind().to_owned(),
                 name: r.name.clone(),
-                namespace: run.namespace.to_owned(),
+                namespace: namespace.clone(),
                 uid: Some(uid.clone()),
             },
             type_: EventType::Normal,
@@ -394,15 +468,16 @@ async fn restore_object(run: &RestoreRun<'_>, session: &str, r: &Receipt, doc: &
 
 /// The volume `name` kept for the deleted claim `claim_uid` ([`volumes::kept_for`]); while it
 /// still shows bound to that claim (Kubernetes has not released it yet), asked again every half
-/// second for up to [`RestoreRun::bind_wait`].
-async fn released(
-    run: &RestoreRun<'_>,
+/// second for up to [`RestoreRequest::bind_wait`].
+async fn released<C: SessionCluster, S, A>(
+    run: &Restore<'_, C, S, A>,
     name: &str,
     claim_uid: &str,
 ) -> Result<(Value, volumes::Retained), String> {
-    let deadline = tokio::time::Instant::now() + run.bind_wait;
+    let (cluster_id, bind_wait) = (&run.request.cluster_id, run.request.bind_wait);
+    let deadline = tokio::time::Instant::now() + bind_wait;
     loop {
-        match volumes::kept_for(run.cluster, name, claim_uid, run.cluster_id).await {
+        match volumes::kept_for(run.cluster, name, claim_uid, cluster_id).await {
             Ok(kept) => return Ok(kept),
             Err(NotKept::NotReleased(why)) if tokio::time::Instant::now() < deadline => {
                 tracing::info!("{why}: waiting");
@@ -411,7 +486,7 @@ async fn released(
             Err(NotKept::NotReleased(why)) => {
                 return Err(format!(
                     "{why} after --bind-wait-seconds {}: restore again shortly",
-                    run.bind_wait.as_secs()
+                    bind_wait.as_secs()
                 ));
             }
             Err(NotKept::Not(why)) => return Err(why),
@@ -427,12 +502,11 @@ async fn released(
 /// # Errors
 /// A conflict: the volume is still kept by gc and the claim is not on it (another claim took the
 /// name); the session is not restored on that claim.
-async fn on_volume(
-    run: &RestoreRun<'_>,
+async fn on_volume<C: SessionCluster, S, A>(
+    run: &Restore<'_, C, S, A>,
     name: &str,
     existing: &Value,
 ) -> Result<Option<String>, String> {
-    use gc_core::ports::Volumes as _;
     let meta = &existing["metadata"];
     let uid = meta["uid"].as_str().unwrap_or_default();
     let volume = run
@@ -446,7 +520,7 @@ async fn on_volume(
     if existing["spec"]["volumeName"] == name && volume["spec"]["claimRef"]["uid"] == uid {
         return Ok(None);
     }
-    let Some(record) = volumes::lifecycle::record_of(&volume, run.cluster_id) else {
+    let Some(record) = volumes::lifecycle::record_of(&volume, &run.request.cluster_id) else {
         return Ok(Some(format!(
             "not on its volume {name}, which gc no longer keeps: another claim of its name"
         )));

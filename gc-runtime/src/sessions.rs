@@ -7,7 +7,9 @@
 use std::io::Write;
 
 use crate::Context as _;
-use gc_core::ports::{Lock, ObjectCluster, SessionDirectory, Store, Volumes};
+use gc_core::ports::{
+    Lock, ObjectCluster, ObjectCreator, SessionDirectory, SessionReceipts, Store, Volumes,
+};
 use gc_core::selector::Spared;
 use gc_core::sessions::run::{
     self as collect_sessions, AuditRecord, DeleteResult, Keep, SessionReport, SessionRunError,
@@ -20,6 +22,7 @@ use crate::clock;
 use crate::events::{EventSink, Events};
 use crate::metrics::RunMetrics;
 use crate::outcome::{Failure, NamespaceRun, Stage};
+use crate::restore::{RestoreRequest, Restored};
 use crate::{Settings, SettingsError, Sink, Stopped, stopped};
 
 /// The run lock of the session collector in its namespace (one per namespace, whatever the
@@ -312,6 +315,52 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
             return Err((Some(report), error.into()));
         }
         Ok(report)
+    }
+}
+
+impl<C, D, S, A> SessionCollector<C, D, S, A>
+where
+    C: SessionCluster + ObjectCreator,
+    S: SessionReceipts,
+    A: Sink,
+{
+    /// Undoes the deletes of the request's sessions: every archived object of each session that
+    /// does not exist now, created again from its archive, read back and verified against its
+    /// receipt first (see [`crate::restore`]). A dry run sends each create as a server-side dry
+    /// run and moves no volume. Takes no Lease: it deletes nothing.
+    ///
+    /// # Errors
+    /// The request's usage error (nothing read or written). What came of each object, failures
+    /// included, is in the answer; [`crate::restore::failures`] makes them one error.
+    pub async fn restore(&self, request: &RestoreRequest) -> crate::Result<Vec<Restored>> {
+        request.check()?;
+        let run = crate::restore::Restore {
+            cluster: &self.cluster,
+            store: &self.store,
+            sink: &self.sink,
+            request,
+            dry_run: !self.settings.live,
+            events: &self.events,
+        };
+        Ok(crate::restore::restore_sessions(&run).await)
+    }
+}
+
+/// No session directory: the part of a collector built only to restore (a restore reads gc's
+/// receipts and archives, never the application's database). A plan or a collection through it
+/// fails closed: every lookup is refused, and nothing is deleted.
+pub struct NoDirectory;
+
+#[async_trait::async_trait]
+impl SessionDirectory for NoDirectory {
+    async fn lookup(
+        &self,
+        _ids: &[String],
+    ) -> Result<std::collections::HashMap<String, gc_core::sessions::Row>, gc_core::ports::StoreError>
+    {
+        Err(gc_core::ports::StoreError::Unavailable(
+            "this collector was built without a session directory (to restore only)".into(),
+        ))
     }
 }
 

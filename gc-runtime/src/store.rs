@@ -29,6 +29,8 @@ pub trait Sink: gc_core::ports::ArchiveSink {
     async fn probe(&self, cluster_id: &str) -> Result<(), gc_core::ports::StoreError>;
     /// Where it is, with no secret in it.
     fn shown(&self) -> String;
+    /// Whether the archive `uri` names is in this sink (a receipt may name another).
+    fn holds(&self, uri: &str) -> bool;
 }
 
 #[async_trait::async_trait]
@@ -38,5 +40,8 @@ impl Sink for gc_store::Archives {
     }
     fn shown(&self) -> String {
         gc_store::Archives::shown(self)
+    }
+    fn holds(&self, uri: &str) -> bool {
+        gc_store::Archives::holds(self, uri)
     }
 }

@@ -96,6 +96,8 @@ pub(crate) struct TestCluster {
     pub(crate) before_delete: Arc<dyn Fn(usize) + Send + Sync>,
     /// Pauses each delete this long (on the runtime's timer) before it is sent.
     pub(crate) delete_takes: std::time::Duration,
+    /// Each create sent: the object's name, and whether it was a dry run.
+    pub(crate) created: Arc<Mutex<Vec<(String, bool)>>>,
 }
 
 impl TestCluster {
@@ -108,7 +110,18 @@ impl TestCluster {
             events: Arc::default(),
             before_delete: Arc::new(|_| {}),
             delete_takes: std::time::Duration::ZERO,
+            created: Arc::default(),
         }
+    }
+
+    /// The objects whose deletes were sent for real, gone (as the API server ends a delete).
+    pub(crate) fn finish_deletes(&self) {
+        let gone: Vec<String> = (self.deleted().into_iter())
+            .filter(|(_, dry_run)| !dry_run)
+            .map(|(name, _)| name)
+            .collect();
+        let mut objects = self.objects.objects.lock().unwrap();
+        objects.retain(|(_, o)| !gone.iter().any(|name| o["metadata"]["name"] == **name));
     }
 
     /// The deletes sent: name, and whether each was a dry run.
@@ -138,7 +151,14 @@ impl gc_core::ports::ObjectCluster for TestCluster {
         namespace: &str,
         name: &str,
     ) -> Result<Option<Vec<u8>>, ClusterError> {
-        self.objects.get_object(kind, namespace, name).await
+        // Whole, as the API server answers: with its apiVersion and kind.
+        let found = self.objects.get_object(kind, namespace, name).await?;
+        Ok(found.map(|text| {
+            let mut object: serde_json::Value = serde_json::from_slice(&text).unwrap();
+            object["apiVersion"] = kind.api_version().into();
+            object["kind"] = kind.kind.clone().into();
+            object.to_string().into_bytes()
+        }))
     }
     async fn delete_object(
         &self,
@@ -154,6 +174,40 @@ impl gc_core::ports::ObjectCluster for TestCluster {
         objects
             .delete_object(kind, namespace, name, preconditions, dry_run)
             .await
+    }
+}
+
+/// A create as the API server answers it: refused (409) when an object of that kind and name
+/// exists, else given a new uid (kept unless a dry run).
+#[async_trait]
+impl gc_core::ports::ObjectCreator for TestCluster {
+    async fn create_object(
+        &self,
+        kind: &gc_core::sessions::Kind,
+        _namespace: &str,
+        object: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError> {
+        let mut object: serde_json::Value = serde_json::from_slice(object).unwrap();
+        let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+        self.created.lock().unwrap().push((name.clone(), dry_run));
+        let mut objects = self.objects.objects.lock().unwrap();
+        if objects
+            .iter()
+            .any(|(k, o)| *k == kind.kind && o["metadata"]["name"] == *name)
+        {
+            let message = format!("{} {name} already exists", kind.plural);
+            return Err(ClusterError::Changed {
+                status: 409,
+                message,
+            });
+        }
+        object["metadata"]["uid"] = format!("u-new-{name}").into();
+        object["metadata"]["resourceVersion"] = "1".into();
+        if !dry_run {
+            objects.push((kind.kind.clone(), object.clone()));
+        }
+        Ok(object.to_string().into_bytes())
     }
 }
 
@@ -210,6 +264,9 @@ impl<A: gc_core::ports::ArchiveSink> crate::Sink for TestSink<A> {
     }
     fn shown(&self) -> String {
         "memory".into()
+    }
+    fn holds(&self, uri: &str) -> bool {
+        uri.starts_with("mem://")
     }
 }
 

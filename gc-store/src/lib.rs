@@ -662,6 +662,27 @@ impl ports::Store for Store {
     }
 }
 
+#[async_trait]
+impl ports::SessionReceipts for Store {
+    async fn session_receipts(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+        session: &str,
+    ) -> Result<Vec<Receipt>, StoreError> {
+        let query = ReceiptQuery {
+            namespace: Some(namespace),
+            session: Some(session),
+            ..ReceiptQuery::default()
+        };
+        let listed = self.list_receipts(cluster_id, query).await?;
+        Ok(listed.into_iter().map(|l| l.receipt).collect())
+    }
+    fn shown(&self) -> String {
+        self.shown.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,8 @@
 use clap::Args;
 use gc_core::sessions::Kind;
 use gc_output::sessions::write_restored;
-use gc_runtime::restore::{RestoreRun, restore_sessions};
+use gc_runtime::restore::RestoreRequest;
+use gc_runtime::sessions::{NoDirectory, SessionCollector};
 
 use crate::archives::ArchiveArgs;
 use crate::exit::UsageError;
@@ -66,30 +67,31 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
             UsageError::new(format!("invalid --session {empty:?}: must not be empty")).into(),
         );
     }
-    gc_core::input::check_scope(&args.cluster_id, &args.namespace)?;
     let kinds = if args.kinds.is_empty() {
         Kind::streamspace()
     } else {
         args.kinds.clone()
     };
+    let request = RestoreRequest {
+        cluster_id: args.cluster_id.clone(),
+        namespace: args.namespace.clone(),
+        kinds,
+        sessions: args.sessions.clone(),
+        bind_wait: std::time::Duration::from_secs(args.bind_wait_seconds),
+    };
+    request.check()?;
+    let settings = gc_runtime::Settings {
+        live: !args.dry_run,
+        events: !args.events.no_events,
+        ..gc_runtime::Settings::default()
+    };
     let restored = live::block_on(async {
         let cluster = args.connect.cluster().await?;
         let store = gc_runtime::open_store(args.store.as_deref()).await?;
-        let events = args.events.events(args.dry_run);
-        let run = RestoreRun {
-            cluster: &cluster,
-            store: &store,
-            sink: &sink,
-            cluster_id: &args.cluster_id,
-            namespace: &args.namespace,
-            kinds: &kinds,
-            dry_run: args.dry_run,
-            events: &events,
-            bind_wait: std::time::Duration::from_secs(args.bind_wait_seconds),
-        };
-        let restored = restore_sessions(&run, &args.sessions).await;
-        store.close().await;
-        Ok(restored)
+        let collector = SessionCollector::new((cluster, NoDirectory, store, sink), settings)?;
+        let restored = collector.restore(&request).await;
+        collector.into_parts().2.close().await;
+        Ok(restored?)
     })?;
     write_restored(&mut std::io::stdout().lock(), &restored, args.output.form)?;
     Ok(gc_runtime::restore::failures(&restored)?)

@@ -356,3 +356,192 @@ async fn a_plan_judges_and_writes_nothing() {
     assert_eq!(error.kind(), FailureKind::Data, "{error:#}");
     assert!(format!("{error:#}").contains(": no plan: "), "{error:#}");
 }
+
+/// A restore of session `e`'s objects in the fakes' namespace, waiting for no binding.
+fn restore_e() -> crate::restore::RestoreRequest {
+    let cfg = session_config();
+    crate::restore::RestoreRequest {
+        cluster_id: cfg.cluster_id,
+        namespace: cfg.namespace,
+        kinds: cfg.kinds,
+        sessions: vec!["e".into()],
+        bind_wait: Duration::ZERO,
+    }
+}
+
+impl World {
+    /// A restore through a collector of this world's parts, built with `settings` and no
+    /// session directory (a restore reads none): each object's `name result`.
+    async fn restore(
+        &self,
+        settings: Settings,
+        request: &crate::restore::RestoreRequest,
+    ) -> crate::Result<Vec<String>> {
+        let sink = TestSink(Arc::clone(&self.kept), self.sink_refused);
+        let parts = (
+            self.cluster.clone(),
+            NoDirectory,
+            Arc::clone(&self.kept),
+            sink,
+        );
+        let collector = SessionCollector::new(parts, settings).unwrap();
+        let restored = collector.restore(request).await?;
+        Ok(restored
+            .iter()
+            .map(|r| format!("{} {}", r.name, r.result))
+            .collect())
+    }
+
+    /// The receipts and archives kept so far, kept from now on by a store and sink that
+    /// `fault` changes (the cluster's volumes stay where they are).
+    fn kept_as(&mut self, fault: impl FnOnce(&mut Kept)) {
+        let mut kept = Kept {
+            archives: Mutex::new(self.kept.archives.lock().unwrap().clone()),
+            receipts: Mutex::new(self.kept.receipts.lock().unwrap().clone()),
+            ..Kept::default()
+        };
+        fault(&mut kept);
+        self.kept = Arc::new(kept);
+    }
+
+    fn created(&self) -> Vec<(String, bool)> {
+        self.cluster.created.lock().unwrap().clone()
+    }
+}
+
+/// A live collection undone: each object of the session created again from its archive, read
+/// back and verified, without its old uid; an Event on each; the restored objects are found by
+/// the next plan again.
+#[tokio::test(start_paused = true)]
+async fn a_restore_creates_each_deleted_object_again_from_its_verified_archive() {
+    let world = World::new();
+    let (outcome, why, _) = world.collect(live()).await;
+    assert_eq!(outcome, Outcome::Succeeded, "{why}");
+    world.cluster.finish_deletes();
+    let events_before = world.events().len();
+    let restored = world.restore(live(), &restore_e()).await.unwrap();
+    // Newest archive first (claims would come before all).
+    assert_eq!(restored, ["e-Session created", "e-Deployment created"]);
+    let created = [("e-Session".into(), false), ("e-Deployment".into(), false)];
+    assert_eq!(world.created(), created);
+    let objects = world.cluster.objects.objects.lock().unwrap().clone();
+    let back = objects
+        .iter()
+        .find(|(_, o)| o["metadata"]["name"] == "e-Session");
+    let back = &back.expect("e-Session created again").1;
+    assert_eq!(back["metadata"]["uid"], "u-new-e-Session");
+    assert_eq!(back["metadata"]["labels"]["session"], "e");
+    let events = world.events();
+    assert_eq!(events.len(), events_before + 2, "{events:?}");
+    assert!(
+        events
+            .last()
+            .unwrap()
+            .starts_with("Restored: created again from archive mem://")
+    );
+    // Restored again: each object exists now, and is left as it is.
+    let again = world.restore(live(), &restore_e()).await.unwrap();
+    assert_eq!(again, ["e-Session exists", "e-Deployment exists"]);
+    assert_eq!(world.created().len(), 2);
+}
+
+/// An archive that does not match its receipt restores nothing of its session: every object
+/// says why, nothing is created, no Event.
+#[tokio::test(start_paused = true)]
+async fn an_archive_that_fails_verification_restores_nothing_of_its_session() {
+    let mut world = World::new();
+    world.collect(live()).await;
+    world.cluster.finish_deletes();
+    let events_before = world.events().len();
+    world.kept_as(|k| k.tampered = true);
+    let restored = world.restore(live(), &restore_e()).await.unwrap();
+    assert_eq!(restored.len(), 2);
+    for line in &restored {
+        assert!(
+            line.contains("failed: not restored: an archive of the session failed verification"),
+            "{line}"
+        );
+    }
+    assert!(world.created().is_empty());
+    assert_eq!(world.events().len(), events_before);
+}
+
+/// The default settings restore as a dry run: each create a server-side dry run, nothing
+/// created, no Event; a session never archived fails saying where gc looked.
+#[tokio::test(start_paused = true)]
+async fn a_dry_run_restore_creates_nothing_and_a_session_never_archived_says_where_it_looked() {
+    let world = World::new();
+    world.collect(live()).await;
+    world.cluster.finish_deletes();
+    let events_before = world.events().len();
+    let restored = world.restore(Settings::default(), &restore_e()).await;
+    let would = ["e-Session would create", "e-Deployment would create"];
+    assert_eq!(restored.unwrap(), would);
+    let dry = [("e-Session".into(), true), ("e-Deployment".into(), true)];
+    assert_eq!(world.created(), dry);
+    assert_eq!(world.events().len(), events_before);
+    let never = crate::restore::RestoreRequest {
+        sessions: vec!["a".into()],
+        ..restore_e()
+    };
+    let restored = world.restore(live(), &never).await.unwrap();
+    let why =
+        " failed: no archive of session a in namespace streamspace of cluster primary in memory";
+    assert_eq!(restored, [why]);
+}
+
+/// Receipts that cannot be read restore nothing and say why; a request that is not valid is
+/// refused before anything is read.
+#[tokio::test(start_paused = true)]
+async fn unreadable_receipts_or_an_invalid_request_restore_nothing() {
+    let mut world = World::new();
+    world.collect(live()).await;
+    world.cluster.finish_deletes();
+    let empty = crate::restore::RestoreRequest {
+        sessions: vec![String::new()],
+        ..restore_e()
+    };
+    let refused = world.restore(live(), &empty).await.unwrap_err();
+    assert_eq!(refused.kind(), FailureKind::Usage);
+    let system = crate::restore::RestoreRequest {
+        namespace: "kube-system".into(),
+        ..restore_e()
+    };
+    let refused = world.restore(live(), &system).await.unwrap_err();
+    assert_eq!(refused.kind(), FailureKind::Usage, "{refused:#}");
+    world.kept_as(|k| k.refuse_receipts = true);
+    let restored = world.restore(live(), &restore_e()).await.unwrap();
+    assert_eq!(restored.len(), 1);
+    let why = " failed: cannot list the receipts: ";
+    assert!(
+        restored[0].starts_with(why) && restored[0].ends_with("database down"),
+        "{restored:?}"
+    );
+    assert!(world.created().is_empty());
+}
+
+/// A collector built without a session directory (to restore) plans and collects nothing: each
+/// lookup is refused, nothing is deleted.
+#[tokio::test(start_paused = true)]
+async fn a_collector_without_a_directory_deletes_nothing() {
+    let world = World::new();
+    let sink = TestSink(Arc::clone(&world.kept), false);
+    let parts = (
+        world.cluster.clone(),
+        NoDirectory,
+        Arc::clone(&world.kept),
+        sink,
+    );
+    let settings = Settings {
+        now: Some(NOW),
+        ..live()
+    };
+    let collector = SessionCollector::new(parts, settings).unwrap();
+    let mut audit = Recorded::default();
+    let runs = collector.collect(&[session_config()], &mut audit).await;
+    assert_eq!(runs[0].outcome(), failed());
+    assert!(world.cluster.deleted().is_empty());
+    assert_eq!(world.archives(), 0);
+    let plan = collector.plan(&session_config()).await;
+    assert!(plan.is_err());
+}
