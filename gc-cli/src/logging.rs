@@ -14,6 +14,7 @@
 use std::io::IsTerminal;
 
 use clap::{ArgAction, Args, ValueEnum};
+use gc_output::options::shown;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;
 
@@ -108,7 +109,7 @@ pub(crate) fn final_error(format: LogFormat, error: &anyhow::Error) {
         return;
     }
     match format {
-        LogFormat::Text => eprintln!("gc-cli: error: {error:#}"),
+        LogFormat::Text => eprintln!("gc-cli: error: {}", shown(&format!("{error:#}"))),
         LogFormat::Json => {
             let now = time::OffsetDateTime::now_utc()
                 .format(&time::format_description::well_known::Rfc3339)
@@ -117,7 +118,7 @@ pub(crate) fn final_error(format: LogFormat, error: &anyhow::Error) {
                 "timestamp": now,
                 "level": "ERROR",
                 "target": "gc_cli",
-                "message": format!("{error:#}"),
+                "message": shown(&format!("{error:#}")),
             });
             eprintln!("{line}");
         }
@@ -130,7 +131,7 @@ pub(crate) fn init(args: &LogArgs) {
     let filter = args.filter(std::env::var("RUST_LOG").ok());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(gc_output::options::stderr);
     // A second subscriber cannot be installed; the first stays (only tests would try).
     let _ = match args.log_format {
         LogFormat::Text => {

@@ -58,7 +58,7 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     metrics.serve_into(Arc::clone(&served));
     signals::install()?;
     let stall = (args.stall_seconds > 0).then(|| Duration::from_secs(args.stall_seconds));
-    let health = Arc::new(Health::new(stall));
+    let health = Arc::new(Health::new(stall).shown_as(gc_output::options::shown));
     let server = AdminServer::start(listener, served, Arc::clone(&health))?;
     tracing::info!("serving /metrics on {shown}");
     let interval = Duration::from_secs(args.interval_seconds);

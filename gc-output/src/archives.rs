@@ -297,6 +297,12 @@ pub fn write_checked(
     checked: &[Checked],
     output: Output,
 ) -> anyhow::Result<()> {
+    // The library's words, its options shown as flags.
+    let shown = |c: &Checked| Checked {
+        detail: crate::options::shown(&c.detail),
+        ..c.clone()
+    };
+    let checked: &[Checked] = &checked.iter().map(shown).collect::<Vec<_>>();
     match output {
         Output::Json | Output::Yaml => write_doc(out, checked, output)?,
         Output::Name => {
@@ -339,7 +345,7 @@ struct PrunedDoc<'a> {
     /// The archive was already missing: only the receipt was (or would be) removed.
     archive_missing: bool,
     /// Why it was kept, or what its removal found.
-    detail: &'a str,
+    detail: String,
 }
 
 /// What `archives prune` did, as `-o json` shows it.
@@ -389,7 +395,7 @@ pub fn write_pruned(out: &mut impl Write, prune: &Prune, output: Output) -> anyh
                         result: r.fate,
                         receipt: listed(&r.listed),
                         archive_missing: r.archive_missing,
-                        detail: &r.detail,
+                        detail: crate::options::shown(&r.detail),
                     })
                     .collect(),
                 removed: prune.count(Fate::Removed),
@@ -417,7 +423,7 @@ pub fn write_pruned(out: &mut impl Write, prune: &Prune, output: Output) -> anyh
                     l.archived_at.clone(),
                     l.receipt.uid.clone(),
                     l.receipt.uri.clone(),
-                    r.detail.clone(),
+                    crate::options::shown(&r.detail),
                 ]
             };
             let rows: Vec<[String; 8]> = prune.rows.iter().map(row).collect();

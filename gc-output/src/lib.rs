@@ -9,6 +9,7 @@ use std::io::{IsTerminal, Write};
 pub mod archives;
 #[cfg(feature = "clap")]
 pub mod help;
+pub mod options;
 pub mod pods;
 pub mod sessions;
 

@@ -347,6 +347,13 @@ pub fn write_restored(
     restored: &[Restored],
     output: Output,
 ) -> anyhow::Result<()> {
+    // The library's words, its options shown as flags.
+    let shown = |mut r: Restored| {
+        r.result = crate::options::shown(&r.result);
+        r.note = r.note.as_deref().map(crate::options::shown);
+        r
+    };
+    let restored: Vec<Restored> = restored.iter().cloned().map(shown).collect();
     match output {
         Output::Json | Output::Yaml => write_doc(out, &restored, output)?,
         Output::Name => {

@@ -15,7 +15,7 @@ use serde::Serialize;
 pub mod prune;
 
 /// One finding of [`verify`].
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Checked {
     /// The namespace of the Pod (empty for an object that is not an archive).
@@ -212,7 +212,7 @@ async fn check_receipt(
                     "skipped",
                     format!(
                         "written to the folder {}, which is not on this machine: verify it \
-                         where it is (--archive-dir)",
+                         where it is (`archive_dir`)",
                         dir.root().display()
                     ),
                 );
@@ -325,7 +325,7 @@ impl Verified {
                 "the store holds no receipt at all".to_owned()
             } else {
                 format!(
-                    "receipts exist for --cluster-id {}",
+                    "receipts exist for `cluster_id` {}",
                     self.clusters.join(", ")
                 )
             };

@@ -153,7 +153,7 @@ impl Drop for Events {
             .unwrap_or_else(PoisonError::into_inner);
         if let Some(error) = first.take() {
             let hint = if matches!(error, ClusterError::Forbidden { .. }) {
-                " (grant create on events.k8s.io events, or pass --no-events)"
+                " (grant create on events.k8s.io events, or set `events: false`)"
             } else {
                 ""
             };

@@ -19,6 +19,7 @@ pub mod ledger;
 mod lock;
 pub mod metrics;
 pub mod namespaces;
+pub mod options;
 mod outcome;
 pub mod pods;
 pub mod restore;

@@ -477,7 +477,7 @@ fn push(gateway: Option<&str>, group: &str, text: &str) -> crate::Result<()> {
     // A URL that cannot be shown is not used either: its host may be a piece of its password.
     let shown = gc_store::shown_url(&url).map_err(|why| {
         crate::Error::msg(format!(
-            "cannot push metrics: the Pushgateway URL (--pushgateway / $GC_PUSHGATEWAY) {why}"
+            "cannot push metrics: the Pushgateway URL (`pushgateway`) {why}"
         ))
     })?;
     let fail = |why: String| crate::Error::msg(format!("cannot push metrics to {shown}: {why}"));

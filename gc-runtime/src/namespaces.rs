@@ -109,17 +109,17 @@ pub async fn every(
         Ok(listed) => listed,
         Err(e @ ClusterError::Forbidden { .. }) => {
             return Err(crate::Error::from(e).context(
-                "cannot list the cluster's Namespaces for --all-namespaces (a namespaced install \
-                 cannot: name its namespaces with -n, or use the chart's cluster-wide mode)",
+                "cannot list the cluster's Namespaces for `all_namespaces` (a namespaced install \
+                 cannot: name its namespaces with `namespaces`, or use the chart's cluster-wide mode)",
             ));
         }
         // Not a permission: a selector the API server refuses (400), or it is unavailable.
         Err(e) => {
             let picked = selector
-                .map(|s| format!(" --namespace-selector {s:?}"))
+                .map(|s| format!(" `namespace_selector` {s:?}"))
                 .unwrap_or_default();
             return Err(crate::Error::from(e).context(format!(
-                "cannot list the cluster's Namespaces for --all-namespaces{picked}"
+                "cannot list the cluster's Namespaces for `all_namespaces`{picked}"
             )));
         }
     };

@@ -88,6 +88,30 @@ impl OpenStore for StoreAt {
     }
 }
 
+/// A store already open, shared: every run uses it.
+#[async_trait]
+impl<S: Store + 'static> OpenStore for std::sync::Arc<S> {
+    type Store = std::sync::Arc<S>;
+    async fn open(&self) -> crate::Result<std::sync::Arc<S>> {
+        Ok(std::sync::Arc::clone(self))
+    }
+}
+
+/// No store (`None`): for a collector that only plans from a ledger file and records nothing.
+/// Any run that needs the store fails, saying so.
+#[async_trait]
+impl<O: OpenStore> OpenStore for Option<O> {
+    type Store = O::Store;
+    async fn open(&self) -> crate::Result<O::Store> {
+        match self {
+            Some(store) => store.open().await,
+            None => Err(crate::Error::msg(
+                "this collector was built without a store",
+            )),
+        }
+    }
+}
+
 /// The failed-Pod collector, built once from connected parts, each a `gc-core` port: the cluster
 /// ([`PodCluster`]), gc's store of receipts and ledgers ([`OpenStore`]), the archive sink
 /// ([`Sink`]) and the clock. Each run of a namespace takes its Lease (a live run), proves the
@@ -186,7 +210,7 @@ fn unusable_why<S: serde::Serializer>(
     }
 }
 
-impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
+impl<C: PodCluster, O: OpenStore, A: Send + Sync, K: Send + Sync> PodCollector<C, O, A, K> {
     /// A collector over `cluster`, `store`, `sink` and `clock`, acting as `settings` say.
     ///
     /// # Errors
@@ -210,11 +234,54 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         !self.settings.live
     }
 
+    /// The cluster it was built over (to resolve a selection of namespaces on).
+    pub fn cluster(&self) -> &C {
+        &self.cluster
+    }
+
     /// How it acts and reports.
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
 
+    /// Plans `cfg`'s namespace from the cluster at `now`, with `file_ledger` or the store's
+    /// ledger (the new one recorded there when `record`); the settings' progress hook hears of
+    /// each page listed. Nothing is written to the cluster.
+    ///
+    /// # Errors
+    /// When the store cannot be opened, the Pods cannot be listed, the ledger cannot be loaded
+    /// or saved, or the plan fails closed on the data.
+    pub async fn plan(
+        &self,
+        cfg: &PodConfig,
+        file_ledger: Option<&PreviousLedger>,
+        now: f64,
+        record: bool,
+    ) -> crate::Result<PodPlan> {
+        // A ledger file not recorded needs no store.
+        let store = match (file_ledger, record) {
+            (Some(_), false) => None,
+            _ => Some(self.store.open().await?),
+        };
+        let live = Live {
+            cluster: &self.cluster,
+            store: store.as_ref(),
+            record,
+        };
+        let mut heard = |pages, pods| {
+            if let Some(progress) = &self.settings.progress {
+                progress.page(pages, pods);
+            }
+        };
+        let plan = plan_live(live, cfg, file_ledger, now, &mut heard).await;
+        if let Some(progress) = &self.settings.progress {
+            progress.done();
+        }
+        plan
+    }
+}
+
+impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
     /// The run of `cfg`'s namespace, one of `namespaces` in all (the metrics file is written by
     /// the run only when it is the only one: [`crate::metrics::Delivery::write_merged`] writes
     /// several).
@@ -293,41 +360,6 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         self.release_outside_posting(&events, covered, inputs).await
     }
 
-    /// Plans `cfg`'s namespace from the cluster at `now`, with `file_ledger` or the store's
-    /// ledger (the new one recorded there when `record`); the settings' progress hook hears of
-    /// each page listed. Nothing is written to the cluster.
-    ///
-    /// # Errors
-    /// When the store cannot be opened, the Pods cannot be listed, the ledger cannot be loaded
-    /// or saved, or the plan fails closed on the data.
-    pub async fn plan(
-        &self,
-        cfg: &PodConfig,
-        file_ledger: Option<&PreviousLedger>,
-        now: f64,
-        record: bool,
-    ) -> crate::Result<PodPlan> {
-        let store = match file_ledger {
-            Some(_) => None,
-            None => Some(self.store.open().await?),
-        };
-        let live = Live {
-            cluster: &self.cluster,
-            store: store.as_ref(),
-            record,
-        };
-        let mut heard = |pages, pods| {
-            if let Some(progress) = &self.settings.progress {
-                progress.page(pages, pods);
-            }
-        };
-        let plan = plan_live(live, cfg, file_ledger, now, &mut heard).await;
-        if let Some(progress) = &self.settings.progress {
-            progress.done();
-        }
-        plan
-    }
-
     /// [`Self::release_outside`], posting to `events`.
     async fn release_outside_posting(
         &self,
@@ -376,8 +408,8 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
             let released = async {
                 let cfg = inputs(&ns)?;
                 let lock = self.take_lock(&ns).await?;
-                let why = "its namespace is outside the run's selection (--namespace-selector, \
-                           --exclude-namespace): never collected";
+                let why = "its namespace is outside the run's selection (its namespace selector and \
+                           exclusions): never collected";
                 let recovered = apply::release_pins(cluster, &cfg, lock.held(), why, false)
                     .await
                     .with_context(|| format!("cannot list pinned Pods in namespace {ns}"));
@@ -707,7 +739,7 @@ pub(crate) async fn connect(connection: &gc_k8s::Connection) -> crate::Result<gc
 
 /// The cluster a plan reads, the store its ledger lives in (else none is kept), and whether
 /// the new ledger is recorded there.
-pub struct Live<'a, C, S> {
+pub(crate) struct Live<'a, C, S> {
     /// The cluster.
     pub cluster: &'a C,
     /// The store of the ledger.
@@ -723,7 +755,7 @@ pub struct Live<'a, C, S> {
 /// # Errors
 /// When the Pods cannot be listed, the ledger cannot be loaded or saved, or the plan fails
 /// closed on the data.
-pub async fn plan_live<C: Cluster, S: Store>(
+pub(crate) async fn plan_live<C: Cluster, S: Store>(
     live: Live<'_, C, S>,
     cfg: &PodConfig,
     file_ledger: Option<&PreviousLedger>,

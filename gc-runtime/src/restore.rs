@@ -344,7 +344,7 @@ where
         .find(|k| k.kind == r.kind() && k.api_version() == r.api_version())
     else {
         let why = format!(
-            "failed: kind {} {} is not among --kinds",
+            "failed: kind {} {} is not among `kinds`",
             r.api_version(),
             r.kind()
         );
@@ -485,7 +485,7 @@ async fn released<C: SessionCluster, S, A>(
             }
             Err(NotKept::NotReleased(why)) => {
                 return Err(format!(
-                    "{why} after --bind-wait-seconds {}: restore again shortly",
+                    "{why} after `bind_wait` {}: restore again shortly",
                     bind_wait.as_secs()
                 ));
             }

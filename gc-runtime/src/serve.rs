@@ -61,6 +61,8 @@ pub struct Health {
     stall: Option<Duration>,
     /// The run in progress (its number) and when it started.
     running: Mutex<Option<(u64, Instant)>>,
+    /// How the stall's message shows the option it names ([`crate::options`]).
+    shown: fn(&str) -> String,
 }
 
 impl Health {
@@ -70,7 +72,15 @@ impl Health {
         Self {
             stall,
             running: Mutex::new(None),
+            shown: str::to_owned,
         }
+    }
+
+    /// The same, its stall message showing the option it names as `shown` does (a front end's
+    /// own names: [`crate::options::shown_with`]).
+    #[must_use]
+    pub fn shown_as(self, shown: fn(&str) -> String) -> Self {
+        Self { shown, ..self }
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, Option<(u64, Instant)>> {
@@ -94,11 +104,11 @@ impl Health {
         let (run, at) = (*self.running())?;
         let lasted = now.saturating_duration_since(at);
         (lasted > stall).then(|| {
-            format!(
-                "stalled: run {run} has lasted {}s, over --stall-seconds {}",
+            (self.shown)(&format!(
+                "stalled: run {run} has lasted {}s, over `stall` {}",
                 lasted.as_secs(),
                 stall.as_secs()
-            )
+            ))
         })
     }
 }
@@ -117,7 +127,7 @@ mod tests {
         assert_eq!(health.stalled(at(60)), None);
         assert_eq!(
             health.stalled(at(61)).as_deref(),
-            Some("stalled: run 3 has lasted 61s, over --stall-seconds 60")
+            Some("stalled: run 3 has lasted 61s, over `stall` 60")
         );
         health.ended();
         assert_eq!(health.stalled(at(1000)), None);

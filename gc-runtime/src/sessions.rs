@@ -42,6 +42,11 @@ impl<T: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static> SessionClu
 /// proves the sink takes writes, lists, looks up, guards, archives each orphan with its receipt
 /// and sends its fenced delete until asked to stop, releases the Lease, then audits, posts its
 /// Events and delivers its metrics. Events follow the run's dry-run setting by construction.
+///
+/// Each operation asks only for the parts it uses, so a collector built for less cannot do
+/// more: `()` stands for a part not given. A plan needs the cluster and the directory
+/// (`(cluster, directory, (), ())`); a restore the cluster, the store and the sink, never the
+/// application's database (`(cluster, (), store, sink)`); a collection all four.
 pub struct SessionCollector<C, D, S, A> {
     cluster: C,
     directory: D,
@@ -51,7 +56,7 @@ pub struct SessionCollector<C, D, S, A> {
     events: Events,
 }
 
-impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector<C, D, S, A> {
+impl<C: SessionCluster, D, S, A> SessionCollector<C, D, S, A> {
     /// A collector over `cluster`, `directory`, `store` and `sink`, acting as `settings` say.
     ///
     /// # Errors
@@ -81,7 +86,9 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
     pub fn dry_run(&self) -> bool {
         !self.settings.live
     }
+}
 
+impl<C: SessionCluster, D: SessionDirectory, S, A> SessionCollector<C, D, S, A> {
     /// What a collection of `cfg`'s namespace would do now (at the settings' instant, else the
     /// clock's): every labelled resource scanned and judged against the session directory,
     /// with the guard applied. Reads the cluster and the directory; takes no Lease and writes
@@ -93,9 +100,12 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
     pub async fn plan(&self, cfg: &SessionConfig) -> crate::Result<collect_sessions::Planned> {
         let now = self.settings.now.unwrap_or_else(clock::now);
         let planned = collect_sessions::plan(&self.cluster, &self.directory, cfg, now).await;
-        planned.map_err(|e| refused(e, cfg, "no plan"))
+        let what = "no plan (`override_guard` shows what a guard refused)";
+        planned.map_err(|e| refused(e, cfg, what))
     }
+}
 
+impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector<C, D, S, A> {
     /// The collection of every namespace of `configs`, one after the other, each under its own
     /// lock, its records sent to `audit`. With several, the metrics file is written once,
     /// merged. The first namespace's run also reviews the volumes gc kept in namespaces this
@@ -343,24 +353,6 @@ where
             events: &self.events,
         };
         Ok(crate::restore::restore_sessions(&run).await)
-    }
-}
-
-/// No session directory: the part of a collector built only to restore (a restore reads gc's
-/// receipts and archives, never the application's database). A plan or a collection through it
-/// fails closed: every lookup is refused, and nothing is deleted.
-pub struct NoDirectory;
-
-#[async_trait::async_trait]
-impl SessionDirectory for NoDirectory {
-    async fn lookup(
-        &self,
-        _ids: &[String],
-    ) -> Result<std::collections::HashMap<String, gc_core::sessions::Row>, gc_core::ports::StoreError>
-    {
-        Err(gc_core::ports::StoreError::Unavailable(
-            "this collector was built without a session directory (to restore only)".into(),
-        ))
     }
 }
 

@@ -12,7 +12,7 @@ pub async fn open_store(url: Option<&str>) -> crate::Result<gc_store::Store> {
         Some(url) => url.to_owned(),
         None => gc_store::default_path()
             .to_str()
-            .context("the default store path is not UTF-8: give --store")?
+            .context("the default store path is not UTF-8: give `store`")?
             .to_owned(),
     };
     gc_store::open(&url).await.context("cannot open the store")

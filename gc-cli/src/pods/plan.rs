@@ -3,6 +3,7 @@
 use std::env::var;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
@@ -17,7 +18,8 @@ use crate::output::{Output, OutputArgs};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use gc_output::TerminalProgress;
 use gc_output::pods::{write_plan, write_plans};
-use gc_runtime::{Error as RunError, Progress as _};
+use gc_runtime::pods::PodCollector;
+use gc_runtime::{Error as RunError, Progress};
 
 /// `gc-cli plan pods`
 #[derive(Debug, Args)]
@@ -144,26 +146,31 @@ async fn plan_all(
     let file_ledger = read_ledger(args.ledger.as_deref())?;
     // One connection to the cluster and one to the store, for every namespace; none for an
     // inventory, which names its one namespace (checked above).
-    let (cluster, store) = match &args.inventory {
-        Some(_) => (None, None),
+    let collector = match &args.inventory {
+        Some(_) => None,
         None => {
             let cluster = args.connect.cluster().await?;
             let store = match (&file_ledger, &args.ledger_out) {
                 (Some(_), Some(_)) => None,
-                _ => Some(live::open_store(args.store.as_deref()).await?),
+                _ => Some(Arc::new(live::open_store(args.store.as_deref()).await?)),
             };
-            (Some(cluster), store)
+            let progress = Some(Arc::new(TerminalProgress::new()) as Arc<dyn Progress>);
+            let settings = gc_runtime::Settings {
+                progress,
+                ..Default::default()
+            };
+            Some(PodCollector::new((cluster, store, (), ()), settings)?)
         }
     };
-    let namespaces = match &cluster {
-        Some(cluster) => scope.resolve(cluster, PODS_NAMESPACE).await?,
+    let namespaces = match &collector {
+        Some(c) => scope.resolve(c.cluster(), PODS_NAMESPACE).await?,
         None => scope.named(PODS_NAMESPACE).unwrap_or_default(),
     };
     let configs = namespaces
         .iter()
         .map(|ns| args.pod.inputs(ns).validate())
         .collect::<Result<Vec<_>, _>>()?;
-    let live = cluster.as_ref().map(|c| (c, store.as_ref()));
+    let live = collector.as_ref();
     let (mut plans, mut failed) = (Vec::new(), Vec::new());
     for cfg in configs {
         match plan_in(args, &cfg, now, file_ledger.as_ref(), live).await {
@@ -205,11 +212,11 @@ pub(crate) fn read_ledger(path: Option<&Path>) -> anyhow::Result<Option<Previous
     ))
 }
 
-/// The cluster, and the store when the ledger lives there, of a live plan.
-pub(crate) type LivePorts<'a> = (&'a gc_k8s::KubeCluster, Option<&'a gc_store::Store>);
+/// The collector of a live plan: the cluster, and the store when the ledger lives there.
+pub(crate) type Planner = PodCollector<gc_k8s::KubeCluster, Option<Arc<gc_store::Store>>, (), ()>;
 
 /// The plan of one namespace (`cfg`): from `--inventory`, or from the cluster of `live`
-/// ([`gc_runtime::pods::plan_live`]), with `file_ledger` or the store's ledger. The new ledger
+/// ([`PodCollector::plan`]), with `file_ledger` or the store's ledger. The new ledger
 /// goes back to the store unless `--ledger-out` takes it, or `--now` plans for another instant
 /// (a first observation dated then would shorten retention). Nothing is written to the cluster.
 pub(crate) async fn plan_in(
@@ -217,7 +224,7 @@ pub(crate) async fn plan_in(
     cfg: &PodConfig,
     now: f64,
     file_ledger: Option<&PreviousLedger>,
-    live: Option<LivePorts<'_>>,
+    live: Option<&Planner>,
 ) -> anyhow::Result<PodPlan> {
     if let Some(path) = &args.inventory {
         let inventory = read_inventory(path, cfg)?;
@@ -229,16 +236,7 @@ pub(crate) async fn plan_in(
         std::mem::forget(inventory);
         return Ok(plan);
     }
-    let (cluster, store) = live.context("a live plan needs the cluster")?;
+    let collector = live.context("a live plan needs the cluster")?;
     let record = args.ledger_out.is_none() && args.now.is_none();
-    let live = gc_runtime::pods::Live {
-        cluster,
-        store,
-        record,
-    };
-    let progress = TerminalProgress::new();
-    let mut heard = |pages, pods| progress.page(pages, pods);
-    let plan = gc_runtime::pods::plan_live(live, cfg, file_ledger, now, &mut heard).await;
-    progress.done();
-    Ok(plan?)
+    Ok(collector.plan(cfg, file_ledger, now, record).await?)
 }

@@ -5,9 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::sessions::run as collect_sessions;
 use gc_output::sessions::{plans_json, write_plans};
-use gc_runtime::sessions::{refused, report_missing};
+use gc_runtime::sessions::{SessionCollector, report_missing};
 
 use crate::files::write_file;
 use crate::live;
@@ -26,23 +25,25 @@ pub(crate) struct PlanSessions {
     out: Option<PathBuf>,
 }
 
-/// What a refused plan comes to.
-const NO_PLAN: &str = "no plan (`plan sessions --override-guard` shows what a guard refused)";
-
 pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     args.args.check()?;
     let now = crate::clock::at(args.args.now.as_deref())?;
     let (plans, mut failed) = live::block_on(async {
         let (cluster, table) = connect(&args.args).await?;
         let configs = configs(&args.args, &cluster).await;
+        let settings = gc_runtime::Settings {
+            now: Some(now),
+            ..gc_runtime::Settings::default()
+        };
+        let collector = SessionCollector::new((cluster, table, (), ()), settings)?;
         let (mut plans, mut failed) = (Vec::new(), Vec::new());
         for cfg in configs.iter().flatten() {
-            match collect_sessions::plan(&cluster, &table, cfg, now).await {
+            match collector.plan(cfg).await {
                 Ok(planned) => plans.push((cfg.clone(), planned)),
-                Err(e) => failed.push((cfg.namespace.clone(), refused(e, cfg, NO_PLAN))),
+                Err(e) => failed.push((cfg.namespace.clone(), e)),
             }
         }
-        table.close().await;
+        collector.into_parts().1.close().await;
         configs.map(|_| (plans, failed))
     })?;
     let several = plans.len() + failed.len() > 1;

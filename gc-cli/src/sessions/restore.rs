@@ -5,7 +5,7 @@ use clap::Args;
 use gc_core::sessions::Kind;
 use gc_output::sessions::write_restored;
 use gc_runtime::restore::RestoreRequest;
-use gc_runtime::sessions::{NoDirectory, SessionCollector};
+use gc_runtime::sessions::SessionCollector;
 
 use crate::archives::ArchiveArgs;
 use crate::exit::UsageError;
@@ -88,7 +88,7 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
     let restored = live::block_on(async {
         let cluster = args.connect.cluster().await?;
         let store = gc_runtime::open_store(args.store.as_deref()).await?;
-        let collector = SessionCollector::new((cluster, NoDirectory, store, sink), settings)?;
+        let collector = SessionCollector::new((cluster, (), store, sink), settings)?;
         let restored = collector.restore(&request).await;
         collector.into_parts().2.close().await;
         Ok(restored?)

@@ -246,7 +246,7 @@ pub fn decide(
             hold = members.iter().enumerate().find_map(|(i, l)| {
                 (!holds(&l.receipt.uri)).then(|| {
                     "its archive is not in the sink given: prune with the one it was written to \
-                     (--archive-dir or --archive-url)"
+                     (`sink`)"
                         .to_owned()
                 })
                 .map(|why| (i, why))
@@ -287,7 +287,7 @@ fn volume_hold(l: &ListedReceipt, now: f64, days: u32) -> Option<String> {
     let until = run_at + f64::from(days) * 86_400.0;
     (now < until).then(|| {
         format!(
-            "it names the kept volume {}, whose window runs until {} (--retain-volume-days {days}): \
+            "it names the kept volume {}, whose window runs until {} (`retain_volume_days` {days}): \
              until then restore sessions can bring the session back on it",
             volume.name,
             format_timestamp(until)

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::http::{agent, describe, endpoint};
 
 /// How the failure of an alert names its webhook (the URL is never shown).
-const WEBHOOK: &str = "the webhook (--alert-webhook or $GC_ALERT_WEBHOOK)";
+const WEBHOOK: &str = "the webhook (`alert_webhooks`)";
 
 /// The body a webhook takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

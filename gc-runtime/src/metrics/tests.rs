@@ -395,7 +395,7 @@ fn a_pushgateway_url_is_shown_without_its_password_or_not_at_all() {
             assert!(!err.contains("Zq") && !err.contains("Wv"), "{err}");
             assert!(
                 err.starts_with(
-                    "cannot push metrics: the Pushgateway URL (--pushgateway / $GC_PUSHGATEWAY) \
+                    "cannot push metrics: the Pushgateway URL (`pushgateway`) \
                      is not a valid URL (its value is not shown): "
                 ),
                 "{err}"

@@ -378,12 +378,7 @@ impl World {
         request: &crate::restore::RestoreRequest,
     ) -> crate::Result<Vec<String>> {
         let sink = TestSink(Arc::clone(&self.kept), self.sink_refused);
-        let parts = (
-            self.cluster.clone(),
-            NoDirectory,
-            Arc::clone(&self.kept),
-            sink,
-        );
+        let parts = (self.cluster.clone(), (), Arc::clone(&self.kept), sink);
         let collector = SessionCollector::new(parts, settings).unwrap();
         let restored = collector.restore(request).await?;
         Ok(restored
@@ -518,30 +513,4 @@ async fn unreadable_receipts_or_an_invalid_request_restore_nothing() {
         "{restored:?}"
     );
     assert!(world.created().is_empty());
-}
-
-/// A collector built without a session directory (to restore) plans and collects nothing: each
-/// lookup is refused, nothing is deleted.
-#[tokio::test(start_paused = true)]
-async fn a_collector_without_a_directory_deletes_nothing() {
-    let world = World::new();
-    let sink = TestSink(Arc::clone(&world.kept), false);
-    let parts = (
-        world.cluster.clone(),
-        NoDirectory,
-        Arc::clone(&world.kept),
-        sink,
-    );
-    let settings = Settings {
-        now: Some(NOW),
-        ..live()
-    };
-    let collector = SessionCollector::new(parts, settings).unwrap();
-    let mut audit = Recorded::default();
-    let runs = collector.collect(&[session_config()], &mut audit).await;
-    assert_eq!(runs[0].outcome(), failed());
-    assert!(world.cluster.deleted().is_empty());
-    assert_eq!(world.archives(), 0);
-    let plan = collector.plan(&session_config()).await;
-    assert!(plan.is_err());
 }
