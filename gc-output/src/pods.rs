@@ -9,7 +9,7 @@ use gc_core::pyjson::{self, Layout};
 use gc_core::selector::Spared;
 use serde::Serialize;
 
-use gc_core::pods::apply::{Outcome, Step};
+use gc_core::pods::apply::{Step, TargetOutcome};
 use gc_runtime::NamespaceRun;
 use gc_runtime::pods::Report;
 
@@ -293,7 +293,7 @@ pub fn write_plans(
 #[must_use]
 pub fn nothing_left(r: &Report) -> Option<String> {
     let gone = |t: &gc_core::pods::apply::TargetResult| match &t.outcome {
-        Outcome::Skipped { step, reason } => *step == Step::Reread && reason == POD_GONE,
+        TargetOutcome::Skipped { step, reason } => *step == Step::Reread && reason == POD_GONE,
         _ => false,
     };
     (!r.results.is_empty() && r.results.iter().all(gone)).then(|| {
@@ -309,26 +309,26 @@ pub fn nothing_left(r: &Report) -> Option<String> {
 const POD_GONE: &str = "the Pod is gone";
 
 /// A target's result and what it says, as the table shows them.
-fn result_cells(outcome: &Outcome) -> (&'static str, String) {
+fn result_cells(outcome: &TargetOutcome) -> (&'static str, String) {
     match outcome {
-        Outcome::Collected { uri, sha256, .. } => {
+        TargetOutcome::Collected { uri, sha256, .. } => {
             ("collected", format!("archive {uri} sha256 {sha256}"))
         }
-        Outcome::WouldCollect { sha256, bytes } => (
+        TargetOutcome::WouldCollect { sha256, bytes } => (
             "would collect",
             format!("archive of {bytes} bytes, sha256 {sha256}"),
         ),
-        Outcome::Skipped { step, reason } => ("skipped", format!("at {step:?}: {reason}")),
-        Outcome::Changed { step, message } => {
+        TargetOutcome::Skipped { step, reason } => ("skipped", format!("at {step:?}: {reason}")),
+        TargetOutcome::Changed { step, message } => {
             ("changed", format!("at {step:?} (fence held): {message}"))
         }
-        Outcome::TooLarge { bytes, max } => (
+        TargetOutcome::TooLarge { bytes, max } => (
             "too large",
             format!("archive of {bytes} bytes over max_archive_bytes {max}; pin released"),
         ),
-        Outcome::Released { reason } => ("released", reason.clone()),
-        Outcome::NotStarted { reason } => ("not started", reason.clone()),
-        Outcome::Failed { step, error } => ("FAILED", format!("at {step:?}: {error}")),
+        TargetOutcome::Released { reason } => ("released", reason.clone()),
+        TargetOutcome::NotStarted { reason } => ("not started", reason.clone()),
+        TargetOutcome::Failed { step, error } => ("FAILED", format!("at {step:?}: {error}")),
     }
 }
 
@@ -346,7 +346,7 @@ pub fn write_report(out: &mut impl Write, r: &Report, output: Output) -> anyhow:
             for t in r.recovered.iter().chain(&r.results) {
                 if matches!(
                     t.outcome,
-                    Outcome::Collected { .. } | Outcome::WouldCollect { .. }
+                    TargetOutcome::Collected { .. } | TargetOutcome::WouldCollect { .. }
                 ) {
                     writeln!(out, "pod/{}", escape(&t.name))?;
                 }
@@ -429,7 +429,7 @@ mod tests {
     use super::*;
     use gc_core::pods::apply::TargetResult;
 
-    fn report(outcomes: Vec<Outcome>) -> Report {
+    fn report(outcomes: Vec<TargetOutcome>) -> Report {
         let results = outcomes
             .into_iter()
             .enumerate()
@@ -454,8 +454,8 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
-    fn gone() -> Outcome {
-        Outcome::Skipped {
+    fn gone() -> TargetOutcome {
+        TargetOutcome::Skipped {
             step: Step::Reread,
             reason: POD_GONE.into(),
         }
@@ -463,7 +463,7 @@ mod tests {
 
     #[test]
     fn an_apply_table_has_a_header() {
-        let collected = Outcome::Collected {
+        let collected = TargetOutcome::Collected {
             uri: "file:///a/1.json".into(),
             sha256: "ab12".into(),
             bytes: 7,
@@ -492,7 +492,7 @@ mod tests {
         );
         // Nothing to apply is not an apply already made.
         assert_eq!(nothing_left(&report(Vec::new())), None);
-        let other = Outcome::Skipped {
+        let other = TargetOutcome::Skipped {
             step: Step::Reread,
             reason: "no longer Failed".into(),
         };

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
-use gc_core::pods::apply::{Outcome, TargetResult};
+use gc_core::pods::apply::{TargetOutcome, TargetResult};
 use gc_core::ports::ClusterError;
 use gc_core::sessions::run::{AuditRecord, DeleteResult, SessionReport, SessionRunError};
 use gc_core::sessions::{SessionDecision, SessionPlanError};
@@ -183,32 +183,32 @@ fn instance() -> String {
 fn pod_event(namespace: &str, result: &TargetResult) -> Option<EventRecord> {
     use EventType::{Normal, Warning};
     let (type_, reason, note) = match &result.outcome {
-        Outcome::Collected { uri, sha256, bytes } => (
+        TargetOutcome::Collected { uri, sha256, bytes } => (
             Normal,
             "Collected",
             format!("collected: archive {uri} sha256 {sha256} ({bytes} bytes); the Pod is deleted"),
         ),
-        Outcome::Changed { step, message } => (
+        TargetOutcome::Changed { step, message } => (
             Warning,
             "FenceLost",
             format!("changed at {step:?} (fence held): {message}"),
         ),
-        Outcome::TooLarge { bytes, max } => (
+        TargetOutcome::TooLarge { bytes, max } => (
             Warning,
             "TooLarge",
             format!(
                 "too large: archive of {bytes} bytes over max_archive_bytes {max}; pin released"
             ),
         ),
-        Outcome::Failed { step, error } => (
+        TargetOutcome::Failed { step, error } => (
             Warning,
             "CollectFailed",
             format!("failed at {step:?}: {error}"),
         ),
-        Outcome::WouldCollect { .. }
-        | Outcome::Skipped { .. }
-        | Outcome::Released { .. }
-        | Outcome::NotStarted { .. } => return None,
+        TargetOutcome::WouldCollect { .. }
+        | TargetOutcome::Skipped { .. }
+        | TargetOutcome::Released { .. }
+        | TargetOutcome::NotStarted { .. } => return None,
     };
     let regarding = Regarding {
         api_version: "v1".into(),
@@ -319,7 +319,7 @@ mod tests {
     use gc_core::pods::apply::Step;
     use gc_core::sessions::{Judged, Resource};
 
-    fn pod(outcome: Outcome) -> TargetResult {
+    fn pod(outcome: TargetOutcome) -> TargetResult {
         TargetResult {
             name: "web-1".into(),
             uid: "u-1".into(),
@@ -339,7 +339,7 @@ mod tests {
         let step = Step::Fence;
         let cases = [
             (
-                Outcome::Collected {
+                TargetOutcome::Collected {
                     uri: "file:///a/p.json".into(),
                     sha256: "ab".into(),
                     bytes: 9,
@@ -351,7 +351,7 @@ mod tests {
                 )),
             ),
             (
-                Outcome::Changed {
+                TargetOutcome::Changed {
                     step,
                     message: "resourceVersion 7 != 8".into(),
                 },
@@ -362,7 +362,7 @@ mod tests {
                 )),
             ),
             (
-                Outcome::TooLarge {
+                TargetOutcome::TooLarge {
                     bytes: 2000,
                     max: 1024,
                 },
@@ -373,28 +373,28 @@ mod tests {
                 )),
             ),
             (
-                Outcome::Failed {
+                TargetOutcome::Failed {
                     step: Step::Archive,
                     error: "disk full".into(),
                 },
                 Some((Warning, "CollectFailed", "failed at Archive: disk full")),
             ),
             (
-                Outcome::WouldCollect {
+                TargetOutcome::WouldCollect {
                     sha256: "ab".into(),
                     bytes: 9,
                 },
                 None,
             ),
             (
-                Outcome::Skipped {
+                TargetOutcome::Skipped {
                     step: Step::Reread,
                     reason: "protected since the plan".into(),
                 },
                 None,
             ),
             (
-                Outcome::Released {
+                TargetOutcome::Released {
                     reason: "not being deleted".into(),
                 },
                 None,
@@ -403,7 +403,8 @@ mod tests {
         for (outcome, expected) in cases {
             check(pod_event("team-a", &pod(outcome)), expected);
         }
-        let event = pod_event("team-a", &pod(Outcome::TooLarge { bytes: 2, max: 1 })).unwrap();
+        let event =
+            pod_event("team-a", &pod(TargetOutcome::TooLarge { bytes: 2, max: 1 })).unwrap();
         let r = event.regarding;
         assert_eq!(
             (

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use gc_core::pods::apply::{Outcome, Step, TargetResult};
+use gc_core::pods::apply::{Step, TargetOutcome, TargetResult};
 use gc_core::pods::plan::{Decision, PodPlan};
 use prometheus_client::encoding::EncodeLabelSet;
 
@@ -303,26 +303,26 @@ impl RunMetrics {
         let mut record = self.record();
         for r in results {
             match &r.outcome {
-                Outcome::Collected { bytes, .. } => {
+                TargetOutcome::Collected { bytes, .. } => {
                     record.objects.entry("Pod".into()).or_default()[4] += 1;
                     record.archive_bytes += *bytes as u64;
                 }
-                Outcome::Changed { step, .. } => {
+                TargetOutcome::Changed { step, .. } => {
                     *record
                         .fences_lost
                         .entry(step_name(*step).into())
                         .or_default() += 1;
                 }
-                Outcome::Failed { step, .. } => {
+                TargetOutcome::Failed { step, .. } => {
                     *record.errors.entry(step_name(*step).into()).or_default() += 1;
                 }
-                Outcome::TooLarge { .. } => {
+                TargetOutcome::TooLarge { .. } => {
                     *record.errors.entry("TooLarge".into()).or_default() += 1;
                 }
-                Outcome::WouldCollect { .. }
-                | Outcome::Skipped { .. }
-                | Outcome::Released { .. }
-                | Outcome::NotStarted { .. } => {}
+                TargetOutcome::WouldCollect { .. }
+                | TargetOutcome::Skipped { .. }
+                | TargetOutcome::Released { .. }
+                | TargetOutcome::NotStarted { .. } => {}
             }
         }
     }

@@ -9,7 +9,7 @@
 use crate::Context as _;
 use async_trait::async_trait;
 use gc_core::PodConfig;
-use gc_core::pods::apply::{self, Outcome, Ports, TargetResult};
+use gc_core::pods::apply::{self, Ports, TargetOutcome, TargetResult};
 use gc_core::pods::approval::PlanFile;
 use gc_core::pods::ledger::PreviousLedger;
 use gc_core::pods::plan::Target;
@@ -425,7 +425,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
                     // A pin still on (its Pod kept changing) fails the run: the next run tries
                     // again.
                     let failed = recovered.iter().any(|r| {
-                        r.outcome.is_failure() || matches!(r.outcome, Outcome::Changed { .. })
+                        r.outcome.is_failure() || matches!(r.outcome, TargetOutcome::Changed { .. })
                     });
                     let why = "a pin outside the selection could not be released; the next run \
                                tries again";
@@ -535,7 +535,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
                 .results
                 .iter()
                 .chain(&report.recovered)
-                .any(|r| matches!(r.outcome, Outcome::Collected { .. }));
+                .any(|r| matches!(r.outcome, TargetOutcome::Collected { .. }));
             let said = if deleted { summary.as_str() } else { "" };
             metrics.deliver(&delivery, None, said).await;
         }
@@ -697,7 +697,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         // A Pod whose pin recovery released and that this run then worked on as a target is
         // reported (counted, evented) once, by what the run last did to it.
         let mut recovered = recovered;
-        let started = |t: &&TargetResult| !matches!(t.outcome, Outcome::NotStarted { .. });
+        let started = |t: &&TargetResult| !matches!(t.outcome, TargetOutcome::NotStarted { .. });
         recovered.retain(|r| !results.iter().filter(started).any(|t| t.uid == r.uid));
         let pins_left = if dry_run {
             Vec::new()
@@ -798,7 +798,7 @@ pub(crate) async fn plan_live<C: Cluster, S: Store>(
 /// The cause of the stop asked for, when it left targets of `r` not started: a stop after the
 /// last target stopped nothing, and the run is judged as if none had been asked.
 fn stopped_by(cause: Option<String>, r: &Report) -> Option<String> {
-    let not_started = |t: &TargetResult| matches!(t.outcome, Outcome::NotStarted { .. });
+    let not_started = |t: &TargetResult| matches!(t.outcome, TargetOutcome::NotStarted { .. });
     cause.filter(|_| r.results.iter().any(not_started))
 }
 
@@ -817,7 +817,7 @@ fn summary(r: &Report) -> String {
         .filter(|t| {
             matches!(
                 t.outcome,
-                Outcome::Collected { .. } | Outcome::WouldCollect { .. }
+                TargetOutcome::Collected { .. } | TargetOutcome::WouldCollect { .. }
             )
         })
         .count();
@@ -840,7 +840,7 @@ mod tests_collector;
 mod tests {
     use super::*;
 
-    fn report(outcomes: Vec<Outcome>) -> Report {
+    fn report(outcomes: Vec<TargetOutcome>) -> Report {
         let results = outcomes
             .into_iter()
             .enumerate()
@@ -861,12 +861,12 @@ mod tests {
 
     #[test]
     fn a_stop_stopped_the_run_only_if_it_left_a_target_not_started() {
-        let collected = || Outcome::Collected {
+        let collected = || TargetOutcome::Collected {
             uri: "file:///a".into(),
             sha256: "0".repeat(64),
             bytes: 1,
         };
-        let not_started = || Outcome::NotStarted {
+        let not_started = || TargetOutcome::NotStarted {
             reason: "stopping".into(),
         };
         let done = report(vec![collected(), collected()]);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use gc_core::lease::Lease;
-use gc_core::pods::apply::{self, Outcome, Ports};
+use gc_core::pods::apply::{self, Ports, TargetOutcome};
 use gc_core::ports::{
     ArchiveKey, ArchiveSink, Clock, Cluster, ClusterError, Page, PodQuery, Preconditions, Receipt,
     Store, StoreError,
@@ -294,7 +294,7 @@ async fn round(
     let wall = t.elapsed();
     let end = Instant::now();
     for r in &results {
-        if !matches!(r.outcome, Outcome::Collected { .. }) {
+        if !matches!(r.outcome, TargetOutcome::Collected { .. }) {
             return Err(format!("{}: {:?}", r.name, r.outcome).into());
         }
     }

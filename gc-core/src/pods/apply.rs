@@ -69,7 +69,7 @@ pub enum Step {
 /// What happened to one target.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "outcome", rename_all = "camelCase")]
-pub enum Outcome {
+pub enum TargetOutcome {
     /// Archived, verified, receipted and removed.
     Collected {
         /// Where the archive is.
@@ -129,7 +129,7 @@ pub enum Outcome {
     },
 }
 
-impl Outcome {
+impl TargetOutcome {
     /// Whether the run should exit non-zero for this target: a step failed, or its archive is
     /// over the ceiling (as the plan fails on one; the operator must raise the ceiling).
     pub fn is_failure(&self) -> bool {
@@ -146,7 +146,7 @@ pub struct TargetResult {
     pub uid: String,
     /// What happened.
     #[serde(flatten)]
-    pub outcome: Outcome,
+    pub outcome: TargetOutcome,
 }
 
 /// The ports the engine drives.
@@ -256,29 +256,29 @@ pub fn release_patch(
 }
 
 /// How a cluster error ends a target.
-fn cluster_outcome(step: Step, e: ClusterError) -> Outcome {
+fn cluster_outcome(step: Step, e: ClusterError) -> TargetOutcome {
     match e {
-        ClusterError::Changed { message, .. } => Outcome::Changed { step, message },
-        ClusterError::NotFound(_) => Outcome::Skipped {
+        ClusterError::Changed { message, .. } => TargetOutcome::Changed { step, message },
+        ClusterError::NotFound(_) => TargetOutcome::Skipped {
             step,
             reason: "the Pod is gone".into(),
         },
-        e => Outcome::Failed {
+        e => TargetOutcome::Failed {
             step,
             error: e.to_string(),
         },
     }
 }
 
-fn failed(step: Step, error: impl Into<String>) -> Outcome {
-    Outcome::Failed {
+fn failed(step: Step, error: impl Into<String>) -> TargetOutcome {
+    TargetOutcome::Failed {
         step,
         error: error.into(),
     }
 }
 
-fn skipped(step: Step, reason: impl Into<String>) -> Outcome {
-    Outcome::Skipped {
+fn skipped(step: Step, reason: impl Into<String>) -> TargetOutcome {
+    TargetOutcome::Skipped {
         step,
         reason: reason.into(),
     }
@@ -289,7 +289,7 @@ fn skipped(step: Step, reason: impl Into<String>) -> Outcome {
 ///
 /// # Guarantees
 /// - A target whose Pod changed since the plan (another resourceVersion) is reported
-///   [`Outcome::Changed`] and not written to; the pin patch itself tests the planned
+///   [`TargetOutcome::Changed`] and not written to; the pin patch itself tests the planned
 ///   resourceVersion, so a change between the re-read and the pin is refused by the server.
 /// - No delete without an archive read back and verified and a receipt read back.
 pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
@@ -301,7 +301,7 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
 }
 
 /// [`apply`], asked to stop between targets by [`Held::stopping`] (a process told to stop): the
-/// target in progress is finished, each later one is [`Outcome::NotStarted`]. Unlike a
+/// target in progress is finished, each later one is [`TargetOutcome::NotStarted`]. Unlike a
 /// lost lock ([`Held::lost`], checked first: it fails what is left), being asked to stop never
 /// interrupts a target and is no failure. `recorded` is an observation ledger kept outside the
 /// store (a file), which records first observations as the store's does ([`first_observed`]).
@@ -319,7 +319,7 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         .await;
     for t in targets {
         let outcome = match &ledger {
-            _ if ports.held.stopping() && !ports.held.lost() => Outcome::NotStarted {
+            _ if ports.held.stopping() && !ports.held.lost() => TargetOutcome::NotStarted {
                 reason: "the run was asked to stop (the next run collects it)".into(),
             },
             Ok(ledger) => {
@@ -386,7 +386,7 @@ async fn get<C: Cluster>(
     cfg: &PodConfig,
     name: &str,
     step: Step,
-) -> Result<Option<Live>, Outcome> {
+) -> Result<Option<Live>, TargetOutcome> {
     match cluster.get_pod(&cfg.namespace, name).await {
         Ok(None) => Ok(None),
         Ok(Some(bytes)) => Live::parse(&bytes, cfg.rules())
@@ -397,12 +397,12 @@ async fn get<C: Cluster>(
 }
 
 /// `Err` with the outcome when the run lock is lost: nothing more is written.
-fn check_lock<C, S, A, K>(p: &Ports<'_, C, S, A, K>, step: Step) -> Result<(), Outcome> {
+fn check_lock<C, S, A, K>(p: &Ports<'_, C, S, A, K>, step: Step) -> Result<(), TargetOutcome> {
     halted(p.held, step)
 }
 
 /// `Err` with the outcome when `held`'s lock is lost: nothing more is written.
-fn halted(held: Held<'_>, step: Step) -> Result<(), Outcome> {
+fn halted(held: Held<'_>, step: Step) -> Result<(), TargetOutcome> {
     if held.lost() {
         Err(failed(
             step,
@@ -421,7 +421,7 @@ async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     t: &Target,
     dry_run: bool,
     mode: Mode,
-) -> Result<Outcome, Outcome> {
+) -> Result<TargetOutcome, TargetOutcome> {
     let name = t.name.as_str().unwrap_or_default();
     let (pod, end, basis) = reread(p, cfg, t, mode).await?;
     check_lock(p, Step::Pin)?;
@@ -458,7 +458,7 @@ async fn collect<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     }
     let current = fence(p, cfg, name, t, &pinned, &receipt).await?;
     check_lock(p, Step::Delete)?;
-    let collected = Outcome::Collected {
+    let collected = TargetOutcome::Collected {
         uri,
         sha256,
         bytes: doc.len(),
@@ -478,7 +478,7 @@ async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     cfg: &PodConfig,
     t: &Target,
     mode: Mode,
-) -> Result<(Live, PyNum, Basis), Outcome> {
+) -> Result<(Live, PyNum, Basis), TargetOutcome> {
     let name = t.name.as_str().unwrap_or_default();
     let pod = match get(p.cluster, cfg, name, Step::Reread).await? {
         None => return Err(skipped(Step::Reread, "the Pod is gone")),
@@ -488,7 +488,7 @@ async fn reread<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         Some(pod) => pod,
     };
     if mode == Mode::Planned && pod.resource_version() != t.resource_version {
-        return Err(Outcome::Changed {
+        return Err(TargetOutcome::Changed {
             step: Step::Reread,
             message: format!(
                 "resourceVersion {} when planned, {} now: the Pod changed since the plan and is left alone; plan again",
@@ -559,7 +559,7 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     t: &Target,
     pod: Live,
     dry_run: bool,
-) -> Result<Live, Outcome> {
+) -> Result<Live, TargetOutcome> {
     // The labels it was judged by (the pin patch tests the resourceVersion they were read at).
     let judged = pod.meta("labels").clone();
     let pinned = if pod.unpinned() {
@@ -593,7 +593,7 @@ async fn pin<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     Ok(pinned)
 }
 
-/// `Err` ([`Outcome::Changed`] at `step`) when `now`'s labels are not `judged` (the labels the
+/// `Err` ([`TargetOutcome::Changed`] at `step`) when `now`'s labels are not `judged` (the labels the
 /// Pod was judged by): someone labelled it (protected it, excluded it, took its opt-in away,
 /// anything) after it was pinned. The labels decide whether a Pod may be collected at all, so the
 /// Pod archived and deleted carries the labels it was judged by; the pin is released at once
@@ -607,18 +607,18 @@ async fn relabelled<C: Cluster, S, A, K>(
     now: &Live,
     judged: &Value,
     step: Step,
-) -> Result<(), Outcome> {
+) -> Result<(), TargetOutcome> {
     if now.meta("labels") == judged {
         return Ok(());
     }
     let message = "its labels changed after it was pinned: left alone";
     if now.deleting() {
         let message = format!("{message}; being deleted, the next run judges it again");
-        return Err(Outcome::Changed { step, message });
+        return Err(TargetOutcome::Changed { step, message });
     }
     check_lock(p, Step::Release)?;
     match release(p.cluster, cfg, &PinnedPod::of(name, now), false, message).await {
-        Outcome::Released { .. } => Err(Outcome::Changed {
+        TargetOutcome::Released { .. } => Err(TargetOutcome::Changed {
             step,
             message: format!("{message}, the pin released"),
         }),
@@ -635,8 +635,8 @@ async fn too_large<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     pinned: &Live,
     bytes: usize,
     dry_run: bool,
-) -> Outcome {
-    let too_large = Outcome::TooLarge {
+) -> TargetOutcome {
+    let too_large = TargetOutcome::TooLarge {
         bytes,
         max: cfg.max_archive_bytes,
     };
@@ -669,7 +669,7 @@ async fn write_archive<C, S, A: ArchiveSink, K>(
     t: &Target,
     doc: &str,
     sha256: &str,
-) -> Result<String, Outcome> {
+) -> Result<String, TargetOutcome> {
     let key = ArchiveKey {
         cluster_id: cfg.cluster_id.clone(),
         namespace: cfg.namespace.clone(),
@@ -694,12 +694,12 @@ async fn unpin_after<C: Cluster, S, A, K>(
     cfg: &PodConfig,
     name: &str,
     pinned: &Live,
-    failure: Outcome,
-) -> Outcome {
-    let Outcome::Failed { step, error } = failure else {
+    failure: TargetOutcome,
+) -> TargetOutcome {
+    let TargetOutcome::Failed { step, error } = failure else {
         return failure;
     };
-    let kept = |why: &str| Outcome::Failed {
+    let kept = |why: &str| TargetOutcome::Failed {
         step,
         error: format!("{error}; {why}"),
     };
@@ -711,12 +711,12 @@ async fn unpin_after<C: Cluster, S, A, K>(
     }
     let reason = "archive not written";
     match release(p.cluster, cfg, &PinnedPod::of(name, pinned), false, reason).await {
-        Outcome::Released { .. } => kept("pin released; the next run pins it again"),
-        Outcome::Skipped { reason, .. } => kept(&reason),
-        Outcome::Changed { message, .. } => kept(&format!(
+        TargetOutcome::Released { .. } => kept("pin released; the next run pins it again"),
+        TargetOutcome::Skipped { reason, .. } => kept(&reason),
+        TargetOutcome::Changed { message, .. } => kept(&format!(
             "the pin stays (the Pod changed since it was pinned: {message}); the next run releases it"
         )),
-        Outcome::Failed { error: why, .. } => kept(&format!("the pin stays: {why}")),
+        TargetOutcome::Failed { error: why, .. } => kept(&format!("the pin stays: {why}")),
         other => kept(&format!("the pin stays ({other:?})")),
     }
 }
@@ -731,7 +731,7 @@ async fn fence<C: Cluster, S: Store, A: ArchiveSink, K>(
     t: &Target,
     pinned: &Live,
     receipt: &Receipt,
-) -> Result<Live, Outcome> {
+) -> Result<Live, TargetOutcome> {
     let current = get(p.cluster, cfg, name, Step::Fence)
         .await?
         .ok_or_else(|| failed(Step::Fence, "the pinned Pod is gone"))?;
@@ -774,7 +774,7 @@ async fn delete<C: Cluster, S, A, K>(
     t: &Target,
     current: &Live,
     status: &Value,
-) -> Result<Option<Live>, Outcome> {
+) -> Result<Option<Live>, TargetOutcome> {
     let pre = Preconditions {
         uid: t.uid.clone(),
         resource_version: current.resource_version(),
@@ -807,7 +807,7 @@ async fn release_and_verify<C: Cluster, S, A, K: Clock>(
     name: &str,
     t: &Target,
     deleting: &Live,
-) -> Result<(), Outcome> {
+) -> Result<(), TargetOutcome> {
     let pin = cfg.pin_finalizer.as_str();
     check_lock(p, Step::Release)?;
     let patch = release_patch(&t.uid, &deleting.resource_version(), &[json!(pin)], pin);
@@ -830,7 +830,7 @@ async fn verify_gone<C: Cluster, S, A, K: Clock>(
     cfg: &PodConfig,
     name: &str,
     t: &Target,
-) -> Result<(), Outcome> {
+) -> Result<(), TargetOutcome> {
     let (mut waited, mut wait) = (0.0, FIRST_VERIFY_WAIT_SECONDS);
     loop {
         match get(p.cluster, cfg, name, Step::VerifyGone).await? {
@@ -860,14 +860,14 @@ async fn dry_run_rest<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     stored_rv: String,
     sha256: String,
     bytes: usize,
-) -> Outcome {
+) -> TargetOutcome {
     let pre = Preconditions {
         uid: pinned.uid().to_owned(),
         resource_version: stored_rv,
     };
     match p.cluster.delete_pod(&cfg.namespace, name, &pre, true).await {
         Err(e) => cluster_outcome(Step::Delete, e),
-        Ok(_) => Outcome::WouldCollect { sha256, bytes },
+        Ok(_) => TargetOutcome::WouldCollect { sha256, bytes },
     }
 }
 
@@ -1019,7 +1019,7 @@ pub async fn release_pins<C: Cluster>(
                     release(cluster, cfg, &pod, dry_run, &reason).await
                 }
             };
-            if matches!(outcome, Outcome::Changed { .. }) {
+            if matches!(outcome, TargetOutcome::Changed { .. }) {
                 changed.push(pod.uid.clone());
             }
             match results.iter_mut().find(|r| r.uid == pod.uid) {
@@ -1042,14 +1042,14 @@ pub async fn release_pins<C: Cluster>(
 /// How many times [`release_pins`] lists and releases a pin whose release met a change.
 const RELEASE_PASSES: usize = 3;
 
-/// A fenced release of `pod`'s pin, reported as [`Outcome::Released`].
+/// A fenced release of `pod`'s pin, reported as [`TargetOutcome::Released`].
 async fn release<C: Cluster>(
     cluster: &C,
     cfg: &PodConfig,
     pod: &PinnedPod,
     dry_run: bool,
     reason: &str,
-) -> Outcome {
+) -> TargetOutcome {
     let patch = release_patch(
         &pod.uid,
         &pod.resource_version,
@@ -1060,7 +1060,7 @@ async fn release<C: Cluster>(
         .patch_pod(&cfg.namespace, &pod.name, &patch, dry_run)
         .await
     {
-        Ok(_) => Outcome::Released {
+        Ok(_) => TargetOutcome::Released {
             reason: reason.into(),
         },
         Err(e) => cluster_outcome(Step::Release, e),
@@ -1074,7 +1074,7 @@ async fn finish<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     cfg: &PodConfig,
     pod: &PinnedPod,
     dry_run: bool,
-) -> Outcome {
+) -> TargetOutcome {
     let live = match get(p.cluster, cfg, &pod.name, Step::Reread).await {
         Err(o) => return o,
         Ok(None) => return skipped(Step::Reread, "the Pod is gone"),

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gc_core::pods::apply::Outcome as Done;
+use gc_core::pods::apply::TargetOutcome as Done;
 use gc_core::testing::pods::{self as fake, Fake, PIN};
 
 use super::*;

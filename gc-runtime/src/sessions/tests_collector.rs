@@ -354,7 +354,12 @@ async fn a_plan_judges_and_writes_nothing() {
     let refused = SessionCollector::new(parts, settings).unwrap();
     let error = refused.plan(&session_config()).await.unwrap_err();
     assert_eq!(error.kind(), FailureKind::Data, "{error:#}");
-    assert!(format!("{error:#}").contains(": no plan: "), "{error:#}");
+    let shown = format!("{error:#}");
+    assert!(
+        shown.contains(": no plan (`override_guard` shows"),
+        "{shown}"
+    );
+    assert!(shown.contains("refused: 5 of 5 sessions"), "{shown}");
 }
 
 /// A restore of session `e`'s objects in the fakes' namespace, waiting for no binding.

@@ -107,7 +107,7 @@ fn a_clean_run_collects_every_target_and_nothing_else() {
     assert!(
         results
             .iter()
-            .all(|r| matches!(r.outcome, Outcome::Collected { .. })),
+            .all(|r| matches!(r.outcome, TargetOutcome::Collected { .. })),
         "{results:#?}"
     );
     let w = fake.w();
@@ -168,7 +168,7 @@ fn a_target_protected_or_excluded_now_is_never_touched_whatever_the_plan_says() 
             .iter()
             .find(|r| r.name == name)
             .map(|r| match &r.outcome {
-                Outcome::Skipped { step, reason } => format!("{step:?}: {reason}"),
+                TargetOutcome::Skipped { step, reason } => format!("{step:?}: {reason}"),
                 other => short(other),
             })
     };
@@ -197,7 +197,7 @@ fn dry_run_writes_nothing_and_reports_what_would_happen() {
         assert!(
             results.iter().all(|r| matches!(
                 r.outcome,
-                Outcome::WouldCollect { .. } | Outcome::Released { .. }
+                TargetOutcome::WouldCollect { .. } | TargetOutcome::Released { .. }
             )),
             "{results:#?}"
         );
@@ -261,16 +261,16 @@ fn fault_matrix(make: fn() -> Fake) -> usize {
 }
 
 /// An outcome in short: its kind and step (`"Changed Pin"`, `"Collected"`).
-fn short(o: &Outcome) -> String {
+fn short(o: &TargetOutcome) -> String {
     match o {
-        Outcome::Collected { .. } => "Collected".into(),
-        Outcome::WouldCollect { .. } => "WouldCollect".into(),
-        Outcome::Skipped { step, .. } => format!("Skipped {step:?}"),
-        Outcome::Changed { step, .. } => format!("Changed {step:?}"),
-        Outcome::TooLarge { .. } => "TooLarge".into(),
-        Outcome::Released { .. } => "Released".into(),
-        Outcome::NotStarted { .. } => "NotStarted".into(),
-        Outcome::Failed { step, .. } => format!("Failed {step:?}"),
+        TargetOutcome::Collected { .. } => "Collected".into(),
+        TargetOutcome::WouldCollect { .. } => "WouldCollect".into(),
+        TargetOutcome::Skipped { step, .. } => format!("Skipped {step:?}"),
+        TargetOutcome::Changed { step, .. } => format!("Changed {step:?}"),
+        TargetOutcome::TooLarge { .. } => "TooLarge".into(),
+        TargetOutcome::Released { .. } => "Released".into(),
+        TargetOutcome::NotStarted { .. } => "NotStarted".into(),
+        TargetOutcome::Failed { step, .. } => format!("Failed {step:?}"),
     }
 }
 
@@ -361,7 +361,7 @@ fn pinned_size(cfg: &PodConfig) -> usize {
     let fake = one();
     let targets = plan(&fake, cfg);
     match &run(&fake, cfg, &targets, false)[0].outcome {
-        Outcome::Collected { bytes, .. } => *bytes,
+        TargetOutcome::Collected { bytes, .. } => *bytes,
         other => panic!("{other:?}"),
     }
 }
@@ -547,7 +547,7 @@ fn release_pins_releases_every_pin_but_on_a_pod_being_deleted_when_asked() {
         assert_eq!(outcome_of(&results, "deleting"), outcome, "{case}");
         assert_eq!(state_of(&w, "deleting"), after, "{case}");
         if let Some(r) = results.iter().find(|r| r.name == "pinned") {
-            let Outcome::Released { reason } = &r.outcome else {
+            let TargetOutcome::Released { reason } = &r.outcome else {
                 panic!("{case}")
             };
             assert_eq!(reason, "pin released without an archive: the sink is down");
@@ -1289,18 +1289,18 @@ fn failures_are_failed_steps_and_too_large_archives() {
     let step = Step::Pin;
     for (o, failure) in [
         (failed(step, "x"), true),
-        (Outcome::TooLarge { bytes: 2, max: 1 }, true),
+        (TargetOutcome::TooLarge { bytes: 2, max: 1 }, true),
         (skipped(step, "x"), false),
         (
-            Outcome::Changed {
+            TargetOutcome::Changed {
                 step,
                 message: "x".into(),
             },
             false,
         ),
-        (Outcome::Released { reason: "x".into() }, false),
+        (TargetOutcome::Released { reason: "x".into() }, false),
         (
-            Outcome::Collected {
+            TargetOutcome::Collected {
                 uri: "u".into(),
                 sha256: "s".into(),
                 bytes: 1,
@@ -1308,7 +1308,7 @@ fn failures_are_failed_steps_and_too_large_archives() {
             false,
         ),
         (
-            Outcome::WouldCollect {
+            TargetOutcome::WouldCollect {
                 sha256: "s".into(),
                 bytes: 1,
             },
