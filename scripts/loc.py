@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Non-test lines of each crate at a revision: every line of src/**/*.rs before the file's
-first `#[cfg(test)]`, `tests.rs` files left out; the `code` column leaves out blank lines and
+first `#[cfg(test)]`, test modules in files of their own (`tests.rs`, `tests_*.rs`) left out; the `code` column leaves out blank lines and
 comments too.
 
     scripts/loc.py [REV] [CRATE ...]   # default: HEAD, every gc-* crate
@@ -16,7 +16,8 @@ for crate in crates:
                             capture_output=True, text=True, check=True).stdout.split()
     lines = code = 0
     for path in listed:
-        if not path.endswith(".rs") or path.endswith("/tests.rs"):
+        name = path.rsplit("/", 1)[-1]
+        if not name.endswith(".rs") or name == "tests.rs" or name.startswith("tests_"):
             continue
         text = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True,
                               check=True).stdout

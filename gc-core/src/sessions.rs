@@ -6,6 +6,7 @@
 pub mod config;
 pub mod manifest;
 pub mod plan;
+pub mod requests;
 pub mod run;
 pub mod volumes;
 

@@ -149,6 +149,11 @@ pub struct SessionConfig {
     /// scope, `--scope-column`): only named in the reasons, so that a row of another scope is
     /// not called missing from the database.
     pub lookup_scope: Vec<(String, String)>,
+    /// A requested collection: only the sessions asked for may be deleted, with the operator's
+    /// grace for requests; every resource is still judged, and the guard still weighs the whole
+    /// namespace. `None`: a scheduled run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<crate::sessions::requests::Narrowed>,
 }
 
 impl SessionConfig {
@@ -326,6 +331,7 @@ impl SessionInputs {
             retain_volume_days: u32::try_from(self.retain_volume_days).unwrap_or(0),
             volume_review: crate::sessions::volumes::VolumeReview::Own,
             lookup_scope: self.lookup_scope.clone(),
+            request: None,
         })
     }
 }

@@ -317,7 +317,13 @@ pub fn plan_labelled(
     cfg: &SessionConfig,
     now: f64,
 ) -> Result<SessionPlan, SessionPlanError> {
-    let grace = f64::from(cfg.grace_hours) * 3600.0;
+    let grace = match &cfg.request {
+        None => f64::from(cfg.grace_hours) * 3600.0,
+        Some(request) => f64::from(request.grace_seconds),
+    };
+    // A requested collection deletes only what was asked for; the rest is judged (the guard
+    // weighs it) and left as it is.
+    let asked = |id: &str| cfg.request.as_ref().is_none_or(|r| r.sessions.contains(id));
     let mut judged = Vec::with_capacity(resources.len());
     let (mut orphans, mut due, mut spared) = (0, 0, 0);
     // Distinct ids of the resources judged against the database, and those of them that look
@@ -353,14 +359,12 @@ pub fn plan_labelled(
                     judged_ids.insert(id);
                     orphaned_ids.insert(id);
                     orphans += 1;
-                    orphan(
-                        r,
-                        &format!("session {id} is {s}"),
-                        grace,
-                        now,
-                        &mut due,
-                        cfg.max_deletes,
-                    )
+                    let why = format!("session {id} is {s}");
+                    if asked(id) {
+                        orphan(r, &why, grace, now, &mut due, cfg.max_deletes)
+                    } else {
+                        skipped(format!("{why}; not requested"))
+                    }
                 }
                 Some(Row::Present { state }) => {
                     judged_ids.insert(id);
@@ -375,14 +379,12 @@ pub fn plan_labelled(
                     judged_ids.insert(id);
                     orphaned_ids.insert(id);
                     orphans += 1;
-                    orphan(
-                        r,
-                        &format!("no session {id} in the database{}", scope_words(cfg)),
-                        grace,
-                        now,
-                        &mut due,
-                        cfg.max_deletes,
-                    )
+                    let why = format!("no session {id} in the database{}", scope_words(cfg));
+                    if asked(id) {
+                        orphan(r, &why, grace, now, &mut due, cfg.max_deletes)
+                    } else {
+                        skipped(format!("{why}; not requested"))
+                    }
                 }
             },
         };

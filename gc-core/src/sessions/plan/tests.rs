@@ -951,3 +951,98 @@ fn bad_settings_are_named() {
     check(|i| i.guard_ratio = 0.0, "guard_ratio");
     check(|i| i.kinds.clear(), "kinds");
 }
+
+/// A requested collection deletes only the sessions asked for, with the requests' grace; every
+/// other orphan is `skipped` as not requested and does not use the cap; the guard still weighs
+/// the whole namespace, so a request cannot pass a guard a scheduled run would trip.
+#[test]
+fn a_request_only_narrows() {
+    use crate::sessions::requests::{Narrowed, Requested};
+    let old = "2026-11-29T11:50:00Z"; // ten minutes old: held by a 24 h grace
+    let just_now = "2026-11-29T11:59:59Z";
+    let resources = vec![
+        res("Deployment", Some("a"), old),
+        res("Service", Some("a"), just_now),
+        res("Deployment", Some("b"), old),
+        res("Deployment", Some("live"), old),
+    ];
+    let db = rows(&[
+        ("a", Row::Missing),
+        (
+            "b",
+            Row::Present {
+                state: Some("deleted".into()),
+            },
+        ),
+        (
+            "live",
+            Row::Present {
+                state: Some("running".into()),
+            },
+        ),
+    ]);
+    let asking = |sessions: Requested, edit: fn(&mut SessionInputs)| {
+        let mut c = cfg(|i| {
+            i.terminal_states = vec!["deleted".into()];
+            i.guard_floor = 10;
+            edit(i);
+        });
+        c.request = Some(Narrowed {
+            sessions,
+            grace_seconds: 300,
+        });
+        c
+    };
+    let only_a = || Requested::Ids(["a".to_owned()].into());
+    // Scheduled: everything within the day's grace.
+    let scheduled = cfg(|i| {
+        i.terminal_states = vec!["deleted".into()];
+        i.guard_floor = 10;
+    });
+    let plan = plan_sessions(&resources, &db, &scheduled, NOW).unwrap();
+    let names: Vec<_> = decisions(&plan).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(names, ["held", "held", "held", "kept"]);
+    // Requested: a's old Deployment goes, its second-old Service is held, b is not requested.
+    let plan = plan_sessions(&resources, &db, &asking(only_a(), |_| ()), NOW).unwrap();
+    assert_eq!(
+        decisions(&plan),
+        [
+            ("a-Deployment".into(), "delete"),
+            ("a-Service".into(), "held"),
+            ("b-Deployment".into(), "skipped"),
+            ("live-Deployment".into(), "kept"),
+        ]
+    );
+    let SessionDecision::Skipped { reason, .. } = &plan.judged[2].decision else {
+        unreachable!()
+    };
+    assert_eq!(reason, "session b is deleted; not requested");
+    let SessionDecision::Held { until, .. } = &plan.judged[1].decision else {
+        unreachable!()
+    };
+    assert_eq!(*until, NOW - 1.0 + 300.0);
+    // All requested: b too; the cap is the operator's, spent on requested orphans only.
+    let plan = plan_sessions(&resources, &db, &asking(Requested::All, |_| ()), NOW).unwrap();
+    let names: Vec<_> = decisions(&plan).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(names, ["delete", "held", "delete", "kept"]);
+    let capped = asking(Requested::Ids(["b".to_owned()].into()), |i| {
+        i.max_deletes = 1
+    });
+    let plan = plan_sessions(&resources, &db, &capped, NOW).unwrap();
+    let names: Vec<_> = decisions(&plan).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(names, ["skipped", "skipped", "delete", "kept"]);
+    // The guard weighs the namespace: two of three sessions gone trips a ratio of 0.5 with a
+    // floor of 1, however few the request names.
+    let guarded = asking(only_a(), |i| {
+        i.guard_floor = 1;
+        i.guard_ratio = 0.5;
+    });
+    assert!(matches!(
+        plan_sessions(&resources, &db, &guarded, NOW),
+        Err(SessionPlanError::MassDeletion {
+            orphaned: 2,
+            judged: 3,
+            ..
+        })
+    ));
+}
