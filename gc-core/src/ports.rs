@@ -385,6 +385,76 @@ pub trait SessionDirectory: Send + Sync {
     ) -> Result<std::collections::HashMap<String, crate::sessions::Row>, StoreError>;
 }
 
+/// Who a caller of the request API is, as the API server authenticated its token.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Caller {
+    /// The user name (`system:serviceaccount:NS:NAME` for a ServiceAccount).
+    pub user: String,
+    /// The user's uid.
+    pub uid: String,
+    /// The user's groups.
+    pub groups: Vec<String>,
+    /// The authenticator's extra fields (a ServiceAccount token's Pod name and uid).
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// What a caller asks to do, as a `SubjectAccessReview`'s resource attributes: `verb` on
+/// `resource`/`subresource` of the collector's own API group, in `namespace`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asked<'a> {
+    /// The verb (`get`, `create`).
+    pub verb: &'a str,
+    /// The resource (`sessions`, `runs`, `status`).
+    pub resource: &'a str,
+    /// The subresource (`plan`, `collect`, `restore`), or empty.
+    pub subresource: &'a str,
+    /// The namespace, or empty for the whole collector.
+    pub namespace: &'a str,
+}
+
+/// The API server's answers about a caller: who its token is (`TokenReview`, for `audience`),
+/// and whether it may do what it asks (`SubjectAccessReview`).
+///
+/// # Errors
+/// [`ClusterError`]: the API server could not answer; the caller is refused (no answer is no).
+#[async_trait]
+pub trait Access: Send + Sync {
+    /// The caller `token` authenticates as for `audience`, or `None` when the API server says
+    /// it is not authenticated (a wrong audience, expired, revoked): the reason.
+    async fn authenticate(
+        &self,
+        token: &str,
+        audience: &str,
+    ) -> Result<Result<Caller, String>, ClusterError>;
+    /// Whether `caller` may do what it `asked`, in the API group `group`, with the reason the
+    /// authorizer gave when it may not.
+    async fn authorize(
+        &self,
+        caller: &Caller,
+        group: &str,
+        asked: Asked<'_>,
+    ) -> Result<Result<(), String>, ClusterError>;
+}
+
+#[async_trait]
+impl<T: Access + ?Sized> Access for std::sync::Arc<T> {
+    async fn authenticate(
+        &self,
+        token: &str,
+        audience: &str,
+    ) -> Result<Result<Caller, String>, ClusterError> {
+        (**self).authenticate(token, audience).await
+    }
+    async fn authorize(
+        &self,
+        caller: &Caller,
+        group: &str,
+        asked: Asked<'_>,
+    ) -> Result<Result<(), String>, ClusterError> {
+        (**self).authorize(caller, group, asked).await
+    }
+}
+
 /// One run at a time per namespace: a `coordination.k8s.io` Lease, written with
 /// resourceVersion fencing so that two runs cannot both take it.
 ///

@@ -39,6 +39,7 @@
 //! The crate uses k8s-openapi's types (the Lease, the RBAC rules) and picks no Kubernetes
 //! version: the binary that links it enables one `k8s-openapi` version feature.
 
+mod access;
 mod cluster;
 mod connect;
 mod errors;

@@ -243,7 +243,12 @@ impl Shown {
             None | Some(Output::Kestra) => {}
             Some(Output::Json | Output::Yaml) => {
                 for record in &report.records {
-                    let line = AuditLine { time, record };
+                    let requested_by = gc_runtime::sessions::requested_by(cfg);
+                    let line = AuditLine {
+                        time,
+                        record,
+                        requested_by,
+                    };
                     self.records.push(times_as_rfc3339(&line, &["until"])?);
                 }
             }

@@ -143,6 +143,12 @@ impl Error {
         }
     }
 
+    /// Whether the run lock could not be taken because another run held it for the whole wait.
+    #[must_use]
+    pub fn is_lock_held(&self) -> bool {
+        matches!(self.root(), Self::Lock(crate::LockError::Held { .. }))
+    }
+
     /// Whether the run lost its lock.
     #[must_use]
     pub fn is_lock_lost(&self) -> bool {

@@ -22,6 +22,7 @@ pub mod namespaces;
 pub mod options;
 mod outcome;
 pub mod pods;
+pub mod requests;
 pub mod restore;
 pub mod serve;
 pub mod sessions;

@@ -11,6 +11,8 @@ use crate::Cancel;
 mod admin;
 #[cfg(feature = "admin")]
 pub use admin::AdminServer;
+#[cfg(feature = "admin")]
+pub mod api;
 
 /// Runs `run` every `interval` until `runs` runs are done (`None`: for ever) or `cancel` asks
 /// to stop (a sleep between runs ends then within a tenth of a second), keeping `health` up to

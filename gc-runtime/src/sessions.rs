@@ -4,6 +4,7 @@
 //! receipt and send its fenced delete until asked to stop, release the lock; then the audit
 //! records, the Events, and the run's metrics, delivered.
 
+use std::collections::BTreeSet;
 use std::io::Write;
 
 use crate::Context as _;
@@ -280,6 +281,7 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
                     archive: None,
                     counted: Counted::of(&error),
                     dry_run,
+                    requested_by: requested_by(cfg),
                 };
                 if let Err(e) = audit.refused(&line) {
                     return Err((None, e));
@@ -382,14 +384,18 @@ pub struct AuditLog<W>(pub W);
 impl<W: Write + Send> Audit for AuditLog<W> {
     fn judged(
         &mut self,
-        _cfg: &SessionConfig,
+        cfg: &SessionConfig,
         report: &SessionReport,
         time: &str,
     ) -> crate::Result<()> {
         let lines: Vec<_> = report
             .records
             .iter()
-            .map(|record| AuditLine { time, record })
+            .map(|record| AuditLine {
+                time,
+                record,
+                requested_by: requested_by(cfg),
+            })
             .collect();
         write_lines(&mut self.0, &lines)
     }
@@ -620,6 +626,15 @@ pub struct AuditLine<'a> {
     /// The record.
     #[serde(flatten)]
     pub record: &'a AuditRecord,
+    /// Who asked, when the run was requested ([`SessionConfig::request`]); absent otherwise.
+    #[serde(rename = "requestedBy", skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<&'a BTreeSet<String>>,
+}
+
+/// Who asked for `cfg`'s run, when it was requested.
+#[must_use]
+pub fn requested_by(cfg: &SessionConfig) -> Option<&BTreeSet<String>> {
+    cfg.request.as_ref().map(|r| &r.requested_by)
 }
 
 /// The audit line of a run that deleted nothing because it was refused: every field an audit
@@ -656,6 +671,9 @@ pub struct RefusedLine<'a> {
     pub counted: Option<Counted>,
     /// Whether the run was a dry run.
     pub dry_run: bool,
+    /// Who asked, when the run was requested; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<&'a BTreeSet<String>>,
 }
 
 /// What the mass-deletion guard counted when it refused a run.

@@ -38,9 +38,25 @@ impl TestNamespace {
     /// [`Error::Kube`] when the API server refuses the token request; [`Error::Start`] when it
     /// returns no token.
     pub async fn service_account_token(&self, name: &str) -> Result<String> {
+        self.service_account_token_for(name, &[]).await
+    }
+
+    /// [`TestNamespace::service_account_token`] for `audiences` (none: the API server's own), as
+    /// a projected token for another service is.
+    ///
+    /// # Errors
+    ///
+    /// As [`TestNamespace::service_account_token`].
+    pub async fn service_account_token_for(
+        &self,
+        name: &str,
+        audiences: &[&str],
+    ) -> Result<String> {
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
                 expiration_seconds: Some(3600),
+                audiences: (!audiences.is_empty())
+                    .then(|| audiences.iter().map(|a| (*a).to_owned()).collect()),
                 ..TokenRequestSpec::default()
             }),
             ..TokenRequest::default()

@@ -60,6 +60,9 @@ pub struct Narrowed {
     /// The grace period of a requested orphan, from its resource's creation, in seconds: the
     /// operator's setting for requests, never the caller's.
     pub grace_seconds: u32,
+    /// Who asked (the callers' Kubernetes user names): every audit line of the run names them.
+    #[serde(default)]
+    pub requested_by: BTreeSet<String>,
 }
 
 /// Where a request is.

@@ -3,6 +3,7 @@
 //! with the offline one, metadata-only lists and fenced deletes of StreamSpace's kinds, and the
 //! run lock on a Lease, and Events posted as exactly the required rules allow.
 
+mod access;
 mod connect;
 mod events;
 mod lease;

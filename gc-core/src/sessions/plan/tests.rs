@@ -990,6 +990,7 @@ fn a_request_only_narrows() {
         c.request = Some(Narrowed {
             sessions,
             grace_seconds: 300,
+            requested_by: ["system:serviceaccount:streamspace:api".to_owned()].into(),
         });
         c
     };

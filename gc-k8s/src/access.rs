@@ -1,0 +1,122 @@
+//! Who calls the request API, and whether it may: the API server's `TokenReview` (the token
+//! checked for gc's audience) and `SubjectAccessReview` (the caller's rights on a resource of
+//! gc's own API group), as kube-rbac-proxy and metrics-server delegate them. gc's account needs
+//! `create` on `tokenreviews` and `subjectaccessreviews`, and nothing more for this.
+
+use async_trait::async_trait;
+use gc_core::ports::{Access, Asked, Caller, ClusterError};
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use kube::Api;
+use kube::api::PostParams;
+
+use crate::KubeCluster;
+use crate::errors::{Call, cluster_error};
+
+#[async_trait]
+impl Access for KubeCluster {
+    async fn authenticate(
+        &self,
+        token: &str,
+        audience: &str,
+    ) -> Result<Result<Caller, String>, ClusterError> {
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: token.to_owned(),
+                audiences: Some(vec![audience.to_owned()]),
+            },
+            ..TokenReview::default()
+        };
+        let api: Api<TokenReview> = Api::all(self.client().clone());
+        let call = Call {
+            verb: "create",
+            resource: "tokenreviews",
+            namespace: "",
+        };
+        let answer = (api.create(&PostParams::default(), &review).await)
+            .map_err(|e| cluster_error(e, call))?;
+        let status = answer.status.unwrap_or_default();
+        if status.authenticated != Some(true) {
+            let why = status.error.unwrap_or_else(|| "not authenticated".into());
+            return Ok(Err(why));
+        }
+        // A token for other audiences is no token for gc, whatever else it proves.
+        let audiences = status.audiences.unwrap_or_default();
+        if !audiences.iter().any(|a| a == audience) {
+            return Ok(Err(format!("the token is not for audience {audience}")));
+        }
+        let user = status.user.unwrap_or_default();
+        let Some(name) = user.username.filter(|u| !u.is_empty()) else {
+            return Ok(Err("the token names no user".into()));
+        };
+        Ok(Ok(Caller {
+            user: name,
+            uid: user.uid.unwrap_or_default(),
+            groups: user.groups.unwrap_or_default(),
+            extra: user.extra.unwrap_or_default().into_iter().collect(),
+        }))
+    }
+
+    async fn authorize(
+        &self,
+        caller: &Caller,
+        group: &str,
+        asked: Asked<'_>,
+    ) -> Result<Result<(), String>, ClusterError> {
+        let attributes = ResourceAttributes {
+            group: Some(group.to_owned()),
+            resource: Some(asked.resource.to_owned()),
+            subresource: Some(asked.subresource.to_owned()).filter(|s| !s.is_empty()),
+            verb: Some(asked.verb.to_owned()),
+            namespace: Some(asked.namespace.to_owned()).filter(|n| !n.is_empty()),
+            ..ResourceAttributes::default()
+        };
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(caller.user.clone()),
+                uid: Some(caller.uid.clone()).filter(|u| !u.is_empty()),
+                groups: Some(caller.groups.clone()),
+                extra: Some(caller.extra.clone().into_iter().collect()),
+                resource_attributes: Some(attributes),
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let api: Api<SubjectAccessReview> = Api::all(self.client().clone());
+        let call = Call {
+            verb: "create",
+            resource: "subjectaccessreviews",
+            namespace: "",
+        };
+        let answer = (api.create(&PostParams::default(), &review).await)
+            .map_err(|e| cluster_error(e, call))?;
+        let status = answer.status.unwrap_or_default();
+        if status.allowed && status.denied != Some(true) {
+            return Ok(Ok(()));
+        }
+        let reason = status.reason.filter(|r| !r.is_empty());
+        let what = format!(
+            "{} may not {} {}{}{} in {}",
+            caller.user,
+            asked.verb,
+            asked.resource,
+            if asked.subresource.is_empty() {
+                ""
+            } else {
+                "/"
+            },
+            asked.subresource,
+            if asked.namespace.is_empty() {
+                "any namespace"
+            } else {
+                asked.namespace
+            },
+        );
+        Ok(Err(match reason {
+            Some(reason) => format!("{what}: {reason}"),
+            None => what,
+        }))
+    }
+}

@@ -1,0 +1,299 @@
+//! The request desk on `gc-core`'s fakes, without an API server: a request deletes only the
+//! orphans it names, judged against the database with the operator's settings; requests that
+//! come while a run holds the namespace wait and are coalesced into one run, each reporting on
+//! its own ids; a full queue, an unknown namespace, another process's Lease and a stopping
+//! process are refused, and every audit line of a requested run names who asked.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gc_core::sessions::SessionConfig;
+use gc_core::sessions::run::SessionReport;
+use gc_core::testing::{Kept, SessionTable, session_config};
+
+use super::*;
+use crate::Settings;
+use crate::testing::{TestCluster, TestSink};
+use crate::{LockOptions, StopToken};
+
+/// When every run judges: ten days after the fakes' objects were created.
+const NOW: f64 = 1_795_953_600.0;
+
+pub(crate) type Desk = Requests<TestCluster, SessionTable, Arc<Kept>, TestSink>;
+
+/// What the desk's audit log was given: each record as `name result [by]`, and each refusal.
+#[derive(Clone, Default)]
+pub(crate) struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Audit for Lines {
+    fn judged(
+        &mut self,
+        cfg: &SessionConfig,
+        report: &SessionReport,
+        _time: &str,
+    ) -> crate::Result<()> {
+        let by = crate::sessions::requested_by(cfg).map(|by| by.iter().cloned().collect());
+        let by: Vec<String> = by.unwrap_or_default();
+        for r in &report.records {
+            let result = r.result.as_ref().map_or("-".into(), ToString::to_string);
+            let line = format!("{} {result} {by:?}", r.judged.resource.name);
+            self.0.lock().unwrap().push(line);
+        }
+        Ok(())
+    }
+    fn refused(&mut self, line: &RefusedLine<'_>) -> crate::Result<()> {
+        let by = format!("{:?}", line.requested_by);
+        self.0.lock().unwrap().push(format!("refused {by}"));
+        Ok(())
+    }
+}
+
+/// The fakes' namespace, where the database knows sessions a, b and c: d and e are orphans.
+pub(crate) struct World {
+    pub(crate) cluster: TestCluster,
+    lines: Lines,
+    /// The collector's stop.
+    stop: StopToken,
+}
+
+impl World {
+    pub(crate) fn new() -> Self {
+        Self {
+            cluster: TestCluster::new(Arc::new(Kept::default())),
+            lines: Lines::default(),
+            stop: StopToken::new(),
+        }
+    }
+
+    /// A live desk over this world, with `options` and the collector's lock as `lock` says.
+    pub(crate) fn desk(&self, options: RequestOptions, lock: LockOptions) -> Arc<Desk> {
+        let kept = Arc::new(Kept::default());
+        let table = SessionTable(Ok(vec!["a", "b", "c"]), Mutex::new(0));
+        let parts = (
+            self.cluster.clone(),
+            table,
+            Arc::clone(&kept),
+            TestSink(kept, false),
+        );
+        let settings = Settings {
+            now: Some(NOW),
+            live: true,
+            lock,
+            cancel: Arc::new(self.stop.clone()),
+            ..Settings::default()
+        };
+        let collector = SessionCollector::new(parts, settings).unwrap();
+        let configs = vec![session_config()];
+        Requests::new(collector, configs, options, Box::new(self.lines.clone()))
+    }
+
+    pub(crate) fn deleted(&self) -> Vec<String> {
+        (self.cluster.deleted().into_iter())
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.0.lock().unwrap().clone()
+    }
+}
+
+pub(crate) fn ids(ids: &[&str]) -> Requested {
+    Requested::Ids(ids.iter().map(|&id| id.to_owned()).collect())
+}
+
+pub(crate) const NS: &str = "streamspace";
+const API: &str = "system:serviceaccount:streamspace:streamspace-api";
+
+/// The records of a request: `name result`.
+fn records(run: &RequestedRun) -> Vec<String> {
+    (run.records.iter())
+        .map(|r| {
+            let result = r.result.as_ref().map_or("-".into(), ToString::to_string);
+            format!("{} {result}", r.judged.resource.name)
+        })
+        .collect()
+}
+
+/// Waits (on the paused clock) until request `id` has ended.
+async fn ended(desk: &Desk, id: &str) -> RequestedRun {
+    for _ in 0..600 {
+        let run = desk.run(id).expect("the request is kept");
+        if run.state.is_final() {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("request {id} did not end");
+}
+
+/// A request for orphan d deletes d's objects only: e, an orphan too, is left as it is (not
+/// requested); its records are d's; every audit line names who asked; the run took the Lease.
+#[tokio::test(start_paused = true)]
+async fn a_request_deletes_only_the_orphans_it_names() {
+    let world = World::new();
+    let desk = world.desk(RequestOptions::default(), LockOptions::default());
+    let run = desk.collect(NS, ids(&["d"]), API).await.unwrap();
+    assert_eq!(run.state, State::Succeeded, "{:?}", run.error);
+    assert_eq!(run.requested_by, API);
+    assert!(run.ended_at.is_some());
+    assert_eq!(world.deleted(), ["d-Deployment", "d-Session"]);
+    assert_eq!(records(&run), ["d-Deployment deleted", "d-Session deleted"]);
+    let lines = world.lines();
+    assert_eq!(lines.len(), 10, "{lines:?}");
+    assert!(lines.iter().all(|l| l.ends_with(&format!("[{API:?}]"))));
+    assert!(
+        lines.contains(&format!("e-Session - [{API:?}]")),
+        "{lines:?}"
+    );
+    assert_eq!(world.cluster.lease.state().acquires, 1);
+    assert_eq!(desk.run(&run.id).unwrap().state, State::Succeeded);
+    // A live session asked for is judged against the database, and kept.
+    let kept = desk.collect(NS, ids(&["a"]), API).await.unwrap();
+    assert_eq!(kept.state, State::Succeeded);
+    assert_eq!(records(&kept), ["a-Deployment -", "a-Session -"]);
+    assert_eq!(world.deleted().len(), 2);
+}
+
+/// The requests' grace is the operator's: with a grace longer than the objects' age, a
+/// requested orphan is held, not deleted.
+#[tokio::test(start_paused = true)]
+async fn a_requested_orphan_within_the_requests_grace_is_held() {
+    let world = World::new();
+    let options = RequestOptions {
+        grace_seconds: 30 * 86_400,
+        ..RequestOptions::default()
+    };
+    let desk = world.desk(options, LockOptions::default());
+    let run = desk.collect(NS, ids(&["d"]), API).await.unwrap();
+    assert_eq!(run.state, State::Succeeded, "{:?}", run.error);
+    assert!(world.deleted().is_empty());
+    assert_eq!(records(&run), ["d-Deployment -", "d-Session -"]);
+}
+
+/// Requests that come while a run holds the namespace wait, and are coalesced into the next
+/// run (one more Lease, each orphan deleted once); each reports on its own ids; beyond the
+/// queue's bound a request is refused, and nothing is queued for it.
+#[tokio::test(start_paused = true)]
+async fn requests_during_a_run_are_coalesced_and_a_full_queue_refuses() {
+    let mut world = World::new();
+    world.cluster.delete_takes = Duration::from_secs(5);
+    let options = RequestOptions {
+        queue: 2,
+        answer_within: Duration::from_secs(1),
+        ..RequestOptions::default()
+    };
+    let desk = world.desk(options, LockOptions::default());
+    let first = desk.collect(NS, ids(&["d"]), API).await.unwrap();
+    assert_eq!(first.state, State::Running);
+    let second = desk.collect(NS, ids(&["e"]), "alice").await.unwrap();
+    let third = desk.collect(NS, ids(&["e", "a"]), "bob").await.unwrap();
+    assert_eq!((second.state, third.state), (State::Queued, State::Queued));
+    let full = desk.collect(NS, ids(&["e"]), "carol").await.unwrap_err();
+    let refused = Refusal::Full {
+        namespace: NS.into(),
+        capacity: 2,
+    };
+    assert_eq!(full, refused);
+    let first = ended(&desk, &first.id).await;
+    let second = ended(&desk, &second.id).await;
+    let third = ended(&desk, &third.id).await;
+    assert_eq!(
+        records(&first),
+        ["d-Deployment deleted", "d-Session deleted"]
+    );
+    assert_eq!(
+        records(&second),
+        ["e-Deployment deleted", "e-Session deleted"]
+    );
+    // In scan order: each kind, then the next.
+    let both = [
+        "a-Deployment -",
+        "e-Deployment deleted",
+        "a-Session -",
+        "e-Session deleted",
+    ];
+    assert_eq!(records(&third), both);
+    let deleted = ["d-Deployment", "d-Session", "e-Deployment", "e-Session"];
+    assert_eq!(world.deleted(), deleted);
+    assert_eq!(world.cluster.lease.state().acquires, 2);
+    let lines = world.lines();
+    let by = format!("{:?}", ["alice", "bob"]);
+    assert!(
+        lines.contains(&format!("e-Session deleted {by}")),
+        "{lines:?}"
+    );
+    // The queue is free again.
+    let again = desk.collect(NS, ids(&["e"]), "carol").await;
+    assert!(again.is_ok(), "{again:?}");
+}
+
+/// Another process holds the namespace's Lease for the collector's whole lock wait: the
+/// request is refused as busy, nothing is read or deleted, the refusal is audited with who
+/// asked, and the request ends failed.
+#[tokio::test(start_paused = true)]
+async fn another_process_holding_the_lease_answers_busy() {
+    let world = World::new();
+    world.cluster.lease.taken_by("gc-cronjob");
+    let lock = LockOptions {
+        wait: Duration::from_secs(5),
+        lease_seconds: 30,
+    };
+    let desk = world.desk(RequestOptions::default(), lock);
+    let busy = desk.collect(NS, ids(&["d"]), API).await.unwrap_err();
+    let Refusal::Busy(why) = &busy else {
+        panic!("{busy:?}");
+    };
+    assert!(
+        why.starts_with("another run holds lease gc-sessions"),
+        "{why}"
+    );
+    assert!(world.deleted().is_empty());
+    assert_eq!(world.lines(), [format!("refused Some({{{API:?}}})")]);
+    assert_eq!(desk.run("1").unwrap().state, State::Failed);
+    assert_eq!(
+        world.cluster.lease.state().holder.as_deref(),
+        Some("gc-cronjob")
+    );
+}
+
+/// A namespace the operator did not configure is refused before anything is queued or read.
+#[tokio::test(start_paused = true)]
+async fn an_unknown_namespace_is_refused() {
+    let world = World::new();
+    let desk = world.desk(RequestOptions::default(), LockOptions::default());
+    let refused = desk.collect("kube-system", Requested::All, API).await;
+    let unknown = Refusal::UnknownNamespace("kube-system".into());
+    assert_eq!(refused.unwrap_err(), unknown);
+    assert!(desk.run("1").is_none());
+    assert!(world.deleted().is_empty() && world.lines().is_empty());
+    assert_eq!(desk.namespaces().collect::<Vec<_>>(), [NS]);
+}
+
+/// A stopping process: the request waiting behind a run ends stopped with nothing done, the
+/// run in flight finishes its delete and starts no other, and nothing more is queued.
+#[tokio::test(start_paused = true)]
+async fn a_stop_ends_the_queued_requests_and_queues_nothing_more() {
+    let mut world = World::new();
+    world.cluster.delete_takes = Duration::from_secs(5);
+    let options = RequestOptions {
+        answer_within: Duration::from_secs(1),
+        ..RequestOptions::default()
+    };
+    let desk = world.desk(options, LockOptions::default());
+    let first = desk.collect(NS, ids(&["d"]), API).await.unwrap();
+    let second = desk.collect(NS, ids(&["e"]), API).await.unwrap();
+    assert_eq!((first.state, second.state), (State::Running, State::Queued));
+    world.stop.stop("SIGTERM");
+    desk.stop();
+    let second = desk.run(&second.id).unwrap();
+    assert_eq!(second.state, State::Stopped);
+    assert!(second.ended_at.is_some() && second.records.is_empty());
+    let refused = desk.collect(NS, ids(&["e"]), API).await;
+    assert_eq!(refused.unwrap_err(), Refusal::Stopping);
+    let first = ended(&desk, &first.id).await;
+    assert_eq!(first.state, State::Stopped, "{:?}", first.error);
+    let why = first.error.unwrap_or_default();
+    assert!(why.starts_with("stopped by SIGTERM"), "{why}");
+    assert_eq!(world.deleted(), ["d-Deployment"]);
+}

@@ -1,0 +1,470 @@
+//! The request API (`/v1/...`): the control plane asks for a plan or a collection of some
+//! sessions of a namespace, and follows its run. Every call is authenticated by the caller's
+//! Kubernetes token (a `TokenReview` for gc's audience) and authorized by a
+//! `SubjectAccessReview` on a resource of gc's own API group ([`GROUP`]) in that namespace;
+//! answers are cached for [`ApiOptions::cache`]. A request can only narrow what a scheduled run
+//! does ([`crate::requests`]).
+//!
+//! | call | authorized as |
+//! | --- | --- |
+//! | `GET /v1/status` | `get` `status` (any namespace) |
+//! | `POST /v1/namespaces/{ns}/sessions/plan` | `create` `sessions/plan` in `ns` |
+//! | `POST /v1/namespaces/{ns}/sessions/collect` | `create` `sessions/collect` in `ns` |
+//! | `GET /v1/runs/{id}` | `get` `runs` in the run's namespace |
+//!
+//! Refusals are JSON `{"error": ..., "field": ...}`: `400` for bad input (naming the field;
+//! nothing is queued), `401` without a valid token, `403` when not allowed, `404` for an
+//! unknown run, `409` while another process holds the namespace's Lease and `429` when its
+//! queue is full (each with `Retry-After`), `503` when the API server cannot answer for the
+//! caller (no answer is no) or the process is stopping.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use gc_core::ports::{Access, Asked, Caller, SessionDirectory, Store};
+use gc_core::sessions::requests::Requested;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::Sink;
+use crate::requests::{Refusal, Requests};
+use crate::sessions::SessionCluster;
+
+/// gc's own API group: the resources a caller is authorized on (`sessions/plan`,
+/// `sessions/collect`, `runs`, `status`). No such API is served by the API server; RBAC rules
+/// name it like any other.
+pub const GROUP: &str = "gc.stream.space";
+
+/// How the API checks its callers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiOptions {
+    /// The audience a caller's token must be for (a projected ServiceAccount token's).
+    pub audience: String,
+    /// How long an answer of the API server about a token or a right is reused.
+    pub cache: Duration,
+    /// The largest request body taken, in bytes.
+    pub body_limit: usize,
+}
+
+impl Default for ApiOptions {
+    /// Audience `gc`, answers kept ten seconds (a revoked right stops working within that), and
+    /// bodies up to 64 KiB (about two thousand session ids).
+    fn default() -> Self {
+        Self {
+            audience: "gc".into(),
+            cache: Duration::from_secs(10),
+            body_limit: 64 * 1024,
+        }
+    }
+}
+
+/// The API's state: the request desk, the API server's answers about callers, and their cache.
+pub struct Api<C, D, S, A, X> {
+    desk: Arc<Requests<C, D, S, A>>,
+    access: X,
+    options: ApiOptions,
+    version: String,
+    /// Who each token is, by its digest.
+    callers: Cache<[u8; 32], Result<Caller, String>>,
+    /// What each caller may do.
+    rights: Cache<String, Result<(), String>>,
+}
+
+/// Answers of the API server, each with when it was given.
+type Cache<K, V> = Mutex<HashMap<K, (Instant, V)>>;
+
+/// A refusal, as the API answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The HTTP status.
+    #[serde(skip)]
+    pub status: StatusCode,
+    /// What was wrong, and what to do.
+    pub error: String,
+    /// The request field at fault, for bad input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// When to try again, in seconds.
+    #[serde(skip)]
+    pub retry_after: Option<u32>,
+}
+
+impl Problem {
+    fn new(status: StatusCode, error: impl Into<String>) -> Self {
+        Self {
+            status,
+            error: error.into(),
+            field: None,
+            retry_after: None,
+        }
+    }
+
+    fn bad(field: &str, error: impl Into<String>) -> Self {
+        Self {
+            field: Some(field.to_owned()),
+            ..Self::new(StatusCode::BAD_REQUEST, error)
+        }
+    }
+
+    fn retry(self, seconds: u32) -> Self {
+        Self {
+            retry_after: Some(seconds),
+            ..self
+        }
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(&self)).into_response();
+        let headers = response.headers_mut();
+        if let Some(seconds) = self.retry_after {
+            headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<Refusal> for Problem {
+    fn from(refusal: Refusal) -> Self {
+        let error = refusal.to_string();
+        match refusal {
+            Refusal::UnknownNamespace(_) => Self::bad("namespace", error),
+            Refusal::Full { .. } => Self::new(StatusCode::TOO_MANY_REQUESTS, error).retry(5),
+            Refusal::Busy(_) => Self::new(StatusCode::CONFLICT, error).retry(30),
+            Refusal::Stopping => Self::new(StatusCode::SERVICE_UNAVAILABLE, error).retry(5),
+        }
+    }
+}
+
+/// The body of a plan or a collection: the sessions it is about (absent: all of the namespace).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Asking {
+    #[serde(default)]
+    sessions: Option<Vec<String>>,
+}
+
+/// `GET /v1/status`.
+#[derive(Debug, Serialize)]
+struct Status<'a> {
+    version: &'a str,
+    namespaces: Vec<&'a str>,
+}
+
+impl<C, D, S, A, X> Api<C, D, S, A, X>
+where
+    C: SessionCluster + Send + Sync + 'static,
+    D: SessionDirectory + Send + Sync + 'static,
+    S: Store + Send + Sync + 'static,
+    A: Sink + Send + Sync + 'static,
+    X: Access + 'static,
+{
+    /// The API of `desk`, its callers checked by `access` as `options` say; `version` is what
+    /// `/v1/status` names.
+    pub fn new(
+        desk: Arc<Requests<C, D, S, A>>,
+        access: X,
+        options: ApiOptions,
+        version: &str,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            desk,
+            access,
+            options,
+            version: version.to_owned(),
+            callers: Mutex::default(),
+            rights: Mutex::default(),
+        })
+    }
+
+    /// The routes, `/v1/...`, for an embedder's server (or `serve`'s).
+    pub fn router(self: &Arc<Self>) -> Router {
+        Router::new()
+            .route("/v1/status", get(status))
+            .route("/v1/namespaces/{ns}/sessions/plan", post(plan))
+            .route("/v1/namespaces/{ns}/sessions/collect", post(collect))
+            .route("/v1/runs/{id}", get(run))
+            .with_state(Arc::clone(self))
+    }
+
+    /// The caller whose bearer token `headers` carry, allowed to do what it `asked`.
+    async fn allowed(&self, headers: &HeaderMap, asked: Asked<'_>) -> Result<Caller, Problem> {
+        let caller = self.caller(headers).await?;
+        let key = format!(
+            "{}\n{}\n{}\n{}\n{}",
+            caller.user, asked.verb, asked.resource, asked.subresource, asked.namespace
+        );
+        let cached = cached(&self.rights, &key, self.options.cache);
+        let right = match cached {
+            Some(right) => right,
+            None => {
+                let answer = self.access.authorize(&caller, GROUP, asked).await;
+                let right = answer.map_err(|e| unanswered("may", &e))?;
+                keep(&self.rights, key, right.clone());
+                right
+            }
+        };
+        match right {
+            Ok(()) => Ok(caller),
+            Err(why) => {
+                tracing::warn!(caller = %caller.user, "request refused (403): {why}");
+                Err(Problem::new(StatusCode::FORBIDDEN, why))
+            }
+        }
+    }
+
+    /// Who the bearer token of `headers` is, by the API server's `TokenReview`.
+    async fn caller(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
+        let token = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let token = token.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+        let Some(token) = token.filter(|t| !t.is_empty()) else {
+            tracing::warn!("request refused (401): no bearer token");
+            let why = "no bearer token: send the caller's ServiceAccount token (`Authorization: \
+                       Bearer TOKEN`), projected for this API's audience";
+            return Err(Problem::new(StatusCode::UNAUTHORIZED, why));
+        };
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let caller = match cached(&self.callers, &key, self.options.cache) {
+            Some(caller) => caller,
+            None => {
+                let audience = &self.options.audience;
+                let answer = self.access.authenticate(token, audience).await;
+                let caller = answer.map_err(|e| unanswered("is", &e))?;
+                keep(&self.callers, key, caller.clone());
+                caller
+            }
+        };
+        caller.map_err(|why| {
+            tracing::warn!("request refused (401): {why}");
+            let why = format!("the token is not accepted: {why}");
+            Problem::new(StatusCode::UNAUTHORIZED, why)
+        })
+    }
+}
+
+/// The API server could not say who a caller is or what it may do: refused, try again.
+fn unanswered(what: &str, error: &gc_core::ports::ClusterError) -> Problem {
+    tracing::warn!(
+        "request refused (503): the API server could not say who the caller {what}: {error}"
+    );
+    let why = format!("cannot check the caller with the API server: {error}; nothing was done");
+    Problem::new(StatusCode::SERVICE_UNAVAILABLE, why).retry(5)
+}
+
+/// An answer kept less than `ttl` ago.
+fn cached<K: std::hash::Hash + Eq, V: Clone>(
+    cache: &Cache<K, V>,
+    key: &K,
+    ttl: Duration,
+) -> Option<V> {
+    let cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    let (at, value) = cache.get(key)?;
+    (at.elapsed() < ttl).then(|| value.clone())
+}
+
+/// Keeps `value`, forgetting what has expired first (the cache holds a window's callers only).
+fn keep<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V) {
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() >= 4096 {
+        cache.retain(|_, (at, _)| at.elapsed() < Duration::from_secs(60));
+        if cache.len() >= 4096 {
+            cache.clear();
+        }
+    }
+    cache.insert(key, (Instant::now(), value));
+}
+
+/// The sessions a body asks for, checked: a JSON object with at most `sessions`, each id a
+/// label value (StreamSpace's session ids are), none twice.
+fn asking(body: &Bytes, limit: usize) -> Result<Requested, Problem> {
+    if body.len() > limit {
+        let why = format!(
+            "the body is {} bytes, over the limit of {limit}",
+            body.len()
+        );
+        return Err(Problem::bad("body", why));
+    }
+    let asking: Asking = if body.iter().all(u8::is_ascii_whitespace) {
+        Asking::default()
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            let why = format!(
+                "expected {{\"sessions\": [\"ID\", ...]}} (or nothing: every session): {e}"
+            );
+            Problem::bad("body", why)
+        })?
+    };
+    let Some(ids) = asking.sessions else {
+        return Ok(Requested::All);
+    };
+    if ids.is_empty() {
+        let why = "no session id: name at least one, or leave `sessions` out for all";
+        return Err(Problem::bad("sessions", why));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, id) in ids.into_iter().enumerate() {
+        if id.is_empty() || !gc_core::selector::is_label_value(&id) {
+            let why = format!(
+                "{id:?} is not a session id (a label value: at most 63 letters, digits, `-`, `_` \
+                 or `.`, beginning and ending with a letter or digit)"
+            );
+            return Err(Problem::bad(&format!("sessions[{i}]"), why));
+        }
+        seen.insert(id);
+    }
+    Ok(Requested::Ids(seen))
+}
+
+/// A namespace a request may name: one the collector serves, never a system namespace.
+fn namespace<C, D, S, A>(desk: &Requests<C, D, S, A>, ns: &str) -> Result<(), Problem> {
+    if gc_core::input::SYSTEM_NAMESPACES.contains(&ns) {
+        let why = format!("{ns} is a system namespace: gc never collects there");
+        return Err(Problem::bad("namespace", why));
+    }
+    if !desk.serves(ns) {
+        return Err(Refusal::UnknownNamespace(ns.to_owned()).into());
+    }
+    Ok(())
+}
+
+type Shared<C, D, S, A, X> = State<Arc<Api<C, D, S, A, X>>>;
+
+async fn status<C, D, S, A, X>(State(api): Shared<C, D, S, A, X>, headers: HeaderMap) -> Response
+where
+    C: SessionCluster + Send + Sync + 'static,
+    D: SessionDirectory + Send + Sync + 'static,
+    S: Store + Send + Sync + 'static,
+    A: Sink + Send + Sync + 'static,
+    X: Access + 'static,
+{
+    let asked = Asked {
+        verb: "get",
+        resource: "status",
+        subresource: "",
+        namespace: "",
+    };
+    if let Err(problem) = api.allowed(&headers, asked).await {
+        return problem.into_response();
+    }
+    let status = Status {
+        version: &api.version,
+        namespaces: api.desk.namespaces().collect(),
+    };
+    axum::Json(status).into_response()
+}
+
+async fn plan<C, D, S, A, X>(
+    State(api): Shared<C, D, S, A, X>,
+    Path(ns): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response
+where
+    C: SessionCluster + Send + Sync + 'static,
+    D: SessionDirectory + Send + Sync + 'static,
+    S: Store + Send + Sync + 'static,
+    A: Sink + Send + Sync + 'static,
+    X: Access + 'static,
+{
+    let asked = Asked {
+        verb: "create",
+        resource: "sessions",
+        subresource: "plan",
+        namespace: &ns,
+    };
+    let answer = async {
+        let caller = api.allowed(&headers, asked).await?;
+        namespace(&api.desk, &ns)?;
+        let sessions = asking(&body, api.options.body_limit)?;
+        let cfg = api.desk.narrowed(&ns, sessions, [caller.user].into())?;
+        let planned = api.desk.collector().plan(&cfg).await.map_err(|e| {
+            let status = match e.kind() {
+                crate::FailureKind::Data => StatusCode::UNPROCESSABLE_ENTITY,
+                _ => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            Problem::new(status, format!("{e:#}"))
+        })?;
+        Ok::<_, Problem>(axum::Json(planned).into_response())
+    };
+    answer.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn collect<C, D, S, A, X>(
+    State(api): Shared<C, D, S, A, X>,
+    Path(ns): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response
+where
+    C: SessionCluster + Send + Sync + 'static,
+    D: SessionDirectory + Send + Sync + 'static,
+    S: Store + Send + Sync + 'static,
+    A: Sink + Send + Sync + 'static,
+    X: Access + 'static,
+{
+    let asked = Asked {
+        verb: "create",
+        resource: "sessions",
+        subresource: "collect",
+        namespace: &ns,
+    };
+    let answer = async {
+        let caller = api.allowed(&headers, asked).await?;
+        namespace(&api.desk, &ns)?;
+        let sessions = asking(&body, api.options.body_limit)?;
+        let run = api.desk.collect(&ns, sessions, &caller.user).await?;
+        let location = format!("/v1/runs/{}", run.id);
+        let mut response = (StatusCode::ACCEPTED, axum::Json(run)).into_response();
+        if let Ok(location) = HeaderValue::from_str(&location) {
+            response.headers_mut().insert("location", location);
+        }
+        Ok::<_, Problem>(response)
+    };
+    answer.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn run<C, D, S, A, X>(
+    State(api): Shared<C, D, S, A, X>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response
+where
+    C: SessionCluster + Send + Sync + 'static,
+    D: SessionDirectory + Send + Sync + 'static,
+    S: Store + Send + Sync + 'static,
+    A: Sink + Send + Sync + 'static,
+    X: Access + 'static,
+{
+    let answer = async {
+        // Who asks first: an unknown id tells an unauthenticated caller nothing.
+        api.caller(&headers).await?;
+        let found = api.desk.run(&id);
+        let Some(run) = found else {
+            return Err(Problem::new(StatusCode::NOT_FOUND, format!("no run {id}")));
+        };
+        let asked = Asked {
+            verb: "get",
+            resource: "runs",
+            subresource: "",
+            namespace: &run.namespace,
+        };
+        api.allowed(&headers, asked).await?;
+        Ok(axum::Json(run).into_response())
+    };
+    answer.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+#[cfg(test)]
+mod tests;

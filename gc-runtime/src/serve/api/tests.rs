@@ -1,0 +1,229 @@
+//! The request API's refusals and answers, through its router (no socket), on the desk's fakes
+//! and a fake of the API server's reviews: no token is 401, a token the API server does not
+//! accept is 401, a right it denies is 403, an API server that cannot answer is 503, and bad
+//! input is 400 naming the field; none of them reads or deletes anything. Answers are cached.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use axum::body::Body;
+use axum::http::Request;
+use gc_core::ports::ClusterError;
+use serde_json::Value;
+use tower::ServiceExt as _;
+
+use super::*;
+use crate::LockOptions;
+use crate::requests::RequestOptions;
+use crate::requests::tests_desk::{NS, World};
+
+/// The API server's reviews: tokens `api` (the control plane, allowed everything), `reader`
+/// (allowed only `sessions/plan` in [`NS`]) and `other-audience`.
+#[derive(Default)]
+struct Reviews {
+    /// Every review asked for.
+    calls: AtomicUsize,
+    /// The API server cannot be reached.
+    down: AtomicBool,
+}
+
+const API: &str = "system:serviceaccount:streamspace:streamspace-api";
+
+#[async_trait]
+impl Access for Reviews {
+    async fn authenticate(
+        &self,
+        token: &str,
+        audience: &str,
+    ) -> Result<Result<Caller, String>, ClusterError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.down.load(Ordering::SeqCst) {
+            return Err(ClusterError::Unavailable("connection refused".into()));
+        }
+        assert_eq!(audience, "gc");
+        let user = match token {
+            "api" => API,
+            "reader" => "system:serviceaccount:streamspace:reader",
+            "other-audience" => return Ok(Err("token audiences [\"kube\"] is invalid".into())),
+            _ => return Ok(Err("invalid bearer token".into())),
+        };
+        Ok(Ok(Caller {
+            user: user.into(),
+            ..Caller::default()
+        }))
+    }
+
+    async fn authorize(
+        &self,
+        caller: &Caller,
+        group: &str,
+        asked: Asked<'_>,
+    ) -> Result<Result<(), String>, ClusterError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(group, GROUP);
+        let allowed = match caller.user.as_str() {
+            API => true,
+            _ => asked.namespace == NS && asked.subresource == "plan",
+        };
+        Ok(if allowed {
+            Ok(())
+        } else {
+            Err("no RBAC rule".into())
+        })
+    }
+}
+
+struct Client {
+    router: Router,
+    world: World,
+    reviews: Arc<Reviews>,
+}
+
+impl Client {
+    fn new() -> Self {
+        let world = World::new();
+        let desk = world.desk(RequestOptions::default(), LockOptions::default());
+        let reviews = Arc::new(Reviews::default());
+        let api = Api::new(desk, Arc::clone(&reviews), ApiOptions::default(), "1.2.3");
+        Self {
+            router: api.router(),
+            world,
+            reviews,
+        }
+    }
+
+    /// `method path` with `token` and `body`: the status, the `Retry-After`, the JSON answer.
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: &str,
+    ) -> (u16, Option<String>, Value) {
+        let mut request = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = request.body(Body::from(body.to_owned())).unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let retry = (response.headers().get(RETRY_AFTER)).map(|v| v.to_str().unwrap().to_owned());
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await;
+        let value = serde_json::from_slice(&bytes.unwrap()).unwrap_or(Value::Null);
+        (status, retry, value)
+    }
+}
+
+const COLLECT: &str = "/v1/namespaces/streamspace/sessions/collect";
+const PLAN: &str = "/v1/namespaces/streamspace/sessions/plan";
+
+/// A collection asked for by an allowed caller: 202, the run's id, and its records; the run
+/// then answers on `GET /v1/runs/{id}`, naming who asked.
+#[tokio::test(start_paused = true)]
+async fn an_allowed_caller_collects_a_session_and_follows_its_run() {
+    let client = Client::new();
+    let body = r#"{"sessions": ["d"]}"#;
+    let (status, _, run) = client.call("POST", COLLECT, Some("api"), body).await;
+    assert_eq!(status, 202, "{run}");
+    assert_eq!(run["state"], "succeeded", "{run}");
+    assert_eq!(run["requestedBy"], API);
+    assert_eq!(client.world.deleted(), ["d-Deployment", "d-Session"]);
+    let path = format!("/v1/runs/{}", run["id"].as_str().unwrap());
+    let (status, _, again) = client.call("GET", &path, Some("api"), "").await;
+    assert_eq!(status, 200);
+    assert_eq!(again["records"].as_array().unwrap().len(), 2, "{again}");
+    let (status, _, missing) = client.call("GET", "/v1/runs/99", Some("api"), "").await;
+    assert_eq!(
+        (status, missing["error"].as_str()),
+        (404, Some("no run 99"))
+    );
+    let (status, _, shown) = client.call("GET", "/v1/status", Some("api"), "").await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["version"], "1.2.3");
+    assert_eq!(shown["namespaces"], serde_json::json!([NS]));
+    let (status, _, shown) = client.call("GET", "/v1/status", Some("reader"), "").await;
+    assert_eq!(status, 403, "status is for any namespace: {shown}");
+}
+
+/// Without a token, with a token the API server does not accept, or with a right it denies,
+/// nothing is read or deleted: 401, 401, 403; the reader may plan but not collect.
+#[tokio::test(start_paused = true)]
+async fn callers_without_a_token_or_a_right_change_nothing() {
+    let client = Client::new();
+    let body = r#"{"sessions": ["d"]}"#;
+    for token in [None, Some("nonsense"), Some("other-audience")] {
+        let (status, _, answer) = client.call("POST", COLLECT, token, body).await;
+        assert_eq!(status, 401, "{token:?}: {answer}");
+        assert!(answer["error"].is_string());
+    }
+    let (status, _, answer) = client.call("POST", COLLECT, Some("reader"), body).await;
+    assert_eq!(status, 403, "{answer}");
+    assert_eq!(answer["error"], "no RBAC rule", "{answer}");
+    let (status, _, planned) = client.call("POST", PLAN, Some("reader"), body).await;
+    assert_eq!(status, 200, "{planned}");
+    let judged = planned["judged"].as_array().unwrap();
+    assert_eq!(judged.len(), 10);
+    assert!(client.world.deleted().is_empty());
+    assert_eq!(client.world.cluster.lease.state().acquires, 0);
+}
+
+/// An API server that cannot answer for the caller refuses it (503, try again), and answers
+/// are reused within the cache's time: two calls, two reviews.
+#[tokio::test(start_paused = true)]
+async fn answers_are_cached_and_no_answer_is_no() {
+    let client = Client::new();
+    client.reviews.down.store(true, Ordering::SeqCst);
+    let (status, retry, answer) = client.call("POST", PLAN, Some("api"), "").await;
+    assert_eq!((status, retry.as_deref()), (503, Some("5")), "{answer}");
+    client.reviews.down.store(false, Ordering::SeqCst);
+    let before = client.reviews.calls.load(Ordering::SeqCst);
+    for _ in 0..3 {
+        let (status, _, answer) = client.call("POST", PLAN, Some("api"), "").await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let reviews = client.reviews.calls.load(Ordering::SeqCst) - before;
+    assert_eq!(reviews, 2, "one TokenReview and one SubjectAccessReview");
+    assert!(client.world.deleted().is_empty());
+}
+
+/// Bad input is 400 naming the field, and nothing is queued or deleted: an unknown namespace,
+/// a system namespace, an id that is not a session id, an unknown field, an empty list, a body
+/// that is not JSON or is over the limit.
+#[tokio::test(start_paused = true)]
+async fn bad_input_is_refused_naming_the_field() {
+    let client = Client::new();
+    let cases = [
+        ("/v1/namespaces/other/sessions/collect", "{}", "namespace"),
+        (
+            "/v1/namespaces/kube-system/sessions/collect",
+            "{}",
+            "namespace",
+        ),
+        (
+            COLLECT,
+            r#"{"sessions": ["d", "not an id"]}"#,
+            "sessions[1]",
+        ),
+        (COLLECT, r#"{"sessions": [""]}"#, "sessions[0]"),
+        (COLLECT, r#"{"sessions": []}"#, "sessions"),
+        (COLLECT, r#"{"sessions": ["d"], "graceSeconds": 0}"#, "body"),
+        (COLLECT, "sessions: [d]", "body"),
+    ];
+    for (path, body, field) in cases {
+        let (status, _, answer) = client.call("POST", path, Some("api"), body).await;
+        assert_eq!(status, 400, "{path} {body}: {answer}");
+        assert_eq!(answer["field"], field, "{path} {body}: {answer}");
+    }
+    let ids: Vec<String> = (0..10_000).map(|i| format!("s-{i}")).collect();
+    let big = serde_json::json!({ "sessions": ids }).to_string();
+    assert!(big.len() > ApiOptions::default().body_limit);
+    let (status, _, answer) = client.call("POST", COLLECT, Some("api"), &big).await;
+    assert_eq!((status, &answer["field"]), (400, &Value::from("body")));
+    assert!(client.world.deleted().is_empty());
+    assert_eq!(client.world.cluster.lease.state().acquires, 0);
+    // The namespace is checked after the caller's right: an unknown one tells a stranger
+    // nothing.
+    let path = "/v1/namespaces/other/sessions/collect";
+    let (status, _, _) = client.call("POST", path, None, "{}").await;
+    assert_eq!(status, 401);
+}
