@@ -7,12 +7,12 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::archives::ArchivesCommand;
 use crate::ledger::LedgerCommand;
 use crate::logging::LogArgs;
-use crate::plugin::{Invoked, PLUGIN};
 use crate::pods::apply::Apply;
 use crate::pods::plan::PlanPods;
 use crate::run::RunCommand;
 use crate::serve::Serve;
 use crate::sessions::plan::PlanSessions;
+use gc_output::plugin::{Invoked, PLUGIN};
 
 /// A Kubernetes garbage collector that never deletes the wrong thing.
 #[derive(Debug, Parser)]

@@ -14,7 +14,6 @@ mod logging;
 mod metrics;
 mod namespaces;
 mod output;
-mod plugin;
 mod pods;
 mod run;
 mod serve;
@@ -22,6 +21,8 @@ mod sessions;
 mod signals;
 
 use std::process::ExitCode;
+
+use gc_output::plugin;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();

@@ -18,6 +18,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use gc_runtime::metrics::Served;
+use gc_runtime::requests::RequestOptions;
+use gc_runtime::serve::api::ApiOptions;
 use gc_runtime::serve::{AdminServer, Health, every};
 
 use crate::run::RunCommand;
@@ -42,6 +44,17 @@ pub(crate) struct Serve {
     #[arg(long = "stall", alias = "stall-seconds", default_value = "1h", value_name = "DURATION",
         value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=u64::from(u32::MAX)))]
     stall_seconds: u64,
+    /// Also serve the request API (`/v1/...`: a caller's plans and collections of some sessions,
+    /// each caller checked with the API server) on this loopback address; `serve sessions` only.
+    #[arg(long, value_name = "ADDR")]
+    api_listen: Option<SocketAddr>,
+    /// The audience a caller's ServiceAccount token must be projected for.
+    #[arg(long, default_value = "gc", value_name = "AUDIENCE")]
+    api_audience: String,
+    /// The grace period of a requested collection, from each resource's creation.
+    #[arg(long = "request-grace", default_value = "5m", value_name = "DURATION",
+        value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=u64::from(u32::MAX)))]
+    request_grace_seconds: u64,
     /// The collector to run, with its flags.
     #[command(subcommand)]
     run: RunCommand,
@@ -50,6 +63,13 @@ pub(crate) struct Serve {
 pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     // Flags no run could pass end the process now (exit 2) rather than fail every round.
     args.run.check()?;
+    if args.api_listen.is_some() && !matches!(args.run, RunCommand::Sessions(_)) {
+        let why = "--api-listen serves the session collector: `serve --api-listen ADDR sessions`";
+        return Err(crate::exit::UsageError::new(why).into());
+    }
+    args.api_listen
+        .map(gc_runtime::serve::api::check_address)
+        .transpose()?;
     let listener = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let shown = listener.local_addr().unwrap_or(args.listen);
@@ -65,7 +85,29 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     let rounds = every(interval, args.runs, &health, &*signals::STOP, || {
         args.run.run_async()
     });
-    let (done, failed) = crate::live::block_on(async { Ok(rounds.await) })?;
+    let api = async {
+        let (RunCommand::Sessions(run), Some(listen)) = (&args.run, args.api_listen) else {
+            return std::future::pending().await;
+        };
+        let listener = TcpListener::bind(listen);
+        let listener = listener.with_context(|| format!("cannot listen on {listen}"))?;
+        let grace = u32::try_from(args.request_grace_seconds).unwrap_or(u32::MAX);
+        let requests = RequestOptions {
+            grace_seconds: grace,
+            ..RequestOptions::default()
+        };
+        let audience = args.api_audience.clone();
+        let api = ApiOptions {
+            audience,
+            ..ApiOptions::default()
+        };
+        crate::sessions::run::serve_api(run, listener, api, requests).await?;
+        std::future::pending().await
+    };
+    // The API ends early only when it fails; the rounds end the process.
+    let (done, failed) = crate::live::block_on(async {
+        tokio::select! { rounds = rounds => Ok(rounds), failed = api => failed }
+    })?;
     if let Some(signal) = signals::received() {
         tracing::info!("{signal} received: exiting after {done} run(s)");
     }

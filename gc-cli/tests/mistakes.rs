@@ -95,6 +95,34 @@ fn each_mistake_gets_a_line_that_names_the_input_and_the_fix() {
             NO_DATABASE,
         ),
         ([&serve[..], &NO_CLUSTER].concat(), vec![], 2, NO_DATABASE),
+        // The request API: plain HTTP on a loopback address only, and for sessions only; both
+        // refused before any run starts.
+        (
+            [
+                &["serve", "--api-listen", "0.0.0.0:9899"][..],
+                &serve[1..],
+                &NO_CLUSTER,
+                &["--database-url", "postgres://gc@127.0.0.1:1/gc"],
+            ]
+            .concat(),
+            vec![],
+            2,
+            "gc-cli: error: invalid --api-listen \"0.0.0.0:9899\": the request API is plain \
+             HTTP, served on a loopback address only (127.0.0.1 or ::1), beside a TLS proxy",
+        ),
+        (
+            [
+                &["serve", "--api-listen", "127.0.0.1:0"][..],
+                &serve[1..5],
+                &["pods", "-n", "x"],
+                &NO_CLUSTER,
+            ]
+            .concat(),
+            vec![],
+            2,
+            "gc-cli: error: --api-listen serves the session collector: `serve --api-listen ADDR \
+             sessions`",
+        ),
         // A bad DB_* value is named, in the session database's words.
         (
             [&sessions("plan")[..], &NO_CLUSTER].concat(),

@@ -2006,3 +2006,180 @@ async fn sessions_of_both_groups_streamspace_installs_are_collected() -> Result 
 fn gc_runtime_controller() -> &'static str {
     "gc.example.com/gc-cli"
 }
+
+/// One HTTP/1.1 call to `addr` with `token` (`Authorization: Bearer`) and a JSON `body`: the
+/// status and the JSON answer (`null` when there is none).
+fn call(addr: &str, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, Value) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let auth = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
+    let length = body.len();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\n{auth}content-type: application/json\r\n\
+         content-length: {length}\r\nconnection: close\r\n\r\n{body}"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok());
+    (
+        status.unwrap_or(0),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+/// A free loopback address.
+fn free_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// The control plane ends a session (its row set `terminated`) and asks gc to collect it:
+/// `serve --api-listen` checks the caller's projected token and right with the API server,
+/// then deletes that session's objects, each archived, and nothing else; a caller without the
+/// right gets 403, one without a token 401, and neither changes anything.
+#[tokio::test]
+async fn a_session_the_control_plane_ends_is_collected_on_its_request() -> Result {
+    let Some((f, _)) = Fixture::new("sessions-api").await? else {
+        return Ok(());
+    };
+    let scratch = Scratch::new()?;
+    f.ns.service_account_client("streamspace-api").await?;
+    f.ns.service_account_client("stranger").await?;
+    let rule = |resources: &[&str], verbs: &[&str]| k8s_openapi::api::rbac::v1::PolicyRule {
+        api_groups: Some(vec!["gc.stream.space".into()]),
+        resources: Some(resources.iter().map(|r| (*r).to_owned()).collect()),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        ..Default::default()
+    };
+    let rules = vec![
+        rule(&["sessions/collect"], &["create"]),
+        rule(&["runs"], &["get"]),
+    ];
+    f.ns.grant("streamspace-api", rules).await?;
+    let token =
+        f.ns.service_account_token_for("streamspace-api", &["gc"])
+            .await?;
+    let stranger = f.ns.service_account_token_for("stranger", &["gc"]).await?;
+    let wrong_audience = f.ns.service_account_token("streamspace-api").await?;
+
+    let (metrics, api) = (free_address(), free_address());
+    let serve = [
+        "serve",
+        "--listen",
+        &metrics,
+        "--api-listen",
+        &api,
+        "--interval",
+        "6h",
+    ];
+    let run = [
+        "sessions",
+        "-n",
+        f.ns.name(),
+        "--kubeconfig",
+        &f.kubeconfig,
+        "--now",
+        &f.now,
+    ];
+    let table = ["--database-url", f.db.url(), "--state-column", "state"];
+    let terminal = ["--terminal-state", "terminated"];
+    let args = [&serve[..], &run, &table, &terminal, &scratch.flags()].concat();
+    let mut child = gc_cli_command(&args, &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    // The first scheduled run collects the hard-deleted sessions; the API answers meanwhile.
+    let collect = format!("/v1/namespaces/{}/sessions/collect", f.ns.name());
+    let ended = LIVE[0];
+    let body = json!({ "sessions": [ended] }).to_string();
+    let mut answered = (0, Value::Null);
+    for _ in 0..300 {
+        if std::net::TcpStream::connect(&api).is_ok() {
+            answered = call(&api, "POST", &collect, None, &body);
+            if answered.0 != 0 {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(answered.0, 401, "{answered:?}");
+    let (status, refused) = call(&api, "POST", &collect, Some(&wrong_audience), &body);
+    assert_eq!(
+        status, 401,
+        "a token for the API server is no token for gc: {refused}"
+    );
+    let (status, refused) = call(&api, "POST", &collect, Some(&stranger), &body);
+    assert_eq!(status, 403, "{refused}");
+
+    // The control plane ends the session once the scheduled run is done; the next request
+    // collects it, and only it.
+    let collected = |s: &Snapshot| {
+        (hard_deleted().iter()).all(|o| s.get(o).is_none_or(|(_, deleting)| *deleting))
+    };
+    let mut before = f.snapshot().await?;
+    for _ in 0..600 {
+        if collected(&before) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        before = f.snapshot().await?;
+    }
+    assert!(
+        collected(&before),
+        "the scheduled run collected the hard-deleted sessions"
+    );
+    let pool = f.db.pool().await?;
+    sqlx::query("UPDATE sessions SET state = 'terminated' WHERE id = $1")
+        .bind(ended)
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    let (status, run) = call(&api, "POST", &collect, Some(&token), &body);
+    assert_eq!(status, 202, "{run}");
+    let path = format!("/v1/runs/{}", run["id"].as_str().unwrap());
+    let mut run = run;
+    for _ in 0..600 {
+        if ["succeeded", "failed", "stopped"].contains(&run["state"].as_str().unwrap_or("")) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        run = call(&api, "GET", &path, Some(&token), "").1;
+    }
+    assert_eq!(run["state"], "succeeded", "{run:#}");
+    let user = format!("system:serviceaccount:{}:streamspace-api", f.ns.name());
+    assert_eq!(run["requestedBy"], user.as_str());
+    let records = run["records"].as_array().unwrap();
+    assert_eq!(
+        with_result(records, "deleted"),
+        objects_of(ended, true),
+        "{run:#}"
+    );
+    assert!(records.iter().all(|r| r["archive"].is_string()), "{run:#}");
+    let after = f.snapshot().await?;
+    let gone: BTreeSet<String> = (before.iter())
+        .filter(|(_, (_, deleting))| !deleting)
+        .filter(|(name, _)| after.get(*name).is_none_or(|(_, deleting)| *deleting))
+        .map(|(name, _)| name.clone())
+        .collect();
+    assert_eq!(gone, objects_of(ended, true));
+    for id in &LIVE[1..] {
+        let theirs = objects_of(id, *id != LIVE[1]);
+        assert!(theirs.iter().all(|o| after.contains_key(o)), "{id}");
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    assert!(sent.success());
+    let status = child.wait()?;
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)?;
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("serving the request API on"), "{stderr}");
+    Ok(())
+}

@@ -10,6 +10,8 @@ pub mod archives;
 #[cfg(feature = "clap")]
 pub mod help;
 pub mod options;
+#[cfg(feature = "clap")]
+pub mod plugin;
 pub mod pods;
 pub mod sessions;
 

@@ -10,6 +10,7 @@ pub fn flag(option: &str) -> Option<&'static str> {
     Some(match option {
         "alert_webhooks" => "--alert-webhook or $GC_ALERT_WEBHOOK",
         "all_namespaces" => "--all-namespaces",
+        "api_listen" => "--api-listen",
         "archive_dir" => "--archive-dir",
         "bind_wait" => "--bind-wait-seconds",
         "cluster_id" => "--cluster-id",

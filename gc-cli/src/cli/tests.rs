@@ -147,7 +147,7 @@ fn command_paths(command: &clap::Command, path: &[String], found: &mut Vec<Vec<S
 
 /// The help `gc-cli PATH --help` prints.
 fn help_of(path: &[String]) -> String {
-    let command = Cli::command_for(crate::plugin::Invoked::Cli);
+    let command = Cli::command_for(gc_output::plugin::Invoked::Cli);
     let words = ["gc-cli"]
         .into_iter()
         .chain(path.iter().map(String::as_str));

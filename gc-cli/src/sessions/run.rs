@@ -10,8 +10,11 @@ use clap::Args;
 use gc_core::sessions::SessionConfig;
 use gc_core::sessions::run::SessionReport;
 use gc_output::sessions::Shown;
-use gc_runtime::Settings;
+use gc_runtime::metrics::Delivery;
+use gc_runtime::requests::RequestOptions;
+use gc_runtime::serve::api::{ApiOptions, SessionsApi};
 use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine};
+use gc_runtime::{Cancel as _, Settings};
 
 use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
@@ -121,16 +124,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
         // Several as the flags say (`-A` however many match): the output's shape is known.
         shown: Shown::new(args.output, selection.several(SESSIONS_NAMESPACE)),
     };
-    let settings = Settings {
-        live: !args.dry_run,
-        events: !args.events.no_events,
-        lock: args.lock.options(),
-        delivery,
-        cancel: std::sync::Arc::new(crate::signals::STOP.clone()),
-        now: Some(now),
-        allow_future_now: true, // checked above, naming the flag
-        ..Settings::default()
-    };
+    let settings = settings(args, delivery, Some(now));
     let store = args.store.as_deref();
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let sources = args.args.sources();
@@ -140,6 +134,48 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     .await?;
     audit.shown.finish(&mut std::io::stdout().lock())?;
     Ok(gc_runtime::outcome_of(runs)?)
+}
+
+/// A run's settings as the flags give them, judging at `now` (`None`: the clock's).
+fn settings(args: &RunSessions, delivery: Delivery, now: Option<f64>) -> Settings {
+    Settings {
+        live: !args.dry_run,
+        events: !args.events.no_events,
+        lock: args.lock.options(),
+        delivery,
+        cancel: std::sync::Arc::new(crate::signals::STOP.clone()),
+        now,
+        allow_future_now: true, // checked by `run`, naming the flag
+        ..Settings::default()
+    }
+}
+
+/// `serve --api-listen`: the request API over this command's parts (its audit lines where a
+/// run's go), until the process is asked to stop.
+pub(crate) async fn serve_api(
+    args: &RunSessions,
+    listener: std::net::TcpListener,
+    api: ApiOptions,
+    requests: RequestOptions,
+) -> anyhow::Result<()> {
+    check(args)?;
+    // A fixed `--now` (tests) judges every request at it; without it, at the clock's time.
+    let now = (args.args.now.as_deref()).map(|now| crate::clock::at(Some(now)));
+    let settings = settings(args, args.metrics.delivery()?, now.transpose()?);
+    let served = SessionsApi {
+        sources: args.args.sources(),
+        store: args.store.clone(),
+        sink: args.archive.sink()?,
+        settings,
+        requests,
+        api,
+        audit: Box::new(AuditLog(audit_sink(args.audit_log.as_ref(), args.output)?)),
+        version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
+    let selection = args.args.namespaces.selection();
+    let stop = crate::signals::STOP.stopped();
+    Ok(served.serve(listener, &selection, config, stop).await?)
 }
 
 /// The audit lines, then what `-o` shows of them.

@@ -468,3 +468,98 @@ where
 
 #[cfg(test)]
 mod tests;
+
+/// Refuses an address the request API may not be served on: plain HTTP is served on a loopback
+/// address only (a TLS proxy beside it serves the callers).
+///
+/// # Errors
+/// A usage error naming `api_listen`.
+pub fn check_address(address: std::net::SocketAddr) -> crate::Result<()> {
+    if address.ip().is_loopback() {
+        return Ok(());
+    }
+    Err(crate::Error::Input(gc_core::input::InputError::Invalid {
+        input: "`api_listen`",
+        value: address.to_string(),
+        rule: "the request API is plain HTTP, served on a loopback address only (127.0.0.1 or \
+               ::1), beside a TLS proxy",
+    }))
+}
+
+/// What the session collector's request API is served with: the run command's parts (as
+/// [`crate::sessions::run_selected`] takes them) and the API's own options.
+pub struct SessionsApi {
+    /// Where the cluster and the session table are.
+    pub sources: crate::sessions::SessionSources,
+    /// gc's store (`None`: the embedded one).
+    pub store: Option<String>,
+    /// The archive sink.
+    pub sink: gc_store::Archives,
+    /// The runs' settings, as a scheduled run's. A requested run waits for the namespace's
+    /// Lease at most half of [`RequestOptions::answer_within`], so that a Lease another process
+    /// holds is answered `409` rather than left running.
+    pub settings: crate::Settings,
+    /// How requests are queued, and their grace.
+    pub requests: crate::requests::RequestOptions,
+    /// How callers are checked.
+    pub api: ApiOptions,
+    /// Where the requested runs' audit records go.
+    pub audit: Box<dyn crate::sessions::Audit>,
+    /// What `/v1/status` names as the version.
+    pub version: String,
+}
+
+impl SessionsApi {
+    /// Serves the request API on `listener` until `stop` ends: connects the cluster, the
+    /// session table and the store, resolves `selection` once (a namespace created later is
+    /// served after a restart), takes each namespace's settings from `config`, then answers.
+    /// Plain HTTP, so only on a loopback address. When `stop` ends, requests still queued end
+    /// stopped and the server finishes the calls in progress.
+    ///
+    /// # Errors
+    /// A listener that is not on a loopback address (usage), or what fails before the first
+    /// call is answered: a connection, the Namespaces list, a namespace's settings, the store.
+    pub async fn serve(
+        self,
+        listener: std::net::TcpListener,
+        selection: &crate::namespaces::Selection,
+        config: impl Fn(&str) -> crate::Result<gc_core::sessions::SessionConfig>,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> crate::Result<()> {
+        use crate::Context as _;
+        let address = listener.local_addr()?;
+        check_address(address)?;
+        let (cluster, table) = crate::sessions::connect(self.sources)
+            .await
+            .map_err(|(_, e)| e)?;
+        let default = crate::sessions::SESSIONS_NAMESPACE;
+        let namespaces = selection.resolve(&cluster, default).await?;
+        let configs = namespaces.iter().map(|ns| config(ns));
+        let configs = configs.collect::<crate::Result<Vec<_>>>()?;
+        let store = crate::open_store(self.store.as_deref()).await?;
+        let mut settings = self.settings;
+        settings.lock.wait = (settings.lock.wait).min(self.requests.answer_within / 2);
+        let access = cluster.clone();
+        let collector =
+            crate::sessions::SessionCollector::new((cluster, table, store, self.sink), settings)?;
+        let desk = Requests::new(collector, configs, self.requests, self.audit);
+        let api = Api::new(Arc::clone(&desk), access, self.api, &self.version);
+        listener
+            .set_nonblocking(true)
+            .context("cannot set up the listening socket")?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .context("cannot serve on the listening socket")?;
+        tracing::info!(
+            "serving the request API on {address} for namespace(s) {}",
+            namespaces.join(", ")
+        );
+        let stopped = async move {
+            stop.await;
+            desk.stop();
+        };
+        axum::serve(listener, api.router())
+            .with_graceful_shutdown(stopped)
+            .await
+            .context("the request API's server failed")
+    }
+}

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// How the process was started, from its program name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Invoked {
+pub enum Invoked {
     /// As `gc-cli` (or any other name).
     Cli,
     /// As `kubectl-gc`: `kubectl gc`.
@@ -17,10 +17,10 @@ pub(crate) enum Invoked {
 }
 
 /// The name the help and usage give the program when it runs as a kubectl plugin.
-pub(crate) const PLUGIN: &str = "kubectl gc";
+pub const PLUGIN: &str = "kubectl gc";
 
 /// How a process whose program is `argv0` was started.
-pub(crate) fn invoked(argv0: &str) -> Invoked {
+pub fn invoked(argv0: &str) -> Invoked {
     let name = Path::new(argv0)
         .file_name()
         .and_then(|n| n.to_str())
@@ -39,7 +39,7 @@ const FILES: u8 = 0;
 
 /// The completion of `words` (what follows `kubectl gc`; the last is the word being completed,
 /// possibly empty) against `command`: each candidate as `VALUE\tHELP`, then `:DIRECTIVE`.
-pub(crate) fn complete(mut command: clap::Command, words: &[String]) -> String {
+pub fn complete(mut command: clap::Command, words: &[String]) -> String {
     command.build();
     let (partial, done) = match words.split_last() {
         Some((last, done)) => (last.as_str(), done),
