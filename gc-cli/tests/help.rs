@@ -4,8 +4,9 @@
 //! prune --dry-run`, `ledger export`, `version`, `completion`, `man`. The failed-Pod collector's,
 //! the archives' and the ledger's examples then run in order against the test bed's API server,
 //! their namespace `batch` the test's own, from a plan to an archive shown, verified and pruned.
-//! (Every example, these, the session collector's and `serve`'s, is parsed by clap in
-//! `src/cli/tests.rs`.)
+//! The session collector's, `serve`'s and `restore`'s run against the test bed and PostgreSQL
+//! in `tests/sessions.rs` (`the_session_examples_run_against_the_test_bed`). Every example is
+//! parsed by clap in `src/cli/tests.rs`.
 
 use std::path::Path;
 

@@ -2183,3 +2183,153 @@ async fn a_session_the_control_plane_ends_is_collected_on_its_request() -> Resul
     assert!(stderr.contains("serving the request API on"), "{stderr}");
     Ok(())
 }
+
+/// The example lines (commands, not their `#` lines) of `gc-cli PATH --help`, as words.
+fn examples_of(path: &str) -> Vec<Vec<String>> {
+    let out = command()
+        .args(path.split_whitespace())
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = text(&out.stdout);
+    let (_, shown) = help.split_once("\nExamples:\n").expect("examples");
+    let lines = shown
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("gc-cli "));
+    lines
+        .map(|l| common::markdown::shell_words(l)[1..].to_vec())
+        .collect()
+}
+
+/// The session collector's examples, as their help shows them, run in order against the test
+/// bed and PostgreSQL: namespace `streamspace` is the fixture's, session `4f2a9c` a
+/// hard-deleted one, the database the fixture's (by `--database-url`, or StreamSpace's `DB_*`
+/// variables where the example names none). Each plan, run and serve judges at the fixture's
+/// `--now` (its objects are minutes old), and each serve makes one round (`--runs 1`) on a free
+/// port. The plans change nothing, the dry runs delete nothing, the live run deletes the
+/// hard-deleted sessions and writes its audit log, the session's archives are listed, and its
+/// restore creates its objects again.
+#[tokio::test]
+async fn the_session_examples_run_against_the_test_bed() -> Result {
+    let Some((f, before)) = Fixture::new("sessions-help").await? else {
+        return Ok(());
+    };
+    let url = f.db.url().strip_prefix("postgres://").unwrap().to_owned();
+    let (auth, rest) = url.split_once('@').unwrap();
+    let (user, password) = auth.split_once(':').unwrap();
+    let (host_port, name) = rest.split_once('/').unwrap();
+    let (host, port) = host_port.split_once(':').unwrap();
+    let env = [
+        ("DB_HOST", host),
+        ("DB_PORT", port),
+        ("DB_USER", user),
+        ("DB_PASSWORD", password),
+        ("DB_NAME", name),
+    ];
+    let work = tempfile::tempdir()?;
+    let gone = GONE[0];
+    let mut ran: Vec<(String, String)> = Vec::new();
+    let mut snapshots = Vec::new();
+    for path in [
+        "plan sessions",
+        "plan",
+        "gc-cli",
+        "run",
+        "run sessions",
+        "serve sessions",
+        "serve",
+        "archives list",
+        "restore sessions",
+        "restore",
+    ] {
+        let path = path.strip_prefix("gc-cli").unwrap_or(path);
+        for words in examples_of(path) {
+            let line = words.join(" ");
+            let sessions = words.iter().any(|w| w == "sessions") || line.contains("4f2a9c");
+            if !sessions {
+                continue;
+            }
+            let judges = !words.iter().any(|w| w == "restore" || w == "archives");
+            let mut args: Vec<String> = Vec::new();
+            for (i, word) in words.iter().enumerate() {
+                let after = |flag: &str| i > 0 && words[i - 1] == flag;
+                args.push(match word.as_str() {
+                    "streamspace" if after("-n") => f.ns.name().to_owned(),
+                    "4f2a9c" => gone.to_owned(),
+                    w if after("--database-url") && w.starts_with("postgres://") => {
+                        f.db.url().to_owned()
+                    }
+                    _ if after("--listen") => "127.0.0.1:0".to_owned(),
+                    w => w.to_owned(),
+                });
+            }
+            if judges {
+                args.extend(["--now".into(), f.now.clone()]);
+            }
+            if words[0] == "serve" {
+                args.splice(1..1, ["--runs".to_owned(), "1".to_owned()]);
+            }
+            let out = command()
+                .args(&args)
+                .current_dir(work.path())
+                .env("GC_STATE_DIR", work.path().join("state"))
+                .env("HOME", work.path())
+                .env("KUBECONFIG", &f.kubeconfig)
+                .env("GC_ALLOW_FUTURE_NOW", "1")
+                .env_remove("GC_STORE")
+                .env_remove("GC_SESSION_DATABASE_URL")
+                .envs(env)
+                .output()?;
+            let shown = format!(
+                "gc-cli {line}\nstdout: {}\nstderr: {}",
+                text(&out.stdout),
+                text(&out.stderr)
+            );
+            assert!(out.status.success(), "{shown}");
+            ran.push((line, format!("{}{}", text(&out.stdout), text(&out.stderr))));
+            snapshots.push(f.snapshot().await?);
+        }
+    }
+    let lines: Vec<&str> = ran.iter().map(|(l, _)| l.as_str()).collect();
+    let said = |prefix: &str| -> (usize, &str) {
+        let found = ran.iter().position(|(l, _)| l.starts_with(prefix));
+        let i = found.unwrap_or_else(|| panic!("no example {prefix}: {lines:#?}"));
+        (i, &ran[i].1)
+    };
+    // The plans and the dry runs change nothing; the first live run deletes the hard-deleted
+    // sessions' objects, archived.
+    let (live, _) = said("run sessions -n streamspace --dry-run=none");
+    assert!(live > 3, "{lines:#?}");
+    assert!(snapshots[..live].iter().all(|s| *s == before), "{lines:#?}");
+    let (_, plan) = said("plan sessions -n streamspace --database-url");
+    assert!(plan.contains("8 to delete"), "{plan}");
+    assert!(work.path().join("sessions-plan.json").is_file());
+    let gone_now = |s: &Snapshot| {
+        (hard_deleted().iter()).all(|o| s.get(o).is_none_or(|(_, deleting)| *deleting))
+    };
+    assert!(gone_now(&snapshots[live]), "{lines:#?}");
+    said("run sessions -n streamspace --dry-run=none --audit-log audit.jsonl");
+    assert!(work.path().join("audit.jsonl").is_file());
+    let (_, listed) = said("archives list -n streamspace --session 4f2a9c -o wide");
+    for object in objects_of(gone, true) {
+        let name = object.split_once('/').unwrap().1;
+        assert!(listed.contains(name), "{listed}");
+    }
+    // Restored: the session's objects exist again, new objects (its claim is left as it is:
+    // without a controller manager, the deleted claim stays behind its protection finalizer,
+    // and a restore never replaces an object that exists).
+    let restored = snapshots.last().unwrap();
+    for object in objects_of(gone, false) {
+        let (uid, deleting) = &restored[&object];
+        assert!(!deleting && *uid != before[&object].0, "{object}");
+    }
+    for served in ["serve --interval 6h sessions", "serve --listen"] {
+        assert!(
+            ran.iter().any(|(l, _)| l.starts_with(served)),
+            "{served}: {ran:#?}"
+        );
+    }
+    assert!(ran.len() >= 14, "{ran:#?}");
+    Ok(())
+}
