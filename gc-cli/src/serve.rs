@@ -12,6 +12,7 @@
 //! ends at once), the server stops and the process exits 0.
 
 use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use clap::Args;
 use gc_runtime::metrics::Served;
 use gc_runtime::requests::RequestOptions;
 use gc_runtime::serve::api::ApiOptions;
+use gc_runtime::serve::tls::{TlsFiles, server_config};
 use gc_runtime::serve::{AdminServer, Health, every};
 
 use crate::run::RunCommand;
@@ -48,6 +50,13 @@ pub(crate) struct Serve {
     /// each caller checked with the API server) on this loopback address; `serve sessions` only.
     #[arg(long, value_name = "ADDR")]
     api_listen: Option<SocketAddr>,
+    /// Serve it over TLS with this certificate chain (PEM, `tls.crt` of a TLS Secret), on any
+    /// address; read again when it changes.
+    #[arg(long, value_name = "FILE", requires = "api_tls_key")]
+    api_tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM, `tls.key`).
+    #[arg(long, value_name = "FILE", requires = "api_tls_cert")]
+    api_tls_key: Option<PathBuf>,
     /// The audience a caller's ServiceAccount token must be projected for.
     #[arg(long, default_value = "gc", value_name = "AUDIENCE")]
     api_audience: String,
@@ -67,9 +76,15 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
         let why = "--api-listen serves the session collector: `serve --api-listen ADDR sessions`";
         return Err(crate::exit::UsageError::new(why).into());
     }
-    args.api_listen
-        .map(gc_runtime::serve::api::check_address)
-        .transpose()?;
+    let tls = match (&args.api_tls_cert, &args.api_tls_key) {
+        (Some(cert), Some(key)) => Some(server_config(&TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        })?),
+        _ => None,
+    };
+    let check = |listen| gc_runtime::serve::api::check_address(listen, tls.is_some());
+    args.api_listen.map(check).transpose()?;
     let listener = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let shown = listener.local_addr().unwrap_or(args.listen);
@@ -101,7 +116,7 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
             audience,
             ..ApiOptions::default()
         };
-        crate::sessions::run::serve_api(run, listener, api, requests).await?;
+        crate::sessions::run::serve_api(run, listener, (api, requests), tls).await?;
         std::future::pending().await
     };
     // The API ends early only when it fails; the rounds end the process.

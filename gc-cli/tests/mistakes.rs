@@ -107,8 +107,45 @@ fn each_mistake_gets_a_line_that_names_the_input_and_the_fix() {
             .concat(),
             vec![],
             2,
-            "gc-cli: error: invalid --api-listen \"0.0.0.0:9899\": the request API is plain \
-             HTTP, served on a loopback address only (127.0.0.1 or ::1), beside a TLS proxy",
+            "gc-cli: error: invalid --api-listen \"0.0.0.0:9899\": without --api-tls-cert and \
+             --api-tls-key the request API is plain HTTP, served on a loopback address only \
+             (127.0.0.1 or ::1)",
+        ),
+        // Its certificate: both files, each readable, named when it is not.
+        (
+            [
+                &[
+                    "serve",
+                    "--api-listen",
+                    "0.0.0.0:9899",
+                    "--api-tls-cert",
+                    "tls.crt",
+                ][..],
+                &serve[1..],
+            ]
+            .concat(),
+            vec![],
+            2,
+            "error: the following required arguments were not provided:",
+        ),
+        (
+            [
+                &["serve", "--api-listen", "0.0.0.0:9899"][..],
+                &[
+                    "--api-tls-cert",
+                    "/nonexistent/tls.crt",
+                    "--api-tls-key",
+                    "/nonexistent/tls.key",
+                ],
+                &serve[1..],
+                &NO_CLUSTER,
+                &["--database-url", "postgres://gc@127.0.0.1:1/gc"],
+            ]
+            .concat(),
+            vec![],
+            1,
+            "gc-cli: error: cannot read the TLS certificate /nonexistent/tls.crt: I/O error: No \
+             such file or directory (os error 2)",
         ),
         (
             [

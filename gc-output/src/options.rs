@@ -11,6 +11,7 @@ pub fn flag(option: &str) -> Option<&'static str> {
         "alert_webhooks" => "--alert-webhook or $GC_ALERT_WEBHOOK",
         "all_namespaces" => "--all-namespaces",
         "api_listen" => "--api-listen",
+        "api_tls" => "--api-tls-cert and --api-tls-key",
         "archive_dir" => "--archive-dir",
         "bind_wait" => "--bind-wait-seconds",
         "cluster_id" => "--cluster-id",

@@ -13,6 +13,8 @@ mod admin;
 pub use admin::AdminServer;
 #[cfg(feature = "admin")]
 pub mod api;
+#[cfg(feature = "admin")]
+pub mod tls;
 
 /// Runs `run` every `interval` until `runs` runs are done (`None`: for ever) or `cancel` asks
 /// to stop (a sleep between runs ends then within a tenth of a second), keeping `health` up to

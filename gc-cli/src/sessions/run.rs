@@ -155,8 +155,8 @@ fn settings(args: &RunSessions, delivery: Delivery, now: Option<f64>) -> Setting
 pub(crate) async fn serve_api(
     args: &RunSessions,
     listener: std::net::TcpListener,
-    api: ApiOptions,
-    requests: RequestOptions,
+    (api, requests): (ApiOptions, RequestOptions),
+    tls: Option<gc_runtime::serve::tls::TlsConfig>,
 ) -> anyhow::Result<()> {
     check(args)?;
     // A fixed `--now` (tests) judges every request at it; without it, at the clock's time.
@@ -171,6 +171,7 @@ pub(crate) async fn serve_api(
         api,
         audit: Box::new(AuditLog(audit_sink(args.audit_log.as_ref(), args.output)?)),
         version: env!("CARGO_PKG_VERSION").into(),
+        tls,
     };
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let selection = args.args.namespaces.selection();

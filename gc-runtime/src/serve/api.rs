@@ -469,20 +469,20 @@ where
 #[cfg(test)]
 mod tests;
 
-/// Refuses an address the request API may not be served on: plain HTTP is served on a loopback
-/// address only (a TLS proxy beside it serves the callers).
+/// Refuses an address the request API may not be served on: without `tls`, plain HTTP is
+/// served on a loopback address only.
 ///
 /// # Errors
 /// A usage error naming `api_listen`.
-pub fn check_address(address: std::net::SocketAddr) -> crate::Result<()> {
-    if address.ip().is_loopback() {
+pub fn check_address(address: std::net::SocketAddr, tls: bool) -> crate::Result<()> {
+    if tls || address.ip().is_loopback() {
         return Ok(());
     }
     Err(crate::Error::Input(gc_core::input::InputError::Invalid {
         input: "`api_listen`",
         value: address.to_string(),
-        rule: "the request API is plain HTTP, served on a loopback address only (127.0.0.1 or \
-               ::1), beside a TLS proxy",
+        rule: "without `api_tls` the request API is plain HTTP, served on a loopback address \
+               only (127.0.0.1 or ::1)",
     }))
 }
 
@@ -507,6 +507,8 @@ pub struct SessionsApi {
     pub audit: Box<dyn crate::sessions::Audit>,
     /// What `/v1/status` names as the version.
     pub version: String,
+    /// TLS ([`super::tls::server_config`]); without it, plain HTTP on a loopback address only.
+    pub tls: Option<super::tls::TlsConfig>,
 }
 
 impl SessionsApi {
@@ -528,7 +530,7 @@ impl SessionsApi {
     ) -> crate::Result<()> {
         use crate::Context as _;
         let address = listener.local_addr()?;
-        check_address(address)?;
+        check_address(address, self.tls.is_some())?;
         let (cluster, table) = crate::sessions::connect(self.sources)
             .await
             .map_err(|(_, e)| e)?;
@@ -557,9 +559,15 @@ impl SessionsApi {
             stop.await;
             desk.stop();
         };
-        axum::serve(listener, api.router())
-            .with_graceful_shutdown(stopped)
-            .await
-            .context("the request API's server failed")
+        match self.tls {
+            Some(config) => {
+                super::tls::serve(listener, api.router(), config, stopped).await;
+                Ok(())
+            }
+            None => axum::serve(listener, api.router())
+                .with_graceful_shutdown(stopped)
+                .await
+                .context("the request API's server failed"),
+        }
     }
 }

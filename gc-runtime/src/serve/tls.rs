@@ -1,0 +1,280 @@
+//! The request API over TLS: the certificate chain and key the operator provides, as PEM files
+//! (a `kubernetes.io/tls` Secret mounted as `tls.crt` and `tls.key`, cert-manager's among them),
+//! read again when they change: a renewed certificate is served from the next handshake, with
+//! no restart. One HTTP/1.1 connection per accepted stream, a handshake and a request head
+//! each given ten seconds.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+
+/// How long a client may take to finish its handshake, then to send a request's head.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// How often the files are looked at again, at most.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
+
+/// The request API's TLS settings, as [`server_config`] makes them.
+pub type TlsConfig = Arc<rustls::ServerConfig>;
+
+/// Where the certificate chain and its key are, PEM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first (`tls.crt`).
+    pub cert: PathBuf,
+    /// The private key (`tls.key`): PKCS#8, PKCS#1 or SEC1.
+    pub key: PathBuf,
+}
+
+impl TlsFiles {
+    /// The certificate and key, read and checked against each other.
+    fn load(&self, provider: &CryptoProvider) -> crate::Result<CertifiedKey> {
+        let named = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
+            crate::Error::msg(format!(
+                "cannot read the TLS {what} {}: {e}",
+                path.display()
+            ))
+        };
+        let certs = CertificateDer::pem_file_iter(&self.cert)
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .map_err(|e| named("certificate", &self.cert, &e))?;
+        if certs.is_empty() {
+            return Err(named("certificate", &self.cert, &"no certificate in it"));
+        }
+        let key =
+            PrivateKeyDer::from_pem_file(&self.key).map_err(|e| named("key", &self.key, &e))?;
+        CertifiedKey::from_der(certs, key, provider).map_err(|e| {
+            let why = format!("the key does not serve the certificate: {e}");
+            named("key", &self.key, &why)
+        })
+    }
+
+    /// When either file last changed.
+    fn modified(&self) -> Option<(SystemTime, SystemTime)> {
+        let at = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        Some((at(&self.cert)?, at(&self.key)?))
+    }
+}
+
+/// The served certificate, read again when its files change.
+#[derive(Debug)]
+struct Reloading {
+    files: TlsFiles,
+    provider: Arc<CryptoProvider>,
+    state: Mutex<Loaded>,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    modified: Option<(SystemTime, SystemTime)>,
+    looked: Instant,
+    key: Arc<CertifiedKey>,
+}
+
+impl ResolvesServerCert for Reloading {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.looked.elapsed() >= LOOK_AGAIN {
+            state.looked = Instant::now();
+            let modified = self.files.modified();
+            if modified != state.modified {
+                match self.files.load(&self.provider) {
+                    Ok(key) => {
+                        tracing::info!(
+                            "serving the TLS certificate {} again",
+                            self.files.cert.display()
+                        );
+                        state.key = Arc::new(key);
+                        state.modified = modified;
+                    }
+                    // Half-written during a rotation, say: the previous one serves meanwhile.
+                    Err(e) => tracing::warn!("{e:#}; serving the previous certificate"),
+                }
+            }
+        }
+        Some(Arc::clone(&state.key))
+    }
+}
+
+/// The TLS settings of the request API, from `files` (read now: a certificate or key that
+/// cannot be used is an error before anything is served).
+///
+/// # Errors
+/// A file that cannot be read, holds no certificate or key, or a key that does not serve the
+/// certificate: the error names the file.
+pub fn server_config(files: &TlsFiles) -> crate::Result<TlsConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let modified = files.modified();
+    let key = Arc::new(files.load(&provider)?);
+    let resolver = Reloading {
+        files: files.clone(),
+        provider: Arc::clone(&provider),
+        state: Mutex::new(Loaded {
+            modified,
+            looked: Instant::now(),
+            key,
+        }),
+    };
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| crate::Error::msg(format!("cannot set up TLS: {e}")))?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(resolver));
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Serves `router` over TLS on `listener` until `stop` ends; the connections in progress are
+/// left to finish on the runtime.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    config: TlsConfig,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!("the request API could not accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => return,
+        };
+        let (acceptor, router) = (acceptor.clone(), router.clone());
+        tokio::spawn(async move {
+            let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await else {
+                return;
+            };
+            let service = hyper_util::service::TowerToHyperService::new(router);
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HANDSHAKE)
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), service);
+            if let Err(e) = connection.await {
+                tracing::debug!("a request API connection ended: {e}");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed certificate for `localhost`, and its key, PEM.
+    fn issued() -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    /// `GET /` over TLS to `addr`, trusting only `cert`: the answer's first line.
+    async fn get(addr: std::net::SocketAddr, cert: &str) -> std::io::Result<String> {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut roots = rustls::RootCertStore::empty();
+        let trusted = CertificateDer::from_pem_slice(cert.as_bytes()).unwrap();
+        roots.add(trusted).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = tokio::net::TcpStream::connect(addr).await?;
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let mut tls = connector.connect(name, tcp).await?;
+        tls.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
+            .await?;
+        let mut answer = String::new();
+        tls.read_to_string(&mut answer).await?;
+        Ok(answer.lines().next().unwrap_or_default().to_owned())
+    }
+
+    /// The operator's certificate is served, and a renewed one (new files in place, as a
+    /// Secret's mount swaps them) from the next handshake, with no restart; a client trusting
+    /// only the old one is refused then.
+    #[tokio::test]
+    async fn the_certificate_is_served_and_read_again_when_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = TlsFiles {
+            cert: dir.path().join("tls.crt"),
+            key: dir.path().join("tls.key"),
+        };
+        let (old_cert, old_key) = issued();
+        std::fs::write(&files.cert, &old_cert).unwrap();
+        std::fs::write(&files.key, &old_key).unwrap();
+        let config = server_config(&files).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, router, config, async {
+            let _ = stopped.await;
+        }));
+        assert_eq!(get(addr, &old_cert).await.unwrap(), "HTTP/1.1 200 OK");
+        // Renewed: written beside, then moved in place, as the kubelet swaps a Secret's files.
+        let (new_cert, new_key) = issued();
+        std::fs::write(dir.path().join("new.crt"), &new_cert).unwrap();
+        std::fs::write(dir.path().join("new.key"), &new_key).unwrap();
+        tokio::time::sleep(LOOK_AGAIN + Duration::from_millis(100)).await;
+        std::fs::rename(dir.path().join("new.key"), &files.key).unwrap();
+        std::fs::rename(dir.path().join("new.crt"), &files.cert).unwrap();
+        tokio::time::sleep(LOOK_AGAIN + Duration::from_millis(100)).await;
+        assert_eq!(get(addr, &new_cert).await.unwrap(), "HTTP/1.1 200 OK");
+        assert!(
+            get(addr, &old_cert).await.is_err(),
+            "the old certificate is not served"
+        );
+        stop.send(()).unwrap();
+        server.await.unwrap();
+    }
+
+    /// Files that cannot serve are refused before anything is served, each error naming the
+    /// file: missing, no certificate, a key of another certificate.
+    #[test]
+    fn unusable_files_are_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = issued();
+        let (_, other_key) = issued();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let files = |cert: &Path, key: &Path| TlsFiles {
+            cert: cert.to_owned(),
+            key: key.to_owned(),
+        };
+        let (cert, key, other_key) = (
+            write("tls.crt", &cert),
+            write("tls.key", &key),
+            write("other.key", &other_key),
+        );
+        let empty = write("empty.crt", "");
+        let missing = dir.path().join("missing.crt");
+        assert!(server_config(&files(&cert, &key)).is_ok());
+        for (files, named) in [
+            (files(&missing, &key), &missing),
+            (files(&empty, &key), &empty),
+            (files(&cert, &other_key), &other_key),
+            (files(&cert, &cert), &cert),
+        ] {
+            let error = format!("{:#}", server_config(&files).unwrap_err());
+            assert!(error.contains(&named.display().to_string()), "{error}");
+        }
+    }
+}
