@@ -17,6 +17,8 @@ no collector's selector matches.
 {{- $restore := default false .restore -}}
 {{- $own := "" -}}
 {{- if $prune }}{{ $own = printf "%s-prune" .collector }}{{ else if $restore }}{{ $own = printf "%s-restore" .collector }}{{ end -}}
+{{- /* The request API: the session collector's Deployment only (api.enabled). */ -}}
+{{- $api := and .serve (eq .collector "sessions") $v.api.enabled -}}
 metadata:
   labels:
     {{- include "gc.labels" .root | nindent 4 }}
@@ -78,6 +80,13 @@ spec:
         - --listen=0.0.0.0:{{ $v.serve.port }}
         - --interval={{ include "gc.durationFlag" (list .root "serve.intervalSeconds") }}
         - --stall={{ include "gc.durationFlag" (list .root "serve.stallSeconds") }}
+        {{- if $api }}
+        - --api-listen=0.0.0.0:{{ $v.api.port }}
+        - --api-tls-cert=/etc/gc/api-tls/tls.crt
+        - --api-tls-key=/etc/gc/api-tls/tls.key
+        - --api-audience={{ $v.api.audience }}
+        - --request-grace={{ $v.api.requestGrace }}
+        {{- end }}
         {{- else }}
         - run
         {{- end }}
@@ -115,6 +124,11 @@ spec:
         - name: metrics
           containerPort: {{ $v.serve.port }}
           protocol: TCP
+        {{- if $api }}
+        - name: api
+          containerPort: {{ $v.api.port }}
+          protocol: TCP
+        {{- end }}
       livenessProbe:
         httpGet:
           path: /healthz
@@ -129,20 +143,35 @@ spec:
         periodSeconds: 10
         timeoutSeconds: 5
       {{- end }}
-      {{- if $volume }}
+      {{- if or $volume $api }}
       volumeMounts:
+        {{- if $volume }}
         - name: state
           mountPath: /var/lib/gc
+        {{- end }}
+        {{- if $api }}
+        - name: api-tls
+          mountPath: /etc/gc/api-tls
+          readOnly: true
+        {{- end }}
       {{- end }}
       resources:
         {{- toYaml $v.resources | nindent 8 }}
       securityContext:
         {{- toYaml $v.securityContext | nindent 8 }}
-  {{- if $volume }}
+  {{- if or $volume $api }}
   volumes:
+    {{- if $volume }}
     - name: state
       persistentVolumeClaim:
         claimName: {{ include "gc.stateClaim" . }}
+    {{- end }}
+    {{- if $api }}
+    # The request API's certificate, read again when the Secret is renewed.
+    - name: api-tls
+      secret:
+        secretName: {{ required "api.tlsSecret: name the kubernetes.io/tls Secret the request API serves (tls.crt, tls.key)" $v.api.tlsSecret }}
+    {{- end }}
   {{- end }}
 {{- end -}}
 

@@ -18,6 +18,7 @@ use serde_json::Value;
 #[path = "../common/mod.rs"]
 mod common;
 
+mod api;
 mod docs;
 mod durations;
 mod install;
