@@ -5,8 +5,9 @@
 #
 #   scripts/mutants.sh                      # the default files below
 #   scripts/mutants.sh -f gc-core/src/pods/apply.rs   # extra arguments go to cargo mutants
-#   scripts/mutants.sh runtime              # the run lifecycle: gc-runtime's lock, collectors and
-#                                           # error kinds, by gc-runtime's own tests (no API server)
+#   scripts/mutants.sh runtime              # the run lifecycle: gc-runtime's lock, collectors,
+#                                           # restore and error kinds, by gc-runtime's own tests
+#                                           # (no API server)
 #
 # Installs cargo-mutants (pinned) into ${GC_TOOLS:-~/.cache/gc-tools} when it is missing; the
 # report goes to ${MUTANTS_OUT:-target/mutants}/mutants.out (caught.txt, missed.txt, ...).
@@ -27,7 +28,7 @@ if [ "${1:-}" = runtime ]; then
   shift
   PACKAGE=gc-runtime
   [ "$#" -gt 0 ] || set -- -f gc-runtime/src/lock.rs -f gc-runtime/src/sessions.rs \
-    -f gc-runtime/src/pods.rs -f gc-runtime/src/error.rs
+    -f gc-runtime/src/restore.rs -f gc-runtime/src/pods.rs -f gc-runtime/src/error.rs
 elif [ "$#" -eq 0 ]; then
   set -- -f gc-core/src/lease.rs -f gc-core/src/pods/apply.rs -f gc-core/src/pods/approval.rs \
     -f gc-core/src/sessions/config.rs -f gc-core/src/sessions/plan.rs -f gc-core/src/sessions/run.rs \

@@ -336,6 +336,11 @@ mod tests {
         assert!(!lock.held().lost() && !lock.held().is_dry_run());
         assert!(lock.lost().is_none());
         assert!(!lock.stop().load(Ordering::SeqCst));
+        // The embedder's shutdown, through the flag it is given: the run stops, the lock is
+        // not lost.
+        lock.stop_flag().store(true, Ordering::SeqCst);
+        assert!(lock.held().stopping() && !lock.held().lost());
+        assert!(lock.stop().load(Ordering::SeqCst));
         lock.release().await;
         assert_eq!(port.state().holder, None);
     }

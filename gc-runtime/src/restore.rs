@@ -534,3 +534,69 @@ async fn on_volume<C: SessionCluster, S, A>(
         record.claim_uid,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(sessions: &[&str], bind_wait: u64) -> RestoreRequest {
+        RestoreRequest {
+            cluster_id: "primary".into(),
+            namespace: "streamspace".into(),
+            kinds: Vec::new(),
+            sessions: sessions.iter().map(|s| (*s).to_owned()).collect(),
+            bind_wait: Duration::from_secs(bind_wait),
+        }
+    }
+
+    /// A request names one session or more, none empty, and waits an hour at most.
+    #[test]
+    fn a_request_names_its_sessions_and_waits_an_hour_at_most() {
+        let usage = |r: RestoreRequest| r.check().map_err(|e| (e.kind(), format!("{e:#}")));
+        assert!(usage(request(&["e"], 3600)).is_ok());
+        let (kind, why) = usage(request(&["e"], 3601)).unwrap_err();
+        assert_eq!(kind, crate::FailureKind::Usage);
+        assert!(why.contains("bind_wait") && why.contains("3601s"), "{why}");
+        for sessions in [&[][..], &["e", ""][..]] {
+            let (kind, why) = usage(request(sessions, 0)).unwrap_err();
+            assert_eq!(kind, crate::FailureKind::Usage);
+            assert!(why.contains("sessions"), "{why}");
+        }
+    }
+
+    fn restored(session: &str, result: &str) -> Restored {
+        Restored {
+            session: session.into(),
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: format!("{session}-Deployment"),
+            archived_uid: "u-old".into(),
+            uid: None,
+            result: result.into(),
+            note: None,
+        }
+    }
+
+    /// A restore fails when any object was not restored: the error counts them and names their
+    /// sessions once each; objects created, would be created or left as they are are no failure.
+    #[test]
+    fn the_objects_not_restored_make_one_error_naming_their_sessions() {
+        let fine = [
+            restored("a", "created"),
+            restored("a", "would create"),
+            restored("b", "exists"),
+        ];
+        assert!(failures(&fine).is_ok());
+        let some = [
+            restored("a", "created"),
+            restored("b", "failed: cannot create it: 403"),
+            restored("b", "failed: not restored: its claim conflicts"),
+            restored("c", "failed: no archive of session c"),
+        ];
+        let error = failures(&some).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "3 object(s) not restored, of session(s) b, c"
+        );
+    }
+}

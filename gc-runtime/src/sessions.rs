@@ -835,6 +835,67 @@ mod tests {
         }
     }
 
+    /// The audit log: one JSON line per record judged, with the run's instant, and one for a
+    /// refusal; each batch written whole.
+    #[test]
+    fn the_audit_log_is_one_json_line_per_record_and_per_refusal() {
+        let report = SessionReport {
+            records: vec![
+                deleted("a", DeleteResult::Deleted),
+                deleted("b", DeleteResult::Changed),
+            ],
+            missing_kinds: Vec::new(),
+            lookups: 1,
+            failures: 0,
+            volumes_unlisted: None,
+            volumes_note: None,
+        };
+        let mut log = AuditLog(Vec::new());
+        let cfg = gc_core::testing::session_config();
+        let time = "2026-12-01T00:00:00Z";
+        log.judged(&cfg, &report, time).unwrap();
+        let refused = RefusedLine {
+            time,
+            cluster: "primary",
+            namespace: "ns",
+            api_version: None,
+            kind: None,
+            name: None,
+            uid: None,
+            session: None,
+            decision: "refused",
+            reason: "the guard refused".into(),
+            result: None,
+            archive: None,
+            counted: None,
+            dry_run: false,
+            requested_by: None,
+        };
+        log.refused(&refused).unwrap();
+        let text = String::from_utf8(log.0).unwrap();
+        let lines: Vec<serde_json::Value> = (text.lines())
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(
+            (&lines[0]["time"], &lines[0]["name"], &lines[0]["result"]),
+            (&time.into(), &"a".into(), &"deleted".into())
+        );
+        assert_eq!(lines[1]["name"], "b");
+        assert_eq!(
+            (
+                &lines[2]["decision"],
+                &lines[2]["reason"],
+                &lines[2]["name"]
+            ),
+            (
+                &"refused".into(),
+                &"the guard refused".into(),
+                &serde_json::Value::Null
+            )
+        );
+    }
+
     #[test]
     fn a_guard_refusal_names_what_it_counted() {
         use gc_core::sessions::SessionPlanError as E;

@@ -98,6 +98,10 @@ pub(crate) struct TestCluster {
     pub(crate) delete_takes: std::time::Duration,
     /// Each create sent: the object's name, and whether it was a dry run.
     pub(crate) created: Arc<Mutex<Vec<(String, bool)>>>,
+    /// Whether a volume patch is refused as one whose fence held (409), given how many were
+    /// sent before it.
+    pub(crate) volume_patch_conflicts: Arc<dyn Fn(usize) -> bool + Send + Sync>,
+    volume_patches: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl TestCluster {
@@ -111,6 +115,8 @@ impl TestCluster {
             before_delete: Arc::new(|_| {}),
             delete_takes: std::time::Duration::ZERO,
             created: Arc::default(),
+            volume_patch_conflicts: Arc::new(|_| false),
+            volume_patches: Arc::default(),
         }
     }
 
@@ -232,6 +238,13 @@ impl gc_core::ports::Volumes for TestCluster {
         patch: &[u8],
         dry_run: bool,
     ) -> Result<Vec<u8>, ClusterError> {
+        let sent = (self.volume_patches).fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if (self.volume_patch_conflicts)(sent) {
+            return Err(ClusterError::Changed {
+                status: 409,
+                message: format!("persistentvolumes {name}: the object has been modified"),
+            });
+        }
         self.kept.patch_volume(name, patch, dry_run).await
     }
 }

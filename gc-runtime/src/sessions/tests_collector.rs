@@ -2,7 +2,9 @@
 //! port, without an API server: nothing is written before the lock is held, nothing after it is
 //! lost; a sink that does not take writes, a database that fails and another run's lock each
 //! delete nothing and say why; a stop leaves the rest not started; a dry run takes no Lease,
-//! archives nothing and posts no Event; the instant to judge at is checked.
+//! archives nothing and posts no Event; the instant to judge at is checked; a restore creates
+//! each object once, from its verified archive, claims first and on their kept volumes, waiting
+//! for a volume as long as asked and no longer.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -69,6 +71,17 @@ impl World {
     /// One collection of the namespace with `settings` (judged at [`NOW`]): how it ended, and
     /// what the audit log was given.
     async fn collect(&self, settings: Settings) -> (Outcome, String, Recorded) {
+        let (run, audit) = self.collect_run(settings).await;
+        let why = run
+            .failure
+            .as_ref()
+            .map_or(String::new(), |f| format!("{:#}", f.error));
+        (run.outcome(), why, audit)
+    }
+
+    /// One collection of the namespace with `settings` (judged at [`NOW`]): its run (its
+    /// metrics included), and what the audit log was given.
+    async fn collect_run(&self, settings: Settings) -> (NamespaceRun<SessionReport>, Recorded) {
         let table = SessionTable(self.live.clone(), Mutex::new(0));
         let sink = TestSink(Arc::clone(&self.kept), self.sink_refused);
         let parts = (self.cluster.clone(), table, Arc::clone(&self.kept), sink);
@@ -79,12 +92,7 @@ impl World {
         let collector = SessionCollector::new(parts, settings).unwrap();
         let mut audit = Recorded::default();
         let mut runs = collector.collect(&[session_config()], &mut audit).await;
-        let run = runs.remove(0);
-        let why = run
-            .failure
-            .as_ref()
-            .map_or(String::new(), |f| format!("{:#}", f.error));
-        (run.outcome(), why, audit)
+        (runs.remove(0), audit)
     }
 
     fn archives(&self) -> usize {
@@ -518,4 +526,453 @@ async fn unreadable_receipts_or_an_invalid_request_restore_nothing() {
         "{restored:?}"
     );
     assert!(world.created().is_empty());
+}
+
+/// Session e's claim too, bound to the volume `pv-e` (reclaim policy `Delete`), which a live
+/// run keeps (`Retain`) before it deletes the claim.
+fn with_claim(world: &World) {
+    let (kind, mut claim) = gc_core::testing::session_object("PersistentVolumeClaim", "e");
+    claim["spec"] = serde_json::json!({"volumeName": "pv-e"});
+    world
+        .cluster
+        .objects
+        .objects
+        .lock()
+        .unwrap()
+        .push((kind, claim));
+    let volume = serde_json::json!({
+        "metadata": {"name": "pv-e", "uid": "uid-pv-e", "resourceVersion": "1"},
+        "spec": {
+            "claimRef": {"uid": "u-e-PersistentVolumeClaim"},
+            "persistentVolumeReclaimPolicy": "Delete",
+        },
+        "status": {"phase": "Bound"},
+    });
+    let mut volumes = world.cluster.kept.volumes.lock().unwrap();
+    volumes.insert("pv-e".into(), volume);
+}
+
+/// What Kubernetes' volume controllers do to `pv-e`: its phase now `phase` (a write: its
+/// resourceVersion moves).
+fn set_phase(kept: &Kept, phase: &str) {
+    let mut volumes = kept.volumes.lock().unwrap();
+    let volume = volumes.get_mut("pv-e").unwrap();
+    volume["status"]["phase"] = phase.into();
+    let version: u64 = volume["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    volume["metadata"]["resourceVersion"] = (version + 1).to_string().into();
+}
+
+impl World {
+    /// A restore through a collector of this world's parts (see [`World::restore`]): what came
+    /// of each object, the whole answer; a restore that has not ended after a minute fails.
+    async fn restored(
+        &self,
+        settings: Settings,
+        request: &crate::restore::RestoreRequest,
+    ) -> Vec<crate::restore::Restored> {
+        let sink = TestSink(Arc::clone(&self.kept), self.sink_refused);
+        let parts = (self.cluster.clone(), (), Arc::clone(&self.kept), sink);
+        let collector = SessionCollector::new(parts, settings).unwrap();
+        let restored = collector.restore(request);
+        let restored = tokio::time::timeout(Duration::from_secs(60), restored).await;
+        restored.expect("a restore ends").unwrap()
+    }
+
+    /// The volume `pv-e` as the cluster holds it now.
+    fn volume(&self) -> serde_json::Value {
+        self.cluster.kept.volumes.lock().unwrap()["pv-e"].clone()
+    }
+
+    /// The receipt of `name` moved to the oldest: archived before every other object.
+    fn archived_first(&self, name: &str) {
+        let mut receipts = self.kept.receipts.lock().unwrap();
+        let at = receipts.iter().position(|r| r.name == name).unwrap();
+        let receipt = receipts.remove(at);
+        receipts.insert(0, receipt);
+    }
+}
+
+/// A restore of session e waiting up to `seconds` for its claim's volume.
+fn restore_e_waiting(seconds: u64) -> crate::restore::RestoreRequest {
+    crate::restore::RestoreRequest {
+        bind_wait: Duration::from_secs(seconds),
+        ..restore_e()
+    }
+}
+
+/// Each restored object as `name result`, with its note when it has one.
+fn lines(restored: &[crate::restore::Restored]) -> Vec<String> {
+    (restored.iter())
+        .map(|r| match &r.note {
+            Some(note) => format!("{} {} ({note})", r.name, r.result),
+            None => format!("{} {}", r.name, r.result),
+        })
+        .collect()
+}
+
+/// A claim whose volume was kept is created first (whatever order its session was archived in),
+/// once Kubernetes has released the volume (waited for), on that volume; once the new claim is
+/// bound to it, the volume gets its reclaim policy back. Restored again, the claim exists on its
+/// volume and is left as it is, with nothing to say; the other objects are created as they were.
+#[tokio::test(start_paused = true)]
+async fn a_claim_is_created_first_on_its_kept_volume_which_gets_its_policy_back_once_bound() {
+    let world = World::new();
+    with_claim(&world);
+    let (outcome, why, _) = world.collect(live()).await;
+    assert_eq!(outcome, Outcome::Succeeded, "{why}");
+    world.cluster.finish_deletes();
+    assert_eq!(
+        world.volume()["spec"]["persistentVolumeReclaimPolicy"],
+        "Retain"
+    );
+    world.archived_first("e-PersistentVolumeClaim");
+    // Kubernetes releases the volume after 1.25 s, and binds it to the new claim 2 s later.
+    let kept = Arc::clone(&world.cluster.kept);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1250)).await;
+        set_phase(&kept, "Released");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        set_phase(&kept, "Bound");
+    });
+    let restored = world.restored(live(), &restore_e_waiting(5)).await;
+    let given_back = "on its volume pv-e, bound again: reclaim policy Delete given back";
+    assert_eq!(
+        lines(&restored),
+        [
+            format!("e-PersistentVolumeClaim created ({given_back})"),
+            "e-Session created".into(),
+            "e-Deployment created".into(),
+        ]
+    );
+    assert_eq!(
+        world.created()[0],
+        ("e-PersistentVolumeClaim".into(), false)
+    );
+    let volume = world.volume();
+    assert_eq!(volume["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    assert_eq!(
+        volume["spec"]["claimRef"]["uid"],
+        "u-new-e-PersistentVolumeClaim"
+    );
+    assert!(volume["metadata"]["labels"]["gc.example.com/retained"].is_null());
+    let objects = world.cluster.objects.objects.lock().unwrap().clone();
+    let claim = (objects.iter()).find(|(kind, o)| {
+        kind == "PersistentVolumeClaim" && o["metadata"]["name"] == "e-PersistentVolumeClaim"
+    });
+    let claim = &claim.expect("the claim created again, as a claim").1;
+    assert_eq!(claim["spec"]["volumeName"], "pv-e");
+    // Restored again: every object exists; the claim is on its volume, nothing to say.
+    let again = world.restored(live(), &restore_e_waiting(5)).await;
+    let exists = [
+        "e-PersistentVolumeClaim exists",
+        "e-Session exists",
+        "e-Deployment exists",
+    ];
+    assert_eq!(lines(&again), exists);
+    assert_eq!(world.created().len(), 3);
+}
+
+/// A kept volume that Kubernetes does not release within `bind_wait` restores no claim on it
+/// (restore again shortly); one released but not bound to the new claim within the wait keeps
+/// `Retain`, and the answer says who gives its policy back. Neither waits longer than asked.
+#[tokio::test(start_paused = true)]
+async fn a_volume_not_released_or_not_bound_within_the_wait_is_said_and_kept() {
+    let world = World::new();
+    with_claim(&world);
+    world.collect(live()).await;
+    world.cluster.finish_deletes();
+    let started = tokio::time::Instant::now();
+    let restored = world.restored(live(), &restore_e_waiting(2)).await;
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    let not_released = "e-PersistentVolumeClaim failed: not restored: its volume pv-e still \
+                        shows bound to the deleted claim (uid u-e-PersistentVolumeClaim): \
+                        Kubernetes has not released it yet after `bind_wait` 2: restore again \
+                        shortly";
+    assert_eq!(lines(&restored)[0], not_released);
+    assert_eq!(
+        world.volume()["spec"]["claimRef"]["uid"],
+        "u-e-PersistentVolumeClaim"
+    );
+    // Released now, but never bound to the new claim: created on it, the volume kept.
+    let world = World::new();
+    with_claim(&world);
+    world.collect(live()).await;
+    world.cluster.finish_deletes();
+    set_phase(&world.cluster.kept, "Released");
+    let started = tokio::time::Instant::now();
+    let restored = world.restored(live(), &restore_e_waiting(2)).await;
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    let kept = "e-PersistentVolumeClaim created (on its volume pv-e, which keeps Retain until \
+                this claim is bound to it (then the next run, or restore again, gives its policy \
+                back))";
+    assert_eq!(lines(&restored)[0], kept);
+    let volume = world.volume();
+    assert_eq!(volume["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    assert_eq!(
+        volume["spec"]["claimRef"]["uid"],
+        "u-new-e-PersistentVolumeClaim"
+    );
+}
+
+/// Another claim that took the archived claim's name while gc still keeps its volume (here one
+/// that names the volume but that the volume does not name): a conflict, and nothing of the
+/// session is created (its Deployment would mount the other claim).
+#[tokio::test(start_paused = true)]
+async fn a_claim_of_the_same_name_not_on_the_kept_volume_restores_nothing_of_the_session() {
+    let world = World::new();
+    with_claim(&world);
+    world.collect(live()).await;
+    world.cluster.finish_deletes();
+    set_phase(&world.cluster.kept, "Released");
+    world.archived_first("e-PersistentVolumeClaim");
+    let (kind, mut other) = gc_core::testing::session_object("PersistentVolumeClaim", "e");
+    other["metadata"]["uid"] = "u-other".into();
+    other["spec"] = serde_json::json!({"volumeName": "pv-e"});
+    world
+        .cluster
+        .objects
+        .objects
+        .lock()
+        .unwrap()
+        .push((kind, other));
+    let restored = world.restored(live(), &restore_e_waiting(0)).await;
+    let lines = lines(&restored);
+    assert!(
+        lines[0].starts_with(
+            "e-PersistentVolumeClaim failed: conflict: another claim e-PersistentVolumeClaim \
+             (uid u-other, on volume pv-e) has the archived claim's name"
+        ),
+        "{lines:?}"
+    );
+    let not = "failed: not restored: its claim e-PersistentVolumeClaim conflicts (see its line)";
+    assert_eq!(
+        lines[1..],
+        [format!("e-Session {not}"), format!("e-Deployment {not}")]
+    );
+    assert!(world.created().is_empty());
+    assert_eq!(
+        world.volume()["spec"]["claimRef"]["uid"],
+        "u-e-PersistentVolumeClaim"
+    );
+}
+
+/// Each object is restored once, from its newest archive, however often it was archived; objects
+/// of one kind, or of one name, are told apart by kind, `apiVersion` and name together. An object
+/// that exists and is being deleted is left as it is, and the answer says to restore again later.
+#[tokio::test(start_paused = true)]
+async fn each_object_is_restored_once_told_apart_by_kind_and_name() {
+    let world = World::new();
+    for kind in ["Deployment", "Service"] {
+        let (kind, mut object) = gc_core::testing::session_object(kind, "e");
+        object["metadata"]["name"] = "e-web".into();
+        object["metadata"]["uid"] = format!("u-e-web-{kind}").into();
+        world
+            .cluster
+            .objects
+            .objects
+            .lock()
+            .unwrap()
+            .push((kind, object));
+    }
+    world.collect(live()).await;
+    world.cluster.finish_deletes();
+    // Each archived again since (the same archives: a run that met them again).
+    {
+        let mut receipts = world.kept.receipts.lock().unwrap();
+        let again = receipts.clone();
+        receipts.extend(again);
+    }
+    let restored = world.restored(live(), &restore_e()).await;
+    let mut made: Vec<String> = (restored.iter())
+        .map(|r| format!("{} {} {}", r.kind, r.name, r.result))
+        .collect();
+    made.sort();
+    let want = [
+        "Deployment e-Deployment created",
+        "Deployment e-web created",
+        "Service e-web created",
+        "Session e-Session created",
+    ];
+    assert_eq!(made, want);
+    assert_eq!(world.created().len(), 4);
+    // Being deleted (a finalizer holds it): left as it is, and said.
+    {
+        let mut objects = world.cluster.objects.objects.lock().unwrap();
+        let session = (objects.iter_mut())
+            .find(|(_, o)| o["metadata"]["name"] == "e-Session")
+            .unwrap();
+        session.1["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z".into();
+    }
+    let again = world.restored(live(), &restore_e()).await;
+    let session = again.iter().find(|r| r.kind == "Session").unwrap();
+    let deleting = "being deleted (a finalizer holds it): restore again once it is gone";
+    assert_eq!(
+        (session.result.as_str(), session.note.as_deref()),
+        ("exists", Some(deleting))
+    );
+    let web = again.iter().find(|r| r.name == "e-web").unwrap();
+    assert_eq!((web.result.as_str(), web.note.as_deref()), ("exists", None));
+}
+
+/// A run that fails is counted a failure in its metrics (and alerts); a run asked to stop is
+/// neither a success nor a failure.
+#[tokio::test(start_paused = true)]
+async fn a_failed_run_is_counted_failed_and_a_stopped_run_neither() {
+    let success = r#"gc_last_run_success{collector="sessions",namespace="streamspace"}"#;
+    let mut world = World::new();
+    world.sink_refused = true;
+    let (run, _) = world.collect_run(live()).await;
+    assert_eq!(run.outcome(), failed());
+    assert!(
+        run.metrics.contains(&format!("{success} 0\n")),
+        "{}",
+        run.metrics
+    );
+    let world = World::new();
+    let token = StopToken::new();
+    token.stop("SIGTERM");
+    let settings = Settings {
+        cancel: Arc::new(token),
+        ..live()
+    };
+    let (run, _) = world.collect_run(settings).await;
+    assert_eq!(run.outcome(), Outcome::Stopped);
+    assert!(!run.metrics.contains(success), "{}", run.metrics);
+}
+
+/// A delete that fails (here a claim whose volume cannot be kept, so the claim is not deleted)
+/// fails the run, saying the next run tries it again; the other deletes stand.
+#[tokio::test(start_paused = true)]
+async fn a_delete_that_fails_fails_the_run() {
+    let kept = Arc::new(Kept {
+        refuse_volume_patches: true,
+        ..Kept::default()
+    });
+    let world = World {
+        cluster: TestCluster::new(Arc::clone(&kept)),
+        kept,
+        live: Ok(vec!["a", "b", "c", "d"]),
+        sink_refused: false,
+    };
+    with_claim(&world);
+    let (outcome, why, audit) = world.collect(live()).await;
+    assert_eq!(outcome, failed());
+    assert_eq!(why, "1 delete(s) failed; the next run tries them again");
+    let deleted = world.cluster.deleted();
+    assert!(
+        deleted.contains(&("e-Deployment".into(), false)),
+        "{deleted:?}"
+    );
+    assert!(
+        !deleted
+            .iter()
+            .any(|(name, _)| name == "e-PersistentVolumeClaim")
+    );
+    assert!(audit.refused.is_empty());
+}
+
+/// The first namespace's run also reviews the volumes gc kept for claims of namespaces no run
+/// selects any longer: one whose window passed gets its reclaim policy back.
+#[tokio::test(start_paused = true)]
+async fn volumes_kept_in_a_namespace_no_run_selects_are_reviewed() {
+    let world = World::new();
+    let record = gc_core::sessions::volumes::Retained {
+        policy: "Delete".into(),
+        namespace: "gone".into(),
+        claim: "x-PersistentVolumeClaim".into(),
+        claim_uid: "u-x".into(),
+        session: Some("x".into()),
+        at: NOW - 30.0 * 86_400.0,
+        restored_to: None,
+        days: Some(7),
+    };
+    let key = gc_core::sessions::volumes::RETAINED_LABEL;
+    let volume = serde_json::json!({
+        "metadata": {
+            "name": "pv-x", "uid": "uid-pv-x", "resourceVersion": "1",
+            "labels": {key: "primary"},
+            "annotations": {key: serde_json::to_string(&record).unwrap()},
+        },
+        "spec": {"claimRef": {"uid": "u-x"}, "persistentVolumeReclaimPolicy": "Retain"},
+        "status": {"phase": "Released"},
+    });
+    let volumes = &world.cluster.kept.volumes;
+    volumes.lock().unwrap().insert("pv-x".into(), volume);
+    let (outcome, why, _) = world.collect(live()).await;
+    assert_eq!(outcome, Outcome::Succeeded, "{why}");
+    let volume = volumes.lock().unwrap()["pv-x"].clone();
+    assert_eq!(volume["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    assert!(volume["metadata"]["labels"][key].is_null(), "{volume}");
+}
+
+/// A collection of several namespaces writes the metrics file once, with each namespace's run.
+#[tokio::test(start_paused = true)]
+async fn several_namespaces_write_one_metrics_file_with_each() {
+    let world = World::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gc.prom");
+    let table = SessionTable(world.live.clone(), Mutex::new(0));
+    let sink = TestSink(Arc::clone(&world.kept), false);
+    let parts = (world.cluster.clone(), table, Arc::clone(&world.kept), sink);
+    let settings = Settings {
+        now: Some(NOW),
+        delivery: crate::metrics::Delivery {
+            metrics_file: Some(file.clone()),
+            ..crate::metrics::Delivery::default()
+        },
+        ..Settings::default()
+    };
+    let collector = SessionCollector::new(parts, settings).unwrap();
+    let other = SessionConfig {
+        namespace: "other".into(),
+        ..session_config()
+    };
+    let mut audit = Recorded::default();
+    let runs = collector
+        .collect(&[session_config(), other], &mut audit)
+        .await;
+    assert!(runs.iter().all(|r| r.outcome() == Outcome::Succeeded));
+    let text = std::fs::read_to_string(&file).unwrap();
+    for namespace in ["streamspace", "other"] {
+        let labels = format!(r#"collector="sessions",namespace="{namespace}""#);
+        assert!(text.contains(&labels), "{namespace}: {text}");
+    }
+}
+
+/// A volume whose policy cannot be given back while the restore waits (a patch whose fence held:
+/// another write of the volume) is tried again, until the wait runs out; then the answer says
+/// why, and the volume keeps `Retain` (the next run gives its policy back).
+#[tokio::test(start_paused = true)]
+async fn a_policy_not_given_back_is_tried_again_until_the_wait_runs_out() {
+    // The volume patches: the run's keep (0), the restore's move (1), then each give back.
+    for (refused, given_back) in [(3, true), (usize::MAX, false)] {
+        let mut world = World::new();
+        world.cluster.volume_patch_conflicts = Arc::new(move |sent| (2..refused).contains(&sent));
+        with_claim(&world);
+        world.collect(live()).await;
+        world.cluster.finish_deletes();
+        set_phase(&world.cluster.kept, "Released");
+        // Bound to the new claim after 1.25 s.
+        let kept = Arc::clone(&world.cluster.kept);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1250)).await;
+            set_phase(&kept, "Bound");
+        });
+        let restored = world.restored(live(), &restore_e_waiting(3)).await;
+        let note = restored[0].note.as_deref().unwrap_or_default();
+        let policy = world.volume()["spec"]["persistentVolumeReclaimPolicy"].clone();
+        if given_back {
+            let back = "on its volume pv-e, bound again: reclaim policy Delete given back";
+            assert_eq!(note, back);
+            assert_eq!(policy, "Delete");
+        } else {
+            let why = "on its volume pv-e: cannot give its volume pv-e its policy back: ";
+            assert!(note.starts_with(why), "{note}");
+            assert_eq!(policy, "Retain");
+        }
+    }
 }
