@@ -24,6 +24,14 @@ export GC_TEST_S3S_FS
 # The second one, moto, which answers as AWS does: the fault tests run against both.
 GC_TEST_MOTO=$(scripts/moto.sh | tail -n 1)
 export GC_TEST_MOTO
+# The Go client of the request API: its unit tests, and builds without cgo for amd64 and arm64
+# (as a control plane built with CGO_ENABLED=0 imports it). Its live test runs from
+# gc-cli/tests/sessions.rs against a real `gc-cli serve`.
+(
+  cd clients/go
+  CGO_ENABLED=0 go test -count=1 ./...
+  for arch in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build ./...; done
+)
 # The embedding examples, which tests run beside the CLI (`cargo test` builds examples but does
 # not put them at target/debug/examples/NAME).
 cargo build -p examples --examples

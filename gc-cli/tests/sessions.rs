@@ -2172,6 +2172,39 @@ async fn a_session_the_control_plane_ends_is_collected_on_its_request() -> Resul
         let theirs = objects_of(id, *id != LIVE[1]);
         assert!(theirs.iter().all(|o| after.contains_key(o)), "{id}");
     }
+
+    // The Go client, as the control plane calls it: the next session ended is collected
+    // through it (`clients/go`, its `TestLive`), the token read from a projected token's file.
+    let pool = f.db.pool().await?;
+    sqlx::query("UPDATE sessions SET state = 'terminated' WHERE id = $1")
+        .bind(LIVE[1])
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    let token_file = scratch.dir.path().join("token");
+    std::fs::write(&token_file, &token)?;
+    let client = concat!(env!("CARGO_MANIFEST_DIR"), "/../clients/go");
+    let go = std::process::Command::new("go")
+        .args(["test", "-count=1", "-run", "TestLive", "-v", "./..."])
+        .current_dir(client)
+        .env("CGO_ENABLED", "0")
+        .env("GC_API_URL", format!("http://{api}"))
+        .env("GC_API_NAMESPACE", f.ns.name())
+        .env("GC_API_SESSION", LIVE[1])
+        .env("GC_API_TOKEN_FILE", &token_file)
+        .env("GC_API_STRANGER_TOKEN", &stranger)
+        .env("GC_API_DELETES", "3")
+        .output()?;
+    let said = format!("{}{}", text(&go.stdout), text(&go.stderr));
+    assert!(go.status.success(), "{said}");
+    assert!(said.contains("--- PASS: TestLive"), "{said}");
+    let after_go = f.snapshot().await?;
+    for object in objects_of(LIVE[1], false) {
+        assert!(
+            after_go.get(&object).is_none_or(|(_, deleting)| *deleting),
+            "{object}"
+        );
+    }
     let sent = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()?;

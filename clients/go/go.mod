@@ -1,0 +1,3 @@
+module gc.stream.space/client
+
+go 1.22
