@@ -192,10 +192,10 @@ where
     /// The routes, `/v1/...`, for an embedder's server (or `serve`'s).
     pub fn router(self: &Arc<Self>) -> Router {
         Router::new()
-            .route("/v1/status", get(status))
-            .route("/v1/namespaces/{ns}/sessions/plan", post(plan))
-            .route("/v1/namespaces/{ns}/sessions/collect", post(collect))
-            .route("/v1/runs/{id}", get(run))
+            .route("/v1/status", get(Self::status))
+            .route("/v1/namespaces/{ns}/sessions/plan", post(Self::plan))
+            .route("/v1/namespaces/{ns}/sessions/collect", post(Self::collect))
+            .route("/v1/runs/{id}", get(Self::run))
             .with_state(Arc::clone(self))
     }
 
@@ -339,9 +339,8 @@ fn namespace<C, D, S, A>(desk: &Requests<C, D, S, A>, ns: &str) -> Result<(), Pr
     Ok(())
 }
 
-type Shared<C, D, S, A, X> = State<Arc<Api<C, D, S, A, X>>>;
-
-async fn status<C, D, S, A, X>(State(api): Shared<C, D, S, A, X>, headers: HeaderMap) -> Response
+/// The routes' handlers: each checks the caller, then the input, then asks the desk.
+impl<C, D, S, A, X> Api<C, D, S, A, X>
 where
     C: SessionCluster + Send + Sync + 'static,
     D: SessionDirectory + Send + Sync + 'static,
@@ -349,121 +348,102 @@ where
     A: Sink + Send + Sync + 'static,
     X: Access + 'static,
 {
-    let asked = Asked {
-        verb: "get",
-        resource: "status",
-        subresource: "",
-        namespace: "",
-    };
-    if let Err(problem) = api.allowed(&headers, asked).await {
-        return problem.into_response();
-    }
-    let status = Status {
-        version: &api.version,
-        namespaces: api.desk.namespaces().collect(),
-    };
-    axum::Json(status).into_response()
-}
-
-async fn plan<C, D, S, A, X>(
-    State(api): Shared<C, D, S, A, X>,
-    Path(ns): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response
-where
-    C: SessionCluster + Send + Sync + 'static,
-    D: SessionDirectory + Send + Sync + 'static,
-    S: Store + Send + Sync + 'static,
-    A: Sink + Send + Sync + 'static,
-    X: Access + 'static,
-{
-    let asked = Asked {
-        verb: "create",
-        resource: "sessions",
-        subresource: "plan",
-        namespace: &ns,
-    };
-    let answer = async {
-        let caller = api.allowed(&headers, asked).await?;
-        namespace(&api.desk, &ns)?;
-        let sessions = asking(&body, api.options.body_limit)?;
-        let cfg = api.desk.narrowed(&ns, sessions, [caller.user].into())?;
-        let planned = api.desk.collector().plan(&cfg).await.map_err(|e| {
-            let status = match e.kind() {
-                crate::FailureKind::Data => StatusCode::UNPROCESSABLE_ENTITY,
-                _ => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            Problem::new(status, format!("{e:#}"))
-        })?;
-        Ok::<_, Problem>(axum::Json(planned).into_response())
-    };
-    answer.await.unwrap_or_else(IntoResponse::into_response)
-}
-
-async fn collect<C, D, S, A, X>(
-    State(api): Shared<C, D, S, A, X>,
-    Path(ns): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response
-where
-    C: SessionCluster + Send + Sync + 'static,
-    D: SessionDirectory + Send + Sync + 'static,
-    S: Store + Send + Sync + 'static,
-    A: Sink + Send + Sync + 'static,
-    X: Access + 'static,
-{
-    let asked = Asked {
-        verb: "create",
-        resource: "sessions",
-        subresource: "collect",
-        namespace: &ns,
-    };
-    let answer = async {
-        let caller = api.allowed(&headers, asked).await?;
-        namespace(&api.desk, &ns)?;
-        let sessions = asking(&body, api.options.body_limit)?;
-        let run = api.desk.collect(&ns, sessions, &caller.user).await?;
-        let location = format!("/v1/runs/{}", run.id);
-        let mut response = (StatusCode::ACCEPTED, axum::Json(run)).into_response();
-        if let Ok(location) = HeaderValue::from_str(&location) {
-            response.headers_mut().insert("location", location);
-        }
-        Ok::<_, Problem>(response)
-    };
-    answer.await.unwrap_or_else(IntoResponse::into_response)
-}
-
-async fn run<C, D, S, A, X>(
-    State(api): Shared<C, D, S, A, X>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response
-where
-    C: SessionCluster + Send + Sync + 'static,
-    D: SessionDirectory + Send + Sync + 'static,
-    S: Store + Send + Sync + 'static,
-    A: Sink + Send + Sync + 'static,
-    X: Access + 'static,
-{
-    let answer = async {
-        // Who asks first: an unknown id tells an unauthenticated caller nothing.
-        api.caller(&headers).await?;
-        let found = api.desk.run(&id);
-        let Some(run) = found else {
-            return Err(Problem::new(StatusCode::NOT_FOUND, format!("no run {id}")));
-        };
+    async fn status(State(api): State<Arc<Self>>, headers: HeaderMap) -> Response {
         let asked = Asked {
             verb: "get",
-            resource: "runs",
+            resource: "status",
             subresource: "",
-            namespace: &run.namespace,
+            namespace: "",
         };
-        api.allowed(&headers, asked).await?;
-        Ok(axum::Json(run).into_response())
-    };
-    answer.await.unwrap_or_else(IntoResponse::into_response)
+        if let Err(problem) = api.allowed(&headers, asked).await {
+            return problem.into_response();
+        }
+        let status = Status {
+            version: &api.version,
+            namespaces: api.desk.namespaces().collect(),
+        };
+        axum::Json(status).into_response()
+    }
+
+    async fn plan(
+        State(api): State<Arc<Self>>,
+        Path(ns): Path<String>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let asked = Asked {
+            verb: "create",
+            resource: "sessions",
+            subresource: "plan",
+            namespace: &ns,
+        };
+        let answer = async {
+            let caller = api.allowed(&headers, asked).await?;
+            namespace(&api.desk, &ns)?;
+            let sessions = asking(&body, api.options.body_limit)?;
+            let cfg = api.desk.narrowed(&ns, sessions, [caller.user].into())?;
+            let planned = api.desk.collector().plan(&cfg).await.map_err(|e| {
+                let status = match e.kind() {
+                    crate::FailureKind::Data => StatusCode::UNPROCESSABLE_ENTITY,
+                    _ => StatusCode::SERVICE_UNAVAILABLE,
+                };
+                Problem::new(status, format!("{e:#}"))
+            })?;
+            Ok::<_, Problem>(axum::Json(planned).into_response())
+        };
+        answer.await.unwrap_or_else(IntoResponse::into_response)
+    }
+
+    async fn collect(
+        State(api): State<Arc<Self>>,
+        Path(ns): Path<String>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let asked = Asked {
+            verb: "create",
+            resource: "sessions",
+            subresource: "collect",
+            namespace: &ns,
+        };
+        let answer = async {
+            let caller = api.allowed(&headers, asked).await?;
+            namespace(&api.desk, &ns)?;
+            let sessions = asking(&body, api.options.body_limit)?;
+            let run = api.desk.collect(&ns, sessions, &caller.user).await?;
+            let location = format!("/v1/runs/{}", run.id);
+            let mut response = (StatusCode::ACCEPTED, axum::Json(run)).into_response();
+            if let Ok(location) = HeaderValue::from_str(&location) {
+                response.headers_mut().insert("location", location);
+            }
+            Ok::<_, Problem>(response)
+        };
+        answer.await.unwrap_or_else(IntoResponse::into_response)
+    }
+
+    async fn run(
+        State(api): State<Arc<Self>>,
+        Path(id): Path<String>,
+        headers: HeaderMap,
+    ) -> Response {
+        let answer = async {
+            // Who asks first: an unknown id tells an unauthenticated caller nothing.
+            api.caller(&headers).await?;
+            let found = api.desk.run(&id);
+            let Some(run) = found else {
+                return Err(Problem::new(StatusCode::NOT_FOUND, format!("no run {id}")));
+            };
+            let asked = Asked {
+                verb: "get",
+                resource: "runs",
+                subresource: "",
+                namespace: &run.namespace,
+            };
+            api.allowed(&headers, asked).await?;
+            Ok(axum::Json(run).into_response())
+        };
+        answer.await.unwrap_or_else(IntoResponse::into_response)
+    }
 }
 
 #[cfg(test)]
