@@ -229,6 +229,17 @@ type Status struct {
 	Version string `json:"version"`
 	// Namespaces are the namespaces collected.
 	Namespaces []string `json:"namespaces"`
+	// Requests are, per namespace, its queue and its latest request (without records).
+	Requests []Lane `json:"requests"`
+}
+
+// Lane is a namespace's requests.
+type Lane struct {
+	Namespace string `json:"namespace"`
+	// Queued counts the requests waiting for the namespace's next run.
+	Queued int `json:"queued"`
+	// Last is the latest request, nil before the first.
+	Last *Run `json:"last"`
 }
 
 // Judged is one resource as a plan or a run judged it.

@@ -50,6 +50,11 @@ func TestLive(t *testing.T) {
 	if run.State != "succeeded" {
 		t.Fatalf("%+v", run)
 	}
+	// `get status` is cluster-wide (a ClusterRoleBinding): this caller, bound in its namespace
+	// only, may not.
+	if _, err := c.Status(ctx); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("status: %v", err)
+	}
 	deleted := 0
 	for _, r := range run.Records {
 		if r.Session != session {

@@ -96,6 +96,18 @@ pub struct RequestedRun {
     pub records: Vec<AuditRecord>,
 }
 
+/// What `GET /v1/status` says of a namespace's requests.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lane {
+    /// The namespace.
+    pub namespace: String,
+    /// How many requests wait for its next run.
+    pub queued: usize,
+    /// The latest request, without its records.
+    pub last: Option<RequestedRun>,
+}
+
 /// The collector's request desk: runs requested collections of the namespaces of `configs`.
 pub struct Requests<C, D, S, A> {
     collector: SessionCollector<C, D, S, A>,
@@ -160,6 +172,26 @@ impl<C, D, S, A> Requests<C, D, S, A> {
             }),
             ..cfg.clone()
         })
+    }
+
+    /// Each namespace served, with its queue and its latest request.
+    pub fn lanes(&self) -> Vec<Lane> {
+        let book = self.book.lock().unwrap_or_else(PoisonError::into_inner);
+        let last = |ns: &str| {
+            let entry = book.runs.values().rev().find(|e| e.run.namespace == ns)?;
+            let records = Vec::new();
+            Some(RequestedRun {
+                records,
+                ..entry.run.clone()
+            })
+        };
+        (self.configs.keys())
+            .map(|ns| Lane {
+                namespace: ns.clone(),
+                queued: book.queues.get(ns).map_or(0, Queue::len),
+                last: last(ns),
+            })
+            .collect()
     }
 
     /// Request `id`, as it is now.

@@ -7,7 +7,7 @@
 //!
 //! | call | authorized as |
 //! | --- | --- |
-//! | `GET /v1/status` | `get` `status` (any namespace) |
+//! | `GET /v1/status` | `get` `status` (any namespace): the version, the namespaces, each one's queue and latest request |
 //! | `POST /v1/namespaces/{ns}/sessions/plan` | `create` `sessions/plan` in `ns` |
 //! | `POST /v1/namespaces/{ns}/sessions/collect` | `create` `sessions/collect` in `ns` |
 //! | `GET /v1/runs/{id}` | `get` `runs` in the run's namespace |
@@ -161,6 +161,8 @@ struct Asking {
 struct Status<'a> {
     version: &'a str,
     namespaces: Vec<&'a str>,
+    /// Per namespace: its queue and its latest request.
+    requests: Vec<crate::requests::Lane>,
 }
 
 impl<C, D, S, A, X> Api<C, D, S, A, X>
@@ -361,6 +363,7 @@ where
         let status = Status {
             version: &api.version,
             namespaces: api.desk.namespaces().collect(),
+            requests: api.desk.lanes(),
         };
         axum::Json(status).into_response()
     }

@@ -141,6 +141,14 @@ async fn an_allowed_caller_collects_a_session_and_follows_its_run() {
     assert_eq!(status, 200, "{shown}");
     assert_eq!(shown["version"], "1.2.3");
     assert_eq!(shown["namespaces"], serde_json::json!([NS]));
+    let lane = &shown["requests"][0];
+    assert_eq!(
+        (&lane["namespace"], &lane["queued"]),
+        (&NS.into(), &0.into())
+    );
+    assert_eq!(lane["last"]["id"], run["id"], "{shown}");
+    assert_eq!(lane["last"]["state"], "succeeded");
+    assert_eq!(lane["last"]["records"], serde_json::json!([]));
     let (status, _, shown) = client.call("GET", "/v1/status", Some("reader"), "").await;
     assert_eq!(status, 403, "status is for any namespace: {shown}");
 }
