@@ -38,12 +38,13 @@ pub struct RequestOptions {
 }
 
 impl Default for RequestOptions {
-    /// 32 waiting requests per namespace; a grace of five minutes: a session the control plane
+    /// 256 waiting requests per namespace (a control plane that asks once per ended session may
+    /// ask for many at once, after an outage; each is small); a grace of five minutes: a session the control plane
     /// has just ended is not held a day, and resources created a moment ago (a session starting
     /// while its row is not yet written) are still safe; an answer within ten seconds.
     fn default() -> Self {
         Self {
-            queue: 32,
+            queue: 256,
             grace_seconds: 300,
             answer_within: Duration::from_secs(10),
         }
