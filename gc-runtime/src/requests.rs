@@ -118,6 +118,9 @@ pub struct Requests<C, D, S, A> {
     book: Mutex<Book>,
     /// One run at a time per namespace, in this process.
     lanes: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// When the desk started, in microseconds since the epoch (hex): every request id begins
+    /// with it, so that an id of an earlier process (before a restart) is no request here.
+    started: String,
 }
 
 #[derive(Default)]
@@ -197,6 +200,11 @@ impl<C, D, S, A> Requests<C, D, S, A> {
 
     /// Request `id`, as it is now.
     pub fn run(&self, id: &str) -> Option<RequestedRun> {
+        let (started, id) = id.split_once('-')?;
+        if started != self.started {
+            // Another process's (or an earlier one's, before a restart): not this desk's.
+            return None;
+        }
         let id: u64 = id.parse().ok()?;
         let book = self.book.lock().unwrap_or_else(PoisonError::into_inner);
         book.runs.get(&id).map(|e| e.run.clone())
@@ -253,6 +261,7 @@ where
             audit: Mutex::new(audit),
             book: Mutex::default(),
             lanes,
+            started: format!("{:x}", (clock::now() * 1e6) as u64),
         })
     }
 
@@ -288,7 +297,7 @@ where
             book.next = id;
             let (ended, watching) = watch::channel(false);
             let run = RequestedRun {
-                id: id.to_string(),
+                id: format!("{}-{id}", self.started),
                 namespace: namespace.to_owned(),
                 sessions,
                 requested_by: caller.to_owned(),

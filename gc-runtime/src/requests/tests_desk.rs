@@ -148,6 +148,11 @@ async fn a_request_deletes_only_the_orphans_it_names() {
     );
     assert_eq!(world.cluster.lease.state().acquires, 1);
     assert_eq!(desk.run(&run.id).unwrap().state, State::Succeeded);
+    // Another desk (the process restarted) knows no request of this one, whatever its number.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let again = world.desk(RequestOptions::default(), LockOptions::default());
+    assert!(again.run(&run.id).is_none());
+    assert!(desk.run("1").is_none() && desk.run(&run.id.replace("-1", "-2")).is_none());
     // A live session asked for is judged against the database, and kept.
     let kept = desk.collect(NS, ids(&["a"]), API).await.unwrap();
     assert_eq!(kept.state, State::Succeeded);
@@ -250,7 +255,9 @@ async fn another_process_holding_the_lease_answers_busy() {
     );
     assert!(world.deleted().is_empty());
     assert_eq!(world.lines(), [format!("refused Some({{{API:?}}})")]);
-    assert_eq!(desk.run("1").unwrap().state, State::Failed);
+    let last = desk.lanes().remove(0).last.unwrap();
+    assert_eq!(last.state, State::Failed);
+    assert_eq!(desk.run(&last.id).unwrap().state, State::Failed);
     assert_eq!(
         world.cluster.lease.state().holder.as_deref(),
         Some("gc-cronjob")
@@ -265,7 +272,7 @@ async fn an_unknown_namespace_is_refused() {
     let refused = desk.collect("kube-system", Requested::All, API).await;
     let unknown = Refusal::UnknownNamespace("kube-system".into());
     assert_eq!(refused.unwrap_err(), unknown);
-    assert!(desk.run("1").is_none());
+    assert!(desk.lanes()[0].last.is_none());
     assert!(world.deleted().is_empty() && world.lines().is_empty());
     assert_eq!(desk.namespaces().collect::<Vec<_>>(), [NS]);
 }
