@@ -47,7 +47,8 @@ pub(crate) struct Serve {
         value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=u64::from(u32::MAX)))]
     stall_seconds: u64,
     /// Also serve the request API (`/v1/...`: a caller's plans and collections of some sessions,
-    /// each caller checked with the API server) on this loopback address; `serve sessions` only.
+    /// each caller checked with the API server) on this address (a loopback one without TLS);
+    /// `serve sessions` only.
     #[arg(long, value_name = "ADDR")]
     api_listen: Option<SocketAddr>,
     /// Serve it over TLS with this certificate chain (PEM, `tls.crt` of a TLS Secret), on any
@@ -85,6 +86,8 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     };
     let check = |listen| gc_runtime::serve::api::check_address(listen, tls.is_some());
     args.api_listen.map(check).transpose()?;
+    let bind = |at| TcpListener::bind(at).with_context(|| format!("cannot listen on {at}"));
+    let api_listener = args.api_listen.map(bind).transpose()?;
     let listener = TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let shown = listener.local_addr().unwrap_or(args.listen);
@@ -101,11 +104,9 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
         args.run.run_async()
     });
     let api = async {
-        let (RunCommand::Sessions(run), Some(listen)) = (&args.run, args.api_listen) else {
-            return std::future::pending().await;
+        let (RunCommand::Sessions(run), Some(listener)) = (&args.run, api_listener) else {
+            return Ok(());
         };
-        let listener = TcpListener::bind(listen);
-        let listener = listener.with_context(|| format!("cannot listen on {listen}"))?;
         let grace = u32::try_from(args.request_grace_seconds).unwrap_or(u32::MAX);
         let requests = RequestOptions {
             grace_seconds: grace,
@@ -116,12 +117,23 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
             audience,
             ..ApiOptions::default()
         };
-        crate::sessions::run::serve_api(run, listener, (api, requests), tls).await?;
-        std::future::pending().await
+        crate::sessions::run::serve_api(run, listener, (api, requests), tls).await
     };
-    // The API ends early only when it fails; the rounds end the process.
+    // The rounds end the process; the API (when served) ends it early only when it fails. After
+    // a stop, the API finishes the calls in progress (its queued requests end stopped), bounded.
     let (done, failed) = crate::live::block_on(async {
-        tokio::select! { rounds = rounds => Ok(rounds), failed = api => failed }
+        tokio::pin!(rounds, api);
+        let (ended, api_ended) = tokio::select! {
+            ended = &mut rounds => (ended, false),
+            failed = &mut api => {
+                failed?;
+                (rounds.await, true)
+            }
+        };
+        if !api_ended && signals::received().is_some() {
+            let _ = tokio::time::timeout(Duration::from_secs(30), api).await;
+        }
+        Ok(ended)
     })?;
     if let Some(signal) = signals::received() {
         tracing::info!("{signal} received: exiting after {done} run(s)");
