@@ -29,8 +29,8 @@ use crate::{Sink, clock};
 pub struct RequestOptions {
     /// At most this many requests wait per namespace.
     pub queue: usize,
-    /// The grace period of a requested orphan, in seconds from its resource's creation (a
-    /// scheduled run's is the namespace's `grace_hours`).
+    /// The grace period of an orphan a request names, in seconds from its resource's creation
+    /// (a scheduled run's, and a request for every session's, is the namespace's `grace_hours`).
     pub grace_seconds: u32,
     /// How long [`Requests::collect`] waits for its run to end before it answers with the
     /// request still queued or running.
@@ -39,9 +39,10 @@ pub struct RequestOptions {
 
 impl Default for RequestOptions {
     /// 256 waiting requests per namespace (a control plane that asks once per ended session may
-    /// ask for many at once, after an outage; each is small); a grace of five minutes: a session the control plane
-    /// has just ended is not held a day, and resources created a moment ago (a session starting
-    /// while its row is not yet written) are still safe; an answer within ten seconds.
+    /// ask for many at once, after an outage; each is small); a grace of five minutes: a session
+    /// the control plane has just ended is not held a day, and resources created a moment ago (a
+    /// session starting while its row is not yet written) are still safe; an answer within ten
+    /// seconds.
     fn default() -> Self {
         Self {
             queue: 256,

@@ -318,8 +318,13 @@ pub fn plan_labelled(
     now: f64,
 ) -> Result<SessionPlan, SessionPlanError> {
     let grace = match &cfg.request {
-        None => f64::from(cfg.grace_hours) * 3600.0,
-        Some(request) => f64::from(request.grace_seconds),
+        // A caller that names sessions knows they ended: the operator's grace for requests.
+        Some(request) if matches!(request.sessions, super::requests::Requested::Ids(_)) => {
+            f64::from(request.grace_seconds)
+        }
+        // Every session, scheduled or requested: the namespace's grace (a request for all is no
+        // reason to hold orphans less long).
+        _ => f64::from(cfg.grace_hours) * 3600.0,
     };
     // A requested collection deletes only what was asked for; the rest is judged (the guard
     // weighs it) and left as it is.

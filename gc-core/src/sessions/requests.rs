@@ -57,8 +57,9 @@ impl Requested {
 pub struct Narrowed {
     /// The sessions asked for.
     pub sessions: Requested,
-    /// The grace period of a requested orphan, from its resource's creation, in seconds: the
-    /// operator's setting for requests, never the caller's.
+    /// The grace period of an orphan the request names, from its resource's creation, in
+    /// seconds: the operator's setting for requests, never the caller's. A request for every
+    /// session keeps the namespace's grace.
     pub grace_seconds: u32,
     /// Who asked (the callers' Kubernetes user names): every audit line of the run names them.
     #[serde(default)]

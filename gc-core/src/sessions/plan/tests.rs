@@ -1022,8 +1022,14 @@ fn a_request_only_narrows() {
         unreachable!()
     };
     assert_eq!(*until, NOW - 1.0 + 300.0);
-    // All requested: b too; the cap is the operator's, spent on requested orphans only.
+    // All requested: the namespace's grace, as a scheduled run (the requests' shorter grace is
+    // for the ids a caller names).
     let plan = plan_sessions(&resources, &db, &asking(Requested::All, |_| ()), NOW).unwrap();
+    let names: Vec<_> = decisions(&plan).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(names, ["held", "held", "held", "kept"]);
+    // Both named: b too; the cap is the operator's, spent on requested orphans only.
+    let both = Requested::Ids(["a".to_owned(), "b".to_owned()].into());
+    let plan = plan_sessions(&resources, &db, &asking(both, |_| ()), NOW).unwrap();
     let names: Vec<_> = decisions(&plan).into_iter().map(|(_, d)| d).collect();
     assert_eq!(names, ["delete", "held", "delete", "kept"]);
     let capped = asking(Requested::Ids(["b".to_owned()].into()), |i| {
