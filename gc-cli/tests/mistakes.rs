@@ -144,8 +144,8 @@ fn each_mistake_gets_a_line_that_names_the_input_and_the_fix() {
             .concat(),
             vec![],
             1,
-            "gc-cli: error: cannot read the TLS certificate /nonexistent/tls.crt: I/O error: No \
-             such file or directory (os error 2)",
+            "gc-cli: error: cannot read the TLS certificate /nonexistent/tls.crt: No such file or \
+             directory (os error 2)",
         ),
         (
             [

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject as _;
@@ -32,37 +32,42 @@ pub struct TlsFiles {
     pub key: PathBuf,
 }
 
+/// The certificate chain's and the key's bytes, as last read.
+type Pem = (Vec<u8>, Vec<u8>);
+
 impl TlsFiles {
-    /// The certificate and key, read and checked against each other.
-    fn load(&self, provider: &CryptoProvider) -> crate::Result<CertifiedKey> {
-        let named = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
-            crate::Error::msg(format!(
-                "cannot read the TLS {what} {}: {e}",
-                path.display()
-            ))
-        };
-        let certs = CertificateDer::pem_file_iter(&self.cert)
-            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+    /// The files' bytes.
+    fn read(&self) -> crate::Result<Pem> {
+        let read = |what: &str, path: &Path| std::fs::read(path).map_err(|e| named(what, path, &e));
+        Ok((read("certificate", &self.cert)?, read("key", &self.key)?))
+    }
+
+    /// The certificate and key of `pem`, checked against each other.
+    fn parse(&self, pem: &Pem, provider: &CryptoProvider) -> crate::Result<CertifiedKey> {
+        let certs = CertificateDer::pem_slice_iter(&pem.0)
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| named("certificate", &self.cert, &e))?;
         if certs.is_empty() {
             return Err(named("certificate", &self.cert, &"no certificate in it"));
         }
-        let key =
-            PrivateKeyDer::from_pem_file(&self.key).map_err(|e| named("key", &self.key, &e))?;
+        let key = PrivateKeyDer::from_pem_slice(&pem.1).map_err(|e| named("key", &self.key, &e))?;
         CertifiedKey::from_der(certs, key, provider).map_err(|e| {
             let why = format!("the key does not serve the certificate: {e}");
             named("key", &self.key, &why)
         })
     }
-
-    /// When either file last changed.
-    fn modified(&self) -> Option<(SystemTime, SystemTime)> {
-        let at = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        Some((at(&self.cert)?, at(&self.key)?))
-    }
 }
 
-/// The served certificate, read again when its files change.
+/// A file of `what` at `path` that cannot serve, and why.
+fn named(what: &str, path: &Path, e: &dyn std::fmt::Display) -> crate::Error {
+    crate::Error::msg(format!(
+        "cannot read the TLS {what} {}: {e}",
+        path.display()
+    ))
+}
+
+/// The served certificate, read again when its files change (their bytes are compared: a
+/// renewal within a file system's timestamp granularity is still seen).
 #[derive(Debug)]
 struct Reloading {
     files: TlsFiles,
@@ -72,7 +77,7 @@ struct Reloading {
 
 #[derive(Debug)]
 struct Loaded {
-    modified: Option<(SystemTime, SystemTime)>,
+    pem: Pem,
     looked: Instant,
     key: Arc<CertifiedKey>,
 }
@@ -82,20 +87,23 @@ impl ResolvesServerCert for Reloading {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.looked.elapsed() >= LOOK_AGAIN {
             state.looked = Instant::now();
-            let modified = self.files.modified();
-            if modified != state.modified {
-                match self.files.load(&self.provider) {
-                    Ok(key) => {
-                        tracing::info!(
-                            "serving the TLS certificate {} again",
-                            self.files.cert.display()
-                        );
-                        state.key = Arc::new(key);
-                        state.modified = modified;
-                    }
-                    // Half-written during a rotation, say: the previous one serves meanwhile.
-                    Err(e) => tracing::warn!("{e:#}; serving the previous certificate"),
+            let renewed = (self.files.read()).map(|pem| (pem != state.pem).then_some(pem));
+            let loaded = renewed.and_then(|pem| {
+                pem.map(|pem| Ok((self.files.parse(&pem, &self.provider)?, pem)))
+                    .transpose()
+            });
+            match loaded {
+                Ok(Some((key, pem))) => {
+                    tracing::info!(
+                        "serving the TLS certificate {} again",
+                        self.files.cert.display()
+                    );
+                    state.key = Arc::new(key);
+                    state.pem = pem;
                 }
+                Ok(None) => {}
+                // Half-written during a rotation, say: the previous one serves meanwhile.
+                Err(e) => tracing::warn!("{e:#}; serving the previous certificate"),
             }
         }
         Some(Arc::clone(&state.key))
@@ -110,13 +118,13 @@ impl ResolvesServerCert for Reloading {
 /// certificate: the error names the file.
 pub fn server_config(files: &TlsFiles) -> crate::Result<TlsConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let modified = files.modified();
-    let key = Arc::new(files.load(&provider)?);
+    let pem = files.read()?;
+    let key = Arc::new(files.parse(&pem, &provider)?);
     let resolver = Reloading {
         files: files.clone(),
         provider: Arc::clone(&provider),
         state: Mutex::new(Loaded {
-            modified,
+            pem,
             looked: Instant::now(),
             key,
         }),
@@ -230,6 +238,14 @@ mod tests {
         let (new_cert, new_key) = issued();
         std::fs::write(dir.path().join("new.crt"), &new_cert).unwrap();
         std::fs::write(dir.path().join("new.key"), &new_key).unwrap();
+        // Within the file system's timestamp granularity: the same times as the old ones.
+        for (new, old) in [("new.crt", &files.cert), ("new.key", &files.key)] {
+            let at = std::fs::metadata(old).unwrap().modified().unwrap();
+            let file = std::fs::File::options()
+                .write(true)
+                .open(dir.path().join(new));
+            file.unwrap().set_modified(at).unwrap();
+        }
         tokio::time::sleep(LOOK_AGAIN + Duration::from_millis(100)).await;
         std::fs::rename(dir.path().join("new.key"), &files.key).unwrap();
         std::fs::rename(dir.path().join("new.crt"), &files.cert).unwrap();
