@@ -278,7 +278,9 @@ where
         sessions: Requested,
         caller: &str,
     ) -> Result<RequestedRun, Refusal> {
-        self.narrowed(namespace, sessions.clone(), BTreeSet::new())?;
+        if !self.serves(namespace) {
+            return Err(Refusal::UnknownNamespace(namespace.to_owned()));
+        }
         let (id, mut ended) = {
             let mut book = self.book.lock().unwrap_or_else(PoisonError::into_inner);
             if book.stopping {
@@ -351,15 +353,18 @@ where
             }
             (batch, callers)
         };
-        let Ok(cfg) = self.narrowed(namespace, batch.sessions, callers) else {
-            return;
-        };
         let mut recorder = Recorder {
             audit: &self.audit,
             records: Vec::new(),
         };
-        let runs = self.collector.collect(&[cfg], &mut recorder).await;
-        let run = runs.into_iter().next();
+        // Taken: whatever happens now, each request ends and says how (none is left running).
+        let run = match self.narrowed(namespace, batch.sessions, callers) {
+            Ok(cfg) => self.collector.collect(&[cfg], &mut recorder).await.pop(),
+            Err(refusal) => {
+                tracing::warn!("requests in namespace {namespace}: {refusal}");
+                None
+            }
+        };
         let (event, error, busy) = match run.as_ref().map(|r| (r.outcome(), &r.failure)) {
             Some((Outcome::Succeeded, _)) => (Event::Succeeded, None, false),
             Some((Outcome::Stopped, failure)) => {

@@ -368,22 +368,35 @@ where
         axum::Json(status).into_response()
     }
 
+    /// A plan's or a collection's checks, in order: who calls and whether it may make the call
+    /// `subresource` of `sessions` in `ns`, then the namespace, then the body; the caller and
+    /// the sessions asked for. Nothing is queued or read before all pass.
+    async fn checked(
+        &self,
+        headers: &HeaderMap,
+        ns: &str,
+        subresource: &str,
+        body: &Bytes,
+    ) -> Result<(Caller, Requested), Problem> {
+        let asked = Asked {
+            verb: "create",
+            resource: "sessions",
+            subresource,
+            namespace: ns,
+        };
+        let caller = self.allowed(headers, asked).await?;
+        namespace(&self.desk, ns)?;
+        Ok((caller, asking(body, self.options.body_limit)?))
+    }
+
     async fn plan(
         State(api): State<Arc<Self>>,
         Path(ns): Path<String>,
         headers: HeaderMap,
         body: Bytes,
     ) -> Response {
-        let asked = Asked {
-            verb: "create",
-            resource: "sessions",
-            subresource: "plan",
-            namespace: &ns,
-        };
         let answer = async {
-            let caller = api.allowed(&headers, asked).await?;
-            namespace(&api.desk, &ns)?;
-            let sessions = asking(&body, api.options.body_limit)?;
+            let (caller, sessions) = api.checked(&headers, &ns, "plan", &body).await?;
             let cfg = api.desk.narrowed(&ns, sessions, [caller.user].into())?;
             let planned = api.desk.collector().plan(&cfg).await.map_err(|e| {
                 let status = match e.kind() {
@@ -403,16 +416,8 @@ where
         headers: HeaderMap,
         body: Bytes,
     ) -> Response {
-        let asked = Asked {
-            verb: "create",
-            resource: "sessions",
-            subresource: "collect",
-            namespace: &ns,
-        };
         let answer = async {
-            let caller = api.allowed(&headers, asked).await?;
-            namespace(&api.desk, &ns)?;
-            let sessions = asking(&body, api.options.body_limit)?;
+            let (caller, sessions) = api.checked(&headers, &ns, "collect", &body).await?;
             let run = api.desk.collect(&ns, sessions, &caller.user).await?;
             let location = format!("/v1/runs/{}", run.id);
             let mut response = (StatusCode::ACCEPTED, axum::Json(run)).into_response();
