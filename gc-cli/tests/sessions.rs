@@ -450,6 +450,22 @@ impl Fixture {
     }
 }
 
+/// StreamSpace's `DB_*` variables naming the database of `url` (`postgres://USER:PASS@HOST:PORT/NAME`).
+fn db_variables(url: &str) -> [(&'static str, &str); 5] {
+    let url = url.strip_prefix("postgres://").unwrap();
+    let (auth, rest) = url.split_once('@').unwrap();
+    let (user, password) = auth.split_once(':').unwrap();
+    let (host_port, name) = rest.split_once('/').unwrap();
+    let (host, port) = host_port.split_once(':').unwrap();
+    [
+        ("DB_HOST", host),
+        ("DB_PORT", port),
+        ("DB_USER", user),
+        ("DB_PASSWORD", password),
+        ("DB_NAME", name),
+    ]
+}
+
 /// A run that exited `code` and said `says` as its error.
 fn refuse(out: &Output, code: i32, says: &str) {
     let stderr = text(&out.stderr);
@@ -522,18 +538,7 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
     assert_eq!(f.snapshot().await?, before, "plan changes nothing");
 
     // Dry run, with the database from StreamSpace's DB_* variables: the same set, nothing deleted.
-    let url = f.db.url().strip_prefix("postgres://").unwrap();
-    let (auth, rest) = url.split_once('@').unwrap();
-    let (user, password) = auth.split_once(':').unwrap();
-    let (host_port, name) = rest.split_once('/').unwrap();
-    let (host, port) = host_port.split_once(':').unwrap();
-    let env = [
-        ("DB_HOST", host),
-        ("DB_PORT", port),
-        ("DB_USER", user),
-        ("DB_PASSWORD", password),
-        ("DB_NAME", name),
-    ];
+    let env = db_variables(f.db.url());
     // Manifests and receipts go to a folder and store of the test's own.
     let scratch = Scratch::new()?;
     let (dir, store, archives) = (&scratch.dir, &scratch.store, &scratch.archives);
@@ -2248,18 +2253,7 @@ async fn the_session_examples_run_against_the_test_bed() -> Result {
     let Some((f, before)) = Fixture::new("sessions-help").await? else {
         return Ok(());
     };
-    let url = f.db.url().strip_prefix("postgres://").unwrap().to_owned();
-    let (auth, rest) = url.split_once('@').unwrap();
-    let (user, password) = auth.split_once(':').unwrap();
-    let (host_port, name) = rest.split_once('/').unwrap();
-    let (host, port) = host_port.split_once(':').unwrap();
-    let env = [
-        ("DB_HOST", host),
-        ("DB_PORT", port),
-        ("DB_USER", user),
-        ("DB_PASSWORD", password),
-        ("DB_NAME", name),
-    ];
+    let env = db_variables(f.db.url());
     let work = tempfile::tempdir()?;
     let gone = GONE[0];
     let mut ran: Vec<(String, String)> = Vec::new();
