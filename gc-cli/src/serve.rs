@@ -61,6 +61,12 @@ pub(crate) struct Serve {
     /// The audience a caller's ServiceAccount token must be projected for.
     #[arg(long, default_value = "gc", value_name = "AUDIENCE")]
     api_audience: String,
+    /// Offer restores through the API, done as this ServiceAccount (`NAMESPACE/NAME`, the
+    /// chart's restore account) with a short-lived token gc asks for: gc's own account needs
+    /// `create` on `serviceaccounts/token` for it, and no right to create.
+    #[arg(long, value_name = "NAMESPACE/NAME", requires = "api_listen",
+        value_parser = gc_runtime::serve::api::parse_account)]
+    api_restore_account: Option<(String, String)>,
     /// The grace period of a requested collection, from each resource's creation.
     #[arg(long = "request-grace", default_value = "5m", value_name = "DURATION",
         value_parser = |s: &str| gc_runtime::durations::seconds_within(s, 0..=u64::from(u32::MAX)))]
@@ -117,7 +123,8 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
             audience,
             ..ApiOptions::default()
         };
-        crate::sessions::run::serve_api(run, listener, (api, requests), tls).await
+        let restore = args.api_restore_account.clone();
+        crate::sessions::run::serve_api(run, listener, (api, requests, restore), tls).await
     };
     // The rounds end the process; the API (when served) ends it early only when it fails. After
     // a stop, the API finishes the calls in progress (its queued requests end stopped), bounded.

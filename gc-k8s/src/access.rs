@@ -120,3 +120,60 @@ impl Access for KubeCluster {
         }))
     }
 }
+
+/// The shortest life the API server gives a requested token, in seconds.
+const TOKEN_SECONDS: i64 = 600;
+
+impl KubeCluster {
+    /// A client of the same API server as `connection`'s (its address, trust and timeouts)
+    /// acting as the ServiceAccount `namespace/name`, holding nothing but a token of that
+    /// account valid [`TOKEN_SECONDS`], asked for with a `TokenRequest` by this cluster's own
+    /// account (which needs `create` on `serviceaccounts/token`, by a rule naming that account):
+    /// so gc can do what that account may, and only then, without holding its rights itself.
+    ///
+    /// # Errors
+    /// [`ClusterError`]: the token was refused or not answered (`Forbidden` when this account
+    /// may not ask for it), or the client could not be set up (`Other`).
+    pub async fn as_service_account(
+        &self,
+        connection: &crate::Connection,
+        namespace: &str,
+        name: &str,
+    ) -> Result<KubeCluster, ClusterError> {
+        use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        let request = TokenRequest {
+            // No audience: the API server's own, as a mounted token's.
+            spec: Some(TokenRequestSpec {
+                expiration_seconds: Some(TOKEN_SECONDS),
+                ..TokenRequestSpec::default()
+            }),
+            ..TokenRequest::default()
+        };
+        let api: Api<ServiceAccount> = Api::namespaced(self.client().clone(), namespace);
+        let call = Call {
+            verb: "create",
+            resource: "serviceaccounts/token",
+            namespace,
+        };
+        let answer = (api
+            .create_token_request(name, &PostParams::default(), &request)
+            .await)
+            .map_err(|e| cluster_error(e, call))?;
+        let token = answer.status.and_then(|s| s.token).unwrap_or_default();
+        if token.is_empty() {
+            let why = format!("the API server gave no token for {namespace}/{name}");
+            return Err(ClusterError::Other(why));
+        }
+        let mut config = crate::connect::config(connection)
+            .await
+            .map_err(|e| ClusterError::Other(e.to_string()))?;
+        config.auth_info = kube::config::AuthInfo {
+            token: Some(token.into()),
+            ..kube::config::AuthInfo::default()
+        };
+        let client = kube::Client::try_from(config)
+            .map_err(|e| ClusterError::Other(crate::errors::chain(&e)))?;
+        Ok(KubeCluster::new(client))
+    }
+}

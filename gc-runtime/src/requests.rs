@@ -151,6 +151,11 @@ impl<C, D, S, A> Requests<C, D, S, A> {
         self.configs.contains_key(namespace)
     }
 
+    /// The operator's settings of `namespace`, when the desk serves it.
+    pub fn config(&self, namespace: &str) -> Option<&SessionConfig> {
+        self.configs.get(namespace)
+    }
+
     /// The collector the desk runs.
     pub fn collector(&self) -> &SessionCollector<C, D, S, A> {
         &self.collector

@@ -345,13 +345,49 @@ where
     /// The request's usage error (nothing read or written). What came of each object, failures
     /// included, is in the answer; [`crate::restore::failures`] makes them one error.
     pub async fn restore(&self, request: &RestoreRequest) -> crate::Result<Vec<Restored>> {
+        self.restore_as(&self.cluster, request, false).await
+    }
+
+    /// Every receipt of the objects archived with the session label `session` in `namespace`
+    /// of `cluster_id`, newest first (what a restore of that session reads).
+    ///
+    /// # Errors
+    /// The store could not be read.
+    pub async fn receipts(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+        session: &str,
+    ) -> crate::Result<Vec<gc_core::ports::Receipt>> {
+        let receipts = self.store.session_receipts(cluster_id, namespace, session);
+        receipts.await.map_err(|e| {
+            crate::Error::msg(format!(
+                "cannot read the receipts in {}: {e}",
+                self.store.shown()
+            ))
+        })
+    }
+
+    /// [`Self::restore`] with `cluster` creating the objects and moving the volumes (the
+    /// restore account's, for the request API: the collector's own may not create), and a dry
+    /// run when `dry_run` is (or the collector's settings are). The receipts, archives and
+    /// Events are the collector's.
+    ///
+    /// # Errors
+    /// As [`Self::restore`].
+    pub async fn restore_as(
+        &self,
+        cluster: &C,
+        request: &RestoreRequest,
+        dry_run: bool,
+    ) -> crate::Result<Vec<Restored>> {
         request.check()?;
         let run = crate::restore::Restore {
-            cluster: &self.cluster,
+            cluster,
             store: &self.store,
             sink: &self.sink,
             request,
-            dry_run: !self.settings.live,
+            dry_run: dry_run || !self.settings.live,
             events: &self.events,
         };
         Ok(crate::restore::restore_sessions(&run).await)

@@ -155,7 +155,7 @@ fn settings(args: &RunSessions, delivery: Delivery, now: Option<f64>) -> Setting
 pub(crate) async fn serve_api(
     args: &RunSessions,
     listener: std::net::TcpListener,
-    (api, requests): (ApiOptions, RequestOptions),
+    (api, requests, restore_account): (ApiOptions, RequestOptions, Option<(String, String)>),
     tls: Option<gc_runtime::serve::tls::TlsConfig>,
 ) -> anyhow::Result<()> {
     check(args)?;
@@ -172,6 +172,7 @@ pub(crate) async fn serve_api(
         audit: Box::new(AuditLog(audit_sink(args.audit_log.as_ref(), args.output)?)),
         version: env!("CARGO_PKG_VERSION").into(),
         tls,
+        restore_account,
     };
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let selection = args.args.namespaces.selection();

@@ -11,12 +11,15 @@
 //! | `POST /v1/namespaces/{ns}/sessions/plan` | `create` `sessions/plan` in `ns` |
 //! | `POST /v1/namespaces/{ns}/sessions/collect` | `create` `sessions/collect` in `ns` |
 //! | `GET /v1/runs/{id}` | `get` `runs` in the run's namespace |
+//! | `POST /v1/namespaces/{ns}/sessions/{id}/restore` | `create` `sessions/restore` in `ns`: done as the restore account ([`RestoreAccount`]) |
+//! | `GET /v1/namespaces/{ns}/archives?session=ID` | `get` `archives` in `ns`: the session's receipts |
 //!
 //! Refusals are JSON `{"error": ..., "field": ...}`: `400` for bad input (naming the field;
 //! nothing is queued), `401` without a valid token, `403` when not allowed, `404` for an
 //! unknown run, `409` while another process holds the namespace's Lease and `429` when its
 //! queue is full (each with `Retry-After`), `503` when the API server cannot answer for the
-//! caller (no answer is no) or the process is stopping.
+//! caller (no answer is no) or the process is stopping, `501` for a restore when no restore
+//! account is configured.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,12 +27,15 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use gc_core::ports::{Access, Asked, Caller, SessionDirectory, Store};
+use gc_core::ports::{
+    Access, Asked, Caller, ClusterError, ObjectCreator, Receipt, SessionDirectory, SessionReceipts,
+    Store,
+};
 use gc_core::sessions::requests::Requested;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -39,7 +45,7 @@ use crate::requests::{Refusal, Requests};
 use crate::sessions::SessionCluster;
 
 /// gc's own API group: the resources a caller is authorized on (`sessions/plan`,
-/// `sessions/collect`, `runs`, `status`). No such API is served by the API server; RBAC rules
+/// `sessions/collect`, `sessions/restore`, `runs`, `archives`, `status`). No such API is served by the API server; RBAC rules
 /// name it like any other.
 pub const GROUP: &str = "gc.stream.space";
 
@@ -66,10 +72,69 @@ impl Default for ApiOptions {
     }
 }
 
+/// Who the request API restores as: the collector's own account may not create, so a restore
+/// acts as an account that may (the chart's restore account), with credentials asked for each
+/// time ([`ServiceAccount`]).
+#[async_trait::async_trait]
+pub trait RestoreAccount<C>: Send + Sync {
+    /// The account, as answers and logs name it.
+    fn name(&self) -> &str;
+    /// A cluster acting as the account.
+    ///
+    /// # Errors
+    /// The credentials could not be had: nothing is restored.
+    async fn act(&self) -> Result<C, ClusterError>;
+}
+
+/// A ServiceAccount gc acts as with a short-lived token it asks the API server for
+/// ([`gc_k8s::KubeCluster::as_service_account`]): gc's account needs `create` on
+/// `serviceaccounts/token` for that one account, and holds no right of its own to create.
+pub struct ServiceAccount {
+    cluster: gc_k8s::KubeCluster,
+    connection: gc_k8s::Connection,
+    namespace: String,
+    account: String,
+    user: String,
+}
+
+impl ServiceAccount {
+    /// The ServiceAccount `namespace/account`, asked for by `cluster`'s account, reached as
+    /// `connection` says.
+    pub fn new(
+        cluster: gc_k8s::KubeCluster,
+        connection: gc_k8s::Connection,
+        namespace: &str,
+        account: &str,
+    ) -> Self {
+        Self {
+            cluster,
+            connection,
+            namespace: namespace.to_owned(),
+            account: account.to_owned(),
+            user: format!("system:serviceaccount:{namespace}:{account}"),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RestoreAccount<gc_k8s::KubeCluster> for ServiceAccount {
+    fn name(&self) -> &str {
+        &self.user
+    }
+    async fn act(&self) -> Result<gc_k8s::KubeCluster, ClusterError> {
+        let (ns, account) = (&self.namespace, &self.account);
+        self.cluster
+            .as_service_account(&self.connection, ns, account)
+            .await
+    }
+}
+
 /// The API's state: the request desk, the API server's answers about callers, and their cache.
 pub struct Api<C, D, S, A, X> {
     desk: Arc<Requests<C, D, S, A>>,
     access: X,
+    /// Whom restores act as; `None`: restore is not offered.
+    restore: Option<Box<dyn RestoreAccount<C>>>,
     options: ApiOptions,
     version: String,
     /// Who each token is, by its digest.
@@ -148,6 +213,84 @@ impl From<Refusal> for Problem {
     }
 }
 
+/// The body of a restore.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Restoring {
+    /// Every create a server-side dry run, no volume moved.
+    #[serde(default)]
+    dry_run: bool,
+    /// How long to wait for a claim created on its kept volume to be bound (at most 60; 0: the
+    /// next run gives the volume back its policy).
+    #[serde(default)]
+    bind_wait_seconds: u64,
+}
+
+/// `POST .../sessions/{id}/restore`: what came of each archived object of the session.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RestoreAnswer {
+    session: String,
+    dry_run: bool,
+    requested_by: String,
+    /// The account the objects were created as.
+    restored_as: String,
+    /// How many objects failed (each says why in `objects`).
+    failed: usize,
+    objects: Vec<crate::restore::Restored>,
+}
+
+/// `GET .../archives?session=ID`: the receipts of the session's archived objects, newest first.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Archives {
+    session: String,
+    archives: Vec<Archive>,
+}
+
+/// One receipt: an archived object, where its manifest is, and what verifies it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Archive {
+    api_version: String,
+    kind: String,
+    name: String,
+    uid: String,
+    /// The instant of the run that archived it (RFC 3339).
+    run_at: String,
+    uri: String,
+    sha256: String,
+    bytes: u64,
+    /// A deleted claim's volume gc kept (`null`: none).
+    retained_volume: Option<String>,
+    /// That volume's reclaim policy before.
+    volume_policy: Option<String>,
+}
+
+impl From<Receipt> for Archive {
+    fn from(r: Receipt) -> Self {
+        let session = r.session.unwrap_or_else(|| gc_core::ports::SessionObject {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            session: None,
+            run_at: String::new(),
+            retained: None,
+        });
+        Self {
+            api_version: session.api_version,
+            kind: session.kind,
+            name: r.name,
+            uid: r.uid,
+            run_at: session.run_at,
+            uri: r.uri,
+            sha256: r.sha256,
+            bytes: r.bytes,
+            retained_volume: session.retained.as_ref().map(|v| v.name.clone()),
+            volume_policy: session.retained.map(|v| v.policy),
+        }
+    }
+}
+
 /// The body of a plan or a collection: the sessions it is about (absent: all of the namespace).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,23 +310,25 @@ struct Status<'a> {
 
 impl<C, D, S, A, X> Api<C, D, S, A, X>
 where
-    C: SessionCluster + Send + Sync + 'static,
+    C: SessionCluster + ObjectCreator + Send + Sync + 'static,
     D: SessionDirectory + Send + Sync + 'static,
-    S: Store + Send + Sync + 'static,
+    S: Store + SessionReceipts + Send + Sync + 'static,
     A: Sink + Send + Sync + 'static,
     X: Access + 'static,
 {
-    /// The API of `desk`, its callers checked by `access` as `options` say; `version` is what
-    /// `/v1/status` names.
+    /// The API of `desk`, its callers checked by `access` as `options` say, its restores done
+    /// as `restore` (`None`: not offered); `version` is what `/v1/status` names.
     pub fn new(
         desk: Arc<Requests<C, D, S, A>>,
         access: X,
         options: ApiOptions,
         version: &str,
+        restore: Option<Box<dyn RestoreAccount<C>>>,
     ) -> Arc<Self> {
         Arc::new(Self {
             desk,
             access,
+            restore,
             options,
             version: version.to_owned(),
             callers: Mutex::default(),
@@ -198,6 +343,11 @@ where
             .route("/v1/namespaces/{ns}/sessions/plan", post(Self::plan))
             .route("/v1/namespaces/{ns}/sessions/collect", post(Self::collect))
             .route("/v1/runs/{id}", get(Self::run))
+            .route(
+                "/v1/namespaces/{ns}/sessions/{id}/restore",
+                post(Self::restore),
+            )
+            .route("/v1/namespaces/{ns}/archives", get(Self::archives))
             .with_state(Arc::clone(self))
     }
 
@@ -288,9 +438,13 @@ fn keep<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V) {
     cache.insert(key, (Instant::now(), value));
 }
 
-/// The sessions a body asks for, checked: a JSON object with at most `sessions`, each id a
-/// label value (StreamSpace's session ids are), none twice.
-fn asking(body: &Bytes, limit: usize) -> Result<Requested, Problem> {
+/// A body of at most `limit` bytes that is a JSON object of the fields of `T` (an empty body:
+/// `T`'s defaults), or a `400` saying it should be `shape`.
+fn json_body<T: serde::de::DeserializeOwned + Default>(
+    body: &Bytes,
+    limit: usize,
+    shape: &str,
+) -> Result<T, Problem> {
     if body.len() > limit {
         let why = format!(
             "the body is {} bytes, over the limit of {limit}",
@@ -298,16 +452,27 @@ fn asking(body: &Bytes, limit: usize) -> Result<Requested, Problem> {
         );
         return Err(Problem::bad("body", why));
     }
-    let asking: Asking = if body.iter().all(u8::is_ascii_whitespace) {
-        Asking::default()
-    } else {
-        serde_json::from_slice(body).map_err(|e| {
-            let why = format!(
-                "expected {{\"sessions\": [\"ID\", ...]}} (or nothing: every session): {e}"
-            );
-            Problem::bad("body", why)
-        })?
-    };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    // An object only: serde would take a struct's fields from an array too.
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| Problem::bad("body", format!("expected {shape}: {e}")))?;
+    if !value.is_object() {
+        return Err(Problem::bad(
+            "body",
+            format!("expected {shape}: not an object"),
+        ));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| Problem::bad("body", format!("expected {shape}: {e}")))
+}
+
+/// The sessions a body asks for, checked: a JSON object with at most `sessions`, each id a
+/// label value (StreamSpace's session ids are), none twice.
+fn asking(body: &Bytes, limit: usize) -> Result<Requested, Problem> {
+    let shape = "{\"sessions\": [\"ID\", ...]} (or nothing: every session)";
+    let asking: Asking = json_body(body, limit, shape)?;
     let Some(ids) = asking.sessions else {
         return Ok(Requested::All);
     };
@@ -317,16 +482,58 @@ fn asking(body: &Bytes, limit: usize) -> Result<Requested, Problem> {
     }
     let mut seen = BTreeSet::new();
     for (i, id) in ids.into_iter().enumerate() {
-        if id.is_empty() || !gc_core::selector::is_label_value(&id) {
-            let why = format!(
-                "{id:?} is not a session id (a label value: at most 63 letters, digits, `-`, `_` \
-                 or `.`, beginning and ending with a letter or digit)"
-            );
-            return Err(Problem::bad(&format!("sessions[{i}]"), why));
-        }
+        session_id(&format!("sessions[{i}]"), &id)?;
         seen.insert(id);
     }
     Ok(Requested::Ids(seen))
+}
+
+/// `id`, the value of `field`, checked to be a session id: a label value, as StreamSpace's are.
+fn session_id(field: &str, id: &str) -> Result<(), Problem> {
+    if id.is_empty() || !gc_core::selector::is_label_value(id) {
+        let why = format!(
+            "{id:?} is not a session id (a label value: at most 63 letters, digits, `-`, `_` or \
+             `.`, beginning and ending with a letter or digit)"
+        );
+        return Err(Problem::bad(field, why));
+    }
+    Ok(())
+}
+
+/// The body of a restore, checked: at most `dryRun` and `bindWaitSeconds` (at most 60).
+fn restoring(body: &Bytes, limit: usize) -> Result<Restoring, Problem> {
+    let shape = "{\"dryRun\": BOOL, \"bindWaitSeconds\": N} (or nothing: a restore, no wait)";
+    let restoring: Restoring = json_body(body, limit, shape)?;
+    if restoring.bind_wait_seconds > 60 {
+        let why = format!(
+            "{} is over 60: a restore answers within a minute (0: the next run gives a kept \
+             volume back its policy once its claim is bound)",
+            restoring.bind_wait_seconds
+        );
+        return Err(Problem::bad("bindWaitSeconds", why));
+    }
+    Ok(restoring)
+}
+
+/// The `session` of a query string, checked: the only parameter, given once.
+fn session_query(query: Option<&str>) -> Result<String, Problem> {
+    let mut session = None;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "session" if session.is_none() => session = Some(value.into_owned()),
+            "session" => return Err(Problem::bad("session", "given more than once")),
+            other => {
+                let why = format!("unknown query parameter {other:?}: only `session` is taken");
+                return Err(Problem::bad(other, why));
+            }
+        }
+    }
+    let Some(session) = session else {
+        let why = "which session's archives: `?session=ID`";
+        return Err(Problem::bad("session", why));
+    };
+    session_id("session", &session)?;
+    Ok(session)
 }
 
 /// A namespace a request may name: one the collector serves, never a system namespace.
@@ -344,9 +551,9 @@ fn namespace<C, D, S, A>(desk: &Requests<C, D, S, A>, ns: &str) -> Result<(), Pr
 /// The routes' handlers: each checks the caller, then the input, then asks the desk.
 impl<C, D, S, A, X> Api<C, D, S, A, X>
 where
-    C: SessionCluster + Send + Sync + 'static,
+    C: SessionCluster + ObjectCreator + Send + Sync + 'static,
     D: SessionDirectory + Send + Sync + 'static,
-    S: Store + Send + Sync + 'static,
+    S: Store + SessionReceipts + Send + Sync + 'static,
     A: Sink + Send + Sync + 'static,
     X: Access + 'static,
 {
@@ -452,6 +659,105 @@ where
         };
         answer.await.unwrap_or_else(IntoResponse::into_response)
     }
+
+    /// A restore of one session, as `restore sessions` does it, acting as the restore account:
+    /// answered once done (its objects created, or what failed).
+    async fn restore(
+        State(api): State<Arc<Self>>,
+        Path((ns, session)): Path<(String, String)>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let answer = async {
+            let asked = Asked {
+                verb: "create",
+                resource: "sessions",
+                subresource: "restore",
+                namespace: &ns,
+            };
+            let caller = api.allowed(&headers, asked).await?;
+            namespace(&api.desk, &ns)?;
+            session_id("session", &session)?;
+            let restoring = restoring(&body, api.options.body_limit)?;
+            let Some(account) = &api.restore else {
+                let why = "restore is not offered by this server: serve it with \
+                           --api-restore-account NAMESPACE/NAME (the chart: gc.restore.enabled \
+                           with api.enabled); nothing was done";
+                return Err(Problem::new(StatusCode::NOT_IMPLEMENTED, why));
+            };
+            let cfg =
+                (api.desk.config(&ns)).ok_or_else(|| Refusal::UnknownNamespace(ns.clone()))?;
+            let request = crate::restore::RestoreRequest {
+                cluster_id: cfg.cluster_id.clone(),
+                namespace: ns.clone(),
+                kinds: cfg.kinds.clone(),
+                sessions: vec![session.clone()],
+                bind_wait: Duration::from_secs(restoring.bind_wait_seconds),
+            };
+            let cluster = account.act().await.map_err(|e| {
+                tracing::warn!("restore of {session} refused (503): {e}");
+                let why = format!(
+                    "cannot act as the restore account {}: {e}; nothing was restored",
+                    account.name()
+                );
+                Problem::new(StatusCode::SERVICE_UNAVAILABLE, why).retry(5)
+            })?;
+            let collector = api.desk.collector();
+            let dry_run = restoring.dry_run || collector.dry_run();
+            let restored = collector.restore_as(&cluster, &request, dry_run).await;
+            let objects = restored.map_err(|e| Problem::bad("session", format!("{e:#}")))?;
+            let failed = objects.iter().filter(|o| o.failed()).count();
+            tracing::info!(
+                caller = %caller.user,
+                "restore of session {session} in {ns} asked by {}{}: {} object(s), {failed} failed",
+                caller.user,
+                if dry_run { " (dry run)" } else { "" },
+                objects.len(),
+            );
+            let answer = RestoreAnswer {
+                session,
+                dry_run,
+                requested_by: caller.user,
+                restored_as: account.name().to_owned(),
+                failed,
+                objects,
+            };
+            Ok::<_, Problem>(axum::Json(answer).into_response())
+        };
+        answer.await.unwrap_or_else(IntoResponse::into_response)
+    }
+
+    /// The receipts of a session's archived objects.
+    async fn archives(
+        State(api): State<Arc<Self>>,
+        Path(ns): Path<String>,
+        RawQuery(query): RawQuery,
+        headers: HeaderMap,
+    ) -> Response {
+        let answer = async {
+            let asked = Asked {
+                verb: "get",
+                resource: "archives",
+                subresource: "",
+                namespace: &ns,
+            };
+            api.allowed(&headers, asked).await?;
+            namespace(&api.desk, &ns)?;
+            let session = session_query(query.as_deref())?;
+            let cfg =
+                (api.desk.config(&ns)).ok_or_else(|| Refusal::UnknownNamespace(ns.clone()))?;
+            let receipts = api
+                .desk
+                .collector()
+                .receipts(&cfg.cluster_id, &ns, &session);
+            let receipts = receipts.await.map_err(|e| {
+                Problem::new(StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")).retry(5)
+            })?;
+            let archives = receipts.into_iter().map(Archive::from).collect();
+            Ok::<_, Problem>(axum::Json(Archives { session, archives }).into_response())
+        };
+        answer.await.unwrap_or_else(IntoResponse::into_response)
+    }
 }
 
 #[cfg(test)]
@@ -472,6 +778,23 @@ pub fn check_address(address: std::net::SocketAddr, tls: bool) -> crate::Result<
         rule: "without `api_tls` the request API is plain HTTP, served on a loopback address \
                only (127.0.0.1 or ::1)",
     }))
+}
+
+/// A ServiceAccount named `NAMESPACE/NAME`, each a DNS label (as `--api-restore-account` takes
+/// it).
+///
+/// # Errors
+/// What is wrong with `text`.
+pub fn parse_account(text: &str) -> Result<(String, String), String> {
+    use gc_core::input::{is_dns_label, is_dns_subdomain};
+    match text.split_once('/') {
+        Some((ns, name)) if is_dns_label(ns) && is_dns_subdomain(name) => {
+            Ok((ns.to_owned(), name.to_owned()))
+        }
+        _ => Err(format!(
+            "{text:?} is not NAMESPACE/NAME of a ServiceAccount (a namespace, a `/`, a name)"
+        )),
+    }
 }
 
 /// What the session collector's request API is served with: the run command's parts (as
@@ -497,6 +820,9 @@ pub struct SessionsApi {
     pub version: String,
     /// TLS ([`super::tls::server_config`]); without it, plain HTTP on a loopback address only.
     pub tls: Option<super::tls::TlsConfig>,
+    /// The ServiceAccount (`namespace`, `name`) restores act as ([`ServiceAccount`]); `None`:
+    /// restore is not offered.
+    pub restore_account: Option<(String, String)>,
 }
 
 impl SessionsApi {
@@ -519,6 +845,7 @@ impl SessionsApi {
         use crate::Context as _;
         let address = listener.local_addr()?;
         check_address(address, self.tls.is_some())?;
+        let connection = self.sources.connection.as_ref().ok().cloned();
         let (cluster, table) = crate::sessions::connect(self.sources)
             .await
             .map_err(|(_, e)| e)?;
@@ -530,10 +857,16 @@ impl SessionsApi {
         let mut settings = self.settings;
         settings.lock.wait = (settings.lock.wait).min(self.requests.answer_within / 2);
         let access = cluster.clone();
+        let restore = (self.restore_account)
+            .zip(connection)
+            .map(|((ns, name), connection)| {
+                let account = ServiceAccount::new(cluster.clone(), connection, &ns, &name);
+                Box::new(account) as Box<dyn RestoreAccount<_>>
+            });
         let collector =
             crate::sessions::SessionCollector::new((cluster, table, store, self.sink), settings)?;
         let desk = Requests::new(collector, configs, self.requests, self.audit);
-        let api = Api::new(Arc::clone(&desk), access, self.api, &self.version);
+        let api = Api::new(Arc::clone(&desk), access, self.api, &self.version, restore);
         listener
             .set_nonblocking(true)
             .context("cannot set up the listening socket")?;

@@ -79,17 +79,59 @@ struct Client {
     reviews: Arc<Reviews>,
 }
 
+/// The restore account: the world's cluster with creates of its own (the collector's cluster
+/// never creates), or no credentials when `refused`.
+struct Account {
+    cluster: crate::testing::TestCluster,
+    refused: AtomicBool,
+}
+
+#[async_trait]
+impl RestoreAccount<crate::testing::TestCluster> for Arc<Account> {
+    fn name(&self) -> &str {
+        "system:serviceaccount:gc:gc-restore"
+    }
+    async fn act(&self) -> Result<crate::testing::TestCluster, ClusterError> {
+        if self.refused.load(Ordering::SeqCst) {
+            let message = "cannot create serviceaccounts/token".to_owned();
+            return Err(ClusterError::Forbidden {
+                verb: "create".into(),
+                resource: "serviceaccounts/token".into(),
+                namespace: "gc".into(),
+                message,
+            });
+        }
+        Ok(self.cluster.clone())
+    }
+}
+
 impl Client {
     fn new() -> Self {
+        Self::serving(false).0
+    }
+
+    /// A client of an API that restores (as the account given back) when `restores`.
+    fn serving(restores: bool) -> (Self, Arc<Account>) {
         let world = World::new();
         let desk = world.desk(RequestOptions::default(), LockOptions::default());
         let reviews = Arc::new(Reviews::default());
-        let api = Api::new(desk, Arc::clone(&reviews), ApiOptions::default(), "1.2.3");
-        Self {
+        let mut cluster = world.cluster.clone();
+        cluster.created = Arc::default();
+        let account = Arc::new(Account {
+            cluster,
+            refused: AtomicBool::new(false),
+        });
+        let restore = restores.then(|| {
+            Box::new(Arc::clone(&account)) as Box<dyn RestoreAccount<crate::testing::TestCluster>>
+        });
+        let options = ApiOptions::default();
+        let api = Api::new(desk, Arc::clone(&reviews), options, "1.2.3", restore);
+        let client = Self {
             router: api.router(),
             world,
             reviews,
-        }
+        };
+        (client, account)
     }
 
     /// `method path` with `token` and `body`: the status, the `Retry-After`, the JSON answer.
@@ -216,6 +258,7 @@ async fn bad_input_is_refused_naming_the_field() {
         (COLLECT, r#"{"sessions": []}"#, "sessions"),
         (COLLECT, r#"{"sessions": ["d"], "graceSeconds": 0}"#, "body"),
         (COLLECT, "sessions: [d]", "body"),
+        (COLLECT, r#"[["d"]]"#, "body"),
     ];
     for (path, body, field) in cases {
         let (status, _, answer) = client.call("POST", path, Some("api"), body).await;
@@ -234,4 +277,148 @@ async fn bad_input_is_refused_naming_the_field() {
     let path = "/v1/namespaces/other/sessions/collect";
     let (status, _, _) = client.call("POST", path, None, "{}").await;
     assert_eq!(status, 401);
+}
+
+const RESTORE: &str = "/v1/namespaces/streamspace/sessions/d/restore";
+const ARCHIVES: &str = "/v1/namespaces/streamspace/archives?session=d";
+
+/// A collected session's receipts are listed, and its restore creates its objects again as the
+/// restore account (never the collector's own): a dry run first, which creates nothing for
+/// good; each answer names who asked and as whom it was done.
+#[tokio::test(start_paused = true)]
+async fn a_collected_session_is_listed_and_restored_as_the_restore_account() {
+    let (client, account) = Client::serving(true);
+    let (status, _, archives) = client.call("GET", ARCHIVES, Some("api"), "").await;
+    assert_eq!(status, 200, "{archives}");
+    assert_eq!(
+        archives["archives"],
+        serde_json::json!([]),
+        "nothing archived yet"
+    );
+    let body = r#"{"sessions": ["d"]}"#;
+    let (status, _, run) = client.call("POST", COLLECT, Some("api"), body).await;
+    assert_eq!((status, &run["state"]), (202, &"succeeded".into()), "{run}");
+    client.world.cluster.finish_deletes();
+    let (status, _, archives) = client.call("GET", ARCHIVES, Some("api"), "").await;
+    assert_eq!(status, 200, "{archives}");
+    let mut kinds: Vec<&str> = (archives["archives"].as_array().unwrap().iter())
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["Deployment", "Session"], "{archives}");
+    assert!(archives["archives"][0]["sha256"].as_str().unwrap().len() == 64);
+
+    let (status, _, dry) = client
+        .call("POST", RESTORE, Some("api"), r#"{"dryRun": true}"#)
+        .await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(
+        (&dry["dryRun"], &dry["failed"]),
+        (&true.into(), &0.into()),
+        "{dry}"
+    );
+    let results: Vec<&str> = (dry["objects"].as_array().unwrap().iter())
+        .map(|o| o["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["would create", "would create"], "{dry}");
+    let (status, _, restored) = client.call("POST", RESTORE, Some("api"), "").await;
+    assert_eq!(status, 200, "{restored}");
+    assert_eq!(restored["requestedBy"], API);
+    assert_eq!(
+        restored["restoredAs"],
+        "system:serviceaccount:gc:gc-restore"
+    );
+    let results: Vec<&str> = (restored["objects"].as_array().unwrap().iter())
+        .map(|o| o["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["created", "created"], "{restored}");
+    let created = account.cluster.created.lock().unwrap().clone();
+    assert_eq!(created.len(), 4, "two dry, two for good: {created:?}");
+    assert_eq!(created.iter().filter(|(_, dry)| !dry).count(), 2);
+    assert!(
+        client.world.cluster.created.lock().unwrap().is_empty(),
+        "the collector's own account creates nothing"
+    );
+}
+
+/// A restore is refused, creating nothing: without the right (403), when the server offers no
+/// restore (501), when the restore account's credentials cannot be had (503), and for bad
+/// input (400 naming the field).
+#[tokio::test(start_paused = true)]
+async fn a_restore_is_refused_without_a_right_an_account_or_good_input() {
+    let (client, account) = Client::serving(true);
+    let body = r#"{"sessions": ["d"]}"#;
+    let (status, _, run) = client.call("POST", COLLECT, Some("api"), body).await;
+    assert_eq!(status, 202, "{run}");
+    client.world.cluster.finish_deletes();
+    for token in [None, Some("nonsense")] {
+        let (status, _, answer) = client.call("POST", RESTORE, token, "").await;
+        assert_eq!(status, 401, "{answer}");
+    }
+    let (status, _, answer) = client.call("POST", RESTORE, Some("reader"), "").await;
+    assert_eq!(status, 403, "{answer}");
+    let (status, _, answer) = client.call("GET", ARCHIVES, Some("reader"), "").await;
+    assert_eq!(status, 403, "{answer}");
+    let cases = [
+        (RESTORE, r#"{"dryRun": true, "force": true}"#, "body"),
+        (RESTORE, r#"{"bindWaitSeconds": 61}"#, "bindWaitSeconds"),
+        (RESTORE, "[]", "body"),
+        (
+            "/v1/namespaces/streamspace/sessions/-d/restore",
+            "",
+            "session",
+        ),
+        ("/v1/namespaces/other/sessions/d/restore", "", "namespace"),
+        (
+            "/v1/namespaces/kube-system/sessions/d/restore",
+            "",
+            "namespace",
+        ),
+    ];
+    for (path, body, field) in cases {
+        let (status, _, answer) = client.call("POST", path, Some("api"), body).await;
+        assert_eq!(status, 400, "{path} {body}: {answer}");
+        assert_eq!(answer["field"], field, "{path} {body}: {answer}");
+    }
+    let cases = [
+        ("/v1/namespaces/streamspace/archives", "session"),
+        ("/v1/namespaces/streamspace/archives?session=", "session"),
+        (
+            "/v1/namespaces/streamspace/archives?session=d&session=e",
+            "session",
+        ),
+        (
+            "/v1/namespaces/streamspace/archives?session=d&kind=Pod",
+            "kind",
+        ),
+        (
+            "/v1/namespaces/streamspace/archives?session=a%20b",
+            "session",
+        ),
+        ("/v1/namespaces/other/archives?session=d", "namespace"),
+    ];
+    for (path, field) in cases {
+        let (status, _, answer) = client.call("GET", path, Some("api"), "").await;
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert_eq!(answer["field"], field, "{path}: {answer}");
+    }
+    account.refused.store(true, Ordering::SeqCst);
+    let (status, retry, answer) = client.call("POST", RESTORE, Some("api"), "").await;
+    assert_eq!((status, retry.as_deref()), (503, Some("5")), "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("gc-restore"),
+        "{answer}"
+    );
+    assert!(account.cluster.created.lock().unwrap().is_empty());
+
+    let client = Client::new();
+    let (status, _, answer) = client.call("POST", RESTORE, Some("api"), "").await;
+    assert_eq!(status, 501, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("--api-restore-account")
+    );
+    assert!(client.world.cluster.created.lock().unwrap().is_empty());
 }
