@@ -86,6 +86,9 @@ spec:
         - --api-tls-key=/etc/gc/api-tls/tls.key
         - --api-audience={{ $v.api.audience }}
         - --request-grace={{ $v.api.requestGrace }}
+        {{- if and $v.gc.restore $v.gc.restore.enabled }}
+        - --api-restore-account={{ include "gc.namespace" .root }}/{{ include "gc.fullname" .root }}-restore
+        {{- end }}
         {{- end }}
         {{- else }}
         - run

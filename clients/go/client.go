@@ -1,5 +1,6 @@
 // Package gc is the Go client of gc's request API (`gc-cli serve --api-listen`): a control
-// plane asks gc to plan or collect some sessions of a namespace now, and follows the run.
+// plane asks gc to plan or collect some sessions of a namespace now, follows the run, lists a
+// session's archives and restores a session from them.
 //
 // It uses the standard library only, so it builds with CGO_ENABLED=0 on every platform. Each
 // call carries the caller's ServiceAccount token, projected for gc's audience and read again
@@ -142,6 +143,7 @@ var (
 	ErrRefused      = errors.New("gc: refused by the guard") // 422: a plan the guard refuses
 	ErrQueueFull    = errors.New("gc: queue full")           // 429: try again later
 	ErrUnavailable  = errors.New("gc: unavailable")          // 503: try again later
+	ErrNotOffered   = errors.New("gc: not offered")          // 501: restore is not set up
 )
 
 // APIError is a refusal of the API: nothing was changed.
@@ -167,7 +169,7 @@ func (e *APIError) Error() string {
 func (e *APIError) Is(target error) bool {
 	sentinel := map[int]error{
 		400: ErrBadRequest, 401: ErrUnauthorized, 403: ErrForbidden, 404: ErrNotFound,
-		409: ErrBusy, 422: ErrRefused, 429: ErrQueueFull, 503: ErrUnavailable,
+		409: ErrBusy, 422: ErrRefused, 429: ErrQueueFull, 501: ErrNotOffered, 503: ErrUnavailable,
 	}[e.StatusCode]
 	return sentinel != nil && target == sentinel
 }
@@ -182,7 +184,9 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) e
 		}
 		reader = bytes.NewReader(text)
 	}
+	path, query, _ := strings.Cut(path, "?")
 	target := c.base.JoinPath(path)
+	target.RawQuery = query
 	request, err := http.NewRequestWithContext(ctx, method, target.String(), reader)
 	if err != nil {
 		return err
@@ -341,4 +345,85 @@ func (c *Client) collect(ctx context.Context, namespace string, body asking) (*R
 func (c *Client) Run(ctx context.Context, id string) (*Run, error) {
 	var out Run
 	return &out, c.call(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, &out)
+}
+
+// Restored is what came of one archived object of a restored session.
+type Restored struct {
+	Session     string `json:"session"`
+	APIVersion  string `json:"apiVersion"`
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	ArchivedUID string `json:"archivedUid"`
+	// UID is the new object's (nil: none was created).
+	UID *string `json:"uid"`
+	// Result is `created`, `would create` (a dry run), `exists` (left as it is) or `failed: ...`.
+	Result string `json:"result"`
+	// Note says what else was done or is owed (a kept volume bound, its policy given back).
+	Note *string `json:"note"`
+}
+
+// Restoration is what a restore did.
+type Restoration struct {
+	Session     string `json:"session"`
+	DryRun      bool   `json:"dryRun"`
+	RequestedBy string `json:"requestedBy"`
+	// RestoredAs is the account the objects were created as (gc's restore account).
+	RestoredAs string `json:"restoredAs"`
+	// Failed counts the objects not restored; each says why in Objects.
+	Failed  int        `json:"failed"`
+	Objects []Restored `json:"objects"`
+}
+
+// RestoreOptions narrow a restore.
+type RestoreOptions struct {
+	// DryRun sends every create as a server-side dry run and moves no volume.
+	DryRun bool
+	// BindWait is how long to wait (at most a minute) for a claim created on its kept volume
+	// to be bound, to give the volume back its policy; zero: the next run does.
+	BindWait time.Duration
+}
+
+type restoring struct {
+	DryRun          bool  `json:"dryRun"`
+	BindWaitSeconds int64 `json:"bindWaitSeconds"`
+}
+
+// Restore creates the archived objects of session in namespace again (those that do not
+// exist now), each from its verified archive, as gc's restore account; a session whose
+// archives fail verification restores nothing. ErrNotOffered when the server has no restore
+// account.
+func (c *Client) Restore(ctx context.Context, namespace, session string, opts RestoreOptions) (*Restoration, error) {
+	var out Restoration
+	path := "/v1/namespaces/" + url.PathEscape(namespace) + "/sessions/" + url.PathEscape(session) + "/restore"
+	body := restoring{DryRun: opts.DryRun, BindWaitSeconds: int64(opts.BindWait / time.Second)}
+	return &out, c.call(ctx, http.MethodPost, path, body, &out)
+}
+
+// Archive is the receipt of one archived object: where its manifest is and what verifies it.
+type Archive struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	// RunAt is the instant of the run that archived it (RFC 3339).
+	RunAt  string `json:"runAt"`
+	URI    string `json:"uri"`
+	SHA256 string `json:"sha256"`
+	Bytes  int64  `json:"bytes"`
+	// RetainedVolume is a deleted claim's volume gc kept (nil: none), VolumePolicy its policy before.
+	RetainedVolume *string `json:"retainedVolume"`
+	VolumePolicy   *string `json:"volumePolicy"`
+}
+
+// Archives are a session's receipts, newest first.
+type Archives struct {
+	Session  string    `json:"session"`
+	Archives []Archive `json:"archives"`
+}
+
+// Archives lists the receipts of the archived objects of session in namespace.
+func (c *Client) Archives(ctx context.Context, namespace, session string) (*Archives, error) {
+	var out Archives
+	path := "/v1/namespaces/" + url.PathEscape(namespace) + "/archives?" + url.Values{"session": {session}}.Encode()
+	return &out, c.call(ctx, http.MethodGet, path, nil, &out)
 }

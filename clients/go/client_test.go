@@ -23,7 +23,7 @@ func TestRefusalsAreTypedErrors(t *testing.T) {
 	}{
 		{400, ErrBadRequest, ""}, {401, ErrUnauthorized, ""}, {403, ErrForbidden, ""},
 		{404, ErrNotFound, ""}, {409, ErrBusy, "30"}, {422, ErrRefused, ""},
-		{429, ErrQueueFull, "5"}, {503, ErrUnavailable, "5"},
+		{429, ErrQueueFull, "5"}, {501, ErrNotOffered, ""}, {503, ErrUnavailable, "5"},
 	}
 	for _, tc := range cases {
 		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -130,5 +130,41 @@ func TestAnEmptyListCollectsNothing(t *testing.T) {
 	c, _ := New("http://127.0.0.1:1")
 	if _, err := c.CollectSessions(context.Background(), "streamspace", nil); !errors.Is(err, ErrNoSession) {
 		t.Fatal(err)
+	}
+}
+
+// A restore sends its options as the server takes them, a session's archives are asked for by
+// a query the server decodes, and both answers decode.
+func TestRestoreAndArchivesSendWhatTheServerTakes(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.EscapedPath() == "/v1/namespaces/streamspace/sessions/alice-0a/restore":
+			var body map[string]any
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body["dryRun"] != true || body["bindWaitSeconds"] != 30.0 {
+				t.Errorf("restore body: %v %v", body, err)
+			}
+			w.Write([]byte(`{"session":"alice-0a","dryRun":true,"requestedBy":"me","restoredAs":"system:serviceaccount:gc:gc-restore","failed":0,
+				"objects":[{"session":"alice-0a","apiVersion":"apps/v1","kind":"Deployment","name":"d","archivedUid":"u1","uid":null,"result":"would create","note":null}]}`))
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/namespaces/streamspace/archives":
+			if got := r.URL.Query()["session"]; len(got) != 1 || got[0] != "alice-0a" || len(r.URL.Query()) != 1 {
+				t.Errorf("archives query: %v", r.URL.RawQuery)
+			}
+			w.Write([]byte(`{"session":"alice-0a","archives":[{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"c","uid":"u2",
+				"runAt":"2026-12-04T00:00:00Z","uri":"file:///a","sha256":"ab","bytes":12,"retainedVolume":"pv-1","volumePolicy":"Delete"}]}`))
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL)
+			w.WriteHeader(404)
+		}
+	}))
+	defer server.Close()
+	c, _ := New(server.URL, WithToken("t"))
+	ctx := context.Background()
+	restored, err := c.Restore(ctx, "streamspace", "alice-0a", RestoreOptions{DryRun: true, BindWait: 30 * time.Second})
+	if err != nil || !restored.DryRun || len(restored.Objects) != 1 || restored.Objects[0].Result != "would create" || restored.Objects[0].UID != nil {
+		t.Fatalf("%+v %v", restored, err)
+	}
+	archives, err := c.Archives(ctx, "streamspace", "alice-0a")
+	if err != nil || len(archives.Archives) != 1 || *archives.Archives[0].RetainedVolume != "pv-1" || archives.Archives[0].Bytes != 12 {
+		t.Fatalf("%+v %v", archives, err)
 	}
 }

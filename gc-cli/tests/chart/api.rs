@@ -14,8 +14,8 @@ use kube::api::PostParams;
 use serde_json::{Value, json};
 
 use super::{
-    API_VERSIONS, CHART, allowed, container_args, documents, helm, install, object, pod_spec,
-    template, the_container,
+    API_VERSIONS, CHART, allowed, allowed_named, container_args, documents, helm, install, object,
+    pod_spec, template, the_container,
 };
 use crate::common::{Result, namespace};
 
@@ -248,6 +248,94 @@ async fn installed_api_rbac_lets_gc_review_its_callers_and_nothing_more() -> Res
         gc.authorize(&caller, group, collect("default"))
             .await?
             .is_err()
+    );
+    Ok(())
+}
+
+/// With `gc.restore.enabled`, a restore through the API acts as the restore account: `serve`
+/// names it, gc's account may ask for a short-lived token of that account and of no other, and
+/// still may not create any kind it restores; acting as the account it got, it may. The caller
+/// ClusterRole grants `sessions/restore` then, and not without it.
+#[tokio::test]
+async fn installed_api_restores_as_the_restore_account_never_as_gc() -> Result {
+    let rendered = documents(&template(
+        &[&API[..], &["gc.restore.enabled=true"]].concat(),
+    ));
+    let args = container_args(object(&rendered, "Deployment", "gc-sessions"));
+    assert!(
+        args.contains(&"--api-restore-account=streamspace/gc-restore".to_owned()),
+        "{args:?}"
+    );
+    let caller = object(&rendered, "ClusterRole", "gc-streamspace-api-caller");
+    assert!(caller["rules"].to_string().contains("sessions/restore"));
+    let without = documents(&template(&API));
+    let args = container_args(object(&without, "Deployment", "gc-sessions"));
+    assert!(!args.iter().any(|a| a.starts_with("--api-restore-account")));
+    let caller = object(&without, "ClusterRole", "gc-streamspace-api-caller");
+    assert!(!caller["rules"].to_string().contains("sessions/restore"));
+
+    let (_, ns) = namespace("chart-api-restore").await?;
+    let mut flags = vec!["--set", "database.existingSecret=db-pass"];
+    for set in [&API[..3], &["gc.restore.enabled=true"]].concat() {
+        flags.extend(["--set", set]);
+    }
+    let out = install(&ns, &flags);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let client = ns.service_account_client("gc").await?;
+    let token = |name| {
+        allowed_named(
+            &client,
+            "create",
+            "",
+            "serviceaccounts/token",
+            Some(ns.name()),
+            Some(name),
+        )
+    };
+    assert!(token("gc-restore").await?, "a token of the restore account");
+    assert!(!token("gc").await?, "not of its own");
+    assert!(!token("default").await?, "nor of any other");
+    let kinds = [
+        ("apps", "deployments"),
+        ("", "services"),
+        ("", "persistentvolumeclaims"),
+        ("stream.space", "sessions"),
+    ];
+    for (group, resource) in kinds {
+        let may = allowed(&client, "create", group, resource, Some(ns.name())).await?;
+        assert!(!may, "gc's own account may not create {resource}");
+    }
+    // As the request API does it: a token of the restore account, a client holding only it.
+    let bed = ns.bed();
+    let connection = gc_k8s::Connection {
+        source: gc_k8s::Source::Kubeconfig {
+            path: Some(bed.kubeconfig_path().to_owned()),
+            context: None,
+        },
+        ..gc_k8s::Connection::default()
+    };
+    let gc = KubeCluster::new(client);
+    let restorer = gc
+        .as_service_account(&connection, ns.name(), "gc-restore")
+        .await?;
+    for (group, resource) in kinds {
+        let may = allowed(
+            restorer.client(),
+            "create",
+            group,
+            resource,
+            Some(ns.name()),
+        )
+        .await?;
+        assert!(may, "the restore account creates {resource}");
+    }
+    let refused = gc
+        .as_service_account(&connection, ns.name(), "default")
+        .await;
+    assert!(
+        matches!(refused, Err(gc_core::ports::ClusterError::Forbidden { .. })),
+        "{refused:?}"
     );
     Ok(())
 }
