@@ -32,6 +32,12 @@ export GC_TEST_MOTO
   CGO_ENABLED=0 go test -count=1 ./...
   for arch in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build ./...; done
 )
+# StreamSpace's reconciler as it would call gc (examples/streamspace), built as StreamSpace builds
+# (no cgo, amd64 and arm64); gc-cli/tests/restore.rs runs it end to end.
+(
+  cd examples/streamspace
+  for arch in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -o /dev/null .; done
+)
 # The embedding examples, which tests run beside the CLI (`cargo test` builds examples but does
 # not put them at target/debug/examples/NAME).
 cargo build -p examples --examples

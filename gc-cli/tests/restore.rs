@@ -527,3 +527,239 @@ async fn a_restored_claim_deleted_by_someone_else_can_be_restored_again() -> Res
     assert_eq!(story.volume().await?, ("Delete".to_owned(), None));
     Ok(())
 }
+
+/// StreamSpace's reconciler as it would be with gc (`examples/streamspace`, Go, through the
+/// client in `clients/go`): the control plane ends a session (its row `terminated`) and the
+/// reconciler asks `serve`'s request API to collect it; gc checks the reconciler's projected
+/// token and right, then archives and deletes the session's claim, Deployment, Service and
+/// `Session`, its volume kept, and nothing of the live session. The reconciler lists the
+/// session's archives and restores it through the API: gc acts as the restore account (a token
+/// it asks for), and the session comes back on its own volume.
+#[tokio::test]
+async fn the_streamspace_reconciler_collects_and_restores_a_session_through_the_api() -> Result {
+    use k8s_openapi::api::rbac::v1::{
+        ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject,
+    };
+    let Some(story) = Story::new("restore-api").await? else {
+        return Ok(());
+    };
+    let Story {
+        ns,
+        gone,
+        claim,
+        pv,
+        ..
+    } = &story;
+    let pool = story.db.pool().await?;
+    sqlx::query("INSERT INTO sessions VALUES ($1, 'terminated')")
+        .bind(*gone)
+        .execute(&pool)
+        .await?;
+    pool.close().await;
+    // The reconciler's account, allowed gc's calls in this namespace; the restore account, as
+    // the chart's (gc-k8s' rules), its volumes' rule cluster-wide.
+    ns.service_account_client("streamspace-api").await?;
+    let rule = |resources: &[&str], verb: &str| PolicyRule {
+        api_groups: Some(vec!["gc.stream.space".into()]),
+        resources: Some(resources.iter().map(|r| (*r).to_owned()).collect()),
+        verbs: vec![verb.to_owned()],
+        ..PolicyRule::default()
+    };
+    let calls = vec![
+        rule(&["sessions/collect", "sessions/restore"], "create"),
+        rule(&["runs", "archives"], "get"),
+    ];
+    ns.grant("streamspace-api", calls).await?;
+    ns.service_account_client("gc-restore").await?;
+    ns.grant("gc-restore", gc_k8s::rbac::restore_rules(true))
+        .await?;
+    let volumes_role = format!("{}-restore-volumes", ns.name());
+    let post = PostParams::default();
+    let role = ClusterRole {
+        metadata: kube::api::ObjectMeta {
+            name: Some(volumes_role.clone()),
+            ..Default::default()
+        },
+        rules: Some(gc_k8s::rbac::restore_volume_rules()),
+        ..Default::default()
+    };
+    Api::<ClusterRole>::all(ns.client().clone())
+        .create(&post, &role)
+        .await?;
+    let binding = ClusterRoleBinding {
+        metadata: role.metadata.clone(),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "ClusterRole".into(),
+            name: volumes_role,
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: "gc-restore".into(),
+            namespace: Some(ns.name().into()),
+            ..Default::default()
+        }]),
+    };
+    Api::<ClusterRoleBinding>::all(ns.client().clone())
+        .create(&post, &binding)
+        .await?;
+    let token = ns
+        .service_account_token_for("streamspace-api", &["gc"])
+        .await?;
+    let token_file = story.archives.path().join("token");
+    std::fs::write(&token_file, token)?;
+
+    let free = || {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    };
+    let (metrics, api) = (free(), free());
+    let archives = story.archives.path().join("archives");
+    let restore_account = format!("{}/gc-restore", ns.name());
+    let serve = [
+        "serve",
+        "--listen",
+        &metrics,
+        "--api-listen",
+        &api,
+        "--interval",
+        "6h",
+        "--request-grace",
+        "1s",
+        "--api-restore-account",
+        &restore_account,
+    ];
+    let sessions = [
+        "sessions",
+        "-n",
+        ns.name(),
+        "--cluster-id",
+        ns.name(),
+        "--store",
+        &story.store,
+        "--kubeconfig",
+        &story.kubeconfig,
+        "--archive-dir",
+        archives.to_str().unwrap(),
+        "--database-url",
+        story.db.url(),
+        "--state-column",
+        "state",
+        "--terminal-state",
+        "terminated",
+        "--dry-run=none",
+    ];
+    let mut child = command()
+        .args(serve)
+        .args(sessions)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/streamspace");
+    let reconciler = story.archives.path().join("streamspace");
+    let built = std::process::Command::new("go")
+        .args(["build", "-o"])
+        .arg(&reconciler)
+        .arg(".")
+        .current_dir(example)
+        .env("CGO_ENABLED", "0")
+        .output()?;
+    assert!(built.status.success(), "{}", log(&built));
+    eventually("the request API answers", async || {
+        Ok((std::net::TcpStream::connect(&api).is_ok(), ()))
+    })
+    .await?;
+    let database = if story.db.url().contains('?') {
+        format!("{}&sslmode=disable", story.db.url())
+    } else {
+        format!("{}?sslmode=disable", story.db.url())
+    };
+    let url = format!("http://{api}");
+    let reconcile = |args: &[&str]| {
+        let out = std::process::Command::new(&reconciler)
+            .args(args)
+            .args(["-gc-url", &url, "-namespace", ns.name(), "-token-file"])
+            .arg(&token_file)
+            .env("DATABASE_URL", &database)
+            .output()
+            .unwrap();
+        eprintln!("$ streamspace {}\n{}", args.join(" "), log(&out));
+        out
+    };
+
+    // One pass of the reconciler: the terminated session is collected, its volume kept.
+    let out = reconcile(&["-once"]);
+    assert!(out.status.success(), "{}", log(&out));
+    let said = log(&out);
+    for kind in ["PersistentVolumeClaim", "Deployment", "Service", "Session"] {
+        assert!(said.contains(&format!("delete {kind} ")), "{kind}: {said}");
+    }
+    assert_eq!(said.matches(": deleted ").count(), 4, "{said}");
+    story.released(&said).await?;
+    assert_eq!(story.volume().await?.0, "Retain");
+    let gone_objects = (
+        ns.api::<Deployment>().get_opt(gone).await?,
+        ns.api::<Service>().get_opt(gone).await?,
+    );
+    assert!(
+        gone_objects
+            .0
+            .is_none_or(|d| d.metadata.deletion_timestamp.is_some())
+    );
+    assert!(gone_objects.1.is_none());
+    let live = "alice-firefox-0000000a";
+    assert!(ns.api::<Deployment>().get_opt(live).await?.is_some());
+    assert!(ns.api::<Service>().get_opt(live).await?.is_some());
+    // A reconciler started again asks again (it remembers in memory only): nothing is left to
+    // delete, and nothing is.
+    let again = reconcile(&["-once"]);
+    assert!(again.status.success(), "{}", log(&again));
+    assert!(!log(&again).contains(": deleted "), "{}", log(&again));
+
+    // The restore, through the API: its archives listed, its objects created again as the
+    // restore account, the claim on its own volume.
+    let out = reconcile(&["restore", gone]);
+    assert!(out.status.success(), "{}", log(&out));
+    let said = log(&out);
+    assert_eq!(said.matches(": archived ").count(), 4, "{said}");
+    assert_eq!(said.matches(": created").count(), 4, "{said}");
+    let restorer = format!("system:serviceaccount:{}:gc-restore", ns.name());
+    assert!(said.contains(&format!("restored as {restorer}")), "{said}");
+    let bound = Some("Bound".to_owned());
+    eventually("the restored claim bound", async || {
+        let now = phases(ns, claim, pv).await?;
+        Ok((now == (bound.clone(), bound.clone()), now))
+    })
+    .await?;
+    let new_claim = ns.api::<PersistentVolumeClaim>().get(claim).await?;
+    assert_eq!(
+        new_claim.spec.unwrap().volume_name.as_deref(),
+        Some(pv.as_str())
+    );
+    assert!(ns.api::<Service>().get_opt(gone).await?.is_some());
+    // Bound within the restore's wait: the volume has its policy back.
+    assert!(said.contains("reclaim policy Delete given back"), "{said}");
+    assert_eq!(story.volume().await?, ("Delete".to_owned(), None));
+
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    assert!(sent.success());
+    let status = child.wait()?;
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)?;
+    assert!(status.success(), "{stderr}");
+    Api::<ClusterRoleBinding>::all(ns.client().clone())
+        .delete(
+            &format!("{}-restore-volumes", ns.name()),
+            &Default::default(),
+        )
+        .await?;
+    Api::<ClusterRole>::all(ns.client().clone())
+        .delete(
+            &format!("{}-restore-volumes", ns.name()),
+            &Default::default(),
+        )
+        .await?;
+    Ok(())
+}
