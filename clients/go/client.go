@@ -149,13 +149,13 @@ var (
 // APIError is a refusal of the API: nothing was changed.
 type APIError struct {
 	// StatusCode is the HTTP status.
-	StatusCode int
+	StatusCode int `json:"-"`
 	// Message is what was wrong, and what to do.
 	Message string `json:"error"`
 	// Field is the request field at fault, for a bad request.
 	Field string `json:"field,omitempty"`
 	// RetryAfter is when to try again, when the server says.
-	RetryAfter time.Duration
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *APIError) Error() string {

@@ -1,8 +1,10 @@
 //! The core stays pure: no I/O runtime, cluster or database client in its dependencies, and no
 //! clock or file access in its sources.
 
-/// `json-patch` only with `test-util`: the fakes patch volumes as the API server does.
-const ALLOWED: [&str; 8] = [
+/// `json-patch` only with `test-util`: the fakes patch volumes as the API server does; `utoipa`
+/// only with `openapi`: schemas derived from types, no I/O.
+const ALLOWED: [&str; 9] = [
+    "utoipa",
     "json-patch",
     "serde",
     "serde_json",

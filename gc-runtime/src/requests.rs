@@ -75,6 +75,7 @@ pub enum Refusal {
 }
 
 /// A request, as `GET /v1/runs/{id}` shows it.
+#[cfg_attr(feature = "admin", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestedRun {
@@ -99,6 +100,7 @@ pub struct RequestedRun {
 }
 
 /// What `GET /v1/status` says of a namespace's requests.
+#[cfg_attr(feature = "admin", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lane {

@@ -95,6 +95,7 @@ pub(crate) struct Restore<'a, C, S, A> {
 }
 
 /// What came of one archived object.
+#[cfg_attr(feature = "admin", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Restored {

@@ -34,6 +34,7 @@ use crate::isotime;
 use crate::selector::{Labels, Spared};
 
 /// A scanned resource: the metadata the policy needs.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
@@ -130,19 +131,50 @@ impl SessionDecision {
     }
 }
 
+/// A decision as JSON and audit lines write it: its name in `decision`, beside its reason.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = SessionDecision))]
+#[derive(Serialize)]
+#[serde(tag = "decision", rename_all = "camelCase")]
+enum Wire<'a> {
+    Kept {
+        reason: &'a str,
+    },
+    Held {
+        reason: &'a str,
+        /// When the grace period ends (seconds since the epoch).
+        until: f64,
+    },
+    Delete {
+        reason: &'a str,
+    },
+    Deferred {
+        reason: &'a str,
+    },
+    Skipped {
+        reason: &'a str,
+    },
+    Protected {
+        reason: &'a str,
+    },
+    Excluded {
+        reason: &'a str,
+    },
+}
+
+/// The schema of what [`SessionDecision`]'s `Serialize` writes: its wire form's.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for SessionDecision {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <Wire<'static> as utoipa::PartialSchema>::schema()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for SessionDecision {}
+
 impl Serialize for SessionDecision {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        #[serde(tag = "decision", rename_all = "camelCase")]
-        enum Wire<'a> {
-            Kept { reason: &'a str },
-            Held { reason: &'a str, until: f64 },
-            Delete { reason: &'a str },
-            Deferred { reason: &'a str },
-            Skipped { reason: &'a str },
-            Protected { reason: &'a str },
-            Excluded { reason: &'a str },
-        }
         match self {
             Self::Kept { reason } => Wire::Kept { reason },
             Self::Held { reason, until } => Wire::Held {
@@ -169,6 +201,7 @@ impl Serialize for SessionDecision {
 }
 
 /// One resource and its decision: the audit record's substance.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Judged {
@@ -181,6 +214,7 @@ pub struct Judged {
 }
 
 /// The session plan.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionPlan {

@@ -48,6 +48,7 @@ pub enum SessionRunError {
 }
 
 /// An audit record: one per resource judged, one JSON line each.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditRecord {
@@ -137,6 +138,22 @@ impl Serialize for DeleteResult {
     }
 }
 
+/// The schema of what [`DeleteResult`]'s `Serialize` writes: its text.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for DeleteResult {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let text = "`deleted`, `would delete`, `changed: skipped, re-checked next run`, \
+                    `failed: ...` or `not started: ...`";
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(text))
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for DeleteResult {}
+
 /// What a run did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -205,6 +222,7 @@ async fn scan<C: ObjectCluster>(
 }
 
 /// A plan made from the cluster and the database: what [`run`] would delete, before any delete.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Planned {

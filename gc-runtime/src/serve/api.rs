@@ -147,7 +147,7 @@ pub struct Api<C, D, S, A, X> {
 type Cache<K, V> = Mutex<HashMap<K, (Instant, V)>>;
 
 /// A refusal, as the API answers it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
     /// The HTTP status.
     #[serde(skip)]
@@ -214,7 +214,7 @@ impl From<Refusal> for Problem {
 }
 
 /// The body of a restore.
-#[derive(Debug, Default, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Restoring {
     /// Every create a server-side dry run, no volume moved.
@@ -227,7 +227,7 @@ struct Restoring {
 }
 
 /// `POST .../sessions/{id}/restore`: what came of each archived object of the session.
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RestoreAnswer {
     session: String,
@@ -241,7 +241,7 @@ struct RestoreAnswer {
 }
 
 /// `GET .../archives?session=ID`: the receipts of the session's archived objects, newest first.
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Archives {
     session: String,
@@ -249,7 +249,7 @@ struct Archives {
 }
 
 /// One receipt: an archived object, where its manifest is, and what verifies it.
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Archive {
     api_version: String,
@@ -292,7 +292,7 @@ impl From<Receipt> for Archive {
 }
 
 /// The body of a plan or a collection: the sessions it is about (absent: all of the namespace).
-#[derive(Debug, Default, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Asking {
     #[serde(default)]
@@ -300,10 +300,10 @@ struct Asking {
 }
 
 /// `GET /v1/status`.
-#[derive(Debug, Serialize)]
-struct Status<'a> {
-    version: &'a str,
-    namespaces: Vec<&'a str>,
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+struct Status {
+    version: String,
+    namespaces: Vec<String>,
     /// Per namespace: its queue and its latest request.
     requests: Vec<crate::requests::Lane>,
 }
@@ -348,6 +348,7 @@ where
                 post(Self::restore),
             )
             .route("/v1/namespaces/{ns}/archives", get(Self::archives))
+            .route("/v1/openapi.json", get(Self::openapi))
             .with_state(Arc::clone(self))
     }
 
@@ -568,8 +569,8 @@ where
             return problem.into_response();
         }
         let status = Status {
-            version: &api.version,
-            namespaces: api.desk.namespaces().collect(),
+            version: api.version.clone(),
+            namespaces: api.desk.namespaces().map(str::to_owned).collect(),
             requests: api.desk.lanes(),
         };
         axum::Json(status).into_response()
@@ -727,6 +728,11 @@ where
         answer.await.unwrap_or_else(IntoResponse::into_response)
     }
 
+    /// The API's OpenAPI document: no token needed, it holds no data.
+    async fn openapi(State(api): State<Arc<Self>>) -> Response {
+        axum::Json(openapi::document(&api.version)).into_response()
+    }
+
     /// The receipts of a session's archived objects.
     async fn archives(
         State(api): State<Arc<Self>>,
@@ -760,6 +766,7 @@ where
     }
 }
 
+pub mod openapi;
 #[cfg(test)]
 mod tests;
 

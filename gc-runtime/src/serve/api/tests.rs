@@ -422,3 +422,151 @@ async fn a_restore_is_refused_without_a_right_an_account_or_good_input() {
     );
     assert!(client.world.cluster.created.lock().unwrap().is_empty());
 }
+
+/// Whether `value` is what the OpenAPI document's schema `name` describes: every field it has
+/// is described (no more), of the type described, and every required one is there.
+fn assert_described(name: &str, value: &Value) {
+    let doc = serde_json::to_value(openapi::document("0.0.0")).unwrap();
+    let schema = serde_json::json!({ "$ref": format!("#/components/schemas/{name}") });
+    if let Err(why) = described(&doc, &schema, value, true) {
+        panic!("{name}: {why}\n{value:#}");
+    }
+}
+
+fn resolved<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(at) => resolved(
+            doc,
+            &doc["components"]["schemas"][at.rsplit('/').next().unwrap()],
+        ),
+        None => schema,
+    }
+}
+
+/// The fields `schema` describes, through its parts.
+fn fields(doc: &Value, schema: &Value, out: &mut std::collections::BTreeSet<String>) {
+    let schema = resolved(doc, schema);
+    for part in ["allOf", "oneOf"]
+        .iter()
+        .filter_map(|k| schema[k].as_array())
+        .flatten()
+    {
+        fields(doc, part, out);
+    }
+    if let Some(properties) = schema["properties"].as_object() {
+        out.extend(properties.keys().cloned());
+    }
+}
+
+/// `value` as `schema` describes it; `whole`: no field beyond those described.
+fn described(doc: &Value, schema: &Value, value: &Value, whole: bool) -> Result<(), String> {
+    let schema = resolved(doc, schema);
+    if let Some(variants) = schema["oneOf"].as_array() {
+        let why: Vec<String> = (variants.iter())
+            .filter_map(|v| described(doc, v, value, whole).err())
+            .collect();
+        return if why.len() < variants.len() {
+            Ok(())
+        } else {
+            Err(why.join("; "))
+        };
+    }
+    if let Some(parts) = schema["allOf"].as_array() {
+        for part in parts {
+            described(doc, part, value, false)?;
+        }
+        if whole && let Some(object) = value.as_object() {
+            let mut known = std::collections::BTreeSet::new();
+            fields(doc, schema, &mut known);
+            if let Some(extra) = object.keys().find(|k| !known.contains(*k)) {
+                return Err(format!("{extra} is not described"));
+            }
+        }
+        return Ok(());
+    }
+    let kinds: Vec<&str> = match &schema["type"] {
+        Value::String(kind) => vec![kind.as_str()],
+        Value::Array(kinds) => kinds.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let fits = kinds.contains(&kind) || (kind == "integer" && kinds.contains(&"number"));
+    if !kinds.is_empty() && !fits {
+        return Err(format!("{value} is {kind}, described as {kinds:?}"));
+    }
+    if let (Some(allowed), false) = (schema["enum"].as_array(), value.is_null())
+        && !allowed.contains(value)
+    {
+        return Err(format!("{value} is not one of {allowed:?}"));
+    }
+    if let Value::Array(items) = value {
+        for item in items {
+            described(doc, &schema["items"], item, true)?;
+        }
+    }
+    if let Value::Object(object) = value {
+        let properties = schema["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for required in schema["required"].as_array().into_iter().flatten() {
+            let required = required.as_str().unwrap();
+            if !object.contains_key(required) {
+                return Err(format!("{required} is required"));
+            }
+        }
+        for (key, field) in object {
+            match properties.get(key) {
+                Some(property) => {
+                    described(doc, property, field, true).map_err(|e| format!("{key}: {e}"))?
+                }
+                None if whole => return Err(format!("{key} is not described")),
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each answer is what the OpenAPI document describes (the Go client's types are checked
+/// against the same document, `clients/go`), and the document is served without a token.
+#[tokio::test(start_paused = true)]
+async fn the_answers_are_what_the_openapi_document_describes() {
+    let (client, _) = Client::serving(true);
+    let (status, _, doc) = client.call("GET", "/v1/openapi.json", None, "").await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["paths"].as_object().unwrap().len(), 7, "{doc}");
+    let (_, _, planned) = client.call("POST", PLAN, Some("api"), "").await;
+    assert_described("Planned", &planned);
+    let (_, _, run) = client
+        .call("POST", COLLECT, Some("api"), r#"{"sessions": ["d", "e"]}"#)
+        .await;
+    assert!(run["records"].as_array().unwrap().len() >= 2, "{run}");
+    assert_described("RequestedRun", &run);
+    client.world.cluster.finish_deletes();
+    let (_, _, shown) = client.call("GET", "/v1/status", Some("api"), "").await;
+    assert_described("Status", &shown);
+    let (_, _, archives) = client.call("GET", ARCHIVES, Some("api"), "").await;
+    assert!(!archives["archives"].as_array().unwrap().is_empty());
+    assert_described("Archives", &archives);
+    let (_, _, restored) = client.call("POST", RESTORE, Some("api"), "").await;
+    assert_described("RestoreAnswer", &restored);
+    let (_, _, refused) = client
+        .call("POST", COLLECT, Some("api"), r#"{"sessions": []}"#)
+        .await;
+    assert_described("Problem", &refused);
+    // A field the document does not describe is seen.
+    let mut more = restored.clone();
+    more["objects"][0]["extra"] = true.into();
+    let doc = serde_json::to_value(openapi::document("0.0.0")).unwrap();
+    let schema = serde_json::json!({ "$ref": "#/components/schemas/RestoreAnswer" });
+    assert!(described(&doc, &schema, &more, true).is_err());
+}
