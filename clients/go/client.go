@@ -235,6 +235,19 @@ type Status struct {
 	Namespaces []string `json:"namespaces"`
 	// Requests are, per namespace, its queue and its latest request (without records).
 	Requests []Lane `json:"requests"`
+	// Leases are, per namespace, who holds its run lock now.
+	Leases []Lease `json:"leases"`
+}
+
+// Lease is who holds a namespace's run lock: a run of gc's process, of another replica, of the
+// CronJob (a collection asked for meanwhile is answered ErrBusy after a wait).
+type Lease struct {
+	Namespace string `json:"namespace"`
+	// Holder is nil when nobody holds it (or, with Error, when it could not be read).
+	Holder *string `json:"holder"`
+	// Until is when the hold ends unless renewed (RFC 3339).
+	Until *string `json:"until"`
+	Error *string `json:"error"`
 }
 
 // Lane is a namespace's requests.

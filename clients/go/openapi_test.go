@@ -23,7 +23,7 @@ func TestTypesDecodeTheOpenAPIDocument(t *testing.T) {
 	}
 	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
 	for name, value := range map[string]any{
-		"Status": Status{}, "Lane": Lane{}, "RequestedRun": Run{}, "AuditRecord": Record{},
+		"Status": Status{}, "Lane": Lane{}, "NamespaceLease": Lease{}, "RequestedRun": Run{}, "AuditRecord": Record{},
 		"Planned": Plan{}, "Judged": Judged{}, "RestoreAnswer": Restoration{}, "Restored": Restored{},
 		"Archives": Archives{}, "Archive": Archive{}, "Problem": APIError{},
 		"Asking": asking{}, "Restoring": restoring{},

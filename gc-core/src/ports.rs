@@ -500,6 +500,22 @@ pub trait Lock: Send + Sync {
     }
     /// Gives the lease up when `holder` has it (fenced on its resourceVersion).
     async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError>;
+    /// Who holds the lease `name` in `namespace` now, and until when; `None` when nobody does
+    /// (no Lease, given up, or expired). Reads only.
+    async fn holder(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<LeaseHolder>, ClusterError>;
+}
+
+/// A lease's holder, as [`Lock::holder`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseHolder {
+    /// Who: a run's holder identity (`gc-cli@HOST/PID`, ...).
+    pub holder: String,
+    /// When its hold ends unless renewed (seconds since the epoch).
+    pub until: f64,
 }
 
 /// What a renewal found.

@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use gc_core::ports::{ClusterError, Lock, Renewal};
+use gc_core::ports::{ClusterError, LeaseHolder, Lock, Renewal};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -360,6 +360,37 @@ impl Lock for KubeCluster {
             Some(lease) => Renewal::Renewed(Written::of(&lease, now)),
             None => Renewal::Lost("another run wrote the Lease during the renewal".into()),
         })
+    }
+
+    /// The holder of a Lease no other holder could take now (its last renewal plus its duration
+    /// not past).
+    ///
+    /// # Errors
+    /// The Lease could not be read.
+    async fn holder(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<LeaseHolder>, ClusterError> {
+        check_namespace(namespace)?;
+        check_name("lease", name)?;
+        let Some(lease) = Leases::new(self, namespace).get(name).await? else {
+            return Ok(None);
+        };
+        // No holder is `""`: takeable by anyone else means held by nobody.
+        if takeable(&lease, "", now()) {
+            return Ok(None);
+        }
+        let spec = lease.spec.as_ref();
+        let until = spec.and_then(|s| {
+            let renewed = s.renew_time.as_ref().or(s.acquire_time.as_ref())?;
+            Some(renewed.0.as_second() + i64::from(s.lease_duration_seconds?))
+        });
+        Ok(holder_of(&lease).map(|holder| LeaseHolder {
+            holder: holder.to_owned(),
+            #[allow(clippy::cast_precision_loss)] // seconds since the epoch: exact below 2^53
+            until: until.unwrap_or_default() as f64,
+        }))
     }
 
     async fn release(&self, namespace: &str, name: &str, holder: &str) -> Result<(), ClusterError> {

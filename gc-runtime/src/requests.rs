@@ -457,5 +457,16 @@ impl Audit for Recorder<'_> {
     }
 }
 
+impl<C, D, S, A> Requests<C, D, S, A> {
+    /// Writes the audit line of a call refused for who asked; a line that cannot be written is
+    /// said in the log (the call is refused either way).
+    pub fn denied(&self, line: &crate::sessions::DeniedLine<'_>) {
+        let mut audit = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = audit.denied(line) {
+            tracing::warn!("cannot write the audit line of a refused call: {e}");
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests_desk;

@@ -87,6 +87,17 @@ impl<C: SessionCluster, D, S, A> SessionCollector<C, D, S, A> {
     pub fn dry_run(&self) -> bool {
         !self.settings.live
     }
+
+    /// Who holds the run lock (the Lease [`SESSIONS_LOCK`]) of `namespace` now, if anyone.
+    ///
+    /// # Errors
+    /// The Lease could not be read.
+    pub async fn lock_holder(
+        &self,
+        namespace: &str,
+    ) -> Result<Option<gc_core::ports::LeaseHolder>, gc_core::ports::ClusterError> {
+        self.cluster.holder(namespace, SESSIONS_LOCK).await
+    }
 }
 
 impl<C: SessionCluster, D: SessionDirectory, S, A> SessionCollector<C, D, S, A> {
@@ -412,6 +423,16 @@ pub trait Audit: Send {
     /// # Errors
     /// When it cannot be written.
     fn refused(&mut self, line: &RefusedLine<'_>) -> crate::Result<()>;
+
+    /// The line of a request API call refused for who asked (`401`, `403`): nothing was done.
+    /// An audit that keeps only the runs' records writes nothing (the default).
+    ///
+    /// # Errors
+    /// When it cannot be written.
+    fn denied(&mut self, line: &DeniedLine<'_>) -> crate::Result<()> {
+        let _ = line;
+        Ok(())
+    }
 }
 
 /// Audit records as JSON lines (one per resource judged, or the refusal), each batch flushed.
@@ -436,6 +457,9 @@ impl<W: Write + Send> Audit for AuditLog<W> {
         write_lines(&mut self.0, &lines)
     }
     fn refused(&mut self, line: &RefusedLine<'_>) -> crate::Result<()> {
+        write_lines(&mut self.0, &[line])
+    }
+    fn denied(&mut self, line: &DeniedLine<'_>) -> crate::Result<()> {
         write_lines(&mut self.0, &[line])
     }
 }
@@ -671,6 +695,27 @@ pub struct AuditLine<'a> {
 #[must_use]
 pub fn requested_by(cfg: &SessionConfig) -> Option<&BTreeSet<String>> {
     cfg.request.as_ref().map(|r| &r.requested_by)
+}
+
+/// The audit line of a request API call refused for who asked: no token or one the API server
+/// does not accept (`401`, the caller unknown), or a caller without the right (`403`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeniedLine<'a> {
+    /// When (RFC 3339).
+    pub time: &'a str,
+    /// The namespace of the call (empty for a cluster-wide one, or a run not found).
+    pub namespace: &'a str,
+    /// `denied`.
+    pub decision: &'static str,
+    /// The HTTP status answered.
+    pub status: u16,
+    /// The call, as authorized: `create sessions/collect`, `get runs`, ...
+    pub call: String,
+    /// Who asked (the caller's Kubernetes user name), when the token said (a `403`).
+    pub requested_by: Option<&'a str>,
+    /// Why.
+    pub reason: &'a str,
 }
 
 /// The audit line of a run that deleted nothing because it was refused: every field an audit

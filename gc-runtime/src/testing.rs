@@ -80,6 +80,18 @@ impl Lock for FakeLease {
         }
         Ok(())
     }
+    /// The holder, held until 2100 (the fake has no clock).
+    async fn holder(
+        &self,
+        _ns: &str,
+        _name: &str,
+    ) -> Result<Option<gc_core::ports::LeaseHolder>, ClusterError> {
+        let s = self.state();
+        Ok(s.holder.clone().map(|holder| gc_core::ports::LeaseHolder {
+            holder,
+            until: 4_102_444_800.0,
+        }))
+    }
 }
 
 /// Every port a session collector's cluster is, in memory: `gc-core`'s labelled objects and kept
@@ -409,6 +421,13 @@ macro_rules! leased {
                 holder: &str,
             ) -> Result<(), ClusterError> {
                 self.lease.release(namespace, name, holder).await
+            }
+            async fn holder(
+                &self,
+                namespace: &str,
+                name: &str,
+            ) -> Result<Option<gc_core::ports::LeaseHolder>, ClusterError> {
+                self.lease.holder(namespace, name).await
             }
         }
 

@@ -46,6 +46,12 @@ impl Audit for Lines {
         self.0.lock().unwrap().push(format!("refused {by}"));
         Ok(())
     }
+    fn denied(&mut self, line: &crate::sessions::DeniedLine<'_>) -> crate::Result<()> {
+        let (status, call, by) = (line.status, &line.call, line.requested_by);
+        let line = format!("denied {status} {call} in {:?} by {by:?}", line.namespace);
+        self.0.lock().unwrap().push(line);
+        Ok(())
+    }
 }
 
 /// The fakes' namespace, where the database knows sessions a, b and c: d and e are orphans.
@@ -93,7 +99,7 @@ impl World {
             .collect()
     }
 
-    fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         self.lines.0.lock().unwrap().clone()
     }
 }

@@ -58,16 +58,25 @@ pub struct ApiOptions {
     pub cache: Duration,
     /// The largest request body taken, in bytes.
     pub body_limit: usize,
+    /// How long a call may take, its body read included: then `503`. A collection goes on in
+    /// the background, a restore to its end (follow them in the audit log).
+    pub request_timeout: Duration,
+    /// How long a client may take to send a request's head, and a kept-alive connection may
+    /// stay idle.
+    pub header_timeout: Duration,
 }
 
 impl Default for ApiOptions {
-    /// Audience `gc`, answers kept ten seconds (a revoked right stops working within that), and
-    /// bodies up to 64 KiB (about two thousand session ids).
+    /// Audience `gc`, answers kept ten seconds (a revoked right stops working within that),
+    /// bodies up to 64 KiB (about two thousand session ids), two minutes for a call (a restore
+    /// may wait a minute for a claim to be bound), ten seconds for a request's head.
     fn default() -> Self {
         Self {
             audience: "gc".into(),
             cache: Duration::from_secs(10),
             body_limit: 64 * 1024,
+            request_timeout: Duration::from_secs(120),
+            header_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -306,6 +315,21 @@ struct Status {
     namespaces: Vec<String>,
     /// Per namespace: its queue and its latest request.
     requests: Vec<crate::requests::Lane>,
+    /// Per namespace: who holds its run lock now.
+    leases: Vec<NamespaceLease>,
+}
+
+/// Who holds a namespace's run lock (a run of this process, of another replica, of the CronJob).
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NamespaceLease {
+    namespace: String,
+    /// The holder now (`null`: nobody, no run works there; or unknown, see `error`).
+    holder: Option<String>,
+    /// When its hold ends unless renewed (RFC 3339).
+    until: Option<String>,
+    /// Why the Lease could not be read.
+    error: Option<String>,
 }
 
 impl<C, D, S, A, X> Api<C, D, S, A, X>
@@ -349,12 +373,16 @@ where
             )
             .route("/v1/namespaces/{ns}/archives", get(Self::archives))
             .route("/v1/openapi.json", get(Self::openapi))
+            .layer(axum::middleware::from_fn_with_state(
+                self.options.request_timeout,
+                within,
+            ))
             .with_state(Arc::clone(self))
     }
 
     /// The caller whose bearer token `headers` carry, allowed to do what it `asked`.
     async fn allowed(&self, headers: &HeaderMap, asked: Asked<'_>) -> Result<Caller, Problem> {
-        let caller = self.caller(headers).await?;
+        let caller = self.caller(headers, &asked).await?;
         let key = format!(
             "{}\n{}\n{}\n{}\n{}",
             caller.user, asked.verb, asked.resource, asked.subresource, asked.namespace
@@ -373,19 +401,40 @@ where
             Ok(()) => Ok(caller),
             Err(why) => {
                 tracing::warn!(caller = %caller.user, "request refused (403): {why}");
+                self.deny(&asked, Some(&caller.user), StatusCode::FORBIDDEN, &why);
                 Err(Problem::new(StatusCode::FORBIDDEN, why))
             }
         }
     }
 
-    /// Who the bearer token of `headers` is, by the API server's `TokenReview`.
-    async fn caller(&self, headers: &HeaderMap) -> Result<Caller, Problem> {
+    /// The audit line of a call refused for who asked (`user`, when the token said).
+    fn deny(&self, asked: &Asked<'_>, user: Option<&str>, status: StatusCode, why: &str) {
+        let time = gc_core::isotime::format_timestamp(crate::clock::now());
+        let call = match asked.subresource {
+            "" => format!("{} {}", asked.verb, asked.resource),
+            sub => format!("{} {}/{sub}", asked.verb, asked.resource),
+        };
+        self.desk.denied(&crate::sessions::DeniedLine {
+            time: &time,
+            namespace: asked.namespace,
+            decision: "denied",
+            status: status.as_u16(),
+            call,
+            requested_by: user,
+            reason: why,
+        });
+    }
+
+    /// Who the bearer token of `headers` is, by the API server's `TokenReview`; a refusal of
+    /// the call `asked` is audited.
+    async fn caller(&self, headers: &HeaderMap, asked: &Asked<'_>) -> Result<Caller, Problem> {
         let token = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
         let token = token.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
         let Some(token) = token.filter(|t| !t.is_empty()) else {
             tracing::warn!("request refused (401): no bearer token");
             let why = "no bearer token: send the caller's ServiceAccount token (`Authorization: \
                        Bearer TOKEN`), projected for this API's audience";
+            self.deny(asked, None, StatusCode::UNAUTHORIZED, why);
             return Err(Problem::new(StatusCode::UNAUTHORIZED, why));
         };
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
@@ -402,8 +451,28 @@ where
         caller.map_err(|why| {
             tracing::warn!("request refused (401): {why}");
             let why = format!("the token is not accepted: {why}");
+            self.deny(asked, None, StatusCode::UNAUTHORIZED, &why);
             Problem::new(StatusCode::UNAUTHORIZED, why)
         })
+    }
+}
+
+/// A call, given `limit` (its body read included): `503` once past it. What it started goes
+/// on (a collection's run, a restore's task).
+async fn within(
+    State(limit): State<Duration>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            let why = format!(
+                "the call took longer than {}s; what it started goes on (see the audit log)",
+                limit.as_secs()
+            );
+            Problem::new(StatusCode::SERVICE_UNAVAILABLE, why).into_response()
+        }
     }
 }
 
@@ -568,10 +637,25 @@ where
         if let Err(problem) = api.allowed(&headers, asked).await {
             return problem.into_response();
         }
+        let mut leases = Vec::new();
+        for ns in api.desk.namespaces() {
+            let held = api.desk.collector().lock_holder(ns).await;
+            let (holder, error) = match held {
+                Ok(holder) => (holder, None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            leases.push(NamespaceLease {
+                namespace: ns.to_owned(),
+                until: (holder.as_ref()).map(|h| gc_core::isotime::format_timestamp(h.until)),
+                holder: holder.map(|h| h.holder),
+                error,
+            });
+        }
         let status = Status {
             version: api.version.clone(),
             namespaces: api.desk.namespaces().map(str::to_owned).collect(),
             requests: api.desk.lanes(),
+            leases,
         };
         axum::Json(status).into_response()
     }
@@ -644,7 +728,13 @@ where
     ) -> Response {
         let answer = async {
             // Who asks first: an unknown id tells an unauthenticated caller nothing.
-            api.caller(&headers).await?;
+            let runs = Asked {
+                verb: "get",
+                resource: "runs",
+                subresource: "",
+                namespace: "",
+            };
+            api.caller(&headers, &runs).await?;
             let found = api.desk.run(&id);
             let Some(run) = found else {
                 return Err(Problem::new(StatusCode::NOT_FOUND, format!("no run {id}")));
@@ -703,9 +793,21 @@ where
                 );
                 Problem::new(StatusCode::SERVICE_UNAVAILABLE, why).retry(5)
             })?;
-            let collector = api.desk.collector();
-            let dry_run = restoring.dry_run || collector.dry_run();
-            let restored = collector.restore_as(&cluster, &request, dry_run).await;
+            let dry_run = restoring.dry_run || api.desk.collector().dry_run();
+            // Its own task: a caller that goes away (or a timeout) does not cut a restore
+            // between two creates; it ends as it would have, and says so in the log.
+            let desk = Arc::clone(&api.desk);
+            let restored = tokio::spawn(async move {
+                desk.collector()
+                    .restore_as(&cluster, &request, dry_run)
+                    .await
+            });
+            let restored = restored.await.map_err(|e| {
+                Problem::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the restore failed: {e}"),
+                )
+            })?;
             let objects = restored.map_err(|e| Problem::bad("session", format!("{e:#}")))?;
             let failed = objects.iter().filter(|o| o.failed()).count();
             tracing::info!(
@@ -887,15 +989,8 @@ impl SessionsApi {
             stop.await;
             desk.stop();
         };
-        match self.tls {
-            Some(config) => {
-                super::tls::serve(listener, api.router(), config, stopped).await;
-                Ok(())
-            }
-            None => axum::serve(listener, api.router())
-                .with_graceful_shutdown(stopped)
-                .await
-                .context("the request API's server failed"),
-        }
+        let header_timeout = api.options.header_timeout;
+        super::tls::serve(listener, api.router(), self.tls, header_timeout, stopped).await;
+        Ok(())
     }
 }

@@ -1,8 +1,7 @@
 //! The request API over TLS: the certificate chain and key the operator provides, as PEM files
 //! (a `kubernetes.io/tls` Secret mounted as `tls.crt` and `tls.key`, cert-manager's among them),
 //! read again when they change: a renewed certificate is served from the next handshake, with
-//! no restart. One HTTP/1.1 connection per accepted stream, a handshake and a request head
-//! each given ten seconds.
+//! no restart. The API's connections, over TLS or not ([`serve`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -14,7 +13,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-/// How long a client may take to finish its handshake, then to send a request's head.
+/// How long a client may take to finish its handshake.
 const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// How often the files are looked at again, at most.
@@ -138,15 +137,20 @@ pub fn server_config(files: &TlsFiles) -> crate::Result<TlsConfig> {
     Ok(Arc::new(config))
 }
 
-/// Serves `router` over TLS on `listener` until `stop` ends; the connections in progress are
-/// left to finish on the runtime.
+/// Serves `router` on `listener` until `stop` ends: over TLS with `tls` (each handshake given
+/// ten seconds), else plain HTTP; one HTTP/1.1 connection per accepted stream, each request's
+/// head given `header_timeout` (an idle kept-alive connection closes then too). Once `stop`
+/// ends, nothing more is accepted and each connection finishes the call in progress, then
+/// closes; this returns when all have.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     router: axum::Router,
-    config: TlsConfig,
+    tls: Option<TlsConfig>,
+    header_timeout: Duration,
     stop: impl std::future::Future<Output = ()>,
 ) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut stop = std::pin::pin!(stop);
     loop {
         let stream = tokio::select! {
@@ -158,23 +162,34 @@ pub(crate) async fn serve(
                     continue;
                 }
             },
-            () = &mut stop => return,
+            () = &mut stop => break,
         };
-        let (acceptor, router) = (acceptor.clone(), router.clone());
+        let (acceptor, router, watcher) = (acceptor.clone(), router.clone(), graceful.watcher());
         tokio::spawn(async move {
-            let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE, acceptor.accept(stream)).await else {
-                return;
-            };
             let service = hyper_util::service::TowerToHyperService::new(router);
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HANDSHAKE)
-                .serve_connection(hyper_util::rt::TokioIo::new(tls), service);
-            if let Err(e) = connection.await {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let ended = match acceptor {
+                Some(acceptor) => {
+                    let handshake = tokio::time::timeout(HANDSHAKE, acceptor.accept(stream));
+                    let Ok(Ok(tls)) = handshake.await else {
+                        return;
+                    };
+                    let io = hyper_util::rt::TokioIo::new(tls);
+                    watcher.watch(http.serve_connection(io, service)).await
+                }
+                None => {
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    watcher.watch(http.serve_connection(io, service)).await
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!("a request API connection ended: {e}");
             }
         });
     }
+    graceful.shutdown().await;
 }
 
 #[cfg(test)]
@@ -230,7 +245,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let router = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, router, config, async {
+        let server = tokio::spawn(serve(listener, router, Some(config), HANDSHAKE, async {
             let _ = stopped.await;
         }));
         assert_eq!(get(addr, &old_cert).await.unwrap(), "HTTP/1.1 200 OK");
@@ -257,6 +272,69 @@ mod tests {
         );
         stop.send(()).unwrap();
         server.await.unwrap();
+    }
+
+    /// Plain HTTP: a connection that sends nothing, half a request head, or nothing more after
+    /// a call, is closed once the head's time is up; after a stop, the call in progress is
+    /// answered, then the server returns.
+    #[tokio::test]
+    async fn idle_connections_close_and_a_stop_finishes_the_calls_in_progress() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let slow = || async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            "done"
+        };
+        let router = axum::Router::new()
+            .route("/", axum::routing::get(|| async { "ok" }))
+            .route("/slow", axum::routing::get(slow));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let head = Duration::from_millis(300);
+        let server = tokio::spawn(serve(listener, router, None, head, async {
+            let _ = stopped.await;
+        }));
+        // What a connection is sent before the client waits: all it reads until it is closed.
+        let closed_after = |sent: &'static [u8]| async move {
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            stream.write_all(sent).await.unwrap();
+            let mut read = Vec::new();
+            let started = Instant::now();
+            let ended = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut read));
+            assert!(ended.await.is_ok(), "not closed: {sent:?}");
+            (
+                String::from_utf8_lossy(&read).into_owned(),
+                started.elapsed(),
+            )
+        };
+        let (read, took) = closed_after(b"").await;
+        assert!(
+            read.is_empty() && took < Duration::from_secs(3),
+            "{read} {took:?}"
+        );
+        let (read, _) = closed_after(b"GET / HTTP/1.1\r\nhost: x\r\n").await;
+        assert!(!read.contains("200 OK"), "{read}");
+        let (read, _) = closed_after(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").await;
+        assert!(
+            read.starts_with("HTTP/1.1 200 OK"),
+            "kept alive, then closed: {read}"
+        );
+
+        let call = tokio::spawn(closed_after(
+            b"GET /slow HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        ));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stop.send(()).unwrap();
+        let (read, _) = call.await.unwrap();
+        assert!(read.ends_with("done"), "{read}");
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("the server returns once its calls are done")
+            .unwrap();
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "nothing more accepted"
+        );
     }
 
     /// Files that cannot serve are refused before anything is served, each error naming the

@@ -84,6 +84,8 @@ struct Client {
 struct Account {
     cluster: crate::testing::TestCluster,
     refused: AtomicBool,
+    /// Its token takes ten minutes to come.
+    slow: AtomicBool,
 }
 
 #[async_trait]
@@ -92,6 +94,9 @@ impl RestoreAccount<crate::testing::TestCluster> for Arc<Account> {
         "system:serviceaccount:gc:gc-restore"
     }
     async fn act(&self) -> Result<crate::testing::TestCluster, ClusterError> {
+        if self.slow.load(Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+        }
         if self.refused.load(Ordering::SeqCst) {
             let message = "cannot create serviceaccounts/token".to_owned();
             return Err(ClusterError::Forbidden {
@@ -120,6 +125,7 @@ impl Client {
         let account = Arc::new(Account {
             cluster,
             refused: AtomicBool::new(false),
+            slow: AtomicBool::new(false),
         });
         let restore = restores.then(|| {
             Box::new(Arc::clone(&account)) as Box<dyn RestoreAccount<crate::testing::TestCluster>>
@@ -191,6 +197,14 @@ async fn an_allowed_caller_collects_a_session_and_follows_its_run() {
     assert_eq!(lane["last"]["id"], run["id"], "{shown}");
     assert_eq!(lane["last"]["state"], "succeeded");
     assert_eq!(lane["last"]["records"], serde_json::json!([]));
+    assert_eq!(shown["leases"][0]["namespace"], NS);
+    assert!(shown["leases"][0]["holder"].is_null(), "released: {shown}");
+    // Another process's run holds the namespace: status says who, and until when.
+    client.world.cluster.lease.taken_by("gc-cli@cron/1");
+    let (_, _, shown) = client.call("GET", "/v1/status", Some("api"), "").await;
+    let lease = &shown["leases"][0];
+    assert_eq!(lease["holder"], "gc-cli@cron/1", "{shown}");
+    assert_eq!(lease["until"], "2100-01-01T00:00:00Z", "{shown}");
     let (status, _, shown) = client.call("GET", "/v1/status", Some("reader"), "").await;
     assert_eq!(status, 403, "status is for any namespace: {shown}");
 }
@@ -215,6 +229,15 @@ async fn callers_without_a_token_or_a_right_change_nothing() {
     assert_eq!(judged.len(), 10);
     assert!(client.world.deleted().is_empty());
     assert_eq!(client.world.cluster.lease.state().acquires, 0);
+    // Each refusal is in the audit log, naming the call and, once known, who asked.
+    let no_one = "denied 401 create sessions/collect in \"streamspace\" by None";
+    let reader = "denied 403 create sessions/collect in \"streamspace\" by \
+                  Some(\"system:serviceaccount:streamspace:reader\")";
+    assert_eq!(client.world.lines(), [no_one, no_one, no_one, reader]);
+    let (status, _, _) = client.call("GET", "/v1/runs/99", None, "").await;
+    assert_eq!(status, 401);
+    let lines = client.world.lines();
+    assert_eq!(lines[4], "denied 401 get runs in \"\" by None");
 }
 
 /// An API server that cannot answer for the caller refuses it (503, try again), and answers
@@ -409,6 +432,22 @@ async fn a_restore_is_refused_without_a_right_an_account_or_good_input() {
         answer["error"].as_str().unwrap().contains("gc-restore"),
         "{answer}"
     );
+    assert!(account.cluster.created.lock().unwrap().is_empty());
+
+    // A call past its time is answered 503.
+    account.refused.store(false, Ordering::SeqCst);
+    account.slow.store(true, Ordering::SeqCst);
+    let started = tokio::time::Instant::now();
+    let (status, _, answer) = client.call("POST", RESTORE, Some("api"), "").await;
+    assert_eq!(status, 503, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 120s"),
+        "{answer}"
+    );
+    assert_eq!(started.elapsed().as_secs(), 120);
     assert!(account.cluster.created.lock().unwrap().is_empty());
 
     let client = Client::new();
