@@ -25,13 +25,17 @@ func main() {
 	interval := flags.Duration("interval", 60*time.Second, "time between passes")
 	once := flags.Bool("once", false, "one pass, then exit")
 	dryRun := flags.Bool("dry-run", false, "restore: every create a server-side dry run")
-	args := os.Args[1:]
+	// `[flags] [restore SESSION [flags]]`: flags before and after the subcommand, nothing else.
+	flags.Parse(os.Args[1:])
 	restore := ""
-	if len(args) > 1 && args[0] == "restore" {
-		restore, args = args[1], args[2:]
+	if rest := flags.Args(); len(rest) >= 2 && rest[0] == "restore" {
+		restore = rest[1]
+		flags.Parse(rest[2:])
 	}
-	flags.Parse(args)
 	logger := log.New(os.Stderr, "", log.LstdFlags)
+	if flags.NArg() > 0 {
+		logger.Fatalf("unexpected %q: streamspace [flags] [restore SESSION]", flags.Args())
+	}
 	if *gcURL == "" {
 		logger.Fatal("-gc-url: gc's request API is needed")
 	}
@@ -52,16 +56,16 @@ func main() {
 		Log:            logger,
 		Poll:           200 * time.Millisecond,
 	}
+	if r.DB, err = sql.Open("postgres", databaseURL()); err != nil {
+		logger.Fatal(err)
+	}
+	defer r.DB.Close()
 	if restore != "" {
 		if _, err := r.Restore(ctx, restore, *dryRun); err != nil {
 			logger.Fatal(err)
 		}
 		return
 	}
-	if r.DB, err = sql.Open("postgres", databaseURL()); err != nil {
-		logger.Fatal(err)
-	}
-	defer r.DB.Close()
 	for {
 		if err := r.Once(ctx); err != nil {
 			logger.Print(err)

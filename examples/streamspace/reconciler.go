@@ -34,7 +34,8 @@ type Reconciler struct {
 	// Poll is how often a run is followed until it ends.
 	Poll time.Duration
 
-	// collected are the sessions gc reported collected (nothing of theirs held or failed).
+	// collected are the terminated sessions gc reported collected: every object of theirs
+	// deleted (or never gc's to delete). Forgotten once their row is no longer terminal.
 	collected map[string]bool
 }
 
@@ -69,6 +70,15 @@ func (r *Reconciler) Once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	terminated := map[string]bool{}
+	for _, id := range ids {
+		terminated[id] = true
+	}
+	for id := range r.collected {
+		if !terminated[id] {
+			delete(r.collected, id)
+		}
+	}
 	for _, id := range ids {
 		if r.collected[id] {
 			continue
@@ -83,22 +93,21 @@ func (r *Reconciler) Once(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("session %s: %w", id, err)
 		}
+		runID := run.ID
 		for !run.Done() {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(r.Poll):
 			}
-			if run, err = r.GC.Run(ctx, run.ID); err != nil {
-				return fmt.Errorf("session %s: run %s: %w", id, run.ID, err)
+			if run, err = r.GC.Run(ctx, runID); err != nil {
+				return fmt.Errorf("session %s: run %s: %w", id, runID, err)
 			}
 		}
 		done := run.State == "succeeded"
 		for _, rec := range run.Records {
 			r.Log.Printf("session %s: %s %s %s: %s %s", id, rec.Decision, rec.Kind, rec.Name, rec.Result, rec.Reason)
-			// A kept volume is gc's to give back later: the session's objects are what count.
-			held := (rec.Decision == "held" || rec.Decision == "deferred") && rec.Kind != "PersistentVolume"
-			if held || (rec.Decision == "delete" && rec.Result != "deleted") {
+			if !settled(rec) {
 				done = false
 			}
 		}
@@ -113,8 +122,41 @@ func (r *Reconciler) Once(ctx context.Context) error {
 	return nil
 }
 
-// Restore creates the archived objects of session again, as gc's restore account.
+// settled says whether nothing more is to be asked of gc for a record: its object deleted, or
+// never gc's to delete (protected, excluded, skipped); a kept volume is gc's to give back
+// later. Held (within the grace), deferred (over the cap), kept (gc reads the row as not
+// terminal, a replica behind, say) or a delete that did not happen: ask again.
+func settled(rec gc.Record) bool {
+	switch {
+	case rec.Kind == "PersistentVolume":
+		return true
+	case rec.Decision == "delete":
+		return rec.Result == "deleted"
+	default:
+		return rec.Decision == "protected" || rec.Decision == "excluded" || rec.Decision == "skipped"
+	}
+}
+
+// ErrStillTerminated refuses a restore of a session whose row is still terminal: the next pass
+// (or gc's CronJob) would collect it again.
+var ErrStillTerminated = errors.New("its row is still in a terminal state: put the session's row back first, or it is collected again")
+
+// Restore creates the archived objects of session again, as gc's restore account, once its row
+// is no longer terminal.
 func (r *Reconciler) Restore(ctx context.Context, session string, dryRun bool) (*gc.Restoration, error) {
+	var state sql.NullString
+	err := r.DB.QueryRowContext(ctx, `SELECT state FROM sessions WHERE id = $1`, session).Scan(&state)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("session %s: no row: %w", session, ErrStillTerminated)
+	case err != nil:
+		return nil, fmt.Errorf("session %s: %w", session, err)
+	}
+	for _, terminal := range r.TerminalStates {
+		if state.Valid && state.String == terminal {
+			return nil, fmt.Errorf("session %s (%s): %w", session, state.String, ErrStillTerminated)
+		}
+	}
 	archives, err := r.GC.Archives(ctx, r.Namespace, session)
 	if err != nil {
 		return nil, err
@@ -122,7 +164,7 @@ func (r *Reconciler) Restore(ctx context.Context, session string, dryRun bool) (
 	for _, a := range archives.Archives {
 		r.Log.Printf("session %s: archived %s %s (%d bytes, sha256 %s) at %s", session, a.Kind, a.Name, a.Bytes, a.SHA256, a.RunAt)
 	}
-	restored, err := r.GC.Restore(ctx, r.Namespace, session, gc.RestoreOptions{DryRun: dryRun, BindWait: 30 * time.Second})
+	restored, err := r.GC.Restore(ctx, r.Namespace, session, gc.RestoreOptions{DryRun: dryRun, BindWait: 10 * time.Second})
 	if err != nil {
 		return nil, err
 	}

@@ -716,8 +716,26 @@ async fn the_streamspace_reconciler_collects_and_restores_a_session_through_the_
     assert!(again.status.success(), "{}", log(&again));
     assert!(!log(&again).contains(": deleted "), "{}", log(&again));
 
-    // The restore, through the API: its archives listed, its objects created again as the
-    // restore account, the claim on its own volume.
+    // The restore, through the API, once the session's row is back (while it is terminal the
+    // reconciler refuses: the next pass would collect it again): its archives listed, its
+    // objects created again as the restore account, the claim on its own volume.
+    let refused = reconcile(&["restore", gone]);
+    assert!(!refused.status.success(), "{}", log(&refused));
+    assert!(
+        log(&refused).contains("put the session's row back first"),
+        "{}",
+        log(&refused)
+    );
+    assert!(
+        ns.api::<Service>().get_opt(gone).await?.is_none(),
+        "nothing restored"
+    );
+    let pool = story.db.pool().await?;
+    sqlx::query("UPDATE sessions SET state = 'running' WHERE id = $1")
+        .bind(*gone)
+        .execute(&pool)
+        .await?;
+    pool.close().await;
     let out = reconcile(&["restore", gone]);
     assert!(out.status.success(), "{}", log(&out));
     let said = log(&out);

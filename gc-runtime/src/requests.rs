@@ -466,6 +466,15 @@ impl<C, D, S, A> Requests<C, D, S, A> {
             tracing::warn!("cannot write the audit line of a refused call: {e}");
         }
     }
+
+    /// Writes the audit lines of a restore asked for through the API; lines that cannot be
+    /// written are said in the log (the objects were created either way).
+    pub fn restored(&self, lines: &[crate::sessions::RestoredLine<'_>]) {
+        let mut audit = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = audit.restored(lines) {
+            tracing::warn!("cannot write the audit lines of a restore: {e}");
+        }
+    }
 }
 
 #[cfg(test)]

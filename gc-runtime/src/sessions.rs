@@ -433,6 +433,16 @@ pub trait Audit: Send {
         let _ = line;
         Ok(())
     }
+
+    /// The lines of a restore asked for through the request API, one per archived object. An
+    /// audit that keeps only the runs' records writes nothing (the default).
+    ///
+    /// # Errors
+    /// When they cannot be written.
+    fn restored(&mut self, lines: &[RestoredLine<'_>]) -> crate::Result<()> {
+        let _ = lines;
+        Ok(())
+    }
 }
 
 /// Audit records as JSON lines (one per resource judged, or the refusal), each batch flushed.
@@ -461,6 +471,9 @@ impl<W: Write + Send> Audit for AuditLog<W> {
     }
     fn denied(&mut self, line: &DeniedLine<'_>) -> crate::Result<()> {
         write_lines(&mut self.0, &[line])
+    }
+    fn restored(&mut self, lines: &[RestoredLine<'_>]) -> crate::Result<()> {
+        write_lines(&mut self.0, lines)
     }
 }
 
@@ -716,6 +729,28 @@ pub struct DeniedLine<'a> {
     pub requested_by: Option<&'a str>,
     /// Why.
     pub reason: &'a str,
+}
+
+/// The audit line of an archived object a restore asked for through the request API created
+/// again (or would have, found there, or could not).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoredLine<'a> {
+    /// When the restore ended (RFC 3339).
+    pub time: &'a str,
+    /// The namespace.
+    pub namespace: &'a str,
+    /// `restore`.
+    pub decision: &'static str,
+    /// The object, and what came of it.
+    #[serde(flatten)]
+    pub object: &'a crate::restore::Restored,
+    /// Whether every create was a server-side dry run.
+    pub dry_run: bool,
+    /// Who asked (the caller's Kubernetes user name).
+    pub requested_by: &'a str,
+    /// The account the objects were created as.
+    pub restored_as: &'a str,
 }
 
 /// The audit line of a run that deleted nothing because it was refused: every field an audit

@@ -266,13 +266,16 @@ async fn installed_api_restores_as_the_restore_account_never_as_gc() -> Result {
         args.contains(&"--api-restore-account=streamspace/gc-restore".to_owned()),
         "{args:?}"
     );
+    // Restoring is a right of its own: never the caller role's.
     let caller = object(&rendered, "ClusterRole", "gc-streamspace-api-caller");
-    assert!(caller["rules"].to_string().contains("sessions/restore"));
+    assert!(!caller["rules"].to_string().contains("sessions/restore"));
+    let restorer = object(&rendered, "ClusterRole", "gc-streamspace-api-restorer");
+    assert!(restorer["rules"].to_string().contains("sessions/restore"));
     let without = documents(&template(&API));
     let args = container_args(object(&without, "Deployment", "gc-sessions"));
     assert!(!args.iter().any(|a| a.starts_with("--api-restore-account")));
-    let caller = object(&without, "ClusterRole", "gc-streamspace-api-caller");
-    assert!(!caller["rules"].to_string().contains("sessions/restore"));
+    let restorer = |o: &&Value| o["metadata"]["name"] == "gc-streamspace-api-restorer";
+    assert!(!without.iter().any(|o| restorer(&o)));
 
     let (_, ns) = namespace("chart-api-restore").await?;
     let mut flags = vec!["--set", "database.existingSecret=db-pass"];

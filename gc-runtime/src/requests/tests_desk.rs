@@ -46,6 +46,17 @@ impl Audit for Lines {
         self.0.lock().unwrap().push(format!("refused {by}"));
         Ok(())
     }
+    fn restored(&mut self, lines: &[crate::sessions::RestoredLine<'_>]) -> crate::Result<()> {
+        for l in lines {
+            let (kind, result) = (&l.object.kind, &l.object.result);
+            let line = format!(
+                "restored {kind} {result} by {} as {}",
+                l.requested_by, l.restored_as
+            );
+            self.0.lock().unwrap().push(line);
+        }
+        Ok(())
+    }
     fn denied(&mut self, line: &crate::sessions::DeniedLine<'_>) -> crate::Result<()> {
         let (status, call, by) = (line.status, &line.call, line.requested_by);
         let line = format!("denied {status} {call} in {:?} by {by:?}", line.namespace);

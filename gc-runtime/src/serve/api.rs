@@ -144,6 +144,8 @@ pub struct Api<C, D, S, A, X> {
     access: X,
     /// Whom restores act as; `None`: restore is not offered.
     restore: Option<Box<dyn RestoreAccount<C>>>,
+    /// The sessions (namespace, id) a restore works on now.
+    restoring: Places,
     options: ApiOptions,
     version: String,
     /// Who each token is, by its digest.
@@ -219,6 +221,34 @@ impl From<Refusal> for Problem {
             Refusal::Busy(_) => Self::new(StatusCode::CONFLICT, error).retry(30),
             Refusal::Stopping => Self::new(StatusCode::SERVICE_UNAVAILABLE, error).retry(5),
         }
+    }
+}
+
+/// Sessions, each a (namespace, id).
+type Places = Arc<Mutex<BTreeSet<(String, String)>>>;
+
+/// A session's place while a restore works on it: given back when dropped.
+struct InFlight {
+    places: Places,
+    place: (String, String),
+}
+
+impl InFlight {
+    /// The place of `session` in `ns`, `None` while another restore holds it.
+    fn take(places: &Places, ns: &str, session: &str) -> Option<Self> {
+        let place = (ns.to_owned(), session.to_owned());
+        let mut taken = places.lock().unwrap_or_else(PoisonError::into_inner);
+        taken.insert(place.clone()).then(|| Self {
+            places: Arc::clone(places),
+            place,
+        })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut taken = self.places.lock().unwrap_or_else(PoisonError::into_inner);
+        taken.remove(&self.place);
     }
 }
 
@@ -353,6 +383,7 @@ where
             desk,
             access,
             restore,
+            restoring: Places::default(),
             options,
             version: version.to_owned(),
             callers: Mutex::default(),
@@ -373,6 +404,11 @@ where
             )
             .route("/v1/namespaces/{ns}/archives", get(Self::archives))
             .route("/v1/openapi.json", get(Self::openapi))
+            // Nothing past the limit is read (a bigger body is bad input, once the caller is
+            // allowed).
+            .layer(axum::extract::DefaultBodyLimit::max(
+                self.options.body_limit,
+            ))
             .layer(axum::middleware::from_fn_with_state(
                 self.options.request_timeout,
                 within,
@@ -414,9 +450,11 @@ where
             "" => format!("{} {}", asked.verb, asked.resource),
             sub => format!("{} {}/{sub}", asked.verb, asked.resource),
         };
+        // A namespace the URL names but the desk does not serve is none.
+        let namespace = Some(asked.namespace).filter(|ns| self.desk.serves(ns));
         self.desk.denied(&crate::sessions::DeniedLine {
             time: &time,
-            namespace: asked.namespace,
+            namespace: namespace.unwrap_or_default(),
             decision: "denied",
             status: status.as_u16(),
             call,
@@ -506,6 +544,18 @@ fn keep<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V) {
         }
     }
     cache.insert(key, (Instant::now(), value));
+}
+
+/// A request's body as read: up to [`ApiOptions::body_limit`] bytes, else why not.
+type Body = Result<Bytes, axum::extract::rejection::BytesRejection>;
+
+/// The body, once the caller is known to be allowed: a body that could not be read (over the
+/// limit, cut short) is bad input.
+fn read(body: Body, limit: usize) -> Result<Bytes, Problem> {
+    body.map_err(|e| {
+        let why = format!("the body could not be read whole (at most {limit} bytes): {e}");
+        Problem::bad("body", why)
+    })
 }
 
 /// A body of at most `limit` bytes that is a JSON object of the fields of `T` (an empty body:
@@ -668,7 +718,7 @@ where
         headers: &HeaderMap,
         ns: &str,
         subresource: &str,
-        body: &Bytes,
+        body: Body,
     ) -> Result<(Caller, Requested), Problem> {
         let asked = Asked {
             verb: "create",
@@ -678,17 +728,18 @@ where
         };
         let caller = self.allowed(headers, asked).await?;
         namespace(&self.desk, ns)?;
-        Ok((caller, asking(body, self.options.body_limit)?))
+        let body = read(body, self.options.body_limit)?;
+        Ok((caller, asking(&body, self.options.body_limit)?))
     }
 
     async fn plan(
         State(api): State<Arc<Self>>,
         Path(ns): Path<String>,
         headers: HeaderMap,
-        body: Bytes,
+        body: Body,
     ) -> Response {
         let answer = async {
-            let (caller, sessions) = api.checked(&headers, &ns, "plan", &body).await?;
+            let (caller, sessions) = api.checked(&headers, &ns, "plan", body).await?;
             let cfg = api.desk.narrowed(&ns, sessions, [caller.user].into())?;
             let planned = api.desk.collector().plan(&cfg).await.map_err(|e| {
                 let status = match e.kind() {
@@ -706,10 +757,10 @@ where
         State(api): State<Arc<Self>>,
         Path(ns): Path<String>,
         headers: HeaderMap,
-        body: Bytes,
+        body: Body,
     ) -> Response {
         let answer = async {
-            let (caller, sessions) = api.checked(&headers, &ns, "collect", &body).await?;
+            let (caller, sessions) = api.checked(&headers, &ns, "collect", body).await?;
             let run = api.desk.collect(&ns, sessions, &caller.user).await?;
             let location = format!("/v1/runs/{}", run.id);
             let mut response = (StatusCode::ACCEPTED, axum::Json(run)).into_response();
@@ -757,7 +808,7 @@ where
         State(api): State<Arc<Self>>,
         Path((ns, session)): Path<(String, String)>,
         headers: HeaderMap,
-        body: Bytes,
+        body: Body,
     ) -> Response {
         let answer = async {
             let asked = Asked {
@@ -769,6 +820,7 @@ where
             let caller = api.allowed(&headers, asked).await?;
             namespace(&api.desk, &ns)?;
             session_id("session", &session)?;
+            let body = read(body, api.options.body_limit)?;
             let restoring = restoring(&body, api.options.body_limit)?;
             let Some(account) = &api.restore else {
                 let why = "restore is not offered by this server: serve it with \
@@ -785,6 +837,15 @@ where
                 sessions: vec![session.clone()],
                 bind_wait: Duration::from_secs(restoring.bind_wait_seconds),
             };
+            // One restore of a session at a time: another would find every create racing it.
+            let busy = Problem::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "a restore of session {session} in {ns} is in progress: its result is in \
+                     the audit log"
+                ),
+            );
+            let place = InFlight::take(&api.restoring, &ns, &session).ok_or(busy.retry(10))?;
             let cluster = account.act().await.map_err(|e| {
                 tracing::warn!("restore of {session} refused (503): {e}");
                 let why = format!(
@@ -794,29 +855,56 @@ where
                 Problem::new(StatusCode::SERVICE_UNAVAILABLE, why).retry(5)
             })?;
             let dry_run = restoring.dry_run || api.desk.collector().dry_run();
-            // Its own task: a caller that goes away (or a timeout) does not cut a restore
-            // between two creates; it ends as it would have, and says so in the log.
-            let desk = Arc::clone(&api.desk);
+            // Its own task, holding the session's place until it ends: a caller that goes away
+            // (or a call past its time) does not cut a restore between two creates, and what it
+            // did is in the audit log either way.
+            let (desk, user, restored_as) = (
+                Arc::clone(&api.desk),
+                caller.user.clone(),
+                account.name().to_owned(),
+            );
             let restored = tokio::spawn(async move {
-                desk.collector()
+                let _place = place;
+                let objects = desk
+                    .collector()
                     .restore_as(&cluster, &request, dry_run)
-                    .await
+                    .await?;
+                let time = gc_core::isotime::format_timestamp(crate::clock::now());
+                let lines: Vec<_> = (objects.iter())
+                    .map(|object| crate::sessions::RestoredLine {
+                        time: &time,
+                        namespace: &request.namespace,
+                        decision: "restore",
+                        object,
+                        dry_run,
+                        requested_by: &user,
+                        restored_as: &restored_as,
+                    })
+                    .collect();
+                desk.restored(&lines);
+                let failed = objects.iter().filter(|o| o.failed()).count();
+                tracing::info!(
+                    "restore of session {} in {} asked by {user}{}: {} object(s), {failed} failed",
+                    request.sessions.join(", "),
+                    request.namespace,
+                    if dry_run { " (dry run)" } else { "" },
+                    objects.len(),
+                );
+                Ok::<_, crate::Error>(objects)
             });
             let restored = restored.await.map_err(|e| {
-                Problem::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the restore failed: {e}"),
-                )
+                let why = format!("the restore failed: {e}");
+                Problem::new(StatusCode::INTERNAL_SERVER_ERROR, why)
             })?;
             let objects = restored.map_err(|e| Problem::bad("session", format!("{e:#}")))?;
+            // No archive at all: one line, of no object.
+            if let [only] = objects.as_slice()
+                && only.api_version.is_empty()
+            {
+                let why = format!("session {session} in {ns}: {}", only.result);
+                return Err(Problem::new(StatusCode::NOT_FOUND, why));
+            }
             let failed = objects.iter().filter(|o| o.failed()).count();
-            tracing::info!(
-                caller = %caller.user,
-                "restore of session {session} in {ns} asked by {}{}: {} object(s), {failed} failed",
-                caller.user,
-                if dry_run { " (dry run)" } else { "" },
-                objects.len(),
-            );
             let answer = RestoreAnswer {
                 session,
                 dry_run,

@@ -13,6 +13,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
+/// How many connections are served at once.
+const CONNECTIONS: usize = 512;
+
 /// How long a client may take to finish its handshake.
 const HANDSHAKE: Duration = Duration::from_secs(10);
 
@@ -151,11 +154,13 @@ pub(crate) async fn serve(
 ) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let open = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     let mut stop = std::pin::pin!(stop);
     loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+        // At most [`CONNECTIONS`] at once: the next waits in the listen queue.
+        let (stream, permit) = tokio::select! {
+            accepted = accept(&listener, &open) => match accepted {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!("the request API could not accept a connection: {e}");
                     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -166,6 +171,7 @@ pub(crate) async fn serve(
         };
         let (acceptor, router, watcher) = (acceptor.clone(), router.clone(), graceful.watcher());
         tokio::spawn(async move {
+            let _permit = permit;
             let service = hyper_util::service::TowerToHyperService::new(router);
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(hyper_util::rt::TokioTimer::new())
@@ -190,6 +196,19 @@ pub(crate) async fn serve(
         });
     }
     graceful.shutdown().await;
+}
+
+/// A connection accepted once one of `open`'s places is free, with its place.
+async fn accept(
+    listener: &tokio::net::TcpListener,
+    open: &Arc<tokio::sync::Semaphore>,
+) -> std::io::Result<(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit)> {
+    let permit = Arc::clone(open)
+        .acquire_owned()
+        .await
+        .map_err(std::io::Error::other)?;
+    let (stream, _) = listener.accept().await?;
+    Ok((stream, permit))
 }
 
 #[cfg(test)]

@@ -132,6 +132,11 @@ const CALLS: [Call; 7] = [
         answer: ("200", "RestoreAnswer"),
         refusals: &[
             ("400", "Bad input, the field named"),
+            ("404", "The session has no archive"),
+            (
+                "409",
+                "Another restore of the session is in progress: try again after Retry-After",
+            ),
             ("501", "This server offers no restore (no restore account)"),
         ],
     },

@@ -362,6 +362,25 @@ async fn a_collected_session_is_listed_and_restored_as_the_restore_account() {
         client.world.cluster.created.lock().unwrap().is_empty(),
         "the collector's own account creates nothing"
     );
+    // Each object restored is an audit line naming who asked and as whom.
+    let restored: Vec<String> = (client.world.lines().into_iter())
+        .filter(|l| l.starts_with("restored"))
+        .collect();
+    let by = format!("by {API} as system:serviceaccount:gc:gc-restore");
+    assert_eq!(
+        restored,
+        [
+            format!("restored Session would create {by}"),
+            format!("restored Deployment would create {by}"),
+            format!("restored Session created {by}"),
+            format!("restored Deployment created {by}"),
+        ]
+    );
+    // A session never archived: 404, nothing created.
+    let path = "/v1/namespaces/streamspace/sessions/e/restore";
+    let (status, _, answer) = client.call("POST", path, Some("api"), "").await;
+    assert_eq!(status, 404, "{answer}");
+    assert_eq!(account.cluster.created.lock().unwrap().len(), 4);
 }
 
 /// A restore is refused, creating nothing: without the right (403), when the server offers no
@@ -434,11 +453,20 @@ async fn a_restore_is_refused_without_a_right_an_account_or_good_input() {
     );
     assert!(account.cluster.created.lock().unwrap().is_empty());
 
-    // A call past its time is answered 503.
+    // A call past its time is answered 503; while it works, another restore of the session is
+    // refused 409.
     account.refused.store(false, Ordering::SeqCst);
     account.slow.store(true, Ordering::SeqCst);
     let started = tokio::time::Instant::now();
-    let (status, _, answer) = client.call("POST", RESTORE, Some("api"), "").await;
+    let client = Arc::new(client);
+    let first = tokio::spawn({
+        let client = Arc::clone(&client);
+        async move { client.call("POST", RESTORE, Some("api"), "").await }
+    });
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let (status, retry, answer) = client.call("POST", RESTORE, Some("api"), "").await;
+    assert_eq!((status, retry.as_deref()), (409, Some("10")), "{answer}");
+    let (status, _, answer) = first.await.unwrap();
     assert_eq!(status, 503, "{answer}");
     assert!(
         answer["error"]
