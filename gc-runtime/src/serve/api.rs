@@ -146,6 +146,8 @@ pub struct Api<C, D, S, A, X> {
     restore: Option<Box<dyn RestoreAccount<C>>>,
     /// The sessions (namespace, id) a restore works on now.
     restoring: Places,
+    /// The refusals audited in the current second, and those left out.
+    denials: Mutex<Denials>,
     options: ApiOptions,
     version: String,
     /// Who each token is, by its digest.
@@ -221,6 +223,40 @@ impl From<Refusal> for Problem {
             Refusal::Busy(_) => Self::new(StatusCode::CONFLICT, error).retry(30),
             Refusal::Stopping => Self::new(StatusCode::SERVICE_UNAVAILABLE, error).retry(5),
         }
+    }
+}
+
+/// How many refusals a second are audit lines: past that (a flood of calls without a token, say)
+/// they are counted, and the count said in the log once the second is over.
+const DENIALS_PER_SECOND: u32 = 20;
+
+/// The refusals of the current second.
+struct Denials {
+    since: tokio::time::Instant,
+    audited: u32,
+    left_out: u32,
+}
+
+impl Denials {
+    /// Whether one more refusal is audited now.
+    fn audit(&mut self) -> bool {
+        if self.since.elapsed() >= Duration::from_secs(1) {
+            if self.left_out > 0 {
+                let n = self.left_out;
+                tracing::warn!("{n} more refused call(s) in a second were not audited");
+            }
+            *self = Self {
+                since: tokio::time::Instant::now(),
+                audited: 0,
+                left_out: 0,
+            };
+        }
+        if self.audited < DENIALS_PER_SECOND {
+            self.audited += 1;
+            return true;
+        }
+        self.left_out += 1;
+        false
     }
 }
 
@@ -384,6 +420,11 @@ where
             access,
             restore,
             restoring: Places::default(),
+            denials: Mutex::new(Denials {
+                since: tokio::time::Instant::now(),
+                audited: 0,
+                left_out: 0,
+            }),
             options,
             version: version.to_owned(),
             callers: Mutex::default(),
@@ -445,6 +486,11 @@ where
 
     /// The audit line of a call refused for who asked (`user`, when the token said).
     fn deny(&self, asked: &Asked<'_>, user: Option<&str>, status: StatusCode, why: &str) {
+        let mut denials = self.denials.lock().unwrap_or_else(PoisonError::into_inner);
+        if !denials.audit() {
+            return;
+        }
+        drop(denials);
         let time = gc_core::isotime::format_timestamp(crate::clock::now());
         let call = match asked.subresource {
             "" => format!("{} {}", asked.verb, asked.resource),

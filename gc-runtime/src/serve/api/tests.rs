@@ -238,6 +238,14 @@ async fn callers_without_a_token_or_a_right_change_nothing() {
     assert_eq!(status, 401);
     let lines = client.world.lines();
     assert_eq!(lines[4], "denied 401 get runs in \"\" by None");
+    // A flood of refusals: twenty a second are audited, the rest counted in the log.
+    for _ in 0..30 {
+        client.call("POST", COLLECT, None, body).await;
+    }
+    assert_eq!(client.world.lines().len(), 20, "twenty in this second");
+    tokio::time::advance(std::time::Duration::from_secs(1)).await;
+    client.call("POST", COLLECT, None, body).await;
+    assert_eq!(client.world.lines().len(), 21, "one more in the next");
 }
 
 /// An API server that cannot answer for the caller refuses it (503, try again), and answers
