@@ -404,7 +404,10 @@ type restoring struct {
 // Restore creates the archived objects of session in namespace again (those that do not
 // exist now), each from its verified archive, as gc's restore account; a session whose
 // archives fail verification restores nothing. ErrNotOffered when the server has no restore
-// account.
+// account, ErrNotFound for a session with no archive, ErrBusy while another restore of it
+// runs. The call waits for the restore, up to opts.BindWait for each kept claim: give the client
+// a timeout above that (WithTimeout; 30 seconds by default). A restore cut short by the client
+// still runs to its end on the server, and is in gc's audit log.
 func (c *Client) Restore(ctx context.Context, namespace, session string, opts RestoreOptions) (*Restoration, error) {
 	var out Restoration
 	path := "/v1/namespaces/" + url.PathEscape(namespace) + "/sessions/" + url.PathEscape(session) + "/restore"
