@@ -70,6 +70,30 @@ async fn one_holder_at_a_time_until_released() -> Result {
     Ok(())
 }
 
+/// Who holds a Lease, as `/v1/status` asks: its holder until its renewal plus its duration;
+/// nobody once released, expired, or when there is no Lease.
+#[tokio::test]
+async fn the_holder_is_read_until_it_releases_or_expires() -> Result {
+    let ns = namespace("lease-holder").await?;
+    let lock = admin(&ns);
+    let name = "gc-sessions";
+    assert_eq!(lock.holder(ns.name(), name).await?, None, "no Lease");
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64();
+    assert!(lock.try_acquire(ns.name(), name, "run-a", TTL).await?);
+    let held = lock.holder(ns.name(), name).await?.ok_or("held")?;
+    assert_eq!(held.holder, "run-a");
+    let ends = f64::from(TTL) + before;
+    assert!((held.until - ends).abs() <= 2.0, "{} vs {ends}", held.until);
+    lock.release(ns.name(), name, "run-a").await?;
+    assert_eq!(lock.holder(ns.name(), name).await?, None, "released");
+    assert!(lock.try_acquire(ns.name(), name, "run-b", 1).await?);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(lock.holder(ns.name(), name).await?, None, "expired");
+    Ok(())
+}
+
 #[tokio::test]
 async fn of_two_concurrent_runs_exactly_one_takes_the_lease() -> Result {
     let ns = namespace("lease-race").await?;
