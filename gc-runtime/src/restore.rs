@@ -123,6 +123,12 @@ impl Restored {
     pub fn failed(&self) -> bool {
         self.result.starts_with("failed")
     }
+
+    /// Whether this says the session has no archive at all (no object, nothing restored).
+    #[must_use]
+    pub fn no_archive(&self) -> bool {
+        self.api_version.is_empty() && self.result.starts_with("failed: no archive")
+    }
 }
 
 /// The order objects are created in: claims first (the Deployment's Pods mount them).

@@ -84,7 +84,17 @@ impl World {
 
     /// A live desk over this world, with `options` and the collector's lock as `lock` says.
     pub(crate) fn desk(&self, options: RequestOptions, lock: LockOptions) -> Arc<Desk> {
-        let kept = Arc::new(Kept::default());
+        self.desk_over(Kept::default(), options, lock)
+    }
+
+    /// [`Self::desk`], its store and sink `kept`.
+    pub(crate) fn desk_over(
+        &self,
+        kept: Kept,
+        options: RequestOptions,
+        lock: LockOptions,
+    ) -> Arc<Desk> {
+        let kept = Arc::new(kept);
         let table = SessionTable(Ok(vec!["a", "b", "c"]), Mutex::new(0));
         let parts = (
             self.cluster.clone(),

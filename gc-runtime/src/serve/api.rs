@@ -943,12 +943,15 @@ where
                 Problem::new(StatusCode::INTERNAL_SERVER_ERROR, why)
             })?;
             let objects = restored.map_err(|e| Problem::bad("session", format!("{e:#}")))?;
-            // No archive at all: one line, of no object.
+            // One line of no object: no archive at all (404), or the store could not say (503).
             if let [only] = objects.as_slice()
                 && only.api_version.is_empty()
             {
                 let why = format!("session {session} in {ns}: {}", only.result);
-                return Err(Problem::new(StatusCode::NOT_FOUND, why));
+                if only.no_archive() {
+                    return Err(Problem::new(StatusCode::NOT_FOUND, why));
+                }
+                return Err(Problem::new(StatusCode::SERVICE_UNAVAILABLE, why).retry(5));
             }
             let failed = objects.iter().filter(|o| o.failed()).count();
             let answer = RestoreAnswer {

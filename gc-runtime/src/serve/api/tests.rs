@@ -117,8 +117,13 @@ impl Client {
 
     /// A client of an API that restores (as the account given back) when `restores`.
     fn serving(restores: bool) -> (Self, Arc<Account>) {
+        Self::over(restores, gc_core::testing::Kept::default())
+    }
+
+    /// [`Self::serving`], the store and sink `kept`.
+    fn over(restores: bool, kept: gc_core::testing::Kept) -> (Self, Arc<Account>) {
         let world = World::new();
-        let desk = world.desk(RequestOptions::default(), LockOptions::default());
+        let desk = world.desk_over(kept, RequestOptions::default(), LockOptions::default());
         let reviews = Arc::new(Reviews::default());
         let mut cluster = world.cluster.clone();
         cluster.created = Arc::default();
@@ -484,6 +489,22 @@ async fn a_restore_is_refused_without_a_right_an_account_or_good_input() {
         "{answer}"
     );
     assert_eq!(started.elapsed().as_secs(), 120);
+    assert!(account.cluster.created.lock().unwrap().is_empty());
+
+    // A store that cannot be read: 503 for the restore and the archives, nothing created.
+    let refusing = gc_core::testing::Kept {
+        refuse_receipts: true,
+        ..Default::default()
+    };
+    let (client, account) = Client::over(true, refusing);
+    let (status, retry, answer) = client.call("POST", RESTORE, Some("api"), "").await;
+    assert_eq!((status, retry.as_deref()), (503, Some("5")), "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("database down"),
+        "{answer}"
+    );
+    let (status, _, answer) = client.call("GET", ARCHIVES, Some("api"), "").await;
+    assert_eq!(status, 503, "{answer}");
     assert!(account.cluster.created.lock().unwrap().is_empty());
 
     let client = Client::new();
