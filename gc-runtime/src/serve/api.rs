@@ -595,34 +595,24 @@ fn keep<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V) {
 /// A request's body as read: up to [`ApiOptions::body_limit`] bytes, else why not.
 type Body = Result<Bytes, axum::extract::rejection::BytesRejection>;
 
-/// The body, once the caller is known to be allowed: a body that could not be read (over the
-/// limit, cut short) is bad input.
-fn read(body: Body, limit: usize) -> Result<Bytes, Problem> {
-    body.map_err(|e| {
-        let why = format!("the body could not be read whole (at most {limit} bytes): {e}");
-        Problem::bad("body", why)
-    })
-}
-
-/// A body of at most `limit` bytes that is a JSON object of the fields of `T` (an empty body:
-/// `T`'s defaults), or a `400` saying it should be `shape`.
+/// The body, once the caller is known to be allowed: a JSON object of the fields of `T` (an
+/// empty body: `T`'s defaults), else a `400` saying it should be `shape`. A body that could not
+/// be read whole (over [`ApiOptions::body_limit`], which the router enforces, or cut short) is
+/// bad input too.
 fn json_body<T: serde::de::DeserializeOwned + Default>(
-    body: &Bytes,
+    body: Body,
     limit: usize,
     shape: &str,
 ) -> Result<T, Problem> {
-    if body.len() > limit {
-        let why = format!(
-            "the body is {} bytes, over the limit of {limit}",
-            body.len()
-        );
-        return Err(Problem::bad("body", why));
-    }
+    let body = body.map_err(|e| {
+        let why = format!("the body could not be read whole (at most {limit} bytes): {e}");
+        Problem::bad("body", why)
+    })?;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
     // An object only: serde would take a struct's fields from an array too.
-    let value: serde_json::Value = serde_json::from_slice(body)
+    let value: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| Problem::bad("body", format!("expected {shape}: {e}")))?;
     if !value.is_object() {
         return Err(Problem::bad(
@@ -636,7 +626,7 @@ fn json_body<T: serde::de::DeserializeOwned + Default>(
 
 /// The sessions a body asks for, checked: a JSON object with at most `sessions`, each id a
 /// label value (StreamSpace's session ids are), none twice.
-fn asking(body: &Bytes, limit: usize) -> Result<Requested, Problem> {
+fn asking(body: Body, limit: usize) -> Result<Requested, Problem> {
     let shape = "{\"sessions\": [\"ID\", ...]} (or nothing: every session)";
     let asking: Asking = json_body(body, limit, shape)?;
     let Some(ids) = asking.sessions else {
@@ -667,7 +657,7 @@ fn session_id(field: &str, id: &str) -> Result<(), Problem> {
 }
 
 /// The body of a restore, checked: at most `dryRun` and `bindWaitSeconds` (at most 60).
-fn restoring(body: &Bytes, limit: usize) -> Result<Restoring, Problem> {
+fn restoring(body: Body, limit: usize) -> Result<Restoring, Problem> {
     let shape = "{\"dryRun\": BOOL, \"bindWaitSeconds\": N} (or nothing: a restore, no wait)";
     let restoring: Restoring = json_body(body, limit, shape)?;
     if restoring.bind_wait_seconds > 60 {
@@ -703,15 +693,16 @@ fn session_query(query: Option<&str>) -> Result<String, Problem> {
 }
 
 /// A namespace a request may name: one the collector serves, never a system namespace.
-fn namespace<C, D, S, A>(desk: &Requests<C, D, S, A>, ns: &str) -> Result<(), Problem> {
+fn namespace<'d, C, D, S, A>(
+    desk: &'d Requests<C, D, S, A>,
+    ns: &str,
+) -> Result<&'d gc_core::sessions::SessionConfig, Problem> {
     if gc_core::input::SYSTEM_NAMESPACES.contains(&ns) {
         let why = format!("{ns} is a system namespace: gc never collects there");
         return Err(Problem::bad("namespace", why));
     }
-    if !desk.serves(ns) {
-        return Err(Refusal::UnknownNamespace(ns.to_owned()).into());
-    }
-    Ok(())
+    desk.config(ns)
+        .ok_or_else(|| Refusal::UnknownNamespace(ns.to_owned()).into())
 }
 
 /// The routes' handlers: each checks the caller, then the input, then asks the desk.
@@ -774,8 +765,7 @@ where
         };
         let caller = self.allowed(headers, asked).await?;
         namespace(&self.desk, ns)?;
-        let body = read(body, self.options.body_limit)?;
-        Ok((caller, asking(&body, self.options.body_limit)?))
+        Ok((caller, asking(body, self.options.body_limit)?))
     }
 
     async fn plan(
@@ -864,18 +854,15 @@ where
                 namespace: &ns,
             };
             let caller = api.allowed(&headers, asked).await?;
-            namespace(&api.desk, &ns)?;
+            let cfg = namespace(&api.desk, &ns)?;
             session_id("session", &session)?;
-            let body = read(body, api.options.body_limit)?;
-            let restoring = restoring(&body, api.options.body_limit)?;
+            let restoring = restoring(body, api.options.body_limit)?;
             let Some(account) = &api.restore else {
                 let why = "restore is not offered by this server: serve it with \
                            --api-restore-account NAMESPACE/NAME (the chart: gc.restore.enabled \
                            with api.enabled); nothing was done";
                 return Err(Problem::new(StatusCode::NOT_IMPLEMENTED, why));
             };
-            let cfg =
-                (api.desk.config(&ns)).ok_or_else(|| Refusal::UnknownNamespace(ns.clone()))?;
             let request = crate::restore::RestoreRequest {
                 cluster_id: cfg.cluster_id.clone(),
                 namespace: ns.clone(),
@@ -987,10 +974,8 @@ where
                 namespace: &ns,
             };
             api.allowed(&headers, asked).await?;
-            namespace(&api.desk, &ns)?;
+            let cfg = namespace(&api.desk, &ns)?;
             let session = session_query(query.as_deref())?;
-            let cfg =
-                (api.desk.config(&ns)).ok_or_else(|| Refusal::UnknownNamespace(ns.clone()))?;
             let receipts = api
                 .desk
                 .collector()
