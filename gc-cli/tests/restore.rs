@@ -609,11 +609,7 @@ async fn the_streamspace_reconciler_collects_and_restores_a_session_through_the_
     let token_file = story.archives.path().join("token");
     std::fs::write(&token_file, token)?;
 
-    let free = || {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().to_string()
-    };
-    let (metrics, api) = (free(), free());
+    let (metrics, api) = (common::free_address(), common::free_address());
     let archives = story.archives.path().join("archives");
     let restore_account = format!("{}/gc-restore", ns.name());
     let serve = [

@@ -2038,12 +2038,6 @@ fn call(addr: &str, method: &str, path: &str, token: Option<&str>, body: &str) -
     )
 }
 
-/// A free loopback address.
-fn free_address() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().to_string()
-}
-
 /// The control plane ends a session (its row set `terminated`) and asks gc to collect it:
 /// `serve --api-listen` checks the caller's projected token and right with the API server,
 /// then deletes that session's objects, each archived, and nothing else; a caller without the
@@ -2073,7 +2067,7 @@ async fn a_session_the_control_plane_ends_is_collected_on_its_request() -> Resul
     let stranger = f.ns.service_account_token_for("stranger", &["gc"]).await?;
     let wrong_audience = f.ns.service_account_token("streamspace-api").await?;
 
-    let (metrics, api) = (free_address(), free_address());
+    let (metrics, api) = (common::free_address(), common::free_address());
     let serve = [
         "serve",
         "--listen",

@@ -24,6 +24,13 @@ pub(crate) const COLLECT: &str = "diagnostics.example.com/collect";
 /// The finalizer that pins a Pod while it is archived.
 pub(crate) const PIN: &str = "diagnostics.example.com/collector";
 
+/// A free loopback address (`127.0.0.1:PORT`), for a server a test starts.
+#[allow(dead_code)]
+pub(crate) fn free_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
 /// The `gc-cli` binary, ready for arguments; its embedded store and archive folder in a folder
 /// of this test binary's own (`$GC_STATE_DIR`), unless a test names others.
 pub(crate) fn command() -> Command {
