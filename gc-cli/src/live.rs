@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use clap::builder::TypedValueParser as _;
 use gc_k8s::{Connection, Explicit, SecretString, Source};
 
 use crate::exit::UsageError;
@@ -113,9 +114,17 @@ pub(crate) fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyh
     runtime.block_on(work)
 }
 
-/// How a run takes the one-run-at-a-time lock of its namespace.
+/// How a run takes the one-run-at-a-time lock of its namespace, and how many objects it works
+/// on at once under it.
 #[derive(Debug, Args)]
 pub(crate) struct LockArgs {
+    /// Objects (or Pods) a run works on at once, each still walking its whole fenced protocol
+    /// in order; 1 works one after another (1..=64).
+    #[arg(long, env = "GC_CONCURRENCY", default_value_t = gc_core::pipeline::DEFAULT_CONCURRENCY,
+        value_parser = clap::value_parser!(u16)
+            .range(1..=gc_core::pipeline::MAX_CONCURRENCY as i64)
+            .map(usize::from))]
+    pub(crate) concurrency: usize,
     /// How long to wait for another run on the same namespace to finish (`5m`; a bare number is
     /// seconds).
     #[arg(long = "lock-wait", alias = "lock-wait-seconds", default_value = "5m", value_name = "DURATION",

@@ -14,6 +14,7 @@ mod interactions;
 pub mod isotime;
 pub mod lease;
 pub mod pages;
+pub mod pipeline;
 pub mod pods;
 pub mod ports;
 pub mod pyjson;

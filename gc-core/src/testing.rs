@@ -77,6 +77,7 @@ impl Kept {
             sink: self,
             store: self,
             volumes: self,
+            concurrency: crate::pipeline::DEFAULT_CONCURRENCY,
         }
     }
 }

@@ -58,13 +58,17 @@ pub struct Events {
     /// The first failure, and whether posting stopped because of it.
     first_error: Mutex<Option<ClusterError>>,
     stopped: AtomicBool,
+    /// Events posted at once: a run's objects each have one, so their order per object holds.
+    in_flight: usize,
 }
 
 impl Events {
-    /// The Events of a run when `on` (none for a dry run, which changes nothing).
+    /// The Events of a run when `on` (none for a dry run, which changes nothing), up to
+    /// `in_flight` posted at once.
     #[must_use]
-    pub fn new(on: bool) -> Self {
+    pub fn new(on: bool, in_flight: usize) -> Self {
         Self {
+            in_flight,
             reporter: on.then(|| Reporter::new(CONTROLLER, &instance())),
             posted: AtomicUsize::new(0),
             unposted: AtomicUsize::new(0),
@@ -80,20 +84,27 @@ impl Events {
         namespace: &str,
         results: &[&TargetResult],
     ) {
-        for result in results {
-            if let Some(record) = pod_event(namespace, result) {
-                self.post(cluster, &record).await;
-            }
-        }
+        let records = results.iter().filter_map(|r| pod_event(namespace, r));
+        self.post_all(cluster, records).await;
     }
 
     /// An Event on each session resource deleted, refused or failed.
     pub async fn sessions(&self, cluster: &(impl EventSink + ?Sized), report: &SessionReport) {
-        for record in &report.records {
-            if let Some(record) = session_event(record) {
-                self.post(cluster, &record).await;
-            }
-        }
+        let records = report.records.iter().filter_map(session_event);
+        self.post_all(cluster, records).await;
+    }
+
+    /// Posts `records`, up to `in_flight` at once: the run's end waits for one round trip per
+    /// `in_flight` Events rather than one per Event.
+    async fn post_all(
+        &self,
+        cluster: &(impl EventSink + ?Sized),
+        records: impl Iterator<Item = EventRecord>,
+    ) {
+        gc_core::pipeline::in_order(records, self.in_flight, |record| async move {
+            self.post(cluster, &record).await;
+        })
+        .await;
     }
 
     /// A Warning on the Namespace: the run in it was refused or failed with `error`.
@@ -565,7 +576,7 @@ mod tests {
 
     #[test]
     fn dry_runs_and_no_events_post_nothing() {
-        assert!(Events::new(true).reporter.is_some());
-        assert!(Events::new(false).reporter.is_none());
+        assert!(Events::new(true, 1).reporter.is_some());
+        assert!(Events::new(false, 1).reporter.is_none());
     }
 }

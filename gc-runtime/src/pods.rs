@@ -608,6 +608,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
                     clock: &self.clock,
                     // A lost lock stops the writes at once; a stop only between targets.
                     held: lock.held(),
+                    concurrency: self.settings.concurrency,
                 };
                 self.work(&ports, cfg, targets, metrics).await
             }

@@ -230,6 +230,7 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
                 sink: &self.sink,
                 store: &self.store,
                 volumes: cluster,
+                concurrency: self.settings.concurrency,
             };
             let directory = &self.directory;
             let report = match self.sink.probe(&cfg.cluster_id).await {

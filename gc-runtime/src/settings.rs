@@ -30,6 +30,11 @@ pub struct Settings {
     /// Accepts a `now` in the future for a live run (tests only: a future instant shortens the
     /// grace period and the volumes' window).
     pub allow_future_now: bool,
+    /// Objects (or Pods) a live run works on at once, each walking its whole protocol in order
+    /// ([`gc_core::pipeline`]); 1 works one after another. Default:
+    /// [`gc_core::pipeline::DEFAULT_CONCURRENCY`]; at most
+    /// [`gc_core::pipeline::MAX_CONCURRENCY`].
+    pub concurrency: usize,
 }
 
 impl Settings {
@@ -37,8 +42,13 @@ impl Settings {
     ///
     /// # Errors
     /// [`SettingsError`] when `now` is not an instant to judge at: not in seconds since the
-    /// epoch, or in the future of a live run (unless allowed).
+    /// epoch, or in the future of a live run (unless allowed); or when `concurrency` is 0 or over
+    /// its maximum.
     pub fn check(&self) -> Result<(), SettingsError> {
+        let most = gc_core::pipeline::MAX_CONCURRENCY;
+        if !(1..=most).contains(&self.concurrency) {
+            return Err(SettingsError::Concurrency(self.concurrency));
+        }
         if let Some(now) = self.now {
             if !(1e9..1e11).contains(&now) {
                 return Err(SettingsError::NotSeconds(now));
@@ -52,7 +62,7 @@ impl Settings {
 
     /// The Events of a run with these settings: none unless it is live and posts them.
     pub(crate) fn events_hook(&self) -> crate::events::Events {
-        crate::events::Events::new(self.live && self.events)
+        crate::events::Events::new(self.live && self.events, self.concurrency)
     }
 }
 
@@ -67,6 +77,7 @@ impl Default for Settings {
             progress: None,
             now: None,
             allow_future_now: false,
+            concurrency: gc_core::pipeline::DEFAULT_CONCURRENCY,
         }
     }
 }
@@ -84,6 +95,12 @@ pub enum SettingsError {
         "the instant to judge at ({0}) is in the future: a live run would shorten the grace period"
     )]
     Future(f64),
+    /// `concurrency` is 0 or over [`gc_core::pipeline::MAX_CONCURRENCY`].
+    #[error(
+        "concurrency {0} is not between 1 and {max} (objects in flight at once)",
+        max = gc_core::pipeline::MAX_CONCURRENCY
+    )]
+    Concurrency(usize),
 }
 
 /// Hears how a live plan's listing of Pods goes.

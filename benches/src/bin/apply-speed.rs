@@ -280,6 +280,7 @@ async fn round(
         sink: &timed,
         clock: &timed,
         held: lease.held(&stop),
+        concurrency: gc_core::pipeline::DEFAULT_CONCURRENCY,
     };
     let recovered = apply::recover(&ports, &cfg).await?;
     assert!(recovered.is_empty(), "nothing was pinned");

@@ -188,6 +188,7 @@ fn setup(flags: (&MetricsArgs, &EventArgs, &LockArgs), dry_run: bool) -> anyhow:
         delivery: flags.0.delivery()?,
         cancel: Arc::new(crate::signals::STOP.clone()),
         progress: Some(Arc::new(gc_output::TerminalProgress::new())),
+        concurrency: flags.2.concurrency,
         ..Settings::default()
     })
 }

@@ -146,6 +146,7 @@ fn settings(args: &RunSessions, delivery: Delivery, now: Option<f64>) -> Setting
         cancel: std::sync::Arc::new(crate::signals::STOP.clone()),
         now,
         allow_future_now: true, // checked by `run`, naming the flag
+        concurrency: args.lock.concurrency,
         ..Settings::default()
     }
 }

@@ -408,6 +408,7 @@ impl Script {
             sink: &self.sink,
             clock: &self.clock,
             held: Held::new(&*self.stop, &GO_ON, self.dry_run),
+            concurrency: crate::pipeline::DEFAULT_CONCURRENCY,
         }
     }
     /// `apply` of `targets`, then the next run's `recover`, as one sequence of calls.

@@ -163,6 +163,8 @@ pub struct Ports<'p, C, S, A, K> {
     /// server-side dry run and writes no archive; once the lock is lost (or may be), the engine
     /// writes nothing more; once the run is asked to stop, no new target is started.
     pub held: Held<'p>,
+    /// Targets in flight at once ([`crate::pipeline`]; 1: one after another).
+    pub concurrency: usize,
 }
 
 /// The longest wait, after the release, for the uid to be gone (the flow's fixed `settle`).
@@ -284,8 +286,10 @@ fn skipped(step: Step, reason: impl Into<String>) -> TargetOutcome {
     }
 }
 
-/// Applies `targets` one at a time, each bound to the resourceVersion it was planned at. One
-/// target's failure does not stop the others; a lost run lock ([`Ports::held`]) stops them all.
+/// Applies `targets`, up to [`Ports::concurrency`] at once, each walking its whole protocol in
+/// order and bound to the resourceVersion it was planned at; results in the targets' order. One
+/// target's failure does not stop the others; a lost run lock ([`Ports::held`]) stops them all
+/// before their next write.
 ///
 /// # Guarantees
 /// - A target whose Pod changed since the plan (another resourceVersion) is reported
@@ -301,7 +305,7 @@ pub async fn apply<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
 }
 
 /// [`apply`], asked to stop between targets by [`Held::stopping`] (a process told to stop): the
-/// target in progress is finished, each later one is [`TargetOutcome::NotStarted`]. Unlike a
+/// targets in progress are finished, each later one is [`TargetOutcome::NotStarted`]. Unlike a
 /// lost lock ([`Held::lost`], checked first: it fails what is left), being asked to stop never
 /// interrupts a target and is no failure. `recorded` is an observation ledger kept outside the
 /// store (a file), which records first observations as the store's does ([`first_observed`]).
@@ -312,13 +316,13 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
     recorded: Option<&PreviousLedger>,
 ) -> Vec<TargetResult> {
     let dry_run = ports.held.is_dry_run();
-    let mut results = Vec::with_capacity(targets.len());
     let ledger = ports
         .store
         .load_ledger(&cfg.cluster_id, &cfg.namespace)
         .await;
-    for t in targets {
-        let outcome = match &ledger {
+    let ledger = &ledger;
+    crate::pipeline::in_order(targets, ports.concurrency, |t| async move {
+        let outcome = match ledger {
             _ if ports.held.stopping() && !ports.held.lost() => TargetOutcome::NotStarted {
                 reason: "the run was asked to stop (the next run collects it)".into(),
             },
@@ -341,13 +345,13 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
             .name
             .as_str()
             .map_or_else(|| t.name.to_string(), str::to_owned);
-        results.push(TargetResult {
+        TargetResult {
             name,
             uid: t.uid.clone(),
             outcome,
-        });
-    }
-    results
+        }
+    })
+    .await
 }
 
 /// When retention of `t` may run from, if it has no `finishedAt`: the latest of the plan's first

@@ -107,7 +107,8 @@ impl std::fmt::Display for DeleteResult {
 
 /// Where a live run keeps what it deletes: each object's manifest in the archive sink, its
 /// receipt in the store (no receipt, no delete), and a deleted claim's volume, retained
-/// ([`crate::sessions::volumes`]) unless `retain_volume_days` is 0.
+/// ([`crate::sessions::volumes`]) unless `retain_volume_days` is 0; and how many objects it
+/// works on at once.
 #[derive(Clone, Copy)]
 pub struct Keep<'a> {
     /// The archive sink.
@@ -116,6 +117,8 @@ pub struct Keep<'a> {
     pub store: &'a dyn Store,
     /// The cluster's PersistentVolumes.
     pub volumes: &'a dyn Volumes,
+    /// Objects in flight at once ([`crate::pipeline`]; 1: one after another).
+    pub concurrency: usize,
 }
 
 /// The result of a delete not sent because of `held`: a failure when the run lock was lost
@@ -303,31 +306,38 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         lookups,
     } = plan(cluster, directory, cfg, now).await?;
     let mut records = Vec::with_capacity(plan.judged.len());
-    let mut failures = 0;
-    // Claims first: deleting a Deployment stops the Pods that use its claim, and the controllers
-    // then update the claim (its `Unused` condition), so a claim deleted later would find its
-    // fence changed. A claim deleted first waits, behind its protection finalizer, for its Pods.
-    let mut judged_all = plan.judged;
-    judged_all.sort_by_key(|j| !is_claim(&j.resource));
-    for judged in judged_all {
-        let (result, archive) = match judged.decision {
-            SessionDecision::Delete { .. } => {
-                let r = &judged.resource;
-                let done = delete(cluster, keep, cfg, r, now, dry_run, stop).await;
-                (Some(done.0), done.1)
+    // Claims first, all of them before any other object starts: deleting a Deployment stops
+    // the Pods that use its claim, and the controllers then update the claim (its `Unused`
+    // condition), so a claim deleted later would find its fence changed. A claim deleted first
+    // waits, behind its protection finalizer, for its Pods.
+    let (claims, others): (Vec<_>, Vec<_>) =
+        plan.judged.into_iter().partition(|j| is_claim(&j.resource));
+    for phase in [claims, others] {
+        let done = crate::pipeline::in_order(phase, keep.concurrency, |judged| async move {
+            let (result, archive) = match judged.decision {
+                SessionDecision::Delete { .. } => {
+                    let r = &judged.resource;
+                    let done = delete(cluster, keep, cfg, r, now, dry_run, stop).await;
+                    (Some(done.0), done.1)
+                }
+                _ => (None, None),
+            };
+            AuditRecord {
+                cluster: cfg.cluster_id.clone(),
+                namespace: cfg.namespace.clone(),
+                judged,
+                result,
+                archive,
+                dry_run,
             }
-            _ => (None, None),
-        };
-        failures += usize::from(result.as_ref().is_some_and(DeleteResult::is_failure));
-        records.push(AuditRecord {
-            cluster: cfg.cluster_id.clone(),
-            namespace: cfg.namespace.clone(),
-            judged,
-            result,
-            archive,
-            dry_run,
-        });
+        })
+        .await;
+        records.extend(done);
     }
+    let failures = records
+        .iter()
+        .filter(|r| r.result.as_ref().is_some_and(DeleteResult::is_failure))
+        .count();
     // Every review, also with retention 0: what gc kept earlier is never forgotten.
     let reviewed = review(keep.volumes, cfg, now, stop).await;
     records.extend(reviewed.records);

@@ -35,6 +35,7 @@ fn ports_as<'f>(
         sink: fake,
         clock: fake,
         held: Held::new(&fake.1, stopping, dry_run),
+        concurrency: crate::pipeline::DEFAULT_CONCURRENCY,
     }
 }
 
