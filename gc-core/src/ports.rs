@@ -315,6 +315,22 @@ pub trait ObjectCluster: Send + Sync {
         namespace: &str,
         name: &str,
     ) -> Result<Option<Vec<u8>>, ClusterError>;
+    /// One page of whole `kind` objects in `namespace` matching the label `selector` (a list's
+    /// JSON text, items as the server sends them: a built-in kind's items may lack `apiVersion`
+    /// and `kind`): a run reads the objects it is about to delete this way, many per request.
+    /// Default: not offered ([`ClusterError::NotFound`]), and each object is read by
+    /// [`ObjectCluster::get_object`].
+    async fn list_objects(
+        &self,
+        kind: &crate::sessions::Kind,
+        namespace: &str,
+        selector: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let _ = (kind, namespace, selector, limit, continue_token);
+        Err(ClusterError::NotFound("whole-object lists are not offered".into()))
+    }
     /// Deletes with uid and resourceVersion preconditions and background propagation; with
     /// `dry_run`, server-side dry run.
     async fn delete_object(
@@ -622,6 +638,18 @@ mod shared {
             name: &str,
         ) -> Result<Option<Vec<u8>>, ClusterError> {
             (**self).get_object(kind, namespace, name).await
+        }
+        async fn list_objects(
+            &self,
+            kind: &Kind,
+            namespace: &str,
+            selector: &str,
+            limit: u32,
+            continue_token: Option<&str>,
+        ) -> Result<Page, ClusterError> {
+            let this = &**self;
+            this.list_objects(kind, namespace, selector, limit, continue_token)
+                .await
         }
         async fn delete_object(
             &self,

@@ -252,6 +252,22 @@ pub struct SessionObjects {
     pub raise: Option<Arc<AtomicBool>>,
     /// Each object read whole is answered at this resourceVersion instead (changed since listed).
     pub changed_to: Option<&'static str>,
+    /// Whole-object lists are offered (as the API server does); else each object is read by a
+    /// GET.
+    pub whole_lists: bool,
+    /// The objects read whole by a GET, by name.
+    pub gets: Mutex<Vec<String>>,
+}
+
+impl SessionObjects {
+    /// The object `o` as read whole: at [`SessionObjects::changed_to`] when set.
+    fn read(&self, o: &Value) -> Value {
+        let mut object = o.clone();
+        if let Some(rv) = self.changed_to {
+            object["metadata"]["resourceVersion"] = rv.into();
+        }
+        object
+    }
 }
 
 #[async_trait]
@@ -286,15 +302,43 @@ impl ObjectCluster for SessionObjects {
         _: &str,
         name: &str,
     ) -> Result<Option<Vec<u8>>, ClusterError> {
+        self.gets.lock().unwrap().push(name.to_owned());
         let objects = self.objects.lock().unwrap();
         let found = objects
             .iter()
             .find(|(k, o)| *k == kind.kind && o["metadata"]["name"] == name);
-        let mut found = found.map(|(_, o)| o.clone());
-        if let (Some(object), Some(rv)) = (&mut found, self.changed_to) {
-            object["metadata"]["resourceVersion"] = rv.into();
+        Ok(found.map(|(_, o)| self.read(o).to_string().into_bytes()))
+    }
+    async fn list_objects(
+        &self,
+        kind: &Kind,
+        _: &str,
+        selector: &str,
+        _: u32,
+        _: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        if !self.whole_lists {
+            return Err(ClusterError::NotFound("not offered".into()));
         }
-        Ok(found.map(|o| o.to_string().into_bytes()))
+        let selector = crate::selector::Selector::parse(selector).unwrap();
+        let objects = self.objects.lock().unwrap();
+        let items: Vec<Value> = (objects.iter())
+            .filter(|(k, o)| {
+                *k == kind.kind && selector.matches(&crate::sessions::labels_of(&o["metadata"]))
+            })
+            // Items of a built-in kind's list carry neither.
+            .map(|(_, o)| {
+                let mut item = self.read(o);
+                let fields = item.as_object_mut().unwrap();
+                fields.remove("apiVersion");
+                fields.remove("kind");
+                item
+            })
+            .collect();
+        Ok(Page {
+            text: json!({"items": items}).to_string().into_bytes(),
+            continue_token: None,
+        })
     }
     async fn delete_object(
         &self,
@@ -341,7 +385,13 @@ impl SessionDirectory for SessionTable {
 pub fn session_object(kind: &str, session: &str) -> (String, Value) {
     let meta = json!({"name": format!("{session}-{kind}"), "uid": format!("u-{session}-{kind}"), "resourceVersion": "7",
                       "creationTimestamp": "2026-11-20T00:00:00Z", "labels": {"app": "streamspace-session", "session": session}});
-    (kind.to_owned(), json!({"metadata": meta}))
+    let api_version = match kind {
+        "Deployment" => "apps/v1",
+        "Session" => "stream.space/v1alpha1",
+        _ => "v1",
+    };
+    let object = json!({"apiVersion": api_version, "kind": kind, "metadata": meta});
+    (kind.to_owned(), object)
 }
 
 /// A Deployment and a `Session` of each of the sessions a to e.
@@ -357,5 +407,7 @@ pub fn session_objects(crd_missing: bool) -> SessionObjects {
         crd_missing,
         raise: None,
         changed_to: None,
+        whole_lists: true,
+        gets: Mutex::new(vec![]),
     }
 }

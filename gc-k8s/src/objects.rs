@@ -114,7 +114,8 @@ fn delete_request(
 }
 
 /// # Guarantees
-/// - `get_object` answers the whole object's JSON text untouched, `None` when it does not exist.
+/// - `get_object` answers the whole object's JSON text untouched, `None` when it does not exist;
+///   `list_objects` a whole list's, by the same label selector rules as `list_metadata`.
 /// - `list_metadata` answers the server's JSON text untouched (a `PartialObjectMetadataList`:
 ///   full `metadata`, no `spec` or `status`); a kind the server does not serve (its CRD is not
 ///   installed) is [`ClusterError::NotFound`].
@@ -136,6 +137,24 @@ impl ObjectCluster for KubeCluster {
         let call = Call::list(&kind.plural, namespace);
         let request = list_request(kind, namespace, label_selector, limit, continue_token_in)?;
         page(self.send(request, call).await?)
+    }
+
+    async fn list_objects(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        label_selector: &str,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let params = ListParams {
+            label_selector: selector(label_selector),
+            limit: (limit > 0).then_some(limit),
+            continue_token: continue_token.map(str::to_owned),
+            ..ListParams::default()
+        };
+        let request = built(collection(kind, namespace)?.list(&params))?;
+        page(self.send(request, Call::list(&kind.plural, namespace)).await?)
     }
 
     async fn get_object(

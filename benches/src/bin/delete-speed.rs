@@ -7,7 +7,7 @@
 //! - sessions: SESSIONS sessions in a namespace, each a Deployment, a Service and a `Session`,
 //!   their rows `running`, but a fifth `terminated`: `gc-cli run sessions --dry-run=none` deletes
 //!   the fifth's objects (archived, receipted, fenced, an Event each); the bare deletes list the
-//!   three kinds' metadata by the same selector and send a DELETE with uid and resourceVersion
+//!   three kinds (Services headless: the test bed's service IP range is small)' metadata by the same selector and send a DELETE with uid and resourceVersion
 //!   preconditions for each object of a terminated session. The orphans are created again
 //!   between rounds (not timed);
 //! - Pods: PODS Failed, labelled, ownerless Pods finished three days ago, 50 in each of PODS/50
@@ -16,7 +16,9 @@
 //!   delete, release, gone; an Event each) beside a bare list by the same selectors and a fenced
 //!   DELETE of each.
 //!
-//! Every figure is a median over ROUNDS of the whole wall time, gc's process start included.
+//! `GC_EXTRA` adds flags to each `gc-cli` run (`--no-events`: what the Events cost; `-vv`), and
+//! `GC_STDERR` names a file their stderr is appended to (their log lines, timed). Every
+//! figure is a median over ROUNDS of the whole wall time, gc's process start included.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -60,14 +62,20 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 /// Runs `gc-cli` with `args`; fails with its stderr unless it succeeded.
 fn gc(gc_cli: &Path, args: &[String]) -> Result<Duration> {
+    let extra = std::env::var("GC_EXTRA").unwrap_or_default();
     let started = Instant::now();
     let out = Command::new(gc_cli)
         .args(args)
+        .args(extra.split_whitespace())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .output()?;
     let took = started.elapsed();
+    if let Some(log) = std::env::var_os("GC_STDERR") {
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        std::io::Write::write_all(&mut file, &out.stderr)?;
+    }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         return Err(format!("gc-cli {}: {stderr}", args.join(" ")).into());
@@ -99,7 +107,7 @@ async fn create_sessions(apis: &[Api<DynamicObject>], session: &str, ids: &[Stri
                             "template": {"metadata": {"labels": {"session": id}},
                                          "spec": {"containers": [{"name": "s", "image": "busybox"}]}}}}),
             json!({"apiVersion": "v1", "kind": "Service", "metadata": meta,
-                   "spec": {"ports": [{"port": 3000}]}}),
+                   "spec": {"clusterIP": "None", "ports": [{"port": 3000}]}}),
             json!({"apiVersion": session, "kind": "Session", "metadata": meta,
                    "spec": {"user": "user", "template": "firefox"}}),
         ];

@@ -321,7 +321,10 @@ pub async fn apply_until<C: Cluster, S: Store, A: ArchiveSink, K: Clock>(
         .load_ledger(&cfg.cluster_id, &cfg.namespace)
         .await;
     let ledger = &ledger;
-    crate::pipeline::in_order(targets, ports.concurrency, |t| async move {
+    // Targets by index, not by reference: a future over items that borrow stays `Send` only for
+    // some lifetimes, and an embedder spawns runs.
+    crate::pipeline::in_order(0..targets.len(), ports.concurrency, |i| async move {
+        let t = &targets[i];
         let outcome = match ledger {
             _ if ports.held.stopping() && !ports.held.lost() => TargetOutcome::NotStarted {
                 reason: "the run was asked to stop (the next run collects it)".into(),

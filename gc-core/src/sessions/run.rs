@@ -313,15 +313,22 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
     let (claims, others): (Vec<_>, Vec<_>) =
         plan.judged.into_iter().partition(|j| is_claim(&j.resource));
     for phase in [claims, others] {
-        let done = crate::pipeline::in_order(phase, keep.concurrency, |judged| async move {
-            let (result, archive) = match judged.decision {
-                SessionDecision::Delete { .. } => {
-                    let r = &judged.resource;
-                    let done = delete(cluster, keep, cfg, r, now, dry_run, stop).await;
-                    (Some(done.0), done.1)
-                }
-                _ => (None, None),
-            };
+        // Only the deletes go through the pipeline: its slow start counts objects worked on.
+        let deletes: Vec<usize> = (0..phase.len())
+            .filter(|&i| matches!(phase[i].decision, SessionDecision::Delete { .. }))
+            .collect();
+        let resources: Vec<&Resource> = deletes.iter().map(|&i| &phase[i].resource).collect();
+        let ahead = &read_ahead(cluster, cfg, &resources, keep.concurrency).await;
+        let phase_ref = &phase;
+        let done = crate::pipeline::in_order(deletes.clone(), keep.concurrency, |i| async move {
+            let r = &phase_ref[i].resource;
+            let read = ahead.get(&r.uid).cloned();
+            delete(cluster, keep, cfg, r, read, now, dry_run, stop).await
+        })
+        .await;
+        let mut done: HashMap<usize, _> = deletes.into_iter().zip(done).collect();
+        records.extend(phase.into_iter().enumerate().map(|(i, judged)| {
+            let (result, archive) = done.remove(&i).map_or((None, None), |(r, a)| (Some(r), a));
             AuditRecord {
                 cluster: cfg.cluster_id.clone(),
                 namespace: cfg.namespace.clone(),
@@ -330,9 +337,7 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
                 archive,
                 dry_run,
             }
-        })
-        .await;
-        records.extend(done);
+        }));
     }
     let failures = records
         .iter()
@@ -393,19 +398,91 @@ pub async fn review(
     report
 }
 
+/// Session ids per whole-object list of [`read_ahead`]: a label selector of 100 ids (at most
+/// 63 characters each) keeps a request's URL far under the API server's limits.
+pub const READ_BATCH: usize = 100;
+
+/// The whole objects of `deletes`, by uid, read ahead of their deletes: one list per kind and
+/// [`READ_BATCH`] session ids (the run's selector and `id_label in (...)`), `concurrency` at
+/// once, instead of one GET per object. What this answers is only where an object's reading
+/// starts: [`archive`] still refuses an object whose uid or resourceVersion is not the one
+/// planned, and the delete still carries them as preconditions. An object missing here (a list
+/// that failed or is not offered, an object without a session label, one changed or gone) is
+/// read by its own GET.
+async fn read_ahead<C: ObjectCluster>(
+    cluster: &C,
+    cfg: &SessionConfig,
+    deletes: &[&Resource],
+    concurrency: usize,
+) -> HashMap<String, serde_json::Value> {
+    let wanted: std::collections::HashSet<&str> = deletes.iter().map(|r| r.uid.as_str()).collect();
+    let mut lists = Vec::new();
+    // Kinds by index, not by reference: a future over items that borrow stays `Send` only for
+    // some lifetimes, and an embedder spawns runs.
+    for (k, kind) in cfg.kinds.iter().enumerate() {
+        let mut ids: Vec<&str> = (deletes.iter())
+            .filter(|r| cfg.kind_of(r) == Some(kind))
+            .filter_map(|r| r.session.as_deref())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for batch in ids.chunks(READ_BATCH) {
+            let by_id = format!("{} in ({})", cfg.id_label, batch.join(","));
+            let selector = [cfg.selector.as_str(), &by_id]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(",");
+            lists.push((k, selector));
+        }
+    }
+    let wanted = &wanted;
+    let read = crate::pipeline::in_order(lists, concurrency, |(k, selector)| async move {
+        let (kind, selector) = (&cfg.kinds[k], &selector);
+        crate::pages::collect(
+            |token: Option<String>| async move {
+                cluster
+                    .list_objects(kind, &cfg.namespace, selector, PAGE_SIZE, token.as_deref())
+                    .await
+            },
+            |item| {
+                let Some(uid) = item["metadata"]["uid"].as_str().filter(|u| wanted.contains(u))
+                else {
+                    return Ok(None);
+                };
+                let mut object = item.clone();
+                // A list's items of a built-in kind lack these; a GET's answer has them.
+                if let Some(fields) = object.as_object_mut() {
+                    let api_version = serde_json::Value::from(kind.api_version());
+                    fields.entry("apiVersion").or_insert(api_version);
+                    let kind = serde_json::Value::from(kind.kind.as_str());
+                    fields.entry("kind").or_insert(kind);
+                }
+                Ok(Some((uid.to_owned(), object)))
+            },
+        )
+        .await
+    })
+    .await;
+    read.into_iter().flatten().flatten().collect()
+}
+
 /// Whether `r` is a PersistentVolumeClaim.
 fn is_claim(r: &Resource) -> bool {
     r.kind == "PersistentVolumeClaim" && r.api_version == "v1"
 }
 
-/// Archives one orphan's manifest, then deletes it with the uid and resourceVersion
-/// preconditions of the version archived; returns what came of it and, after a live delete was
-/// sent, where the manifest is. Once a flag of `stop` is set nothing more is written.
+/// Archives one orphan's manifest (`read`: the whole object read ahead, if it was), then
+/// deletes it with the uid and resourceVersion preconditions of the version archived; returns
+/// what came of it and, after a live delete was sent, where the manifest is. Once a flag of
+/// `stop` is set nothing more is written.
+#[allow(clippy::too_many_arguments)]
 async fn delete<C: ObjectCluster>(
     cluster: &C,
     keep: Keep<'_>,
     cfg: &SessionConfig,
     r: &Resource,
+    read: Option<serde_json::Value>,
     now: f64,
     dry_run: bool,
     stop: Held<'_>,
@@ -421,7 +498,7 @@ async fn delete<C: ObjectCluster>(
     if let Some(unsent) = unsent(stop) {
         return (unsent, None);
     }
-    let uri = match archive(cluster, keep, kind, cfg, r, now, dry_run, stop).await {
+    let uri = match archive(cluster, keep, (kind, read), cfg, r, now, dry_run, stop).await {
         Ok(uri) => uri,
         Err(result) => return (result, None),
     };
@@ -444,16 +521,16 @@ async fn delete<C: ObjectCluster>(
     (result, uri)
 }
 
-/// Reads `r` whole and, unless `dry_run`, writes its manifest to the sink, reads it back,
-/// verifies it and records its receipt; returns the archive's URI (`None` in a dry run, which
-/// builds the manifest and writes nothing). `Err` is the result of a delete that must not be
-/// sent: the object changed or is gone (the next run judges it again), or the archive or the
-/// receipt failed.
+/// Reads `r` whole (unless it was `read` ahead) and, unless `dry_run`, writes its manifest to
+/// the sink, reads it back, verifies it and records its receipt; returns the archive's URI
+/// (`None` in a dry run, which builds the manifest and writes nothing). `Err` is the result of
+/// a delete that must not be sent: the object changed or is gone (the next run judges it
+/// again), or the archive or the receipt failed.
 #[allow(clippy::too_many_arguments)]
 async fn archive<C: ObjectCluster>(
     cluster: &C,
     keep: Keep<'_>,
-    kind: &Kind,
+    (kind, read): (&Kind, Option<serde_json::Value>),
     cfg: &SessionConfig,
     r: &Resource,
     now: f64,
@@ -462,13 +539,19 @@ async fn archive<C: ObjectCluster>(
 ) -> Result<Option<String>, DeleteResult> {
     let run_at = &crate::isotime::format_timestamp(now);
     let failed = |why: String| DeleteResult::Failed(format!("not deleted: {why}"));
-    let text = match cluster.get_object(kind, &cfg.namespace, &r.name).await {
-        Ok(Some(text)) => text,
-        Ok(None) => return Err(DeleteResult::Changed),
-        Err(e) => return Err(failed(format!("cannot read it to archive it: {e}"))),
+    // The list the plan was made from has only metadata; the archive needs the whole object.
+    let object = match read {
+        Some(object) => object,
+        None => {
+            let text = match cluster.get_object(kind, &cfg.namespace, &r.name).await {
+                Ok(Some(text)) => text,
+                Ok(None) => return Err(DeleteResult::Changed),
+                Err(e) => return Err(failed(format!("cannot read it to archive it: {e}"))),
+            };
+            serde_json::from_slice(&text)
+                .map_err(|e| failed(format!("the API server's answer is not JSON: {e}")))?
+        }
     };
-    let object: serde_json::Value = serde_json::from_slice(&text)
-        .map_err(|e| failed(format!("the API server's answer is not JSON: {e}")))?;
     if manifest::unchanged(&object, r).is_err() {
         return Err(DeleteResult::Changed);
     }

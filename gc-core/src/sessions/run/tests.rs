@@ -451,6 +451,40 @@ fn an_object_changed_before_its_archive_is_left_alone() {
     assert_eq!(results(&report), [changed.clone(), changed]);
 }
 
+/// The objects to delete are read ahead by lists (a list per kind for many sessions), not by a
+/// GET each; what is archived is what a GET reads, and where the list is not offered each
+/// object is read by its GET, fenced the same way.
+#[test]
+fn objects_are_read_ahead_by_lists_as_a_get_reads_them() {
+    let by_get = || Fake {
+        whole_lists: false,
+        ..fake(false)
+    };
+    let (ahead, read_one_by_one) = (fake(false), by_get());
+    let (kept_ahead, kept_by_get) = (Kept::default(), Kept::default());
+    let report = run_keeping(&ahead, &kept_ahead, false, false, false);
+    let by_get_report = run_keeping(&read_one_by_one, &kept_by_get, false, false, false);
+    assert!(ahead.gets.lock().unwrap().is_empty());
+    assert_eq!(
+        *read_one_by_one.gets.lock().unwrap(),
+        ["e-Deployment", "e-Session"]
+    );
+    assert_eq!(results(&report), ["deleted", "deleted"]);
+    assert_eq!(results(&report), results(&by_get_report));
+    let archives = kept_ahead.archives.lock().unwrap().clone();
+    assert_eq!(archives.len(), 2);
+    assert_eq!(archives, *kept_by_get.archives.lock().unwrap());
+    // Changed after its list: refused as read by its GET.
+    let f = Fake {
+        changed_to: Some("8"),
+        ..by_get()
+    };
+    let report = run_keeping(&f, &Kept::default(), false, false, false);
+    assert!(f.deleted.lock().unwrap().is_empty());
+    let changed = DeleteResult::Changed.to_string();
+    assert_eq!(results(&report), [changed.clone(), changed]);
+}
+
 /// The fake cluster with session e's claim too, bound to the volume `pv-e`.
 fn with_claim() -> Fake {
     let f = fake(false);
