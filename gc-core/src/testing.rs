@@ -78,6 +78,7 @@ impl Kept {
             store: self,
             volumes: self,
             concurrency: crate::pipeline::DEFAULT_CONCURRENCY,
+            acted: None,
         }
     }
 }

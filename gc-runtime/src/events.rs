@@ -10,10 +10,12 @@
 //! how many Events were not posted; a 403 or an unreachable API server stops the posting for the
 //! rest of the run.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
+use futures_util::StreamExt as _;
 use gc_core::pods::apply::{TargetOutcome, TargetResult};
 use gc_core::ports::ClusterError;
 use gc_core::sessions::run::{AuditRecord, DeleteResult, SessionReport, SessionRunError};
@@ -88,10 +90,21 @@ impl Events {
         self.post_all(cluster, records).await;
     }
 
-    /// An Event on each session resource deleted, refused or failed.
-    pub async fn sessions(&self, cluster: &(impl EventSink + ?Sized), report: &SessionReport) {
-        let records = report.records.iter().filter_map(session_event);
-        self.post_all(cluster, records).await;
+    /// An Event on each session resource deleted, refused or failed, but those of `posted`
+    /// (their Events were [`Events::stream`]ed).
+    pub async fn sessions(
+        &self,
+        cluster: &(impl EventSink + ?Sized),
+        report: &SessionReport,
+        posted: &HashSet<String>,
+    ) {
+        // Made before they are posted: a future over a borrowing iterator is not `Send` for
+        // every lifetime, and an embedder spawns runs.
+        let records: Vec<EventRecord> = (report.records.iter())
+            .filter(|r| !posted.contains(&r.judged.resource.uid))
+            .filter_map(session_event)
+            .collect();
+        self.post_all(cluster, records.into_iter()).await;
     }
 
     /// Posts `records`, up to `in_flight` at once: the run's end waits for one round trip per
@@ -105,6 +118,34 @@ impl Events {
             self.post(cluster, &record).await;
         })
         .await;
+    }
+
+    /// Posts the Event of each delete record `records` brings as it comes, up to `in_flight`
+    /// at once, until its senders are gone (the run ended, or stopped: what came is flushed),
+    /// and none once `held` is lost (an Event is a write). Answers the uids whose records came,
+    /// so that the run's end does not post them again.
+    pub async fn stream(
+        &self,
+        cluster: &(impl EventSink + ?Sized),
+        mut records: tokio::sync::mpsc::UnboundedReceiver<AuditRecord>,
+        held: gc_core::lease::Held<'_>,
+    ) -> HashSet<String> {
+        let came = Mutex::new(HashSet::new());
+        let records = futures_util::stream::poll_fn(|cx| records.poll_recv(cx));
+        let came_ref = &came;
+        records
+            .for_each_concurrent(self.in_flight.max(1), |record| async move {
+                let uid = record.judged.resource.uid.clone();
+                came_ref.lock().unwrap_or_else(PoisonError::into_inner).insert(uid);
+                if held.lost() {
+                    return;
+                }
+                if let Some(event) = session_event(&record) {
+                    self.post(cluster, &event).await;
+                }
+            })
+            .await;
+        came.into_inner().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A Warning on the Namespace: the run in it was refused or failed with `error`.

@@ -214,6 +214,8 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
         // lock (a claim deleted, a volume given back its policy is not seen again by any later
         // run).
         let mut done: Option<SessionReport> = None;
+        // The uids whose Events were posted while the run deleted.
+        let mut posted = std::collections::HashSet::new();
         let outcome = async {
             let lock = crate::lock::take_or_stop(
                 cluster,
@@ -226,16 +228,28 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
             .await?;
             // A lost lock fails what is left; a stop leaves it not started.
             let held = lock.held();
-            let keep = Keep {
-                sink: &self.sink,
-                store: &self.store,
-                volumes: cluster,
-                concurrency: self.settings.concurrency,
-            };
+            // Each delete's Event is posted as it ends, beside the deletes still at work.
+            let (sent, records) = tokio::sync::mpsc::unbounded_channel();
             let directory = &self.directory;
             let report = match self.sink.probe(&cfg.cluster_id).await {
                 Ok(()) => {
-                    match collect_sessions::run(cluster, directory, keep, cfg, now, held).await {
+                    let run = async {
+                        // Dropped when the run ends: the Events' stream then posts the rest.
+                        let sent = sent;
+                        let acted = move |record: &AuditRecord| drop(sent.send(record.clone()));
+                        let keep = Keep {
+                            sink: &self.sink,
+                            store: &self.store,
+                            volumes: cluster,
+                            concurrency: self.settings.concurrency,
+                            acted: Some(&acted),
+                        };
+                        collect_sessions::run(cluster, directory, keep, cfg, now, held).await
+                    };
+                    let (report, streamed) =
+                        tokio::join!(run, events.stream(cluster, records, held));
+                    posted = streamed;
+                    match report {
                         Ok(report) => Ok(report),
                         Err(e) => {
                             // Refused before its deletes: the volumes' review needs neither the
@@ -301,7 +315,7 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
                 return Err((None, error));
             }
         };
-        events.sessions(cluster, &report).await;
+        events.sessions(cluster, &report, &posted).await;
         record(metrics, &report);
         if let Err(e) = audit.judged(cfg, &report, &time) {
             return Err((Some(report), e));

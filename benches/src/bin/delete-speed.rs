@@ -279,6 +279,10 @@ async fn sessions(
                 "state",
                 "--terminal-state",
                 "terminated",
+                // The kinds the bare deletes touch (not the claims, nor `Session` of the other
+                // group): the same objects listed by both.
+                "--kinds",
+                "deployment,service,Session",
                 "--grace",
                 "0h",
                 "--max-deletes",

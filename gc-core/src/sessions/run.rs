@@ -119,6 +119,9 @@ pub struct Keep<'a> {
     pub volumes: &'a dyn Volumes,
     /// Objects in flight at once ([`crate::pipeline`]; 1: one after another).
     pub concurrency: usize,
+    /// Hears the record of each delete sent, or refused before it was sent, as soon as it is
+    /// done (a live run posts its Event then, while the others go on).
+    pub acted: Option<&'a (dyn Fn(&AuditRecord) + Sync)>,
 }
 
 /// The result of a delete not sent because of `held`: a failure when the run lock was lost
@@ -320,23 +323,31 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         let resources: Vec<&Resource> = deletes.iter().map(|&i| &phase[i].resource).collect();
         let ahead = &read_ahead(cluster, cfg, &resources, keep.concurrency).await;
         let phase_ref = &phase;
+        let record = |judged, (result, archive)| AuditRecord {
+            cluster: cfg.cluster_id.clone(),
+            namespace: cfg.namespace.clone(),
+            judged,
+            result,
+            archive,
+            dry_run,
+        };
+        let record = &record;
         let done = crate::pipeline::in_order(deletes.clone(), keep.concurrency, |i| async move {
-            let r = &phase_ref[i].resource;
-            let read = ahead.get(&r.uid).cloned();
-            delete(cluster, keep, cfg, r, read, now, dry_run, stop).await
+            let judged = &phase_ref[i];
+            let read = ahead.get(&judged.resource.uid).cloned();
+            let r = &judged.resource;
+            let (result, archive) = delete(cluster, keep, cfg, r, read, now, dry_run, stop).await;
+            let done = record(judged.clone(), (Some(result), archive));
+            if let Some(acted) = keep.acted {
+                acted(&done);
+            }
+            done
         })
         .await;
         let mut done: HashMap<usize, _> = deletes.into_iter().zip(done).collect();
         records.extend(phase.into_iter().enumerate().map(|(i, judged)| {
-            let (result, archive) = done.remove(&i).map_or((None, None), |(r, a)| (Some(r), a));
-            AuditRecord {
-                cluster: cfg.cluster_id.clone(),
-                namespace: cfg.namespace.clone(),
-                judged,
-                result,
-                archive,
-                dry_run,
-            }
+            done.remove(&i)
+                .unwrap_or_else(|| record(judged, (None, None)))
         }));
     }
     let failures = records
