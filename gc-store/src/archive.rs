@@ -8,7 +8,9 @@
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 use gc_core::input::is_dns_label;
@@ -36,6 +38,8 @@ pub fn default_archive_dir() -> PathBuf {
 #[derive(Debug, Clone)]
 pub struct DirectorySink {
     root: PathBuf,
+    /// The folder syncs the writes in flight share.
+    folders: std::sync::Arc<FolderSyncs>,
 }
 
 impl DirectorySink {
@@ -45,7 +49,10 @@ impl DirectorySink {
         let root = std::path::absolute(&root).unwrap_or(root);
         // Rebuilt from its components: no trailing `/` or inner `.`, so URIs have one form.
         let root = root.components().collect();
-        Self { root }
+        Self {
+            root,
+            folders: std::sync::Arc::default(),
+        }
     }
 
     /// The folder archives are written under.
@@ -428,10 +435,10 @@ struct Located {
 impl ArchiveSink for DirectorySink {
     async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
         let located = self.locate(key, gc_core::pods::archive::digest(bytes))?;
-        let root = self.root.clone();
+        let (root, folders) = (self.root.clone(), std::sync::Arc::clone(&self.folders));
         let bytes = bytes.to_vec();
         blocking(move || {
-            write_once(&root, &located, &bytes)?;
+            write_once(&root, &located, &bytes, &folders)?;
             Ok(located.uri)
         })
         .await
@@ -467,7 +474,12 @@ static NEXT_TEMPORARY: AtomicU64 = AtomicU64::new(0);
 /// Writes `bytes` at `at`, never over another file: a synced temporary file is linked to the
 /// archive's name (a link fails when the name exists) and its folder synced. An archive already
 /// there with the same bytes (the same archive written again) is as good as this write.
-fn write_once(root: &Path, at: &Located, bytes: &[u8]) -> Result<(), StoreError> {
+fn write_once(
+    root: &Path,
+    at: &Located,
+    bytes: &[u8],
+    folders: &FolderSyncs,
+) -> Result<(), StoreError> {
     let io_err = |what: &str, path: &Path, e: io::Error| {
         StoreError::Unavailable(format!("cannot {what} {}: {e}", path.display()))
     };
@@ -498,7 +510,42 @@ fn write_once(root: &Path, at: &Located, bytes: &[u8]) -> Result<(), StoreError>
     // Best effort: a leftover temporary file is never read.
     let _ = fs::remove_file(&temporary);
     written?;
-    sync_folder(&at.folder).map_err(|e| io_err("sync folder", &at.folder, e))
+    (folders.sync(&at.folder)).map_err(|e| io_err("sync folder", &at.folder, e))
+}
+
+/// Folder syncs shared by the writes that need them (a group commit): a write whose link is
+/// made takes a ticket and waits for the folder's turn; a sync that started after its ticket
+/// was taken made its link durable too, so it returns without a sync of its own. Writes in
+/// flight together sync their folder once or twice, not once each.
+#[derive(Debug, Default)]
+struct FolderSyncs(Mutex<HashMap<PathBuf, std::sync::Arc<FolderSync>>>);
+
+#[derive(Debug, Default)]
+struct FolderSync {
+    /// Tickets taken: each after its write's link was made.
+    taken: AtomicU64,
+    /// The last ticket a finished sync covers (the folder's turn).
+    synced: Mutex<u64>,
+}
+
+impl FolderSyncs {
+    /// Makes the entries of `folder` made so far durable (on this thread: a blocking one).
+    fn sync(&self, folder: &Path) -> io::Result<()> {
+        let one = {
+            let mut all = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            std::sync::Arc::clone(all.entry(folder.to_owned()).or_default())
+        };
+        let ticket = one.taken.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut synced = one.synced.lock().unwrap_or_else(PoisonError::into_inner);
+        if *synced >= ticket {
+            return Ok(());
+        }
+        // Every ticket up to here was taken after its link: this sync covers them all.
+        let covers = one.taken.load(Ordering::SeqCst);
+        sync_folder(folder)?;
+        *synced = covers;
+        Ok(())
+    }
 }
 
 /// A fresh temporary name in `folder` (`.<stem>.<pid>.<n>.tmp`): unique within a process, and

@@ -19,6 +19,7 @@ mod shown;
 mod sinks;
 
 use std::fmt;
+use std::sync::PoisonError;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -63,6 +64,18 @@ pub struct Store {
     pool: Pool,
     /// The location as it may be shown: a URL's password is replaced by `***`.
     shown: String,
+    /// Receipts waiting for the next group commit ([`Store::put_receipt`]).
+    receipts: std::sync::Arc<GroupCommit>,
+}
+
+/// Receipts recorded together: each `put_receipt` queues its receipt and waits for its turn to
+/// write; the writer whose turn it is commits every receipt queued by then in one transaction
+/// (one disk sync) and tells each its result. A receipt is answered only once the transaction
+/// that holds it committed: no object is deleted before its own receipt is durable.
+#[derive(Default)]
+struct GroupCommit {
+    queue: std::sync::Mutex<Vec<(Receipt, tokio::sync::oneshot::Sender<Result<(), StoreError>>)>>,
+    turn: tokio::sync::Mutex<()>,
 }
 
 #[derive(Clone)]
@@ -104,7 +117,11 @@ pub async fn open(url: &str) -> Result<Store, StoreError> {
         Location::Sqlite(path) => open_sqlite(path, &shown).await?,
         Location::Postgres { url, .. } => open_postgres(url, &shown).await?,
     };
-    Ok(Store { pool, shown })
+    Ok(Store {
+        pool,
+        shown,
+        receipts: std::sync::Arc::default(),
+    })
 }
 
 async fn open_sqlite(path: &std::path::Path, shown: &str) -> Result<Pool, StoreError> {
@@ -376,6 +393,39 @@ const GET_RECEIPT: &str = "SELECT cluster_id, namespace, uid, name, uri, sha256,
      WHERE cluster_id = $1 AND uid = $2";
 
 impl Store {
+    /// Records `receipts` (or replaces them) in one transaction.
+    async fn put_receipts(&self, receipts: &[Receipt]) -> Result<(), StoreError> {
+        with_pool!(self, |pool, sql| {
+            async {
+                let mut tx = pool.begin().await?;
+                for receipt in receipts {
+                    let session = receipt.session.as_ref();
+                    let retained = session.and_then(|s| s.retained.as_ref());
+                    sqlx::query(sql.put_receipt)
+                        .bind(&receipt.cluster_id)
+                        .bind(&receipt.uid)
+                        .bind(&receipt.namespace)
+                        .bind(&receipt.name)
+                        .bind(&receipt.uri)
+                        .bind(&receipt.sha256)
+                        // Checked when it was queued (`receipt_bytes`).
+                        .bind(i64::try_from(receipt.bytes).unwrap_or(i64::MAX))
+                        .bind(receipt.api_version())
+                        .bind(receipt.kind())
+                        .bind(session.and_then(|s| s.session.as_deref()))
+                        .bind(session.map(|s| s.run_at.as_str()))
+                        .bind(retained.map(|r| r.name.as_str()))
+                        .bind(retained.map(|r| r.policy.as_str()))
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await
+            }
+            .await
+        })
+        .map_err(|e| self.err(e))
+    }
+
     /// The store's location as it may be shown (`sqlite:PATH`, or the URL without password).
     pub fn location(&self) -> &str {
         &self.shown
@@ -613,36 +663,34 @@ impl ports::Store for Store {
     }
 
     async fn put_receipt(&self, receipt: &Receipt) -> Result<(), StoreError> {
-        let bytes = i64::try_from(receipt.bytes).map_err(|_| {
-            StoreError::Other(format!(
-                "archive size {} of {} {} is too large to store",
-                receipt.bytes,
+        // Checked before it joins a batch: one receipt's own fault fails no other.
+        receipt_bytes(receipt)?;
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let queued = (receipt.clone(), answer);
+        self.receipts.queue.lock().unwrap_or_else(PoisonError::into_inner).push(queued);
+        {
+            let _turn = self.receipts.turn.lock().await;
+            let batch = std::mem::take(
+                &mut *self.receipts.queue.lock().unwrap_or_else(PoisonError::into_inner),
+            );
+            // Empty when an earlier writer's batch took this receipt.
+            if !batch.is_empty() {
+                let (receipts, answers): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+                let result = self.put_receipts(&receipts).await;
+                for answer in answers {
+                    let _ = answer.send(result.clone());
+                }
+            }
+        }
+        // A writer dropped before its commit ended (its run cancelled) answers nothing: no
+        // receipt is known to be durable, so none is claimed.
+        answered.await.unwrap_or_else(|_| {
+            Err(StoreError::Other(format!(
+                "the receipt of {} {} was not recorded: its batch was cancelled",
                 receipt.kind(),
                 receipt.uid
-            ))
-        })?;
-        let session = receipt.session.as_ref();
-        let retained = session.and_then(|s| s.retained.as_ref());
-        with_pool!(self, |pool, sql| {
-            sqlx::query(sql.put_receipt)
-                .bind(&receipt.cluster_id)
-                .bind(&receipt.uid)
-                .bind(&receipt.namespace)
-                .bind(&receipt.name)
-                .bind(&receipt.uri)
-                .bind(&receipt.sha256)
-                .bind(bytes)
-                .bind(receipt.api_version())
-                .bind(receipt.kind())
-                .bind(session.and_then(|s| s.session.as_deref()))
-                .bind(session.map(|s| s.run_at.as_str()))
-                .bind(retained.map(|r| r.name.as_str()))
-                .bind(retained.map(|r| r.policy.as_str()))
-                .execute(pool)
-                .await
-                .map(drop)
+            )))
         })
-        .map_err(|e| self.err(e))
     }
 
     async fn get_receipt(
@@ -708,4 +756,16 @@ mod tests {
             assert_eq!(percent_decode(bad), None, "{bad}");
         }
     }
+}
+
+/// A receipt's archive size as the store keeps it (a signed 64-bit integer).
+fn receipt_bytes(receipt: &Receipt) -> Result<i64, StoreError> {
+    i64::try_from(receipt.bytes).map_err(|_| {
+        StoreError::Other(format!(
+            "archive size {} of {} {} is too large to store",
+            receipt.bytes,
+            receipt.kind(),
+            receipt.uid
+        ))
+    })
 }

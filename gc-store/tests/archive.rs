@@ -344,3 +344,32 @@ async fn an_archive_is_removed_by_its_uri_and_a_missing_one_is_said_so() {
     assert!(matches!(e, StoreError::Unavailable(_)), "{e}");
     assert!(e.to_string().contains("cannot remove archive"), "{e}");
 }
+
+/// Archives written at once (a run's objects in flight), by clones of one sink sharing their
+/// folder's syncs, each land whole at their own name, and no temporary file is left.
+// The writes run on the blocking pool, at once, whatever the runtime's flavor.
+#[tokio::test]
+async fn archives_written_at_once_each_land_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = sink_in(&dir);
+    let writes: Vec<_> = (0..64)
+        .map(|i| {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                let bytes = format!("{{\"n\": {i}}}").into_bytes();
+                let uri = sink.write(&key("c", "ns", &format!("u{i}")), &bytes).await;
+                (bytes, uri.unwrap())
+            })
+        })
+        .collect();
+    for write in writes {
+        let (bytes, uri) = write.await.unwrap();
+        assert_eq!(sink.read(&uri).await.unwrap(), bytes);
+    }
+    let names = std::fs::read_dir(dir.path().join("archives/c/ns")).unwrap();
+    let names: Vec<String> = names
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 64, "{names:?}");
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}

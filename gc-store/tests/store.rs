@@ -270,6 +270,35 @@ async fn receipts_are_put_got_and_replaced() {
     .await;
 }
 
+/// Receipts put at once (a run's objects in flight) are committed together: each is answered
+/// once it is stored, a receipt refused for its own fault fails no other, and every one is read
+/// back.
+#[tokio::test]
+async fn receipts_put_at_once_are_each_stored_and_answered() {
+    on_each_backend("receipts_at_once", async |b| {
+        let puts: Vec<_> = (0..40_u64)
+            .map(|i| {
+                let store = b.store.clone();
+                let bytes = if i == 17 { u64::MAX } else { i };
+                let r = receipt(&format!("u{i}"), &format!("file:///a/u{i}.json"), bytes);
+                tokio::spawn(async move { (r.clone(), store.put_receipt(&r).await) })
+            })
+            .collect();
+        for put in puts {
+            let (r, answer) = put.await.unwrap();
+            let stored = b.store.get_receipt("primary", &r.uid).await.unwrap();
+            if r.uid == "u17" {
+                assert!(matches!(answer, Err(StoreError::Other(_))), "{answer:?}");
+                assert_eq!(stored, None);
+            } else {
+                answer.unwrap();
+                assert_eq!(stored, Some(r));
+            }
+        }
+    })
+    .await;
+}
+
 /// `archives prune` removes a receipt as it listed it: never one written again since (another
 /// archive, or the same one at a later instant), and a second removal finds nothing.
 #[tokio::test]
