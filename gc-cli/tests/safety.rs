@@ -424,58 +424,70 @@ async fn the_run_lock_is_per_namespace_whatever_the_cluster_id() -> Result {
 #[tokio::test]
 async fn a_rerun_right_after_sigkill_finishes_the_work() -> Result {
     for (round, kill_after) in [1usize, 3, 5].into_iter().enumerate() {
-        let env = Env::new(&format!("crash-{round}")).await?;
-        let mut uids = BTreeMap::new();
-        for i in 0..6 {
-            let p = target(&env.ns, &format!("t-{i}")).await?;
-            uids.insert(p.metadata.name.unwrap(), p.metadata.uid.unwrap());
-        }
-        let args = env.run_args(&[]);
-        let mut child = env
-            .command(&strs(&args))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
-        // Kill once `kill_after` archives were written (or the run ended).
-        let archives = env.archives();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let written = walk(&archives).len();
-            if written >= kill_after || child.try_wait()?.is_some() || Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        child.kill()?;
-        child.wait()?;
-        let started = Instant::now();
-        let out = env.run_pods(&[]);
-        let took = started.elapsed();
-        ok(&out);
-        // Within one lease (30 s) plus the work (six Pods, 2 s settle each), well under the
-        // lock wait.
-        assert!(took < Duration::from_secs(30 + 6 * 3 + 10), "took {took:?}");
-        assert!(env.pinned().await?.is_empty(), "round {round}");
-        assert!(
-            env.pods().await?.is_empty(),
-            "round {round}: {}",
-            text(&out)
-        );
-        let store = gc_store::open(&env.store).await?;
-        for (name, uid) in &uids {
-            let receipt = store
-                .get_receipt("primary", uid)
-                .await?
-                .unwrap_or_else(|| panic!("round {round}: no receipt for {name}"));
-            let path = receipt.uri.strip_prefix("file://").unwrap();
-            let sum: String = Sha256::digest(std::fs::read(path)?)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            assert_eq!(sum, receipt.sha256, "round {round}: {name}");
-        }
-        store.close().await;
+        kill_then_rerun(&format!("crash-{round}"), 6, kill_after, &[]).await?;
     }
+    Ok(())
+}
+
+/// The crash promise with many Pods in flight: a run working on 16 at once, killed with SIGKILL
+/// mid-batch (Pods pinned, archived, receipted, deleted, released in every mix), leaves nothing
+/// its rerun does not finish.
+#[tokio::test]
+async fn a_run_killed_with_many_pods_in_flight_is_finished_by_the_next() -> Result {
+    kill_then_rerun("crash-batch", 40, 12, &["--concurrency", "16"]).await
+}
+
+/// `pods` Pods in a namespace `name`, a live run (with `extra`) killed with SIGKILL once
+/// `kill_after` archives were written, then the same run again at once: see
+/// [`a_rerun_right_after_sigkill_finishes_the_work`].
+async fn kill_then_rerun(name: &str, pods: usize, kill_after: usize, extra: &[&str]) -> Result {
+    let env = Env::new(name).await?;
+    let mut uids = BTreeMap::new();
+    for i in 0..pods {
+        let p = target(&env.ns, &format!("t-{i}")).await?;
+        uids.insert(p.metadata.name.unwrap(), p.metadata.uid.unwrap());
+    }
+    let args = env.run_args(extra);
+    let mut child = env
+        .command(&strs(&args))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    // Kill once `kill_after` archives were written (or the run ended).
+    let archives = env.archives();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let written = walk(&archives).len();
+        if written >= kill_after || child.try_wait()?.is_some() || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill()?;
+    child.wait()?;
+    let started = Instant::now();
+    let out = env.run_pods(extra);
+    let took = started.elapsed();
+    ok(&out);
+    // Within one lease (30 s) plus the work (2 s settle each at most), well under the lock wait.
+    let work = u64::try_from(pods).unwrap() * 3;
+    assert!(took < Duration::from_secs(30 + work + 10), "{name}: took {took:?}");
+    assert!(env.pinned().await?.is_empty(), "{name}");
+    assert!(env.pods().await?.is_empty(), "{name}: {}", text(&out));
+    let store = gc_store::open(&env.store).await?;
+    for (pod, uid) in &uids {
+        let receipt = store
+            .get_receipt("primary", uid)
+            .await?
+            .unwrap_or_else(|| panic!("{name}: no receipt for {pod}"));
+        let path = receipt.uri.strip_prefix("file://").unwrap();
+        let sum: String = Sha256::digest(std::fs::read(path)?)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(sum, receipt.sha256, "{name}: {pod}");
+    }
+    store.close().await;
     Ok(())
 }
 

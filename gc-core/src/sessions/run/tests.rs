@@ -1313,3 +1313,312 @@ fn a_namespaces_own_run_applies_its_window_and_an_unreadable_record_is_said_once
         "Retain"
     );
 }
+
+/// Concurrency: the fake cluster answering each call only after the others had their turn
+/// (a pending poll, as a network would), so objects in flight interleave step by step; a fault
+/// on demand for one object's delete; the most calls it saw at once.
+struct Interleaved {
+    fake: Fake,
+    fail_delete_of: Option<&'static str>,
+    at_once: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
+}
+
+impl Interleaved {
+    /// Sessions s00 to s19, a Deployment and a `Session` each; the table holds s00 to s11, so
+    /// the objects of eight sessions are deleted (16 of 40: under the guard's half).
+    fn new(fail_delete_of: Option<&'static str>) -> (Self, Db) {
+        let f = fake(false);
+        let mut objects = Vec::new();
+        for i in 0..20 {
+            let s = format!("s{i:02}");
+            objects.push(object("Deployment", &s));
+            objects.push(object("Session", &s));
+        }
+        *f.objects.lock().unwrap() = objects;
+        let live: Vec<&'static str> = (0..12)
+            .map(|i| &*Box::leak(format!("s{i:02}").into_boxed_str()))
+            .collect();
+        let this = Self {
+            fake: f,
+            fail_delete_of,
+            at_once: 0.into(),
+            peak: 0.into(),
+        };
+        (this, Db(Ok(live), Mutex::new(0)))
+    }
+
+    /// Answers `answer` after one pending poll, counting the calls waiting meanwhile.
+    async fn later<T>(&self, answer: T) -> T {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.at_once.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        let mut polled = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut polled, true) {
+                std::task::Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+        self.at_once.fetch_sub(1, SeqCst);
+        answer
+    }
+}
+
+#[async_trait]
+impl ObjectCluster for Interleaved {
+    async fn list_metadata(
+        &self,
+        kind: &Kind,
+        ns: &str,
+        selector: &str,
+        limit: u32,
+        token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let answer = self.fake.list_metadata(kind, ns, selector, limit, token).await;
+        self.later(answer).await
+    }
+    async fn get_object(
+        &self,
+        kind: &Kind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        let answer = self.fake.get_object(kind, ns, name).await;
+        self.later(answer).await
+    }
+    async fn list_objects(
+        &self,
+        kind: &Kind,
+        ns: &str,
+        selector: &str,
+        limit: u32,
+        token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let answer = self.fake.list_objects(kind, ns, selector, limit, token).await;
+        self.later(answer).await
+    }
+    async fn delete_object(
+        &self,
+        kind: &Kind,
+        ns: &str,
+        name: &str,
+        pre: &Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
+        // Sent (and recorded) at once; answered later.
+        let answer = if self.fail_delete_of == Some(name) {
+            self.fake.deleted.lock().unwrap().push((name.into(), dry_run));
+            Err(ClusterError::Unavailable("the connection was reset".into()))
+        } else {
+            self.fake.delete_object(kind, ns, name, pre, dry_run).await
+        };
+        self.later(answer).await
+    }
+}
+
+/// The archive sink and the store of `Kept`, each answering after one pending poll (a disk,
+/// a database), so an object in flight can be overtaken between any two of its steps; with a
+/// flag, raised as the receipt of that number is recorded (the lock lost right then).
+struct SlowKept<'a>(&'a Kept, Option<(usize, &'a AtomicBool)>);
+
+/// Ready after one pending poll.
+async fn one_poll_later() {
+    let mut polled = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut polled, true) {
+            std::task::Poll::Ready(())
+        } else {
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+}
+
+#[async_trait]
+impl crate::ports::ArchiveSink for SlowKept<'_> {
+    async fn write(&self, key: &crate::ports::ArchiveKey, b: &[u8]) -> Result<String, StoreError> {
+        let answer = self.0.write(key, b).await;
+        one_poll_later().await;
+        answer
+    }
+    async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError> {
+        let answer = self.0.read(uri).await;
+        one_poll_later().await;
+        answer
+    }
+}
+
+#[async_trait]
+impl Store for SlowKept<'_> {
+    async fn load_ledger(
+        &self,
+        c: &str,
+        ns: &str,
+    ) -> Result<crate::pods::ledger::PreviousLedger, StoreError> {
+        self.0.load_ledger(c, ns).await
+    }
+    async fn save_ledger(
+        &self,
+        c: &str,
+        ns: &str,
+        l: &crate::pods::ledger::Ledger,
+    ) -> Result<(), StoreError> {
+        self.0.save_ledger(c, ns, l).await
+    }
+    async fn put_receipt(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        let answer = self.0.put_receipt(receipt).await;
+        if let Some((at, flag)) = self.1
+            && self.0.receipts.lock().unwrap().len() == at
+        {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        one_poll_later().await;
+        answer
+    }
+    async fn get_receipt(&self, c: &str, uid: &str) -> Result<Option<Receipt>, StoreError> {
+        self.0.get_receipt(c, uid).await
+    }
+}
+
+impl SlowKept<'_> {
+    fn keep(&self) -> Keep<'_> {
+        Keep {
+            sink: self,
+            store: self,
+            ..self.0.keep()
+        }
+    }
+}
+
+/// The sixteen objects of the eight gone sessions, claims first then in the plan's order.
+fn gone_objects() -> Vec<String> {
+    let mut names = Vec::new();
+    for kind in ["Deployment", "Session"] {
+        names.extend((12..20).map(|i| format!("s{i:02}-{kind}")));
+    }
+    names.sort();
+    names
+}
+
+/// Many objects in flight: one object's failed delete fails that object alone; every other is
+/// archived, receipted and deleted, its record in the plan's order as one after another.
+#[test]
+fn a_fault_for_one_object_in_flight_leaves_the_others_done() {
+    let (f, db) = Interleaved::new(Some("s14-Session"));
+    let kept = Kept::default();
+    let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+    let report = block_on(run(
+        &f,
+        &db,
+        SlowKept(&kept, None).keep(),
+        &cfg(),
+        1_795_953_600.0,
+        go_on(&flags, false),
+    ))
+    .unwrap();
+    let peak = f.peak.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(peak > 4, "objects were not in flight together: {peak}");
+    let mut sent: Vec<String> = (f.fake.deleted.lock().unwrap().iter())
+        .map(|(n, _)| n.clone())
+        .collect();
+    sent.sort();
+    assert_eq!(sent, gone_objects());
+    let done: Vec<(String, String)> = (report.records.iter())
+        .filter_map(|r| Some((r.judged.resource.name.clone(), r.result.as_ref()?.to_string())))
+        .collect();
+    let mut in_plan_order = done.clone();
+    in_plan_order.sort_by_key(|(name, _)| {
+        let j = report.records.iter().position(|r| &r.judged.resource.name == name);
+        j.unwrap()
+    });
+    assert_eq!(done, in_plan_order);
+    for (name, result) in &done {
+        if name == "s14-Session" {
+            assert!(result.starts_with("failed: cluster unavailable"), "{result}");
+        } else {
+            assert_eq!(result, "deleted", "{name}");
+        }
+    }
+    assert_eq!(report.failures, 1);
+    // Every object whose delete was sent was archived and receipted first.
+    assert_eq!(kept.receipts.lock().unwrap().len(), 16);
+    assert_eq!(kept.archives.lock().unwrap().len(), 16);
+}
+
+/// Many objects in flight when the lock is lost (as the third receipt is recorded): each halts
+/// before its next write. No delete is sent after the loss, not even the one whose receipt
+/// was just recorded; each object not deleted fails saying so.
+#[test]
+fn a_lost_lock_halts_every_object_in_flight_before_its_next_write() {
+    let (f, db) = Interleaved::new(None);
+    let lost = AtomicBool::new(false);
+    // Every delete is checked against the flag as it is sent.
+    struct Checked<'a>(&'a Interleaved, &'a AtomicBool);
+    #[async_trait]
+    impl ObjectCluster for Checked<'_> {
+        async fn list_metadata(
+            &self,
+            kind: &Kind,
+            ns: &str,
+            selector: &str,
+            limit: u32,
+            token: Option<&str>,
+        ) -> Result<Page, ClusterError> {
+            self.0.list_metadata(kind, ns, selector, limit, token).await
+        }
+        async fn get_object(
+            &self,
+            kind: &Kind,
+            ns: &str,
+            name: &str,
+        ) -> Result<Option<Vec<u8>>, ClusterError> {
+            self.0.get_object(kind, ns, name).await
+        }
+        async fn list_objects(
+            &self,
+            kind: &Kind,
+            ns: &str,
+            selector: &str,
+            limit: u32,
+            token: Option<&str>,
+        ) -> Result<Page, ClusterError> {
+            self.0.list_objects(kind, ns, selector, limit, token).await
+        }
+        async fn delete_object(
+            &self,
+            kind: &Kind,
+            ns: &str,
+            name: &str,
+            pre: &Preconditions,
+            dry_run: bool,
+        ) -> Result<(), ClusterError> {
+            let lost = self.1.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(!lost, "{name}: a delete sent after the loss");
+            self.0.delete_object(kind, ns, name, pre, dry_run).await
+        }
+    }
+    let kept = Kept::default();
+    let stopping = AtomicBool::new(false);
+    let report = block_on(run(
+        &Checked(&f, &lost),
+        &db,
+        SlowKept(&kept, Some((3, &lost))).keep(),
+        &cfg(),
+        1_795_953_600.0,
+        Held::new(&lost, &stopping, false),
+    ))
+    .unwrap();
+    let deleted = f.fake.deleted.lock().unwrap().len();
+    assert!(deleted < 3, "{deleted}");
+    let results = results(&report);
+    assert_eq!(results.iter().filter(|r| *r == "deleted").count(), deleted);
+    let lost_lock = "failed: not deleted: the run lock was lost";
+    let failed = results.iter().filter(|r| *r == lost_lock).count();
+    assert_eq!(failed, 16 - deleted, "{results:?}");
+    assert_eq!(report.failures, failed);
+}
