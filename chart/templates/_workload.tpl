@@ -377,10 +377,11 @@ Called with the collector's values. */}}
 {{- end }}
 {{- end -}}
 
-{{/* Metrics, alert and event flags, shared by both collectors. The Pushgateway only when set,
+{{/* Concurrency, metrics, alert and event flags, shared by both collectors. The Pushgateway only when set,
 and never to `serve`: Prometheus scrapes its Service, and a push as well would bring every gauge
 twice. */}}
 {{- define "gc.sharedArgs" -}}
+- --concurrency={{ .Values.concurrency }}
 - --metrics-prefix={{ .Values.metrics.prefix }}
 {{- if and .Values.metrics.pushgateway (not .Values.serve.enabled) }}
 - --pushgateway={{ .Values.metrics.pushgateway }}
