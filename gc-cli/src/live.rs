@@ -121,6 +121,7 @@ pub(crate) struct LockArgs {
     /// Objects (or Pods) a run works on at once, each still walking its whole fenced protocol
     /// in order; 1 works one after another (1..=64).
     #[arg(long, env = "GC_CONCURRENCY", default_value_t = gc_core::pipeline::DEFAULT_CONCURRENCY,
+        allow_negative_numbers = true,
         value_parser = clap::value_parser!(u16)
             .range(1..=gc_core::pipeline::MAX_CONCURRENCY as i64)
             .map(usize::from))]

@@ -558,3 +558,17 @@ fn durations_read_as_people_write_them() {
         usage_error(&gc_cli(args), says);
     }
 }
+
+/// `--concurrency` takes 1 to 64 objects at once; anything else is a usage error naming the
+/// flag, before anything is read or connected.
+#[test]
+fn concurrency_is_one_to_sixty_four() {
+    for collector in ["pods", "sessions"] {
+        for bad in ["0", "65", "many", "-1"] {
+            let out = gc_cli(&["run", collector, "-n", "x", "--concurrency", bad]);
+            usage_error(&out, "--concurrency <CONCURRENCY>");
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(said.contains(&format!("'{bad}'")), "{said}");
+        }
+    }
+}

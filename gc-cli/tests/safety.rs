@@ -471,7 +471,10 @@ async fn kill_then_rerun(name: &str, pods: usize, kill_after: usize, extra: &[&s
     ok(&out);
     // Within one lease (30 s) plus the work (2 s settle each at most), well under the lock wait.
     let work = u64::try_from(pods).unwrap() * 3;
-    assert!(took < Duration::from_secs(30 + work + 10), "{name}: took {took:?}");
+    assert!(
+        took < Duration::from_secs(30 + work + 10),
+        "{name}: took {took:?}"
+    );
     assert!(env.pinned().await?.is_empty(), "{name}");
     assert!(env.pods().await?.is_empty(), "{name}: {}", text(&out));
     let store = gc_store::open(&env.store).await?;

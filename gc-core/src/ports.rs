@@ -329,7 +329,9 @@ pub trait ObjectCluster: Send + Sync {
         continue_token: Option<&str>,
     ) -> Result<Page, ClusterError> {
         let _ = (kind, namespace, selector, limit, continue_token);
-        Err(ClusterError::NotFound("whole-object lists are not offered".into()))
+        Err(ClusterError::NotFound(
+            "whole-object lists are not offered".into(),
+        ))
     }
     /// Deletes with uid and resourceVersion preconditions and background propagation; with
     /// `dry_run`, server-side dry run.

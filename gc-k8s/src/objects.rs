@@ -154,7 +154,10 @@ impl ObjectCluster for KubeCluster {
             ..ListParams::default()
         };
         let request = built(collection(kind, namespace)?.list(&params))?;
-        page(self.send(request, Call::list(&kind.plural, namespace)).await?)
+        page(
+            self.send(request, Call::list(&kind.plural, namespace))
+                .await?,
+        )
     }
 
     async fn get_object(

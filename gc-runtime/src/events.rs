@@ -136,7 +136,10 @@ impl Events {
         records
             .for_each_concurrent(self.in_flight.max(1), |record| async move {
                 let uid = record.judged.resource.uid.clone();
-                came_ref.lock().unwrap_or_else(PoisonError::into_inner).insert(uid);
+                came_ref
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(uid);
                 if held.lost() {
                     return;
                 }

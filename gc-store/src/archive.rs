@@ -5,10 +5,10 @@
 //! outside the root. URIs are `file://` and the root's absolute path; [`DirectorySink::read`]
 //! takes back only URIs of that form, so a receipt edited to point elsewhere reads nothing.
 
+use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 

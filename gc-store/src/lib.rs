@@ -19,8 +19,8 @@ mod shown;
 mod sinks;
 
 use std::fmt;
-use std::sync::PoisonError;
 use std::path::PathBuf;
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -74,7 +74,12 @@ pub struct Store {
 /// that holds it committed: no object is deleted before its own receipt is durable.
 #[derive(Default)]
 struct GroupCommit {
-    queue: std::sync::Mutex<Vec<(Receipt, tokio::sync::oneshot::Sender<Result<(), StoreError>>)>>,
+    queue: std::sync::Mutex<
+        Vec<(
+            Receipt,
+            tokio::sync::oneshot::Sender<Result<(), StoreError>>,
+        )>,
+    >,
     turn: tokio::sync::Mutex<()>,
 }
 
@@ -667,11 +672,19 @@ impl ports::Store for Store {
         receipt_bytes(receipt)?;
         let (answer, answered) = tokio::sync::oneshot::channel();
         let queued = (receipt.clone(), answer);
-        self.receipts.queue.lock().unwrap_or_else(PoisonError::into_inner).push(queued);
+        self.receipts
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(queued);
         {
             let _turn = self.receipts.turn.lock().await;
             let batch = std::mem::take(
-                &mut *self.receipts.queue.lock().unwrap_or_else(PoisonError::into_inner),
+                &mut *self
+                    .receipts
+                    .queue
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
             );
             // Empty when an earlier writer's batch took this receipt.
             if !batch.is_empty() {

@@ -45,14 +45,13 @@ const COLLECT: &str = "diagnostics.example.com/collect";
 const FILL: usize = 16;
 
 fn arg(i: usize, default: &str) -> String {
-    std::env::args().nth(i).unwrap_or_else(|| default.to_owned())
+    std::env::args()
+        .nth(i)
+        .unwrap_or_else(|| default.to_owned())
 }
 
 fn numbers(text: &str) -> Result<Vec<usize>> {
-    Ok(text
-        .split(',')
-        .map(str::parse)
-        .collect::<Result<_, _>>()?)
+    Ok(text.split(',').map(str::parse).collect::<Result<_, _>>()?)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -73,7 +72,10 @@ fn gc(gc_cli: &Path, args: &[String]) -> Result<Duration> {
         .output()?;
     let took = started.elapsed();
     if let Some(log) = std::env::var_os("GC_STDERR") {
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?;
         std::io::Write::write_all(&mut file, &out.stderr)?;
     }
     if !out.status.success() {
@@ -176,7 +178,9 @@ async fn bare(
 async fn remaining(apis: &[Api<DynamicObject>], ids: &HashSet<String>) -> Result<usize> {
     let mut n = 0;
     for api in apis {
-        let list = api.list_metadata(&ListParams::default().labels(SELECTOR)).await?;
+        let list = api
+            .list_metadata(&ListParams::default().labels(SELECTOR))
+            .await?;
         n += list
             .items
             .iter()
@@ -228,7 +232,9 @@ async fn sessions(
 ) -> Result<Vec<Figures>> {
     let ns = bed.namespace(&format!("speed-sessions-{count}")).await?;
     let apis = kinds(&ns, session);
-    let ids: Vec<String> = (0..count).map(|i| format!("user-firefox-{i:08x}")).collect();
+    let ids: Vec<String> = (0..count)
+        .map(|i| format!("user-firefox-{i:08x}"))
+        .collect();
     let started = Instant::now();
     create_sessions(&apis, &session.api_version, &ids).await?;
     eprintln!("{count} sessions created in {:.0?}", started.elapsed());
@@ -303,9 +309,8 @@ async fn sessions(
                 return Err(format!("gc left {left} objects of orphaned sessions").into());
             }
             create_sessions(&apis, &session.api_version, &orphans).await?;
-            let pick = |o: &DynamicObject| {
-                session_of(&o.metadata).is_some_and(|s| orphan_set.contains(s))
-            };
+            let pick =
+                |o: &DynamicObject| session_of(&o.metadata).is_some_and(|s| orphan_set.contains(s));
             let started = Instant::now();
             let deleted = bare(&apis, SELECTOR, "", &pick, concurrency).await?;
             f.bare.push(started.elapsed());
@@ -356,7 +361,8 @@ async fn pods(
     for i in 0..count.div_ceil(PER) {
         let ns = bed.namespace(&format!("speed-pods-{i}")).await?;
         let patch = Patch::Merge(json!({"metadata": {"labels": {key: value}}}));
-        all.patch(ns.name(), &PatchParams::default(), &patch).await?;
+        all.patch(ns.name(), &PatchParams::default(), &patch)
+            .await?;
         keep.push(ns);
     }
     let names: Vec<String> = keep.iter().map(|n| n.name().to_owned()).collect();
@@ -411,8 +417,14 @@ async fn pods(
             create_pods(bed, &names, PER).await?;
             let started = Instant::now();
             let fields = "status.phase=Failed";
-            let deleted = bare(&apis, &format!("{COLLECT}=true"), fields, &|_| true, concurrency)
-                .await?;
+            let deleted = bare(
+                &apis,
+                &format!("{COLLECT}=true"),
+                fields,
+                &|_| true,
+                concurrency,
+            )
+            .await?;
             f.bare.push(started.elapsed());
             if deleted != f.deletes {
                 return Err(format!("bare deleted {deleted} of {}", f.deletes).into());
@@ -438,11 +450,25 @@ async fn main() -> Result {
         .await?
         .ok_or("set GC_TEST_DATABASE_URL (scripts/postgres.sh)")?;
     let dir = tempfile::tempdir()?;
-    println!("| run | concurrency | deletes | gc (median) | bare fenced deletes (median) | ratio | gc per delete |");
+    println!(
+        "| run | concurrency | deletes | gc (median) | bare fenced deletes (median) | ratio | gc per delete |"
+    );
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut all = Vec::new();
     for &count in &session_counts {
-        all.extend(sessions(bed, &session, &db, &gc_cli, dir.path(), count, rounds, &concurrencies).await?);
+        all.extend(
+            sessions(
+                bed,
+                &session,
+                &db,
+                &gc_cli,
+                dir.path(),
+                count,
+                rounds,
+                &concurrencies,
+            )
+            .await?,
+        );
     }
     if pod_count > 0 {
         all.extend(pods(bed, &gc_cli, dir.path(), pod_count, rounds, &concurrencies).await?);

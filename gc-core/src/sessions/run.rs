@@ -457,7 +457,9 @@ async fn read_ahead<C: ObjectCluster>(
                     .await
             },
             |item| {
-                let Some(uid) = item["metadata"]["uid"].as_str().filter(|u| wanted.contains(u))
+                let Some(uid) = item["metadata"]["uid"]
+                    .as_str()
+                    .filter(|u| wanted.contains(u))
                 else {
                     return Ok(None);
                 };

@@ -323,6 +323,28 @@ fn the_instant_to_judge_at_is_checked() {
     assert_eq!(Settings::default().check(), Ok(()));
 }
 
+/// Objects at once: 1 to 64; none, or more, is refused saying what it counts.
+#[test]
+fn the_concurrency_is_checked() {
+    let with = |concurrency| Settings {
+        concurrency,
+        ..Settings::default()
+    };
+    for refused in [0, 65, usize::MAX] {
+        let error = with(refused).check().unwrap_err();
+        assert_eq!(error, SettingsError::Concurrency(refused));
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("concurrency {refused} is not between 1 and 64")),
+            "{error}"
+        );
+    }
+    for fine in [1, 8, 64] {
+        assert_eq!(with(fine).check(), Ok(()));
+    }
+}
+
 /// A plan judges what a run would, and takes no Lease, writes nothing and posts nothing, even
 /// in a live collector; a guard's refusal is no plan.
 #[tokio::test(start_paused = true)]

@@ -1378,7 +1378,10 @@ impl ObjectCluster for Interleaved {
         limit: u32,
         token: Option<&str>,
     ) -> Result<Page, ClusterError> {
-        let answer = self.fake.list_metadata(kind, ns, selector, limit, token).await;
+        let answer = self
+            .fake
+            .list_metadata(kind, ns, selector, limit, token)
+            .await;
         self.later(answer).await
     }
     async fn get_object(
@@ -1398,7 +1401,10 @@ impl ObjectCluster for Interleaved {
         limit: u32,
         token: Option<&str>,
     ) -> Result<Page, ClusterError> {
-        let answer = self.fake.list_objects(kind, ns, selector, limit, token).await;
+        let answer = self
+            .fake
+            .list_objects(kind, ns, selector, limit, token)
+            .await;
         self.later(answer).await
     }
     async fn delete_object(
@@ -1411,7 +1417,11 @@ impl ObjectCluster for Interleaved {
     ) -> Result<(), ClusterError> {
         // Sent (and recorded) at once; answered later.
         let answer = if self.fail_delete_of == Some(name) {
-            self.fake.deleted.lock().unwrap().push((name.into(), dry_run));
+            self.fake
+                .deleted
+                .lock()
+                .unwrap()
+                .push((name.into(), dry_run));
             Err(ClusterError::Unavailable("the connection was reset".into()))
         } else {
             self.fake.delete_object(kind, ns, name, pre, dry_run).await
@@ -1529,17 +1539,28 @@ fn a_fault_for_one_object_in_flight_leaves_the_others_done() {
     sent.sort();
     assert_eq!(sent, gone_objects());
     let done: Vec<(String, String)> = (report.records.iter())
-        .filter_map(|r| Some((r.judged.resource.name.clone(), r.result.as_ref()?.to_string())))
+        .filter_map(|r| {
+            Some((
+                r.judged.resource.name.clone(),
+                r.result.as_ref()?.to_string(),
+            ))
+        })
         .collect();
     let mut in_plan_order = done.clone();
     in_plan_order.sort_by_key(|(name, _)| {
-        let j = report.records.iter().position(|r| &r.judged.resource.name == name);
+        let j = report
+            .records
+            .iter()
+            .position(|r| &r.judged.resource.name == name);
         j.unwrap()
     });
     assert_eq!(done, in_plan_order);
     for (name, result) in &done {
         if name == "s14-Session" {
-            assert!(result.starts_with("failed: cluster unavailable"), "{result}");
+            assert!(
+                result.starts_with("failed: cluster unavailable"),
+                "{result}"
+            );
         } else {
             assert_eq!(result, "deleted", "{name}");
         }
