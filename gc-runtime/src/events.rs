@@ -86,8 +86,12 @@ impl Events {
         namespace: &str,
         results: &[&TargetResult],
     ) {
-        let records = results.iter().filter_map(|r| pod_event(namespace, r));
-        self.post_all(cluster, records).await;
+        // Made before they are posted, as for sessions: `Send` for every lifetime.
+        let records: Vec<EventRecord> = results
+            .iter()
+            .filter_map(|r| pod_event(namespace, r))
+            .collect();
+        self.post_all(cluster, records.into_iter()).await;
     }
 
     /// An Event on each session resource deleted, refused or failed, but those of `posted`
@@ -112,7 +116,7 @@ impl Events {
     async fn post_all(
         &self,
         cluster: &(impl EventSink + ?Sized),
-        records: impl Iterator<Item = EventRecord>,
+        records: std::vec::IntoIter<EventRecord>,
     ) {
         gc_core::pipeline::in_order(records, self.in_flight, |record| async move {
             self.post(cluster, &record).await;

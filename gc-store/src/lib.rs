@@ -68,18 +68,17 @@ pub struct Store {
     receipts: std::sync::Arc<GroupCommit>,
 }
 
+/// Where a queued receipt's result goes.
+type Answer = tokio::sync::oneshot::Sender<Result<(), StoreError>>;
+
 /// Receipts recorded together: each `put_receipt` queues its receipt and waits for its turn to
 /// write; the writer whose turn it is commits every receipt queued by then in one transaction
 /// (one disk sync) and tells each its result. A receipt is answered only once the transaction
 /// that holds it committed: no object is deleted before its own receipt is durable.
 #[derive(Default)]
 struct GroupCommit {
-    queue: std::sync::Mutex<
-        Vec<(
-            Receipt,
-            tokio::sync::oneshot::Sender<Result<(), StoreError>>,
-        )>,
-    >,
+    /// Each receipt waiting, and where its result goes.
+    queue: std::sync::Mutex<Vec<(Receipt, Answer)>>,
     turn: tokio::sync::Mutex<()>,
 }
 
@@ -744,6 +743,18 @@ impl ports::SessionReceipts for Store {
     }
 }
 
+/// A receipt's archive size as the store keeps it (a signed 64-bit integer).
+fn receipt_bytes(receipt: &Receipt) -> Result<i64, StoreError> {
+    i64::try_from(receipt.bytes).map_err(|_| {
+        StoreError::Other(format!(
+            "archive size {} of {} {} is too large to store",
+            receipt.bytes,
+            receipt.kind(),
+            receipt.uid
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -769,16 +780,4 @@ mod tests {
             assert_eq!(percent_decode(bad), None, "{bad}");
         }
     }
-}
-
-/// A receipt's archive size as the store keeps it (a signed 64-bit integer).
-fn receipt_bytes(receipt: &Receipt) -> Result<i64, StoreError> {
-    i64::try_from(receipt.bytes).map_err(|_| {
-        StoreError::Other(format!(
-            "archive size {} of {} {} is too large to store",
-            receipt.bytes,
-            receipt.kind(),
-            receipt.uid
-        ))
-    })
 }
