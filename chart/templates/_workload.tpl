@@ -270,6 +270,9 @@ full name cut to keep it within a CronJob's 52 characters. Called as gc.podTempl
 {{- range .Values.gc.terminalStates }}
 - --terminal-state={{ . }}
 {{- end }}
+{{- range .Values.gc.liveStates }}
+- --live-state={{ . }}
+{{- end }}
 - --table={{ .Values.database.table }}
 - --id-column={{ .Values.database.idColumn }}
 - --state-column={{ .Values.database.stateColumn }}

@@ -103,11 +103,7 @@ pub fn reason(d: &SessionDecision) -> String {
         SessionDecision::Held { reason, until } if until.is_finite() => {
             format!("{reason}; held until {}", rfc3339(*until))
         }
-        SessionDecision::Kept { reason }
-        | SessionDecision::Held { reason, .. }
-        | SessionDecision::Delete { reason }
-        | SessionDecision::Deferred { reason }
-        | SessionDecision::Skipped { reason, .. } => reason.clone(),
+        other => other.reason().to_owned(),
     }
 }
 
@@ -137,7 +133,7 @@ fn write_table(
 ) -> std::io::Result<()> {
     let mut judged: Vec<_> = planned.plan.judged.iter().collect();
     judged.sort_by_key(|j| rank(&j.decision));
-    let mut counts = [0usize; 5];
+    let mut counts: gc_runtime::sessions::Ranked = [0; 6];
     let mut rows = Vec::new();
     for j in judged {
         let r = rank(&j.decision);
@@ -198,7 +194,11 @@ fn write_table(
         counts[0],
         counts[1],
         counts[2],
-        counts[4],
+        format!(
+            "{}{}",
+            counts[4],
+            gc_runtime::sessions::unrequested_words(&counts)
+        ),
         planned.plan.scanned,
         cfg.namespace,
         rfc3339(now),
@@ -431,6 +431,7 @@ mod tests {
                 scanned: 2,
                 orphans: 2,
                 spared: 0,
+                unknown_states: Default::default(),
             },
             missing_kinds: Vec::new(),
             lookups: 1,

@@ -322,6 +322,7 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
         }
         let line = summary(&report, cfg, dry_run);
         tracing::info!("{line}");
+        report_unknown_states(&cfg.namespace, &report.unknown_states);
         if let Some(note) = &report.volumes_note {
             tracing::warn!("{note}");
         }
@@ -645,8 +646,9 @@ pub fn report_missing<'a>(missing: impl IntoIterator<Item = &'a String>, kinds: 
     }
 }
 
-/// Decisions in the order a table lists them; kept resources are only counted. Protected and
-/// excluded resources rank with the skipped ones (the table names them apart).
+/// Decisions in the order a table lists them; kept resources and the orphans a request did not
+/// ask for (ranks 4 and up) are only counted. Protected and excluded resources rank with the
+/// skipped ones (the table names them apart).
 #[must_use]
 pub fn rank(d: &SessionDecision) -> usize {
     match d {
@@ -655,7 +657,36 @@ pub fn rank(d: &SessionDecision) -> usize {
         SessionDecision::Held { .. } => 2,
         SessionDecision::Skipped { .. } => 3,
         SessionDecision::Kept { .. } => 4,
+        SessionDecision::Unrequested { .. } => 5,
     }
+}
+
+/// How many of each decision, by [`rank`].
+pub type Ranked = [usize; 6];
+
+/// `, N not requested` when a request left orphans of other sessions (none: nothing).
+#[must_use]
+pub fn unrequested_words(counts: &Ranked) -> String {
+    match counts[5] {
+        0 => String::new(),
+        n => format!(", {n} not requested"),
+    }
+}
+
+/// Says, once, which rows are in a state the settings call neither live nor gone (their
+/// resources are kept): a state the application added is noticed, not silently kept.
+pub fn report_unknown_states(namespace: &str, states: &std::collections::BTreeMap<String, usize>) {
+    if states.is_empty() {
+        return;
+    }
+    let sessions: usize = states.values().sum();
+    let listed: Vec<String> = states.iter().map(|(s, n)| format!("{s} ({n})")).collect();
+    tracing::warn!(
+        "{sessions} session(s) in namespace {namespace} have a state that is neither live nor \
+         gone: {}; their resources are kept. Name each state as live or terminal (chart values \
+         gc.liveStates, gc.terminalStates)",
+        listed.join(", ")
+    );
 }
 
 /// `n database round trip(s)`.
@@ -691,7 +722,7 @@ fn record(metrics: &RunMetrics, report: &SessionReport) {
                 c.orphaned += 1;
                 c.deferred += 1;
             }
-            D::Delete { .. } => c.orphaned += 1,
+            D::Delete { .. } | D::Unrequested { .. } => c.orphaned += 1,
             D::Kept { .. } | D::Skipped { .. } => {}
         }
         match &r.result {
@@ -852,7 +883,7 @@ impl Counted {
 
 /// The run in one line: counts by decision and by result.
 fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String {
-    let mut counts = [0usize; 5];
+    let mut counts: Ranked = [0; 6];
     let (mut done, mut changed, mut protected, mut excluded) = (0, 0, 0, 0);
     for r in &report.records {
         counts[rank(&r.judged.decision)] += 1;
@@ -883,7 +914,7 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
     };
     format!(
         "sessions in namespace {} of cluster {}: {} scanned, {done} {verb}, {changed} changed \
-         since listed, {} failed, {} deferred, {} held, {skipped}, {} kept; {}",
+         since listed, {} failed, {} deferred, {} held, {skipped}, {} kept{}; {}",
         cfg.namespace,
         cfg.cluster_id,
         report.records.len(),
@@ -891,6 +922,7 @@ fn summary(report: &SessionReport, cfg: &SessionConfig, dry_run: bool) -> String
         counts[1],
         counts[2],
         counts[4],
+        unrequested_words(&counts),
         round_trips(report.lookups)
     )
 }
@@ -941,6 +973,7 @@ mod tests {
             ],
             missing_kinds: Vec::new(),
             lookups: 1,
+            unknown_states: Default::default(),
             failures: 1,
             volumes_unlisted: None,
             volumes_note: None,
@@ -977,6 +1010,7 @@ mod tests {
             ],
             missing_kinds: Vec::new(),
             lookups: 1,
+            unknown_states: Default::default(),
             failures: 0,
             volumes_unlisted: None,
             volumes_note: None,

@@ -56,6 +56,11 @@ pub(crate) struct SessionArgs {
     /// `Deleted` needs `--terminal-state Deleted`. Default: only a missing row makes an orphan.
     #[arg(long = "terminal-state", value_name = "STATE")]
     terminal_states: Vec<String>,
+    /// A database state known to be live (repeatable). With any given, a row in a state that is
+    /// neither live nor a --terminal-state is kept and reported once per run, so that a state
+    /// the application added is noticed. Default: every state that is not terminal is live.
+    #[arg(long = "live-state", value_name = "STATE")]
+    live_states: Vec<String>,
     /// At most this many deletes per run (1..=10000); the rest wait for the next run.
     #[arg(
         long,
@@ -180,13 +185,31 @@ impl SessionArgs {
                 return Err(UsageError::new(message).into());
             }
         }
-        if self.terminal_states.iter().any(String::is_empty) {
-            return Err(UsageError::new("invalid --terminal-state \"\": must not be empty").into());
+        for (flag, states) in [
+            ("--terminal-state", &self.terminal_states),
+            ("--live-state", &self.live_states),
+        ] {
+            if states.iter().any(String::is_empty) {
+                return Err(
+                    UsageError::new(format!("invalid {flag} \"\": must not be empty")).into(),
+                );
+            }
+            if !states.is_empty() && self.database.state_column.is_empty() {
+                return Err(UsageError::new(format!(
+                    "{flag} needs a --state-column to read the state from"
+                ))
+                .into());
+            }
         }
-        if !self.terminal_states.is_empty() && self.database.state_column.is_empty() {
-            return Err(UsageError::new(
-                "--terminal-state needs a --state-column to read the state from",
-            )
+        if let Some(both) = self
+            .live_states
+            .iter()
+            .find(|s| self.terminal_states.contains(s))
+        {
+            return Err(UsageError::new(format!(
+                "invalid --live-state {both:?}: it is also a --terminal-state; a state is live or \
+                 gone, not both"
+            ))
             .into());
         }
         let inputs = SessionInputs {
@@ -197,6 +220,7 @@ impl SessionArgs {
             kinds,
             grace_hours: self.grace_hours,
             terminal_states: self.terminal_states.clone(),
+            live_states: self.live_states.clone(),
             max_deletes: self.max_deletes,
             guard_ratio: self.guard_ratio,
             guard_floor: self.guard_floor,

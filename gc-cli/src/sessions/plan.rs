@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use gc_output::sessions::{plans_json, write_plans};
-use gc_runtime::sessions::{SessionCollector, report_missing};
+use gc_runtime::sessions::{SessionCollector, report_missing, report_unknown_states};
 
 use crate::files::write_file;
 use crate::live;
@@ -53,6 +53,9 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
     if let Some((cfg, _)) = plans.first() {
         let missing = plans.iter().flat_map(|(_, p)| &p.missing_kinds);
         report_missing(missing, &cfg.kinds);
+    }
+    for (cfg, planned) in &plans {
+        report_unknown_states(&cfg.namespace, &planned.plan.unknown_states);
     }
     let mut out = std::io::stdout().lock();
     write_plans(&mut out, &plans, now, several, args.output.form)

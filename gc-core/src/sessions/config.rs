@@ -125,6 +125,13 @@ pub struct SessionConfig {
     pub grace_hours: u32,
     /// Database states that count as gone (empty: only a missing row is an orphan).
     pub terminal_states: Vec<String>,
+    /// Database states known to be live (kept, said nothing of). A row in a state that is neither
+    /// live nor terminal is kept too, and the plan counts it in
+    /// [`SessionPlan::unknown_states`](crate::sessions::SessionPlan::unknown_states), so that a
+    /// state the application added is noticed. Empty: every state that is not terminal is live,
+    /// and nothing is counted.
+    #[serde(default)]
+    pub live_states: Vec<String>,
     /// At most this many deletes per run.
     pub max_deletes: usize,
     /// The guard refuses a run whose orphans exceed this share of the resources scanned...
@@ -183,6 +190,9 @@ pub struct SessionInputs {
     /// See [`SessionConfig`].
     pub terminal_states: Vec<String>,
     /// See [`SessionConfig`].
+    #[serde(default)]
+    pub live_states: Vec<String>,
+    /// See [`SessionConfig`].
     pub max_deletes: i64,
     /// See [`SessionConfig`].
     pub guard_ratio: f64,
@@ -211,6 +221,7 @@ impl Default for SessionInputs {
             kinds: Kind::streamspace(),
             grace_hours: 24,
             terminal_states: Vec::new(),
+            live_states: Vec::new(),
             max_deletes: 100,
             guard_ratio: 0.5,
             guard_floor: 10,
@@ -263,11 +274,23 @@ impl SessionInputs {
                 return bad("kinds", named, "a kind is given twice");
             }
         }
-        if self.terminal_states.iter().any(String::is_empty) {
+        for (input, states) in [
+            ("terminal_states", &self.terminal_states),
+            ("live_states", &self.live_states),
+        ] {
+            if states.iter().any(String::is_empty) {
+                return bad(input, String::new(), "a state must not be empty");
+            }
+        }
+        if let Some(both) = self
+            .live_states
+            .iter()
+            .find(|s| self.terminal_states.contains(s))
+        {
             return bad(
-                "terminal_states",
-                String::new(),
-                "a state must not be empty",
+                "live_states",
+                both.clone(),
+                "a state cannot be both live and terminal",
             );
         }
         if !(0..=24 * 365).contains(&self.grace_hours) {
@@ -322,6 +345,7 @@ impl SessionInputs {
             kinds: self.kinds.clone(),
             grace_hours: u32::try_from(self.grace_hours).unwrap_or(0),
             terminal_states: self.terminal_states.clone(),
+            live_states: self.live_states.clone(),
             max_deletes: usize::try_from(self.max_deletes).unwrap_or(0),
             guard_ratio: self.guard_ratio,
             guard_floor: usize::try_from(self.guard_floor).unwrap_or(0),

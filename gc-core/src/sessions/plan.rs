@@ -24,7 +24,7 @@
 //! Like the Pod planner, this is pure: resources and the database's answers come in, decisions
 //! with reasons go out.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize, Serializer};
 use thiserror::Error;
@@ -70,7 +70,8 @@ pub enum Row {
 }
 
 /// The decision for one resource. In JSON and audit lines it is `"decision"` (`kept`, `held`,
-/// `delete`, `deferred`, `skipped`, and for spared resources `protected` or `excluded`) with its
+/// `delete`, `deferred`, `unrequested`, `skipped`, and for spared resources `protected` or
+/// `excluded`) with its
 /// `"reason"` (and `"until"` when held).
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionDecision {
@@ -96,6 +97,12 @@ pub enum SessionDecision {
         /// Why.
         reason: String,
     },
+    /// An orphan of a session a requested collection did not ask for: left for a scheduled run
+    /// (or a request that names it).
+    Unrequested {
+        /// Why.
+        reason: String,
+    },
     /// Not judged: being deleted, no usable session id, or spared by the protect label or the
     /// exclude selector (`spared` says which).
     Skipped {
@@ -115,10 +122,23 @@ impl SessionDecision {
             Self::Held { .. } => "held",
             Self::Delete { .. } => "delete",
             Self::Deferred { .. } => "deferred",
+            Self::Unrequested { .. } => "unrequested",
             Self::Skipped {
                 spared: Some(s), ..
             } => s.as_str(),
             Self::Skipped { .. } => "skipped",
+        }
+    }
+
+    /// Why: the decision's reason, in words.
+    pub fn reason(&self) -> &str {
+        match self {
+            Self::Kept { reason }
+            | Self::Held { reason, .. }
+            | Self::Delete { reason }
+            | Self::Deferred { reason }
+            | Self::Unrequested { reason }
+            | Self::Skipped { reason, .. } => reason,
         }
     }
 
@@ -149,6 +169,9 @@ enum Wire<'a> {
         reason: &'a str,
     },
     Deferred {
+        reason: &'a str,
+    },
+    Unrequested {
         reason: &'a str,
     },
     Skipped {
@@ -183,6 +206,7 @@ impl Serialize for SessionDecision {
             },
             Self::Delete { reason } => Wire::Delete { reason },
             Self::Deferred { reason } => Wire::Deferred { reason },
+            Self::Unrequested { reason } => Wire::Unrequested { reason },
             Self::Skipped {
                 reason,
                 spared: None,
@@ -227,6 +251,10 @@ pub struct SessionPlan {
     /// Resources spared by the protect label or the exclude selector (scanned, but their ids
     /// weighed by neither side of the guard, like every other skipped resource's).
     pub spared: usize,
+    /// Rows in a state that is neither live nor terminal (when live states are configured):
+    /// each such state with the number of distinct session ids in it. Their resources are kept;
+    /// a state the application added shows here instead of passing unseen.
+    pub unknown_states: BTreeMap<String, usize>,
 }
 
 impl SessionPlan {
@@ -368,19 +396,31 @@ pub fn plan_labelled(
     // Distinct ids of the resources judged against the database, and those of them that look
     // gone: what the guard weighs.
     let (mut judged_ids, mut orphaned_ids) = (BTreeSet::new(), BTreeSet::new());
+    // Ids whose row is in a state neither live nor terminal, by state.
+    let mut unknown: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let skipped = |reason: String| SessionDecision::Skipped {
         reason,
         spared: None,
     };
     for (i, r) in resources.iter().enumerate() {
-        let spares = labels.get(i).and_then(|l| cfg.spared(l));
+        let labelled = labels.get(i).and_then(|l| cfg.spared(l));
+        let shared = shared_claim(r);
+        let spares = labelled.or(shared.then_some(Spared::Protected));
         spared += usize::from(spares.is_some());
         let decision = match r.session.as_deref() {
-            _ if spares == Some(Spared::Protected) => SessionDecision::Skipped {
+            _ if labelled == Some(Spared::Protected) => SessionDecision::Skipped {
                 reason: format!("carries the protect label {}", cfg.protect_label),
                 spared: spares,
             },
-            _ if spares == Some(Spared::Excluded) => SessionDecision::Skipped {
+            _ if shared => SessionDecision::Skipped {
+                reason: format!(
+                    "a claim not named after its session ({0} or {0}-...): a claim shared across \
+                     sessions, as StreamSpace's per-user home-USER, is never collected",
+                    r.session.as_deref().unwrap_or_default()
+                ),
+                spared: spares,
+            },
+            _ if labelled == Some(Spared::Excluded) => SessionDecision::Skipped {
                 reason: format!(
                     "matches the exclude selector {}",
                     cfg.exclude_selector
@@ -402,16 +442,23 @@ pub fn plan_labelled(
                     if asked(id) {
                         orphan(r, &why, grace, now, &mut due, cfg.max_deletes)
                     } else {
-                        skipped(format!("{why}; not requested"))
+                        unrequested(&why)
                     }
                 }
                 Some(Row::Present { state }) => {
                     judged_ids.insert(id);
+                    let state = state.as_deref();
+                    let strange = state.filter(|s| {
+                        !cfg.live_states.is_empty() && !cfg.live_states.iter().any(|l| l == s)
+                    });
+                    if let Some(s) = strange {
+                        unknown.entry(s).or_default().insert(id);
+                    }
+                    let requested = cfg.request.as_ref().is_some_and(|r| {
+                        matches!(r.sessions, super::requests::Requested::Ids(_)) && asked(id)
+                    });
                     SessionDecision::Kept {
-                        reason: format!(
-                            "session {id} exists ({})",
-                            state.as_deref().unwrap_or("no state")
-                        ),
+                        reason: kept(id, state, strange.is_some(), requested, cfg),
                     }
                 }
                 Some(Row::Missing) => {
@@ -422,7 +469,7 @@ pub fn plan_labelled(
                     if asked(id) {
                         orphan(r, &why, grace, now, &mut due, cfg.max_deletes)
                     } else {
-                        skipped(format!("{why}; not requested"))
+                        unrequested(&why)
                     }
                 }
             },
@@ -468,12 +515,71 @@ pub fn plan_labelled(
             orphans,
         });
     }
+    let unknown_states = unknown
+        .into_iter()
+        .map(|(state, ids)| (state.to_owned(), ids.len()))
+        .collect();
     Ok(SessionPlan {
         judged,
         scanned,
         orphans,
         spared,
+        unknown_states,
     })
+}
+
+/// Whether `r` is a claim whose name is not its session's (`ID`, or `ID-` and more, as
+/// StreamSpace's `ID-home`): a claim shared across sessions, as StreamSpace v1's per-user
+/// `home-USER`, which outlives every session that mounts it. Its labels prove nothing (anyone
+/// may write them): only its name, which nobody can change, says whose it is.
+fn shared_claim(r: &Resource) -> bool {
+    let own = |id: &str| {
+        r.name == id
+            || r.name
+                .strip_prefix(id)
+                .is_some_and(|rest| rest.starts_with('-'))
+    };
+    r.kind == "PersistentVolumeClaim"
+        && r.api_version == "v1"
+        && r.session
+            .as_deref()
+            .is_some_and(|id| !id.is_empty() && !own(id))
+}
+
+fn unrequested(why: &str) -> SessionDecision {
+    SessionDecision::Unrequested {
+        reason: format!("{why}; not requested: left for a scheduled run"),
+    }
+}
+
+/// Why a session whose row is there is kept: its state, and, for a state the settings do not
+/// know or a session a caller asked for, which states would count as gone.
+fn kept(
+    id: &str,
+    state: Option<&str>,
+    strange: bool,
+    requested: bool,
+    cfg: &SessionConfig,
+) -> String {
+    let gone = if cfg.terminal_states.is_empty() {
+        "only a missing row counts as gone".to_owned()
+    } else {
+        format!(
+            "the states that count as gone are {} (or no row)",
+            cfg.terminal_states.join(", ")
+        )
+    };
+    match state {
+        Some(s) if strange => format!(
+            "session {id} is {s}, a state neither live ({}) nor gone: kept; {gone}",
+            cfg.live_states.join(", ")
+        ),
+        Some(s) if requested => format!("session {id} is {s}, not gone: kept; {gone}"),
+        None if requested => {
+            format!("session {id} has a row with no state, not gone: kept; {gone}")
+        }
+        _ => format!("session {id} exists ({})", state.unwrap_or("no state")),
+    }
 }
 
 fn orphan(

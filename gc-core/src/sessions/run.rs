@@ -170,6 +170,8 @@ pub struct SessionReport {
     pub missing_kinds: Vec<String>,
     /// Database round trips made.
     pub lookups: usize,
+    /// Rows in a state neither live nor terminal, by state ([`SessionPlan::unknown_states`]).
+    pub unknown_states: std::collections::BTreeMap<String, usize>,
     /// Deletes that failed (not counting fences that held), and volumes that could not be given
     /// back their policy.
     pub failures: usize,
@@ -308,14 +310,20 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         missing_kinds,
         lookups,
     } = plan(cluster, directory, cfg, now).await?;
+    let unknown_states = plan.unknown_states;
     let mut records = Vec::with_capacity(plan.judged.len());
     // Claims first, all of them before any other object starts: deleting a Deployment stops
     // the Pods that use its claim, and the controllers then update the claim (its `Unused`
     // condition), so a claim deleted later would find its fence changed. A claim deleted first
-    // waits, behind its protection finalizer, for its Pods.
-    let (claims, others): (Vec<_>, Vec<_>) =
-        plan.judged.into_iter().partition(|j| is_claim(&j.resource));
-    for phase in [claims, others] {
+    // waits, behind its protection finalizer, for its Pods. `Session` objects last: StreamSpace
+    // v1's controller owns a session's Deployment and Service by its `Session`, and deletes
+    // propagate in the background, so a `Session` deleted before them would let Kubernetes'
+    // garbage collector delete them unarchived.
+    let mut phases: [Vec<Judged>; 3] = Default::default();
+    for j in plan.judged {
+        phases[phase_of(&j.resource)].push(j);
+    }
+    for phase in phases {
         // Only the deletes go through the pipeline: its slow start counts objects worked on.
         let deletes: Vec<usize> = (0..phase.len())
             .filter(|&i| matches!(phase[i].decision, SessionDecision::Delete { .. }))
@@ -361,6 +369,7 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         records,
         missing_kinds,
         lookups,
+        unknown_states,
         failures: failures + reviewed.failures,
         volumes_unlisted: reviewed.volumes_unlisted,
         volumes_note: reviewed.volumes_note,
@@ -483,6 +492,16 @@ async fn read_ahead<C: ObjectCluster>(
 /// Whether `r` is a PersistentVolumeClaim.
 fn is_claim(r: &Resource) -> bool {
     r.kind == "PersistentVolumeClaim" && r.api_version == "v1"
+}
+
+/// Which of a run's three phases deletes `r`: claims, then every other kind, then the `Session`
+/// objects (of either group) that may own them.
+fn phase_of(r: &Resource) -> usize {
+    match r.kind.as_str() {
+        _ if is_claim(r) => 0,
+        "Session" => 2,
+        _ => 1,
+    }
 }
 
 /// Archives one orphan's manifest (`read`: the whole object read ahead, if it was), then

@@ -953,7 +953,8 @@ fn bad_settings_are_named() {
 }
 
 /// A requested collection deletes only the sessions asked for, with the requests' grace; every
-/// other orphan is `skipped` as not requested and does not use the cap; the guard still weighs
+/// other orphan is `unrequested` (never `skipped`, which says it was not judged) and does not use
+/// the cap; the guard still weighs
 /// the whole namespace, so a request cannot pass a guard a scheduled run would trip.
 #[test]
 fn a_request_only_narrows() {
@@ -1010,14 +1011,17 @@ fn a_request_only_narrows() {
         [
             ("a-Deployment".into(), "delete"),
             ("a-Service".into(), "held"),
-            ("b-Deployment".into(), "skipped"),
+            ("b-Deployment".into(), "unrequested"),
             ("live-Deployment".into(), "kept"),
         ]
     );
-    let SessionDecision::Skipped { reason, .. } = &plan.judged[2].decision else {
+    let SessionDecision::Unrequested { reason } = &plan.judged[2].decision else {
         unreachable!()
     };
-    assert_eq!(reason, "session b is deleted; not requested");
+    assert_eq!(
+        reason,
+        "session b is deleted; not requested: left for a scheduled run"
+    );
     let SessionDecision::Held { until, .. } = &plan.judged[1].decision else {
         unreachable!()
     };
@@ -1037,7 +1041,7 @@ fn a_request_only_narrows() {
     });
     let plan = plan_sessions(&resources, &db, &capped, NOW).unwrap();
     let names: Vec<_> = decisions(&plan).into_iter().map(|(_, d)| d).collect();
-    assert_eq!(names, ["skipped", "skipped", "delete", "kept"]);
+    assert_eq!(names, ["unrequested", "unrequested", "delete", "kept"]);
     // The guard weighs the namespace: two of three sessions gone trips a ratio of 0.5 with a
     // floor of 1, however few the request names.
     let guarded = asking(only_a(), |i| {
@@ -1052,4 +1056,139 @@ fn a_request_only_narrows() {
             ..
         })
     ));
+}
+
+/// A session a caller asked for whose row is not terminal is kept, and the reason says the state
+/// found and the states that would count as gone; a scheduled run keeps its short reason.
+#[test]
+fn a_requested_live_session_says_its_state_and_the_states_that_count() {
+    use crate::sessions::requests::{Narrowed, Requested};
+    let old = "2026-11-27T12:00:00Z";
+    let resources = vec![
+        res("Deployment", Some("live"), old),
+        res("Deployment", Some("other"), old),
+        res("Deployment", Some("stateless"), old),
+    ];
+    let running = || Row::Present {
+        state: Some("running".into()),
+    };
+    let db = rows(&[
+        ("live", running()),
+        ("other", running()),
+        ("stateless", Row::Present { state: None }),
+    ]);
+    let reasons = |terminal: Vec<String>, request: bool| {
+        let mut c = cfg(|i| i.terminal_states = terminal);
+        if request {
+            c.request = Some(Narrowed {
+                sessions: Requested::Ids(["live".to_owned(), "stateless".to_owned()].into()),
+                grace_seconds: 0,
+                requested_by: ["caller".to_owned()].into(),
+            });
+        }
+        let plan = plan_sessions(&resources, &db, &c, NOW).unwrap();
+        plan.judged
+            .iter()
+            .map(|j| gc_reason(&j.decision))
+            .collect::<Vec<_>>()
+    };
+    let states = || vec!["terminated".to_owned(), "failed".to_owned()];
+    assert_eq!(
+        reasons(states(), true),
+        [
+            "session live is running, not gone: kept; the states that count as gone are \
+             terminated, failed (or no row)",
+            "session other exists (running)",
+            "session stateless has a row with no state, not gone: kept; the states that count \
+             as gone are terminated, failed (or no row)",
+        ]
+    );
+    assert_eq!(
+        reasons(Vec::new(), true)[0],
+        "session live is running, not gone: kept; only a missing row counts as gone"
+    );
+    assert_eq!(
+        reasons(states(), false),
+        [
+            "session live exists (running)",
+            "session other exists (running)",
+            "session stateless exists (no state)",
+        ]
+    );
+}
+
+fn gc_reason(d: &SessionDecision) -> String {
+    assert_eq!(d.name(), "kept", "{d:?}");
+    d.reason().to_owned()
+}
+
+/// With live states set, a row in any other state that is not terminal is kept and counted by
+/// state (distinct ids, once each however many resources carry them); without live states,
+/// nothing is counted.
+#[test]
+fn states_neither_live_nor_terminal_are_kept_and_counted() {
+    let old = "2026-11-27T12:00:00Z";
+    let resources = vec![
+        res("Deployment", Some("a"), old),
+        res("Service", Some("a"), old),
+        res("Deployment", Some("b"), old),
+        res("Deployment", Some("c"), old),
+        res("Deployment", Some("d"), old),
+        res("Deployment", Some("e"), old),
+    ];
+    let state = |s: &str| Row::Present {
+        state: Some(s.into()),
+    };
+    let db = rows(&[
+        ("a", state("archived")),
+        ("b", state("archived")),
+        ("c", state("paused")),
+        ("d", state("running")),
+        ("e", state("terminated")),
+    ]);
+    let known = cfg(|i| {
+        i.terminal_states = vec!["terminated".into()];
+        i.live_states = vec!["running".into()];
+        i.guard_ratio = 1.0;
+    });
+    let plan = plan_sessions(&resources, &db, &known, NOW).unwrap();
+    assert_eq!(
+        plan.unknown_states,
+        BTreeMap::from([("archived".to_owned(), 2), ("paused".to_owned(), 1)])
+    );
+    let names: Vec<_> = decisions(&plan).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(names, ["kept", "kept", "kept", "kept", "kept", "delete"]);
+    assert_eq!(
+        gc_reason(&plan.judged[3].decision),
+        "session c is paused, a state neither live (running) nor gone: kept; the states that \
+         count as gone are terminated (or no row)"
+    );
+    assert_eq!(
+        gc_reason(&plan.judged[4].decision),
+        "session d exists (running)"
+    );
+    let unset = cfg(|i| {
+        i.terminal_states = vec!["terminated".into()];
+        i.guard_ratio = 1.0;
+    });
+    let plan = plan_sessions(&resources, &db, &unset, NOW).unwrap();
+    assert!(plan.unknown_states.is_empty());
+}
+
+#[test]
+fn a_state_is_live_or_terminal_not_both() {
+    let mut i = SessionInputs {
+        terminal_states: vec!["failed".into()],
+        live_states: vec!["running".into(), "failed".into()],
+        ..Default::default()
+    };
+    let Err(InputError::Invalid { input, value, .. }) = i.validate() else {
+        panic!("accepted")
+    };
+    assert_eq!((input, value.as_str()), ("live_states", "failed"));
+    i.live_states = vec![String::new()];
+    let Err(InputError::Invalid { input, .. }) = i.validate() else {
+        panic!("accepted")
+    };
+    assert_eq!(input, "live_states");
 }

@@ -715,13 +715,7 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
             .records
             .iter()
             .find(|r| r.judged.resource.name == name);
-        match &r.unwrap().judged.decision {
-            SessionDecision::Kept { reason }
-            | SessionDecision::Held { reason, .. }
-            | SessionDecision::Delete { reason }
-            | SessionDecision::Deferred { reason }
-            | SessionDecision::Skipped { reason, .. } => reason.clone(),
-        }
+        r.unwrap().judged.decision.reason().to_owned()
     };
     let restored_reason = reason("restored");
     assert!(
