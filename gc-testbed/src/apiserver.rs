@@ -133,6 +133,18 @@ impl TestBed {
             dns_label(prefix, 50),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
+        self.namespace_exact(&name).await
+    }
+
+    /// Creates the namespace `name` as given, for a test that runs a page's commands as written
+    /// (`-n streamspace`): one test of a test binary may take a name, as each binary has its own
+    /// API server.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Kube`] when the API server refuses the namespace (it exists already).
+    pub async fn namespace_exact(&'static self, name: &str) -> Result<TestNamespace> {
+        let name = name.to_owned();
         let client = self.client();
         let namespace = Namespace {
             metadata: ObjectMeta {

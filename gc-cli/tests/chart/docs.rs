@@ -627,13 +627,38 @@ async fn notes_say_what_the_first_scheduled_run_does() -> Result {
     Ok(())
 }
 
-/// The same of `docs/streamspace.md` (`streamspace.rs` runs it).
-#[test]
-fn the_streamspace_page_names_rendered_objects() {
-    let page = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/streamspace.md"
-    ))
-    .unwrap();
-    check_commands(&page);
+/// NOTES say which states count as gone and which as live (StreamSpace's, by default), and, with
+/// the request API on, its URL and the ClusterRoles a caller's account is bound to.
+#[tokio::test]
+async fn notes_name_the_states_and_the_request_api() -> Result {
+    let bed = TestBed::shared().await?;
+    let default = notes(bed, &[]);
+    for said in [
+        "has no row in sessions at gc-postgresql or a row whose state is terminated, failed, deleted",
+        "Live states: pending, starting, running, hibernating, hibernated, waking, terminating; a \
+         row in any other state is kept",
+    ] {
+        assert!(default.contains(said), "{said}: {default}");
+    }
+    assert!(!default.contains("Request API"), "{default}");
+    let api = [
+        "serve.enabled=true",
+        "api.enabled=true",
+        "api.tlsSecret=gc-api-tls",
+    ];
+    let without_restore = notes(bed, &api);
+    for said in [
+        "Request API (api.enabled): https://gc-sessions.streamspace.svc:9443 (Service \
+         gc-sessions, port api), TLS from Secret gc-api-tls",
+        "bind ClusterRole gc-streamspace-api-caller to it with a RoleBinding in streamspace",
+        "Restores through the API are off",
+    ] {
+        assert!(without_restore.contains(said), "{said}: {without_restore}");
+    }
+    let with_restore = notes(bed, &[&api[..], &["gc.restore.enabled=true"]].concat());
+    assert!(
+        with_restore.contains("bind ClusterRole gc-streamspace-api-restorer the same way"),
+        "{with_restore}"
+    );
+    Ok(())
 }

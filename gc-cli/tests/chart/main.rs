@@ -186,12 +186,17 @@ async fn install_service_monitor_crd(bed: &TestBed) -> Result {
     install_crd(bed, "servicemonitors").await
 }
 
-/// The Prometheus Operator's CRD of `plural` (`tests/data/monitoring.coreos.com_PLURAL.yaml`),
-/// installed once on the test bed and `Established`.
+/// The Prometheus Operator's CRD of `plural` (`tests/data/monitoring.coreos.com_PLURAL.yaml`).
 async fn install_crd(bed: &TestBed, plural: &str) -> Result {
+    install_crd_of(bed, "monitoring.coreos.com", plural).await
+}
+
+/// The CRD of `plural` in `group` (`tests/data/GROUP_PLURAL.yaml`), installed once on the test
+/// bed and `Established`.
+async fn install_crd_of(bed: &TestBed, group: &str, plural: &str) -> Result {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let text = std::fs::read_to_string(format!(
-        "{}/tests/data/monitoring.coreos.com_{plural}.yaml",
+        "{}/tests/data/{group}_{plural}.yaml",
         env!("CARGO_MANIFEST_DIR")
     ))?;
     let [crd] = &documents(&text)[..] else {
@@ -203,7 +208,7 @@ async fn install_crd(bed: &TestBed, plural: &str) -> Result {
         Err(e) if gc_testbed::status_code(&e) != Some(409) => return Err(e.into()),
         _ => {}
     }
-    let name = format!("{plural}.monitoring.coreos.com");
+    let name = format!("{plural}.{group}");
     for _ in 0..300 {
         let conditions = crds
             .get(&name)
