@@ -185,6 +185,17 @@ async fn a_request_deletes_only_the_orphans_it_names() {
     assert_eq!(kept.state, State::Succeeded);
     assert_eq!(records(&kept), ["a-Deployment -", "a-Session -"]);
     assert_eq!(world.deleted().len(), 2);
+    // Its reason says the state found and what would count as gone.
+    let why: Vec<(&str, &str)> = (kept.records.iter())
+        .map(|r| (r.judged.decision.name(), r.judged.decision.reason()))
+        .collect();
+    assert_eq!(
+        why[0],
+        (
+            "kept",
+            "session a is running, not gone: kept; only a missing row counts as gone"
+        )
+    );
 }
 
 /// The requests' grace is the operator's: with a grace longer than the objects' age, a

@@ -1192,3 +1192,52 @@ fn a_state_is_live_or_terminal_not_both() {
     };
     assert_eq!(input, "live_states");
 }
+
+/// A claim is a session's only when its name is the session's (`ID`, `ID-...`): any other claim
+/// labelled with a session id, as a per-user home claim whose labels someone copied, is protected
+/// (never judged, counted on neither side of the guard); other kinds are judged by their label.
+#[test]
+fn a_claim_not_named_after_its_session_is_never_collected() {
+    let old = "2026-11-27T12:00:00Z";
+    let named = |kind: &str, name: &str| {
+        let mut r = res(kind, Some("alice"), old);
+        r.name = name.into();
+        r
+    };
+    let resources = vec![
+        named("PersistentVolumeClaim", "alice-home"),
+        named("PersistentVolumeClaim", "alice"),
+        named("PersistentVolumeClaim", "home-alice"),
+        named("PersistentVolumeClaim", "alicex-home"),
+        named("PersistentVolumeClaim", "alic"),
+        named("Deployment", "ss-alice-firefox"),
+    ];
+    let db = rows(&[("alice", Row::Missing), ("bob", state_row("running"))]);
+    let mut all = resources.clone();
+    all.push(res("Deployment", Some("bob"), old));
+    let plan = plan_sessions(&all, &db, &cfg(|i| i.guard_ratio = 1.0), NOW).unwrap();
+    assert_eq!(
+        decisions(&plan),
+        [
+            ("alice-home".into(), "delete"),
+            ("alice".into(), "delete"),
+            ("home-alice".into(), "protected"),
+            ("alicex-home".into(), "protected"),
+            ("alic".into(), "protected"),
+            ("ss-alice-firefox".into(), "delete"),
+            ("bob-Deployment".into(), "kept"),
+        ]
+    );
+    assert_eq!(plan.spared, 3);
+    assert!(
+        plan.judged[2].decision.reason().contains("never collected"),
+        "{:?}",
+        plan.judged[2]
+    );
+}
+
+fn state_row(state: &str) -> Row {
+    Row::Present {
+        state: Some(state.into()),
+    }
+}

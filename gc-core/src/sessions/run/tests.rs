@@ -1637,3 +1637,32 @@ fn a_lost_lock_halts_every_object_in_flight_before_its_next_write() {
     assert_eq!(failed, 16 - deleted, "{results:?}");
     assert_eq!(report.failures, failed);
 }
+
+/// `Session` objects are deleted after every other kind, whatever the kinds' order: StreamSpace
+/// v1's controller owns a session's Deployment by its `Session`, and an owner deleted first
+/// would let Kubernetes' garbage collector take the Deployment unarchived.
+#[test]
+fn sessions_go_after_what_they_may_own() {
+    let f = fake(false);
+    let mut c = cfg();
+    c.kinds.reverse();
+    assert_eq!(c.kinds[0].kind, "Session", "the Sessions listed first");
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+    let kept = Kept::default();
+    let report = block_on(run(
+        &f,
+        &db,
+        kept.keep(),
+        &c,
+        1_795_953_600.0,
+        go_on(&flags, false),
+    ))
+    .unwrap();
+    assert_eq!(*f.deleted.lock().unwrap(), session_e(false));
+    let deleted: Vec<&str> = (report.records.iter())
+        .filter(|r| r.result.is_some())
+        .map(|r| r.judged.resource.kind.as_str())
+        .collect();
+    assert_eq!(deleted, ["Deployment", "Session"]);
+}
