@@ -24,18 +24,29 @@ export GC_TEST_S3S_FS
 # The second one, moto, which answers as AWS does: the fault tests run against both.
 GC_TEST_MOTO=$(scripts/moto.sh | tail -n 1)
 export GC_TEST_MOTO
-# The Go client of the request API: its unit tests, and builds without cgo for amd64 and arm64
-# (as a control plane built with CGO_ENABLED=0 imports it). Its live test runs from
-# gc-cli/tests/sessions.rs against a real `gc-cli serve`.
+# staticcheck, the Go linter both Go modules below pass: installed once, into a cache folder
+# outside the repository named after its version.
+STATICCHECK_VERSION=v0.8.2
+STATICCHECK_BIN="${XDG_CACHE_HOME:-$HOME/.cache}/gc-testbed/staticcheck-$STATICCHECK_VERSION"
+if [ ! -x "$STATICCHECK_BIN/staticcheck" ]; then
+  echo "test.sh: installing staticcheck $STATICCHECK_VERSION into $STATICCHECK_BIN" >&2
+  GOBIN="$STATICCHECK_BIN" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+fi
+STATICCHECK="$STATICCHECK_BIN/staticcheck"
+# The Go client of the request API: its unit tests and examples, staticcheck, and builds without
+# cgo for amd64 and arm64 (as a control plane built with CGO_ENABLED=0 imports it). Its live test
+# runs from gc-cli/tests/sessions.rs against a real `gc-cli serve`.
 (
   cd clients/go
   CGO_ENABLED=0 go test -count=1 ./...
+  CGO_ENABLED=0 "$STATICCHECK" ./...
   for arch in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build ./...; done
 )
-# StreamSpace's reconciler as it would call gc (examples/streamspace), built as StreamSpace builds
-# (no cgo, amd64 and arm64); gc-cli/tests/restore.rs runs it end to end.
+# StreamSpace's reconciler as it would call gc (examples/streamspace): staticcheck, and built as
+# StreamSpace builds (no cgo, amd64 and arm64); gc-cli/tests/restore.rs runs it end to end.
 (
   cd examples/streamspace
+  CGO_ENABLED=0 "$STATICCHECK" ./...
   for arch in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -o /dev/null .; done
 )
 # The embedding examples, which tests run beside the CLI (`cargo test` builds examples but does

@@ -47,7 +47,7 @@ func TestLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if run.State != "succeeded" {
+	if run.State != RunSucceeded {
 		t.Fatalf("%+v", run)
 	}
 	// `get status` is cluster-wide (a ClusterRoleBinding): this caller, bound in its namespace
@@ -60,7 +60,7 @@ func TestLive(t *testing.T) {
 		if r.Session != session {
 			t.Fatalf("a record of another session: %+v", r)
 		}
-		if r.Result == "deleted" && r.Archive != "" {
+		if r.Result == ResultDeleted && r.Archive != "" {
 			deleted++
 		}
 	}

@@ -21,7 +21,8 @@ func main() {
 	tokenFile := flags.String("token-file", "/var/run/secrets/gc/token", "the projected ServiceAccount token for gc's audience")
 	caBundle := flags.String("ca-bundle", "", "the CA bundle gc's certificate chains to (PEM)")
 	namespace := flags.String("namespace", "streamspace", "the namespace of the sessions' objects")
-	terminal := flags.String("terminal-state", "terminated", "the states that end a session, comma-separated")
+	// StreamSpace's reconciler writes terminated and failed; deleted is its soft delete.
+	terminal := flags.String("terminal-state", "terminated,failed,deleted", "the states that end a session, comma-separated")
 	interval := flags.Duration("interval", 60*time.Second, "time between passes")
 	once := flags.Bool("once", false, "one pass, then exit")
 	dryRun := flags.Bool("dry-run", false, "restore: every create a server-side dry run")
@@ -84,7 +85,9 @@ func main() {
 	}
 }
 
-// databaseURL is DATABASE_URL, else the URL of StreamSpace's DB_* variables.
+// databaseURL is DATABASE_URL, else the URL of StreamSpace's DB_* variables, spelled as
+// StreamSpace's API code reads them (api/cmd/main.go: DB_SSL_MODE; its Helm chart also sets a
+// DB_SSLMODE, which no code reads).
 func databaseURL() string {
 	if u := os.Getenv("DATABASE_URL"); u != "" {
 		return u
@@ -100,7 +103,7 @@ func databaseURL() string {
 		User:     url.UserPassword(env("DB_USER", "streamspace"), os.Getenv("DB_PASSWORD")),
 		Host:     env("DB_HOST", "localhost") + ":" + env("DB_PORT", "5432"),
 		Path:     "/" + env("DB_NAME", "streamspace"),
-		RawQuery: "sslmode=" + env("DB_SSLMODE", "disable"),
+		RawQuery: url.Values{"sslmode": {env("DB_SSL_MODE", "disable")}}.Encode(),
 	}
 	return u.String()
 }

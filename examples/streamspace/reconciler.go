@@ -8,8 +8,10 @@
 //	streamspace -once ...              one pass, then exit (a Job, a test)
 //	streamspace restore SESSION ...    create the session's objects again from gc's archives
 //
-// The database is StreamSpace's: DB_HOST, DB_PORT, DB_USER, DB_PASSWORD, DB_NAME, DB_SSLMODE
-// (or DATABASE_URL).
+// The database is StreamSpace's: DB_HOST, DB_PORT, DB_USER, DB_PASSWORD, DB_NAME, DB_SSL_MODE
+// (the names StreamSpace's API code reads), or DATABASE_URL. A session is ended when its row's
+// state is one of -terminal-state (terminated, failed, deleted: the states StreamSpace's
+// reconciler writes, and its soft delete).
 package main
 
 import (
@@ -104,7 +106,7 @@ func (r *Reconciler) Once(ctx context.Context) error {
 				return fmt.Errorf("session %s: run %s: %w", id, runID, err)
 			}
 		}
-		done := run.State == "succeeded"
+		done := run.State == gc.RunSucceeded
 		for _, rec := range run.Records {
 			r.Log.Printf("session %s: %s %s %s: %s %s", id, rec.Decision, rec.Kind, rec.Name, rec.Result, rec.Reason)
 			if !settled(rec) {
@@ -130,10 +132,10 @@ func settled(rec gc.Record) bool {
 	switch {
 	case rec.Kind == "PersistentVolume":
 		return true
-	case rec.Decision == "delete":
-		return rec.Result == "deleted"
+	case rec.Decision == gc.DecisionDelete:
+		return rec.Result == gc.ResultDeleted
 	default:
-		return rec.Decision == "protected" || rec.Decision == "excluded" || rec.Decision == "skipped"
+		return rec.Decision == gc.DecisionProtected || rec.Decision == gc.DecisionExcluded || rec.Decision == gc.DecisionSkipped
 	}
 }
 
@@ -162,7 +164,7 @@ func (r *Reconciler) Restore(ctx context.Context, session string, dryRun bool) (
 		return nil, err
 	}
 	for _, a := range archives.Archives {
-		r.Log.Printf("session %s: archived %s %s (%d bytes, sha256 %s) at %s", session, a.Kind, a.Name, a.Bytes, a.SHA256, a.RunAt)
+		r.Log.Printf("session %s: archived %s %s (%d bytes, sha256 %s) at %s", session, a.Kind, a.Name, a.Bytes, a.SHA256, a.RunAt.Format(time.RFC3339))
 	}
 	restored, err := r.GC.Restore(ctx, r.Namespace, session, gc.RestoreOptions{DryRun: dryRun, BindWait: 10 * time.Second})
 	if err != nil {
