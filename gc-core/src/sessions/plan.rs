@@ -162,8 +162,9 @@ enum Wire<'a> {
     },
     Held {
         reason: &'a str,
-        /// When the grace period ends (seconds since the epoch).
-        until: f64,
+        /// When the grace period ends (seconds since the epoch); `null` when it cannot be known
+        /// (the creation time is missing or unreadable: held until it can).
+        until: Option<f64>,
     },
     Delete {
         reason: &'a str,
@@ -202,7 +203,7 @@ impl Serialize for SessionDecision {
             Self::Kept { reason } => Wire::Kept { reason },
             Self::Held { reason, until } => Wire::Held {
                 reason,
-                until: *until,
+                until: until.is_finite().then_some(*until),
             },
             Self::Delete { reason } => Wire::Delete { reason },
             Self::Deferred { reason } => Wire::Deferred { reason },
