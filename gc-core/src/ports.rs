@@ -343,6 +343,22 @@ pub trait ObjectCluster: Send + Sync {
         preconditions: &Preconditions,
         dry_run: bool,
     ) -> Result<(), ClusterError>;
+    /// As [`ObjectCluster::delete_object`], for an object that owns others the run scanned
+    /// (StreamSpace v1's `Session`, owner of its Deployment and Service): what it owns MUST be
+    /// left in place (propagation `Orphan`), so that Kubernetes' garbage collector never deletes
+    /// an object gc kept, or before gc archived it. A cluster without a garbage collector (a
+    /// fake) may leave the default, a plain delete.
+    async fn delete_owner(
+        &self,
+        kind: &crate::sessions::Kind,
+        namespace: &str,
+        name: &str,
+        preconditions: &Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
+        self.delete_object(kind, namespace, name, preconditions, dry_run)
+            .await
+    }
 }
 
 /// Creating an object of a session kind, as a restore creates one again from its archive.

@@ -355,6 +355,19 @@ impl ObjectCluster for SessionObjects {
         }
         Ok(())
     }
+    /// Recorded as `NAME (owner)`: what it owns is left in place.
+    async fn delete_owner(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        preconditions: &Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
+        let name = format!("{name} (owner)");
+        self.delete_object(kind, namespace, &name, preconditions, dry_run)
+            .await
+    }
 }
 
 /// The application's session table in memory: the ids of its live sessions (`Err`: the

@@ -200,15 +200,25 @@ pub(crate) fn continue_token(text: &[u8]) -> Result<Option<String>, ClusterError
     Ok(head.metadata.continue_token.filter(|t| !t.is_empty()))
 }
 
-/// A delete fenced by `preconditions` (uid and resourceVersion), propagating in the background.
-pub(crate) fn delete_params(preconditions: &Preconditions, dry_run: bool) -> DeleteParams {
+/// A delete fenced by `preconditions` (uid and resourceVersion), propagating in the background
+/// (with `orphan`, leaving what the object owns in place).
+pub(crate) fn delete_params(
+    preconditions: &Preconditions,
+    dry_run: bool,
+    orphan: bool,
+) -> DeleteParams {
+    let propagation = if orphan {
+        PropagationPolicy::Orphan
+    } else {
+        PropagationPolicy::Background
+    };
     DeleteParams {
         dry_run,
         preconditions: Some(kube::api::Preconditions {
             uid: Some(preconditions.uid.clone()),
             resource_version: Some(preconditions.resource_version.clone()),
         }),
-        propagation_policy: Some(PropagationPolicy::Background),
+        propagation_policy: Some(propagation),
         ..DeleteParams::default()
     }
 }
@@ -305,7 +315,7 @@ impl Cluster for KubeCluster {
             resource: "pods",
             namespace,
         };
-        let params = delete_params(preconditions, dry_run);
+        let params = delete_params(preconditions, dry_run, false);
         let request = pods_path(namespace)?.delete(name, &params);
         let text = self.text(request, call).await?;
         Ok((!gone_at_once(&text)?).then_some(text))

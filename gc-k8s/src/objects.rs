@@ -100,16 +100,17 @@ impl KubeCluster {
     }
 }
 
-/// The fenced delete request: uid and resourceVersion preconditions, background propagation.
+/// The fenced delete request: uid and resourceVersion preconditions, background propagation (or,
+/// for an owner, `Orphan`).
 fn delete_request(
     kind: &Kind,
     namespace: &str,
     name: &str,
-    preconditions: &Preconditions,
+    (preconditions, orphan): (&Preconditions, bool),
     dry_run: bool,
 ) -> Result<http::Request<Vec<u8>>, ClusterError> {
     check_name(&kind.kind, name)?;
-    let params = delete_params(preconditions, dry_run);
+    let params = delete_params(preconditions, dry_run, orphan);
     built(collection(kind, namespace)?.delete(name, &params))
 }
 
@@ -120,7 +121,8 @@ fn delete_request(
 ///   full `metadata`, no `spec` or `status`); a kind the server does not serve (its CRD is not
 ///   installed) is [`ClusterError::NotFound`].
 /// - `delete_object` always carries the `uid` and `resourceVersion` preconditions and
-///   propagates in the background; a dry run is the same request with `dryRun: ["All"]`.
+///   propagates in the background (`delete_owner`: `Orphan`, what it owns left in place); a dry
+///   run is the same request with `dryRun: ["All"]`.
 /// - Errors are mapped as for [`gc_core::ports::Cluster`]; a 403 names the verb, the kind's
 ///   plural and the namespace.
 /// - Group, version, plural, namespace and name are checked before they become part of a path.
@@ -189,7 +191,24 @@ impl ObjectCluster for KubeCluster {
             resource: &kind.plural,
             namespace,
         };
-        let request = delete_request(kind, namespace, name, preconditions, dry_run)?;
+        let request = delete_request(kind, namespace, name, (preconditions, false), dry_run)?;
+        self.send(request, call).await.map(drop)
+    }
+
+    async fn delete_owner(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        preconditions: &Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
+        let call = Call {
+            verb: "delete",
+            resource: &kind.plural,
+            namespace,
+        };
+        let request = delete_request(kind, namespace, name, (preconditions, true), dry_run)?;
         self.send(request, call).await.map(drop)
     }
 }
@@ -324,7 +343,7 @@ mod tests {
         };
         let deployments = kind("apps", "v1", "deployments");
         for dry_run in [false, true] {
-            let request = delete_request(&deployments, "ns", "s-1", &fence, dry_run)?;
+            let request = delete_request(&deployments, "ns", "s-1", (&fence, false), dry_run)?;
             assert_eq!(request.method(), http::Method::DELETE);
             assert_eq!(
                 uri(&request),
@@ -335,6 +354,11 @@ mod tests {
             assert_eq!(body["preconditions"]["uid"], "u-1");
             assert_eq!(body["preconditions"]["resourceVersion"], "42");
             assert_eq!(body["propagationPolicy"], "Background");
+            let owner = delete_request(&deployments, "ns", "s-1", (&fence, true), dry_run)?;
+            let body: serde_json::Value = serde_json::from_slice(owner.body())
+                .map_err(|e| ClusterError::Other(e.to_string()))?;
+            assert_eq!(body["propagationPolicy"], "Orphan");
+            assert_eq!(body["preconditions"]["uid"], "u-1");
             let dry = if dry_run {
                 serde_json::json!(["All"])
             } else {
@@ -362,7 +386,7 @@ mod tests {
         }
         let good = kind("apps", "v1", "deployments");
         assert!(list_request(&good, "a/b", "", 1, None).is_err());
-        assert!(delete_request(&good, "ns", "../x", &fence, false).is_err());
-        assert!(delete_request(&good, "ns", "x?y", &fence, false).is_err());
+        assert!(delete_request(&good, "ns", "../x", (&fence, false), false).is_err());
+        assert!(delete_request(&good, "ns", "x?y", (&fence, false), false).is_err());
     }
 }

@@ -426,6 +426,7 @@ mod tests {
     fn a_plan_shows_its_times_as_rfc3339() {
         let cfg = SessionInputs::default().validate().unwrap();
         let planned = Planned {
+            owners: Default::default(),
             plan: SessionPlan {
                 judged: vec![held("a", 1_795_957_200.5), held("b", f64::INFINITY)],
                 scanned: 2,

@@ -185,32 +185,23 @@ impl SessionArgs {
                 return Err(UsageError::new(message).into());
             }
         }
-        for (flag, states) in [
-            ("--terminal-state", &self.terminal_states),
-            ("--live-state", &self.live_states),
-        ] {
-            if states.iter().any(String::is_empty) {
-                return Err(
-                    UsageError::new(format!("invalid {flag} \"\": must not be empty")).into(),
-                );
-            }
-            if !states.is_empty() && self.database.state_column.is_empty() {
-                return Err(UsageError::new(format!(
+        // As the core checks them, named as flags.
+        let (terminal, live) = (&self.terminal_states, &self.live_states);
+        let both = live.iter().find(|s| terminal.contains(s));
+        let problem = [("--terminal-state", terminal), ("--live-state", live)]
+            .into_iter()
+            .find_map(|(flag, states)| match states {
+                _ if states.iter().any(String::is_empty) => {
+                    Some(format!("invalid {flag} \"\": must not be empty"))
+                }
+                _ if !states.is_empty() && self.database.state_column.is_empty() => Some(format!(
                     "{flag} needs a --state-column to read the state from"
-                ))
-                .into());
-            }
-        }
-        if let Some(both) = self
-            .live_states
-            .iter()
-            .find(|s| self.terminal_states.contains(s))
-        {
-            return Err(UsageError::new(format!(
-                "invalid --live-state {both:?}: it is also a --terminal-state; a state is live or \
-                 gone, not both"
-            ))
-            .into());
+                )),
+                _ => None,
+            })
+            .or(both.map(|s| format!("invalid --live-state {s:?}: also a --terminal-state")));
+        if let Some(problem) = problem {
+            return Err(UsageError::new(problem).into());
         }
         let inputs = SessionInputs {
             cluster_id: self.cluster_id.clone(),

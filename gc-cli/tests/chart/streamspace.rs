@@ -897,3 +897,110 @@ fn said(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// A StreamSpace v1 session whose row is gone, its Service protected: gc deletes the Deployment
+/// (archived) and the `Session`, and the `Session`'s delete leaves what it owns in place
+/// (propagation `Orphan`): Kubernetes' garbage collector takes the ownerReference off the
+/// protected Service instead of deleting it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v1_sessions_delete_leaves_what_it_owns_to_gc() -> Result {
+    let bed = TestBed::with_controllers().await?;
+    let Some(db) = gc_testbed::TestDatabase::fresh("v1-owner").await? else {
+        return Ok(());
+    };
+    bed.install_session_crd().await?;
+    let ns = bed.namespace("v1-owner").await?;
+    let kubeconfig = bed.kubeconfig_path().to_str().unwrap().to_owned();
+    let gone = Session {
+        id: "frank-firefox-00000010",
+        user: "frank",
+        template: "firefox",
+        state: None,
+    };
+    let live = Session {
+        id: "greta-firefox-0000000f",
+        user: "greta",
+        template: "firefox",
+        state: Some("running"),
+    };
+    fixtures::v1_session(&kubeconfig, ns.name(), &gone)?;
+    fixtures::v1_session(&kubeconfig, ns.name(), &live)?;
+    fixtures::rows(&db, &[gone, live]).await?;
+    kubectl(
+        &kubeconfig,
+        &[
+            "label",
+            "-n",
+            ns.name(),
+            "service/ss-frank-firefox-svc",
+            "gc.example.com/protect=true",
+        ],
+        "",
+    )?;
+    let dir = tempfile::tempdir()?;
+    let store = format!("sqlite:{}", dir.path().join("gc.sqlite3").display());
+    let out = command()
+        .args([
+            "run",
+            "sessions",
+            "-n",
+            ns.name(),
+            "--cluster-id",
+            ns.name(),
+        ])
+        .args([
+            "--kubeconfig",
+            &kubeconfig,
+            "--store",
+            &store,
+            "--archive-dir",
+        ])
+        .arg(dir.path().join("archives"))
+        .args([
+            "--database-url",
+            db.url(),
+            "--state-column",
+            "state",
+            "--grace",
+            "0h",
+        ])
+        .args(["--dry-run=none", "--guard-ratio", "1"])
+        .output()?;
+    assert!(out.status.success(), "{}", said(&out));
+    let audit = String::from_utf8(out.stdout)?;
+    let result = |kind: &str, name: &str| {
+        let line = audit
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|l| l["kind"] == kind && l["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}: {audit}"));
+        (line["decision"].clone(), line["result"].clone())
+    };
+    assert_eq!(
+        result("Deployment", "ss-frank-firefox"),
+        (json!("delete"), json!("deleted"))
+    );
+    assert_eq!(
+        result("Session", "frank-firefox-00000010"),
+        (json!("delete"), json!("deleted"))
+    );
+    assert_eq!(
+        result("Service", "ss-frank-firefox-svc").0,
+        json!("protected")
+    );
+    // The garbage collector orphans the protected Service (its ownerReference gone), and leaves
+    // it.
+    eventually("the Service orphaned", async || {
+        let service = get::<Service>(&ns, "ss-frank-firefox-svc").await?;
+        let owners = service
+            .as_ref()
+            .map(|s| s.metadata.owner_references.clone());
+        Ok((
+            matches!(&owners, Some(None)) || matches!(&owners, Some(Some(o)) if o.is_empty()),
+            owners,
+        ))
+    })
+    .await?;
+    assert!(get::<Deployment>(&ns, "ss-greta-firefox").await?.is_some());
+    Ok(())
+}

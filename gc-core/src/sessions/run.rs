@@ -182,12 +182,15 @@ pub struct SessionReport {
     pub volumes_note: Option<String>,
 }
 
+/// A scanned object: the resource, its labels, and the uids of its owners.
+type Scanned = (Resource, crate::selector::Labels, Vec<String>);
+
 /// Scans `kind`, page by page.
 async fn scan<C: ObjectCluster>(
     cluster: &C,
     kind: &Kind,
     cfg: &SessionConfig,
-) -> Result<Vec<(Resource, crate::selector::Labels)>, ClusterError> {
+) -> Result<Vec<Scanned>, ClusterError> {
     crate::pages::collect(
         |token: Option<String>| async move {
             cluster
@@ -223,7 +226,10 @@ async fn scan<C: ObjectCluster>(
                 created: text("creationTimestamp"),
                 deleting: !m["deletionTimestamp"].is_null(),
             };
-            Ok(Some((resource, sessions::labels_of(m))))
+            let owners = (m["ownerReferences"].as_array().into_iter().flatten())
+                .filter_map(|o| o["uid"].as_str().map(str::to_owned))
+                .collect();
+            Ok(Some((resource, sessions::labels_of(m), owners)))
         },
     )
     .await
@@ -241,6 +247,10 @@ pub struct Planned {
     pub missing_kinds: Vec<String>,
     /// Database round trips made.
     pub lookups: usize,
+    /// The uids of the scanned objects that other scanned objects name as their owner: deleted
+    /// leaving what they own in place ([`ObjectCluster::delete_owner`]).
+    #[serde(skip)]
+    pub owners: std::collections::HashSet<String>,
 }
 
 /// The first half of [`run`]: scan every kind, look the ids up in batches, plan. Writes nothing.
@@ -254,12 +264,13 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
     now: f64,
 ) -> Result<Planned, SessionRunError> {
     let (mut resources, mut labels) = (Vec::new(), Vec::new());
-    let mut missing_kinds = Vec::new();
+    let (mut missing_kinds, mut owners) = (Vec::new(), std::collections::HashSet::new());
     for kind in &cfg.kinds {
         match scan(cluster, kind, cfg).await {
-            Ok(found) => found.into_iter().for_each(|(r, l)| {
+            Ok(found) => found.into_iter().for_each(|(r, l, o)| {
                 resources.push(r);
                 labels.push(l);
+                owners.extend(o);
             }),
             Err(ClusterError::NotFound(_)) => {
                 missing_kinds.push(format!("{}/{} {}", kind.group, kind.version, kind.kind))
@@ -284,6 +295,7 @@ pub async fn plan<C: ObjectCluster, D: SessionDirectory>(
         plan,
         missing_kinds,
         lookups,
+        owners,
     })
 }
 
@@ -309,16 +321,19 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         plan,
         missing_kinds,
         lookups,
+        owners,
     } = plan(cluster, directory, cfg, now).await?;
+    let owners = &owners;
     let unknown_states = plan.unknown_states;
     let mut records = Vec::with_capacity(plan.judged.len());
     // Claims first, all of them before any other object starts: deleting a Deployment stops
     // the Pods that use its claim, and the controllers then update the claim (its `Unused`
     // condition), so a claim deleted later would find its fence changed. A claim deleted first
     // waits, behind its protection finalizer, for its Pods. `Session` objects last: StreamSpace
-    // v1's controller owns a session's Deployment and Service by its `Session`, and deletes
-    // propagate in the background, so a `Session` deleted before them would let Kubernetes'
-    // garbage collector delete them unarchived.
+    // v1's controller owns a session's Deployment and Service by its `Session`, so they are
+    // archived and deleted while their owner is there; and an owner's delete leaves what it owns
+    // in place (`delete_owner`), so that what gc kept or could not delete is never taken by
+    // Kubernetes' garbage collector.
     let mut phases: [Vec<Judged>; 3] = Default::default();
     for j in plan.judged {
         phases[phase_of(&j.resource)].push(j);
@@ -344,7 +359,9 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
             let judged = &phase_ref[i];
             let read = ahead.get(&judged.resource.uid).cloned();
             let r = &judged.resource;
-            let (result, archive) = delete(cluster, keep, cfg, r, read, now, dry_run, stop).await;
+            let owner = owners.contains(&r.uid);
+            let (result, archive) =
+                delete(cluster, keep, cfg, (r, owner), read, now, dry_run, stop).await;
             let done = record(judged.clone(), (Some(result), archive));
             if let Some(acted) = keep.acted {
                 acted(&done);
@@ -513,7 +530,7 @@ async fn delete<C: ObjectCluster>(
     cluster: &C,
     keep: Keep<'_>,
     cfg: &SessionConfig,
-    r: &Resource,
+    (r, owner): (&Resource, bool),
     read: Option<serde_json::Value>,
     now: f64,
     dry_run: bool,
@@ -541,10 +558,13 @@ async fn delete<C: ObjectCluster>(
         uid: r.uid.clone(),
         resource_version: r.resource_version.clone(),
     };
-    let result = match cluster
-        .delete_object(kind, &cfg.namespace, &r.name, &pre, dry_run)
-        .await
-    {
+    let (ns, name) = (&cfg.namespace, &r.name);
+    let sent = if owner {
+        cluster.delete_owner(kind, ns, name, &pre, dry_run).await
+    } else {
+        cluster.delete_object(kind, ns, name, &pre, dry_run).await
+    };
+    let result = match sent {
         Ok(()) if dry_run => DeleteResult::WouldDelete,
         Ok(()) => DeleteResult::Deleted,
         Err(ClusterError::Changed { .. } | ClusterError::NotFound(_)) => DeleteResult::Changed,

@@ -1666,3 +1666,27 @@ fn sessions_go_after_what_they_may_own() {
         .collect();
     assert_eq!(deleted, ["Deployment", "Session"]);
 }
+
+/// A scanned object that another scanned object names as its owner (StreamSpace v1's `Session`,
+/// owner of its Deployment) is deleted leaving what it owns in place, whatever gc decided of
+/// that: deleted here, or kept; an object nothing scanned names is deleted plainly.
+#[test]
+fn an_owner_is_deleted_leaving_what_it_owns() {
+    let f = fake(false);
+    {
+        let mut objects = f.objects.lock().unwrap();
+        let (_, deployment) = (objects.iter_mut())
+            .find(|(_, o)| o["metadata"]["name"] == "e-Deployment")
+            .unwrap();
+        deployment["metadata"]["ownerReferences"] = json!([{"apiVersion": "stream.space/v1alpha1", "kind": "Session", "name": "e", "uid": "u-e-Session"}]);
+    }
+    let report = run_over(&f, false, false, false);
+    assert_eq!(
+        *f.deleted.lock().unwrap(),
+        [
+            ("e-Deployment".to_owned(), false),
+            ("e-Session (owner)".to_owned(), false)
+        ]
+    );
+    assert_eq!(report.failures, 0);
+}
