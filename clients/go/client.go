@@ -138,6 +138,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if s.timeout != nil {
 		h.Timeout = *s.timeout
 	}
+	// The API never redirects: a redirect is answered as it is, never followed with the token
+	// (to another host, or to http://).
+	h.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if s.roots != nil {
 		transport, err := trusting(h.Transport, s.roots)
 		if err != nil {

@@ -536,3 +536,28 @@ func main() {
 		t.Fatalf("%v\n%s\n%s", err, out, program)
 	}
 }
+
+// A redirect is never followed: the bearer token goes to the API's URL only, and the call ends
+// with the redirect's status as an error.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	var leaked atomic.Bool
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization") != "")
+	}))
+	defer elsewhere.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer api.Close()
+	c, err := New(api.URL, WithToken("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := c.Status(context.Background())
+	if status != nil || err == nil {
+		t.Fatalf("a redirect answered %v, %v", status, err)
+	}
+	if leaked.Load() {
+		t.Fatal("the token was sent to the redirect's target")
+	}
+}
