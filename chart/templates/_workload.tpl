@@ -267,6 +267,14 @@ full name cut to keep it within a CronJob's 52 characters. Called as gc.podTempl
 {{- range .Values.gc.kinds }}
 - --kinds={{ . }}
 {{- end }}
+{{- if and (or .Values.gc.terminalStates .Values.gc.liveStates) (not .Values.database.stateColumn) }}
+{{- fail "database.stateColumn: gc.terminalStates and gc.liveStates are read from the state column: name it, or set both to []" }}
+{{- end }}
+{{- range .Values.gc.liveStates }}
+{{- if has . $.Values.gc.terminalStates }}
+{{- fail (printf "gc.liveStates: %q is in gc.terminalStates too: a state is live or gone, not both" .) }}
+{{- end }}
+{{- end }}
 {{- range .Values.gc.terminalStates }}
 - --terminal-state={{ . }}
 {{- end }}

@@ -143,7 +143,7 @@ func ExampleClient_PlanSessions() {
 	// held Deployment bob-firefox-0000000c until 2026-12-04T06:03:00Z
 	// held Service bob-firefox-0000000c until 2026-12-04T06:03:01Z
 	// unrequested Service carol-firefox-0000000d
-	// 3 scanned, 2 orphans; rows in a state gc does not know: map[hibernated:1]
+	// 3 scanned, 3 orphans; rows in a state gc does not know: map[paused:1]
 }
 
 func ExampleClient_Restore() {

@@ -28,14 +28,14 @@ var answers = map[string]answer{
 	"POST /v1/namespaces/streamspace/sessions/plan": {200, "", `{"judged":[
 		{"apiVersion":"apps/v1","kind":"Deployment","name":"bob-firefox-0000000c","uid":"6c1e0b52-8d0e-4d53-9f55-0f3a1c2b7e11",
 		 "resourceVersion":"48213","created":"2026-12-04T05:58:00Z","deleting":false,"session":"bob-firefox-0000000c",
-		 "decision":"held","reason":"session bob-firefox-0000000c: row terminated; within the grace period","until":1796364180.0},
+		 "decision":"held","reason":"session bob-firefox-0000000c is terminated; within the grace period","until":1796364180.0},
 		{"apiVersion":"v1","kind":"Service","name":"bob-firefox-0000000c","uid":"0a4f2d8e-5b7c-4e1a-8c3d-2f6b9e0a1d44",
 		 "resourceVersion":"48217","created":"2026-12-04T05:58:01Z","deleting":false,"session":"bob-firefox-0000000c",
-		 "decision":"held","reason":"session bob-firefox-0000000c: row terminated; within the grace period","until":1796364181.0},
+		 "decision":"held","reason":"session bob-firefox-0000000c is terminated; within the grace period","until":1796364181.0},
 		{"apiVersion":"v1","kind":"Service","name":"carol-firefox-0000000d","uid":"3d9a7e21-6f0c-4b8d-a2e5-9c1f4b7d0e63",
 		 "resourceVersion":"47310","created":"2026-12-04T01:12:44Z","deleting":false,"session":"carol-firefox-0000000d",
-		 "decision":"unrequested","reason":"session carol-firefox-0000000d: row terminated; not asked for"}],
-		"scanned":3,"orphans":2,"spared":0,"unknownStates":{"hibernated":1},"missingKinds":[],"lookups":1}`},
+		 "decision":"unrequested","reason":"session carol-firefox-0000000d is terminated; not requested: left for a scheduled run"}],
+		"scanned":3,"orphans":3,"spared":0,"unknownStates":{"paused":1},"missingKinds":[],"lookups":1}`},
 	"GET /v1/namespaces/streamspace/archives?session=alice-firefox-0000000b": {200, "", `{"session":"alice-firefox-0000000b","archives":[
 		{"apiVersion":"stream.space/v1alpha1","kind":"Session","name":"alice-firefox-0000000b","uid":"d2b7a0c4-3e51-4f8a-9b6d-1c0e7f2a5b39",
 		 "runAt":"2026-12-04T06:00:00Z","uri":"s3://gc-archives/prod-eu/streamspace/alice-firefox-0000000b/Session.json",

@@ -196,7 +196,8 @@ type Plan struct {
 	Scanned int `json:"scanned"`
 	// Orphans counts the orphans (held, due and deferred).
 	Orphans int `json:"orphans"`
-	// Spared counts the resources spared by the protect label or the exclude selector.
+	// Spared counts the resources spared by the protect label, the exclude selector, or a claim's
+	// name that is not its session's (protected).
 	Spared int `json:"spared"`
 	// UnknownStates are the rows in a state that is neither live nor terminal (when live states
 	// are configured): each such state with the number of session ids in it. Their resources

@@ -4,7 +4,7 @@
 // collect that session now and follows the run; gc archives and deletes the session's
 // Deployment, Service, claims and `Session` (keeping their volumes), and can bring them back.
 //
-//	streamspace -gc-url https://gc-sessions.streamspace:9443 -token-file /var/run/secrets/gc/token
+//	streamspace -gc-url https://gc-sessions.streamspace.svc:9443 -token-file /var/run/secrets/gc/token
 //	streamspace -once ...              one pass, then exit (a Job, a test)
 //	streamspace restore SESSION ...    create the session's objects again from gc's archives
 //

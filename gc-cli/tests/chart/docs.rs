@@ -660,5 +660,22 @@ async fn notes_name_the_states_and_the_request_api() -> Result {
         with_restore.contains("bind ClusterRole gc-streamspace-api-restorer the same way"),
         "{with_restore}"
     );
+    // With both collectors, what is said once is said once, under its own heading.
+    let both = [
+        "failedPods.enabled=true",
+        "gc.restore.enabled=true",
+        "archives.prune.enabled=true",
+    ];
+    let both = notes(bed, &[&api[..], &both].concat());
+    for once in [
+        "Live states:",
+        "Request API (api.enabled)",
+        "Undoing a delete",
+        "Archive retention",
+    ] {
+        assert_eq!(both.matches(once).count(), 1, "{once}: {both}");
+    }
+    let (sessions, pods) = both.split_once("Failed-Pod diagnostics:").unwrap();
+    assert!(sessions.contains("Live states:") && !pods.contains("Live states:"));
     Ok(())
 }

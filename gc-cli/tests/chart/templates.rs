@@ -627,3 +627,45 @@ fn long_release_and_namespace_names_give_unique_cluster_names_within_63() {
     object(&short, "ClusterRole", "gc-streamspace-volumes");
     object(&short, "ClusterRole", "gc-streamspace");
 }
+
+/// StreamSpace's states by default; values a run could not use are refused at render, naming
+/// the value: states with no state column, a state both live and terminal.
+#[test]
+fn states_are_streamspaces_and_bad_states_are_refused_at_render() {
+    let rendered = documents(&template(&[]));
+    let args = super::container_args(object(&rendered, "CronJob", "gc-sessions"));
+    let states: Vec<&str> = (args.iter())
+        .filter_map(|a| a.strip_prefix("--terminal-state="))
+        .collect();
+    assert_eq!(states, ["terminated", "failed", "deleted"]);
+    assert!(
+        args.contains(&"--live-state=hibernated".to_owned()),
+        "{args:?}"
+    );
+    let refused = |sets: &[&str]| {
+        let mut args = vec!["template", "gc", CHART];
+        args.extend(API_VERSIONS);
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let out = helm(&args);
+        assert!(!out.status.success(), "{sets:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let no_column = refused(&["database.stateColumn="]);
+    assert!(
+        no_column.contains("database.stateColumn: gc.terminalStates"),
+        "{no_column}"
+    );
+    let both = refused(&["gc.terminalStates={terminated,terminating}"]);
+    assert!(
+        both.contains("gc.liveStates: \"terminating\" is in gc.terminalStates too"),
+        "{both}"
+    );
+    // Without states, no column is needed.
+    template(&[
+        "database.stateColumn=",
+        "gc.terminalStates=null",
+        "gc.liveStates=null",
+    ]);
+}

@@ -103,8 +103,8 @@ pub enum SessionDecision {
         /// Why.
         reason: String,
     },
-    /// Not judged: being deleted, no usable session id, or spared by the protect label or the
-    /// exclude selector (`spared` says which).
+    /// Not judged: being deleted, no usable session id, or spared by the protect label, the
+    /// exclude selector or a claim's name that is not its session's (`spared` says which).
     Skipped {
         /// Why.
         reason: String,
@@ -247,10 +247,11 @@ pub struct SessionPlan {
     pub judged: Vec<Judged>,
     /// Resources scanned.
     pub scanned: usize,
-    /// Orphans (held, due and deferred).
+    /// Orphans (held, due, deferred, and those of sessions a request did not ask for).
     pub orphans: usize,
-    /// Resources spared by the protect label or the exclude selector (scanned, but their ids
-    /// weighed by neither side of the guard, like every other skipped resource's).
+    /// Resources spared by the protect label, the exclude selector or a claim's name that is not
+    /// its session's (scanned, but their ids weighed by neither side of the guard, like every
+    /// other skipped resource's).
     pub spared: usize,
     /// Rows in a state that is neither live nor terminal (when live states are configured):
     /// each such state with the number of distinct session ids in it. Their resources are kept;
