@@ -210,6 +210,8 @@ fn parse_helm(words: &[String]) -> HelmCommand {
         match flag {
             "-n" | "--namespace" => parsed.namespace = value(),
             "--set" | "--set-string" => parsed.sets.push(value()),
+            // A values file the page shows (a `# NAME.yaml` block): see `check_commands`.
+            "-f" | "--values" => parsed.sets.push(format!("--values={}", value())),
             "--install" | "-i" => parsed.install = true,
             // The release's values, then these; with `--reset-then-reuse-values` the chart's
             // new defaults under them (what renders here either way).
@@ -246,8 +248,13 @@ fn the_project_readmes_install_names_rendered_objects() {
     check_commands(&rest[..end]);
 }
 
-/// Checks the `kubectl` and `helm` commands of `markdown`, in order (see above).
+/// Checks the `kubectl` and `helm` commands of `markdown`, in order (see above); a values file
+/// they name is the page's own (`page_files`).
 fn check_commands(readme: &str) {
+    let files = tempfile::tempdir().unwrap();
+    for (name, text) in page_files(readme) {
+        std::fs::write(files.path().join(name), text).unwrap();
+    }
     let commands = doc_commands(readme);
     let mut releases: Vec<(String, String)> = Vec::new();
     // The values each install or upgrade of a release rendered it with, in order.
@@ -284,7 +291,10 @@ fn check_commands(readme: &str) {
                         let earlier = values.iter().rev().find(|(r, _)| *r == release_ns);
                         sets.extend(earlier.into_iter().flat_map(|(_, s)| s.clone()));
                     }
-                    sets.extend(helm.sets.iter().cloned());
+                    sets.extend(helm.sets.iter().map(|s| match s.strip_prefix("--values=") {
+                        Some(file) => format!("--values={}", files.path().join(file).display()),
+                        None => s.clone(),
+                    }));
                     values.push((release_ns, sets.clone()));
                     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
                     let rendered = template_as(release, &helm.namespace, &sets);
@@ -678,4 +688,43 @@ async fn notes_name_the_states_and_the_request_api() -> Result {
     let (sessions, pods) = both.split_once("Failed-Pod diagnostics:").unwrap();
     assert!(sessions.contains("Live states:") && !pods.contains("Live states:"));
     Ok(())
+}
+
+/// The same of `docs/streamspace.md`, with no database or cluster (`streamspace.rs` runs it).
+#[test]
+fn the_streamspace_page_names_rendered_objects() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/streamspace.md"
+    ))
+    .unwrap();
+    check_commands(&page);
+}
+
+/// The `# NAME.yaml` blocks of a page: the files its commands name, as the reader saves them.
+pub(super) fn page_files(page: &str) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut block: Option<(String, String)> = None;
+    let mut opened = false;
+    for line in page.lines() {
+        if line.starts_with("```") {
+            files.extend(block.take());
+            opened = line == "```yaml" && !opened;
+            continue;
+        }
+        match &mut block {
+            Some((_, text)) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            None if opened => {
+                if let Some(name) = line.strip_prefix("# ").filter(|n| n.ends_with(".yaml")) {
+                    block = Some((name.to_owned(), String::new()));
+                }
+                opened = false;
+            }
+            None => {}
+        }
+    }
+    files
 }

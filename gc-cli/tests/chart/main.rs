@@ -64,12 +64,15 @@ const API_VERSIONS: [&str; 2] = [
 ];
 
 /// `helm template RELEASE CHART --namespace NAMESPACE --set ...` for a 1.30+ cluster
-/// ([`API_VERSIONS`]), which must succeed.
+/// ([`API_VERSIONS`]), which must succeed; a set `--values=FILE` is that values file.
 fn template_as(release: &str, namespace: &str, sets: &[&str]) -> String {
     let mut args = vec!["template", release, CHART, "--namespace", namespace];
     args.extend(API_VERSIONS);
     for s in sets {
-        args.extend(["--set", s]);
+        match s.strip_prefix("--values=") {
+            Some(file) => args.extend(["--values", file]),
+            None => args.extend(["--set", s]),
+        }
     }
     let out = helm(&args);
     assert!(

@@ -327,33 +327,9 @@ async fn stream_space(
     Ok(volumes)
 }
 
-/// The `# NAME.yaml` blocks of the page: the files its commands name.
+/// The page's files (`# NAME.yaml` blocks), those its commands name.
 fn page_files(page: &str) -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    let mut block: Option<(String, String)> = None;
-    let mut in_yaml = false;
-    for line in page.lines() {
-        if line.starts_with("```") {
-            if let Some(file) = block.take() {
-                files.push(file);
-            }
-            in_yaml = line == "```yaml" && !in_yaml;
-            continue;
-        }
-        match &mut block {
-            Some((_, text)) => {
-                text.push_str(line);
-                text.push('\n');
-            }
-            None if in_yaml => {
-                if let Some(name) = line.strip_prefix("# ").filter(|n| n.ends_with(".yaml")) {
-                    block = Some((name.to_owned(), String::new()));
-                }
-                in_yaml = false;
-            }
-            None => {}
-        }
-    }
+    let files = super::docs::page_files(page);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
