@@ -189,16 +189,13 @@ fn write_table(
     };
     writeln!(
         out,
-        "{} to delete, {} deferred, {} held, {skipped}, {} kept, of {} resources in namespace {} \
+        "{} to delete, {} deferred, {} held, {skipped}, {} kept{}, of {} resources in namespace {} \
          at {} ({})",
         counts[0],
         counts[1],
         counts[2],
-        format!(
-            "{}{}",
-            counts[4],
-            gc_runtime::sessions::unrequested_words(&counts)
-        ),
+        counts[4],
+        gc_runtime::sessions::unrequested_words(&counts),
         planned.plan.scanned,
         cfg.namespace,
         rfc3339(now),

@@ -93,6 +93,23 @@ pub struct RunLock<L: Lock> {
     lease: Option<Arc<Lease<L::Token>>>,
     /// The renewal task; `None` for a dry run.
     renewer: Option<tokio::task::JoinHandle<()>>,
+    /// Gives the Lease up in the background: what a lock dropped unreleased does (an embedder's
+    /// timeout around a run, a panic), so that no Lease outlives its run.
+    vacate: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl<L: Lock> Drop for RunLock<L> {
+    /// A lock dropped without [`RunLock::release`] stops renewing at once and gives its Lease up
+    /// in the background (on the runtime it was taken on; without one the Lease expires by
+    /// itself within its duration).
+    fn drop(&mut self) {
+        if let Some(renewer) = self.renewer.take() {
+            renewer.abort();
+        }
+        if let Some(vacate) = self.vacate.take() {
+            vacate();
+        }
+    }
 }
 
 impl<L: Lock + Clone + 'static> RunLock<L> {
@@ -128,6 +145,7 @@ impl<L: Lock + Clone + 'static> RunLock<L> {
             stop: Arc::new(AtomicBool::new(false)),
             lease: None,
             renewer: None,
+            vacate: None,
         };
         cancel.register(&lock.stop);
         if dry_run {
@@ -170,14 +188,26 @@ impl<L: Lock + Clone + 'static> RunLock<L> {
             name.into(),
         );
         lock.renewer = Some(tokio::spawn(renewal));
+        let (port, held, name) = (port.clone(), Arc::clone(&lease), name.to_owned());
+        let runtime = tokio::runtime::Handle::current();
+        lock.vacate = Some(Box::new(move || {
+            runtime.spawn(async move {
+                if let Err(e) = held.release(&port).await {
+                    tracing::warn!(
+                        "cannot give up the run lock {name} (it expires by itself): {e}"
+                    );
+                }
+            });
+        }));
         lock.lease = Some(lease);
         Ok(lock)
     }
 
     /// Stops renewing and gives the lease up. A failure is a warning: the lease expires by
     /// itself within its duration. A lost lease is left as it is.
-    pub async fn release(self) {
-        let (Some(renewer), Some(lease)) = (self.renewer, self.lease) else {
+    pub async fn release(mut self) {
+        self.vacate = None;
+        let (Some(renewer), Some(lease)) = (self.renewer.take(), self.lease.take()) else {
             return;
         };
         renewer.abort();
@@ -408,6 +438,29 @@ mod tests {
         sleep(1).await;
         assert_eq!(port.state().renewals, 1, "no renewal after the freeze");
         assert!(lock.stop().load(Ordering::SeqCst));
+    }
+
+    /// A lock dropped unreleased (an embedder's timeout around a run) renews no more and gives
+    /// its Lease up: nobody waits for it to expire.
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_lock_stops_renewing_and_gives_its_lease_up() {
+        let port = FakeLease::default();
+        let lock = take(&port).await;
+        sleep(11).await;
+        assert_eq!(port.state().renewals, 1);
+        let run = async move {
+            let _lock = lock;
+            sleep(3600).await;
+        };
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), run)
+                .await
+                .is_err()
+        );
+        sleep(1).await;
+        assert_eq!(port.state().holder, None, "given up");
+        sleep(60).await;
+        assert_eq!(port.state().renewals, 1, "no renewal after the drop");
     }
 
     /// Another run's lock: waited for (tried every second), then refused with nothing changed;
