@@ -3,8 +3,6 @@
 //! the claim really binds, the Deployment's delete really cascades, the claim really goes once
 //! nothing uses it, and the restored claim binds to the very volume the user's data is on.
 
-use std::time::Duration;
-
 use gc_testbed::{TestBed, TestDatabase, TestNamespace};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Service};
@@ -13,27 +11,9 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{Result, command};
+use common::{Result, command, eventually};
 
 const APP: &str = "streamspace-session";
-
-/// Polls `check` every 200 ms for up to 60 s; the last answer when it never holds.
-async fn eventually<T: std::fmt::Debug>(
-    what: &str,
-    mut check: impl AsyncFnMut() -> Result<(bool, T)>,
-) -> Result<T> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let (done, value) = check().await?;
-        if done {
-            return Ok(value);
-        }
-        if tokio::time::Instant::now() > deadline {
-            return Err(format!("not in 60 s: {what}: {value:?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 /// What StreamSpace's agent creates for session `id`: a Deployment whose Pods mount the home
 /// claim, a Service, the claim (on a static volume, as a provisioner would give), the `Session`.

@@ -186,13 +186,8 @@ impl ObjectCluster for KubeCluster {
         preconditions: &Preconditions,
         dry_run: bool,
     ) -> Result<(), ClusterError> {
-        let call = Call {
-            verb: "delete",
-            resource: &kind.plural,
-            namespace,
-        };
-        let request = delete_request(kind, namespace, name, (preconditions, false), dry_run)?;
-        self.send(request, call).await.map(drop)
+        self.delete(kind, namespace, name, (preconditions, false), dry_run)
+            .await
     }
 
     async fn delete_owner(
@@ -203,12 +198,27 @@ impl ObjectCluster for KubeCluster {
         preconditions: &Preconditions,
         dry_run: bool,
     ) -> Result<(), ClusterError> {
+        self.delete(kind, namespace, name, (preconditions, true), dry_run)
+            .await
+    }
+}
+
+impl KubeCluster {
+    /// The fenced delete ([`delete_request`]), sent.
+    async fn delete(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        fence: (&Preconditions, bool),
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
         let call = Call {
             verb: "delete",
             resource: &kind.plural,
             namespace,
         };
-        let request = delete_request(kind, namespace, name, (preconditions, true), dry_run)?;
+        let request = delete_request(kind, namespace, name, fence, dry_run)?;
         self.send(request, call).await.map(drop)
     }
 }

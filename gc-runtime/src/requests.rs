@@ -208,14 +208,18 @@ impl<C, D, S, A> Requests<C, D, S, A> {
 
     /// Request `id`, as it is now.
     pub fn run(&self, id: &str) -> Option<RequestedRun> {
-        let (started, id) = id.split_once('-')?;
+        let mut parts = id.split('-');
+        let (started, number) = (parts.next()?, parts.next()?);
         if started != self.started {
             // Another process's (or an earlier one's, before a restart): not this desk's.
             return None;
         }
-        let id: u64 = id.parse().ok()?;
+        let number: u64 = number.parse().ok()?;
         let book = self.book.lock().unwrap_or_else(PoisonError::into_inner);
-        book.runs.get(&id).map(|e| e.run.clone())
+        // The whole id, its random part too: a number alone finds nothing.
+        (book.runs.get(&number))
+            .filter(|e| e.run.id == id)
+            .map(|e| e.run.clone())
     }
 
     /// The process is stopping: every queued request ends stopped, with nothing done, and
@@ -307,7 +311,7 @@ where
             book.next = id;
             let (ended, watching) = watch::channel(false);
             let run = RequestedRun {
-                id: format!("{}-{id}", self.started),
+                id: format!("{}-{id}-{}", self.started, unguessable()),
                 namespace: namespace.to_owned(),
                 sessions,
                 requested_by: caller.to_owned(),
@@ -475,6 +479,14 @@ impl<C, D, S, A> Requests<C, D, S, A> {
             tracing::warn!("cannot write the audit lines of a restore: {e}");
         }
     }
+}
+
+/// 128 random bits, in hex: the part of a request id nobody can guess from another's.
+fn unguessable() -> String {
+    let mut bytes = [0u8; 16];
+    // Without the operating system's random numbers the process cannot serve safely at all.
+    getrandom::fill(&mut bytes).expect("the operating system's random numbers");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@ use kube::api::PostParams;
 use serde_json::{Value, json};
 
 use super::{
-    API_VERSIONS, CHART, allowed, allowed_named, container_args, documents, helm, install, object,
-    pod_spec, template, the_container,
+    allowed, allowed_named, container_args, documents, install, object, pod_spec, template,
+    the_container,
 };
 use crate::common::{Result, namespace};
 
@@ -104,16 +104,7 @@ fn the_request_api_renders_on_the_session_deployment_only() {
 /// Values the API cannot be served with fail the install, naming the value and the fix.
 #[test]
 fn the_request_api_without_its_parts_is_refused_by_name() {
-    let render = |sets: &[&str]| {
-        let mut args = vec!["template", "gc", CHART];
-        args.extend(API_VERSIONS);
-        for set in sets {
-            args.extend(["--set", set]);
-        }
-        let out = helm(&args);
-        assert!(!out.status.success(), "{sets:?}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
+    let render = super::refused;
     let without_serve = render(&["api.enabled=true", "api.tlsSecret=gc-api-tls"]);
     assert!(
         without_serve.contains("api.enabled: the request API is served by the session collector's Deployment: set serve.enabled=true and gc.enabled=true"),

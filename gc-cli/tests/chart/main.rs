@@ -83,6 +83,18 @@ fn template_as(release: &str, namespace: &str, sets: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `helm template gc CHART --set ...` for a 1.30+ cluster, which must fail: what helm said.
+fn refused(sets: &[&str]) -> String {
+    let mut args = vec!["template", "gc", CHART];
+    args.extend(API_VERSIONS);
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let out = helm(&args);
+    assert!(!out.status.success(), "{sets:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// Every object of a `helm template` output (or of a YAML file), as JSON.
 fn documents(rendered: &str) -> Vec<Value> {
     common::yaml_documents(rendered)

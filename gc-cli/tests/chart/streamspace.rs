@@ -31,7 +31,7 @@ use super::install::{
     database_parts, on_state, out_of_cluster, rendered, restore_job, run_rendered, token_file,
 };
 use super::{CHART, install_crd_of};
-use crate::common::{Result, command};
+use crate::common::{Result, command, eventually};
 use fixtures::{Session, kubectl};
 use network::{DATABASE_ADDRESS, Facade, GC_POD_ADDRESS, Network};
 
@@ -845,24 +845,6 @@ async fn policy(ns: &TestNamespace, volume: &str) -> Result<String> {
         .get(volume)
         .await?;
     Ok(pv.spec.unwrap().persistent_volume_reclaim_policy.unwrap())
-}
-
-/// Polls `check` every 200 ms for up to 60 s; the last answer when it never holds.
-async fn eventually<T: std::fmt::Debug>(
-    what: &str,
-    mut check: impl AsyncFnMut() -> Result<(bool, T)>,
-) -> Result<T> {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let (done, value) = check().await?;
-        if done {
-            return Ok(value);
-        }
-        if tokio::time::Instant::now() > deadline {
-            return Err(format!("not in 60 s: {what}: {value:?}").into());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
 }
 
 /// What a process printed, stdout then stderr.

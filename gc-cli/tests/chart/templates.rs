@@ -642,16 +642,7 @@ fn states_are_streamspaces_and_bad_states_are_refused_at_render() {
         args.contains(&"--live-state=hibernated".to_owned()),
         "{args:?}"
     );
-    let refused = |sets: &[&str]| {
-        let mut args = vec!["template", "gc", CHART];
-        args.extend(API_VERSIONS);
-        for set in sets {
-            args.extend(["--set", set]);
-        }
-        let out = helm(&args);
-        assert!(!out.status.success(), "{sets:?}");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
+    let refused = super::refused;
     let no_column = refused(&["database.stateColumn="]);
     assert!(
         no_column.contains("database.stateColumn: gc.terminalStates"),

@@ -290,3 +290,21 @@ pub(crate) fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// Polls `check` every 200 ms for up to 60 s; the last answer when it never holds.
+pub(crate) async fn eventually<T: std::fmt::Debug>(
+    what: &str,
+    mut check: impl AsyncFnMut() -> Result<(bool, T)>,
+) -> Result<T> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (done, value) = check().await?;
+        if done {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!("not in 60 s: {what}: {value:?}").into());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}

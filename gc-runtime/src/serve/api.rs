@@ -611,17 +611,53 @@ fn json_body<T: serde::de::DeserializeOwned + Default>(
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    // An object only: serde would take a struct's fields from an array too.
-    let value: serde_json::Value = serde_json::from_slice(&body)
+    // An object only (serde would take a struct's fields from an array too), each field once and
+    // never null: serde_json keeps the last of a key given twice, and reads a null list as an
+    // absent one, which means every session.
+    let Entries(entries) = serde_json::from_slice(&body)
         .map_err(|e| Problem::bad("body", format!("expected {shape}: {e}")))?;
-    if !value.is_object() {
-        return Err(Problem::bad(
-            "body",
-            format!("expected {shape}: not an object"),
-        ));
+    let mut object = serde_json::Map::new();
+    for (key, value) in entries {
+        if value.is_null() {
+            let why = format!("null: give a value, or leave `{key}` out (expected {shape})");
+            return Err(Problem::bad(&key, why));
+        }
+        if object.contains_key(&key) {
+            return Err(Problem::bad(
+                &key,
+                format!("given twice (expected {shape})"),
+            ));
+        }
+        object.insert(key, value);
     }
-    serde_json::from_value(value)
+    serde_json::from_value(serde_json::Value::Object(object))
         .map_err(|e| Problem::bad("body", format!("expected {shape}: {e}")))
+}
+
+/// A JSON object's fields as given, in order, duplicates kept (to refuse them).
+struct Entries(Vec<(String, serde_json::Value)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        d.deserialize_map(Fields)
+    }
 }
 
 /// The sessions a body asks for, checked: a JSON object with at most `sessions`, each id a
@@ -832,7 +868,15 @@ where
                 subresource: "",
                 namespace: &run.namespace,
             };
-            api.allowed(&headers, asked).await?;
+            // A run the caller may not read is one that does not exist (its namespace unsaid);
+            // the refusal is audited all the same.
+            (api.allowed(&headers, asked).await).map_err(|refused| {
+                if refused.status == StatusCode::FORBIDDEN {
+                    Problem::new(StatusCode::NOT_FOUND, format!("no run {id}"))
+                } else {
+                    refused
+                }
+            })?;
             Ok(axum::Json(run).into_response())
         };
         answer.await.unwrap_or_else(IntoResponse::into_response)

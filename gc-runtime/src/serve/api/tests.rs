@@ -190,6 +190,27 @@ async fn an_allowed_caller_collects_a_session_and_follows_its_run() {
         (status, missing["error"].as_str()),
         (404, Some("no run 99"))
     );
+    // A caller that may not read the run is told there is none (its namespace unsaid; the
+    // refusal audited); the id without its random part finds nothing, even for its caller.
+    let id = run["id"].as_str().unwrap();
+    let (status, _, hidden) = client.call("GET", &path, Some("reader"), "").await;
+    assert_eq!(status, 404, "{hidden}");
+    assert_eq!(hidden["error"], format!("no run {id}"));
+    assert!(!hidden.to_string().contains(NS), "{hidden}");
+    assert!(
+        client
+            .world
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("denied 403 get runs")
+    );
+    let (number, random) = id.rsplit_once('-').unwrap();
+    assert_eq!(random.len(), 32, "{id}");
+    let (status, _, _) = client
+        .call("GET", &format!("/v1/runs/{number}"), Some("api"), "")
+        .await;
+    assert_eq!(status, 404);
     let (status, _, shown) = client.call("GET", "/v1/status", Some("api"), "").await;
     assert_eq!(status, 200, "{shown}");
     assert_eq!(shown["version"], "1.2.3");
@@ -295,6 +316,20 @@ async fn bad_input_is_refused_naming_the_field() {
         (COLLECT, r#"{"sessions": ["d"], "graceSeconds": 0}"#, "body"),
         (COLLECT, "sessions: [d]", "body"),
         (COLLECT, r#"[["d"]]"#, "body"),
+        // `null` is not "every session", whether alone or after a list; a field given twice is
+        // refused, not read as its last.
+        (COLLECT, r#"{"sessions": null}"#, "sessions"),
+        (
+            COLLECT,
+            r#"{"sessions": ["d"], "sessions": null}"#,
+            "sessions",
+        ),
+        (
+            COLLECT,
+            r#"{"sessions": ["a"], "sessions": ["d"]}"#,
+            "sessions",
+        ),
+        (PLAN, r#"{"sessions": null}"#, "sessions"),
     ];
     for (path, body, field) in cases {
         let (status, _, answer) = client.call("POST", path, Some("api"), body).await;
