@@ -35,6 +35,9 @@ pub struct RequestOptions {
     /// How long [`Requests::collect`] waits for its run to end before it answers with the
     /// request still queued or running.
     pub answer_within: Duration,
+    /// How long a stopping process waits for the runs and restores it started to end
+    /// ([`Requests::finished`]): under the chart's `terminationGracePeriodSeconds` (120).
+    pub finish_within: Duration,
 }
 
 impl Default for RequestOptions {
@@ -42,12 +45,13 @@ impl Default for RequestOptions {
     /// ask for many at once, after an outage; each is small); a grace of five minutes: a session
     /// the control plane has just ended is not held a day, and resources created a moment ago (a
     /// session starting while its row is not yet written) are still safe; an answer within ten
-    /// seconds.
+    /// seconds; a stop waits up to 100 seconds for what was started.
     fn default() -> Self {
         Self {
             queue: 256,
             grace_seconds: 300,
             answer_within: Duration::from_secs(10),
+            finish_within: Duration::from_secs(100),
         }
     }
 }
@@ -124,6 +128,8 @@ pub struct Requests<C, D, S, A> {
     /// When the desk started, in microseconds since the epoch (hex): every request id begins
     /// with it, so that an id of an earlier process (before a restart) is no request here.
     started: String,
+    /// Every run and restore the desk started, which a stop waits for ([`Requests::finished`]).
+    tasks: tokio_util::task::TaskTracker,
 }
 
 #[derive(Default)]
@@ -222,6 +228,26 @@ impl<C, D, S, A> Requests<C, D, S, A> {
             .map(|e| e.run.clone())
     }
 
+    /// Waits, at most `within`, for every run and restore this desk started to end (each run's
+    /// audit lines written and its Lease released); whether they all did. For a stopping
+    /// process, after [`Requests::stop`] (and the collector's stop token): its runtime must not
+    /// be dropped under them.
+    pub async fn finished(&self, within: Duration) -> bool {
+        self.tasks.close();
+        tokio::time::timeout(within, self.tasks.wait())
+            .await
+            .is_ok()
+    }
+
+    /// Runs `task` as one of the desk's own, which [`Requests::finished`] waits for.
+    pub(crate) fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tasks.spawn(task)
+    }
+
     /// The process is stopping: every queued request ends stopped, with nothing done, and
     /// nothing more is queued. A run in flight ends as the collector's stop token makes it.
     pub fn stop(&self) {
@@ -274,6 +300,7 @@ where
             book: Mutex::default(),
             lanes,
             started: format!("{:x}", (clock::now() * 1e6) as u64),
+            tasks: tokio_util::task::TaskTracker::new(),
         })
     }
 
@@ -328,7 +355,8 @@ where
         };
         let desk = Arc::clone(self);
         let lane = namespace.to_owned();
-        tokio::spawn(async move { desk.drive(&lane).await });
+        // The desk's own task: a caller that goes away does not cut it, and a stop waits for it.
+        self.tasks.spawn(async move { desk.drive(&lane).await });
         let _ = tokio::time::timeout(self.options.answer_within, ended.wait_for(|e| *e)).await;
         let book = self.book.lock().unwrap_or_else(PoisonError::into_inner);
         match book.runs.get(&id) {

@@ -342,3 +342,84 @@ async fn a_stop_ends_the_queued_requests_and_queues_nothing_more() {
     assert!(why.starts_with("stopped by SIGTERM"), "{why}");
     assert_eq!(world.deleted(), ["d-Deployment"]);
 }
+
+/// An archive sink whose writes wait until it is opened (a slow object store, mid-run).
+struct Gate(Arc<Kept>, tokio::sync::watch::Receiver<bool>);
+
+#[async_trait::async_trait]
+impl gc_core::ports::ArchiveSink for Gate {
+    async fn write(
+        &self,
+        key: &gc_core::ports::ArchiveKey,
+        bytes: &[u8],
+    ) -> Result<String, gc_core::ports::StoreError> {
+        let mut open = self.1.clone();
+        let _ = open.wait_for(|o| *o).await;
+        self.0.write(key, bytes).await
+    }
+    async fn read(&self, uri: &str) -> Result<Vec<u8>, gc_core::ports::StoreError> {
+        self.0.read(uri).await
+    }
+}
+
+/// The process stops (SIGTERM) while a run its caller left is mid-archive: the stop waits for
+/// the run, which finishes the write in progress, sends no delete after the stop, writes every
+/// audit line and gives its Lease up before the desk says it finished.
+#[tokio::test(start_paused = true)]
+async fn a_stop_waits_for_the_run_a_caller_left() {
+    let world = World::new();
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let kept = Arc::new(Kept::default());
+    let table = SessionTable(Ok(vec!["a", "b", "c"]), Mutex::new(0));
+    let sink = TestSink(Arc::new(Gate(Arc::clone(&kept), gate)), false);
+    let settings = Settings {
+        now: Some(NOW),
+        live: true,
+        cancel: Arc::new(world.stop.clone()),
+        concurrency: 1,
+        ..Settings::default()
+    };
+    let parts = (world.cluster.clone(), table, Arc::clone(&kept), sink);
+    let collector = SessionCollector::new(parts, settings).unwrap();
+    let desk = Requests::new(
+        collector,
+        vec![session_config()],
+        RequestOptions::default(),
+        Box::new(world.lines.clone()),
+    );
+    // The caller asks, and goes away before the answer.
+    let asking = Arc::clone(&desk);
+    let caller = tokio::spawn(async move { asking.collect(NS, ids(&["d", "e"]), API).await });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    caller.abort();
+    assert!(world.lines().is_empty(), "mid-archive: {:?}", world.lines());
+    assert_eq!(world.cluster.lease.state().acquires, 1);
+    // SIGTERM: the collector's stop, the desk's; the store comes back a moment later.
+    world.stop.stop("SIGTERM");
+    desk.stop();
+    let finished = {
+        let desk = Arc::clone(&desk);
+        tokio::spawn(async move { desk.finished(Duration::from_secs(100)).await })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!finished.is_finished(), "the run is still archiving");
+    open.send(true).unwrap();
+    assert!(finished.await.unwrap(), "every task ended");
+    // Every record audited: the write in progress ended, and no delete was sent after the stop.
+    let lines = world.lines();
+    assert_eq!(lines.len(), 10, "{lines:?}");
+    let stopped = "not started: the process is stopping";
+    let not_started = lines.iter().filter(|l| l.contains(stopped)).count();
+    assert_eq!(not_started, 4, "{lines:?}");
+    assert_eq!(
+        kept.archives.lock().unwrap().len(),
+        1,
+        "the write in progress ended"
+    );
+    assert!(world.deleted().is_empty());
+    assert_eq!(
+        world.cluster.lease.state().holder,
+        None,
+        "the Lease given up"
+    );
+}

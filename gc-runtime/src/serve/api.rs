@@ -940,7 +940,7 @@ where
                 caller.user.clone(),
                 account.name().to_owned(),
             );
-            let restored = tokio::spawn(async move {
+            let restored = api.desk.spawn(async move {
                 let _place = place;
                 let objects = desk
                     .collector()
@@ -1151,12 +1151,23 @@ impl SessionsApi {
             "serving the request API on {address} for namespace(s) {}",
             namespaces.join(", ")
         );
+        let stopping = Arc::clone(&desk);
         let stopped = async move {
             stop.await;
-            desk.stop();
+            stopping.stop();
         };
         let header_timeout = api.options.header_timeout;
         super::tls::serve(listener, api.router(), self.tls, header_timeout, stopped).await;
+        // What the callers left behind (a run whose caller went away, a restore past its call)
+        // ends before the process does: its audit lines written, its Lease released.
+        let within = self.requests.finish_within;
+        if !desk.finished(within).await {
+            tracing::warn!(
+                "stopping with runs or restores still going after {}s: their Leases expire by \
+                 themselves, and the next run resumes",
+                within.as_secs()
+            );
+        }
         Ok(())
     }
 }
