@@ -593,7 +593,13 @@ fn keep<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V) {
 }
 
 /// A request's body as read: up to [`ApiOptions::body_limit`] bytes, else why not.
-type Body = Result<Bytes, axum::extract::rejection::BytesRejection>;
+type Body = Result<Bytes, axum::Error>;
+
+/// A request's body, read only once its caller is known and allowed (a caller without a token
+/// holds no place while it sends one slowly): up to `limit` bytes.
+async fn read(body: axum::body::Body, limit: usize) -> Body {
+    axum::body::to_bytes(body, limit).await
+}
 
 /// The body, once the caller is known to be allowed: a JSON object of the fields of `T` (an
 /// empty body: `T`'s defaults), else a `400` saying it should be `shape`. A body that could not
@@ -791,7 +797,7 @@ where
         headers: &HeaderMap,
         ns: &str,
         subresource: &str,
-        body: Body,
+        body: axum::body::Body,
     ) -> Result<(Caller, Requested), Problem> {
         let asked = Asked {
             verb: "create",
@@ -801,14 +807,15 @@ where
         };
         let caller = self.allowed(headers, asked).await?;
         namespace(&self.desk, ns)?;
-        Ok((caller, asking(body, self.options.body_limit)?))
+        let limit = self.options.body_limit;
+        Ok((caller, asking(read(body, limit).await, limit)?))
     }
 
     async fn plan(
         State(api): State<Arc<Self>>,
         Path(ns): Path<String>,
         headers: HeaderMap,
-        body: Body,
+        body: axum::body::Body,
     ) -> Response {
         let answer = async {
             let (caller, sessions) = api.checked(&headers, &ns, "plan", body).await?;
@@ -829,7 +836,7 @@ where
         State(api): State<Arc<Self>>,
         Path(ns): Path<String>,
         headers: HeaderMap,
-        body: Body,
+        body: axum::body::Body,
     ) -> Response {
         let answer = async {
             let (caller, sessions) = api.checked(&headers, &ns, "collect", body).await?;
@@ -888,7 +895,7 @@ where
         State(api): State<Arc<Self>>,
         Path((ns, session)): Path<(String, String)>,
         headers: HeaderMap,
-        body: Body,
+        body: axum::body::Body,
     ) -> Response {
         let answer = async {
             let asked = Asked {
@@ -900,7 +907,8 @@ where
             let caller = api.allowed(&headers, asked).await?;
             let cfg = namespace(&api.desk, &ns)?;
             session_id("session", &session)?;
-            let restoring = restoring(body, api.options.body_limit)?;
+            let limit = api.options.body_limit;
+            let restoring = restoring(read(body, limit).await, limit)?;
             let Some(account) = &api.restore else {
                 let why = "restore is not offered by this server: serve it with \
                            --api-restore-account NAMESPACE/NAME (the chart: gc.restore.enabled \

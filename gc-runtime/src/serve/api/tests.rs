@@ -701,3 +701,27 @@ async fn the_answers_are_what_the_openapi_document_describes() {
     let schema = serde_json::json!({ "$ref": "#/components/schemas/RestoreAnswer" });
     assert!(described(&doc, &schema, &more, true).is_err());
 }
+
+/// A caller is known before its body is read: a body that never ends, sent without a token or
+/// without the right, is answered at once (401, 403) and never waited for.
+#[tokio::test(start_paused = true)]
+async fn a_body_is_read_only_from_an_allowed_caller() {
+    let client = Client::new();
+    for (token, want) in [(None, 401), (Some("nonsense"), 401), (Some("reader"), 403)] {
+        let mut request = Request::builder().method("POST").uri(COLLECT);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let endless = futures_util::stream::pending::<Result<Bytes, std::io::Error>>();
+        let request = request.body(Body::from_stream(endless)).unwrap();
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            client.router.clone().oneshot(request),
+        )
+        .await
+        .expect("answered without the body")
+        .unwrap();
+        assert_eq!(answer.status().as_u16(), want, "{token:?}");
+    }
+    assert!(client.world.deleted().is_empty());
+}
