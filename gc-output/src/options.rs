@@ -17,6 +17,7 @@ pub fn flag(option: &str) -> Option<&'static str> {
         "cluster_id" => "--cluster-id",
         "events: false" => "--no-events",
         "kinds" => "--kinds",
+        "live_states" => "--live-state (the chart's gc.liveStates)",
         "namespace_selector" => "--namespace-selector",
         "namespaces" => "-n",
         "override_guard" => "`plan sessions --override-guard`",
@@ -25,6 +26,7 @@ pub fn flag(option: &str) -> Option<&'static str> {
         "sink" => "--archive-dir or --archive-url",
         "stall" => "--stall-seconds",
         "store" => "--store",
+        "terminal_states" => "--terminal-state (the chart's gc.terminalStates)",
         _ => return None,
     })
 }

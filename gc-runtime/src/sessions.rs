@@ -683,8 +683,8 @@ pub fn report_unknown_states(namespace: &str, states: &std::collections::BTreeMa
     let listed: Vec<String> = states.iter().map(|(s, n)| format!("{s} ({n})")).collect();
     tracing::warn!(
         "{sessions} session(s) in namespace {namespace} have a state that is neither live nor \
-         gone: {}; their resources are kept. Name each state as live or terminal (chart values \
-         gc.liveStates, gc.terminalStates)",
+         gone: {}; their resources are kept. Name each state in `live_states` or \
+         `terminal_states`",
         listed.join(", ")
     );
 }

@@ -71,8 +71,7 @@ pub enum Row {
 
 /// The decision for one resource. In JSON and audit lines it is `"decision"` (`kept`, `held`,
 /// `delete`, `deferred`, `unrequested`, `skipped`, and for spared resources `protected` or
-/// `excluded`) with its
-/// `"reason"` (and `"until"` when held).
+/// `excluded`) with its `"reason"` (and `"until"` when held).
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionDecision {
     /// Its session is live.
@@ -414,20 +413,20 @@ pub fn plan_labelled(
                 reason: format!("carries the protect label {}", cfg.protect_label),
                 spared: spares,
             },
-            _ if shared => SessionDecision::Skipped {
-                reason: format!(
-                    "a claim not named after its session ({0} or {0}-...): a claim shared across \
-                     sessions, as StreamSpace's per-user home-USER, is never collected",
-                    r.session.as_deref().unwrap_or_default()
-                ),
-                spared: spares,
-            },
             _ if labelled == Some(Spared::Excluded) => SessionDecision::Skipped {
                 reason: format!(
                     "matches the exclude selector {}",
                     cfg.exclude_selector
                         .as_ref()
                         .map_or_else(String::new, ToString::to_string)
+                ),
+                spared: spares,
+            },
+            _ if shared => SessionDecision::Skipped {
+                reason: format!(
+                    "a claim not named after its session ({0} or {0}-...): a claim shared across \
+                     sessions, as StreamSpace's per-user home-USER, is never collected",
+                    r.session.as_deref().unwrap_or_default()
                 ),
                 spared: spares,
             },
