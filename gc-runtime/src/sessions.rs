@@ -775,6 +775,14 @@ pub struct DeniedLine<'a> {
     pub requested_by: Option<&'a str>,
     /// Why.
     pub reason: &'a str,
+    /// Refusals since the line before this one that were not audited (beyond the audit's rate:
+    /// a flood), counted here so the log says how many there were; absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unaudited: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The audit line of an archived object a restore asked for through the request API created

@@ -59,7 +59,11 @@ impl Audit for Lines {
     }
     fn denied(&mut self, line: &crate::sessions::DeniedLine<'_>) -> crate::Result<()> {
         let (status, call, by) = (line.status, &line.call, line.requested_by);
-        let line = format!("denied {status} {call} in {:?} by {by:?}", line.namespace);
+        let mut text = format!("denied {status} {call} in {:?} by {by:?}", line.namespace);
+        if line.unaudited > 0 {
+            text.push_str(&format!(" ({} unaudited before)", line.unaudited));
+        }
+        let line = text;
         self.0.lock().unwrap().push(line);
         Ok(())
     }

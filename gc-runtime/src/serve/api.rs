@@ -238,25 +238,24 @@ struct Denials {
 }
 
 impl Denials {
-    /// Whether one more refusal is audited now.
-    fn audit(&mut self) -> bool {
+    /// Whether one more refusal is audited now: with how many were left out since the last
+    /// audited one, which its line carries.
+    fn audit(&mut self) -> Option<u32> {
         if self.since.elapsed() >= Duration::from_secs(1) {
             if self.left_out > 0 {
                 let n = self.left_out;
-                tracing::warn!("{n} more refused call(s) in a second were not audited");
+                tracing::warn!(
+                    "{n} refused call(s) were not audited (the next audit line counts them)"
+                );
             }
-            *self = Self {
-                since: tokio::time::Instant::now(),
-                audited: 0,
-                left_out: 0,
-            };
+            (self.since, self.audited) = (tokio::time::Instant::now(), 0);
         }
         if self.audited < DENIALS_PER_SECOND {
             self.audited += 1;
-            return true;
+            return Some(std::mem::take(&mut self.left_out));
         }
         self.left_out += 1;
-        false
+        None
     }
 }
 
@@ -487,9 +486,9 @@ where
     /// The audit line of a call refused for who asked (`user`, when the token said).
     fn deny(&self, asked: &Asked<'_>, user: Option<&str>, status: StatusCode, why: &str) {
         let mut denials = self.denials.lock().unwrap_or_else(PoisonError::into_inner);
-        if !denials.audit() {
+        let Some(unaudited) = denials.audit() else {
             return;
-        }
+        };
         drop(denials);
         let time = gc_core::isotime::format_timestamp(crate::clock::now());
         let call = match asked.subresource {
@@ -506,6 +505,7 @@ where
             call,
             requested_by: user,
             reason: why,
+            unaudited,
         });
     }
 

@@ -271,7 +271,12 @@ async fn callers_without_a_token_or_a_right_change_nothing() {
     assert_eq!(client.world.lines().len(), 20, "twenty in this second");
     tokio::time::advance(std::time::Duration::from_secs(1)).await;
     client.call("POST", COLLECT, None, body).await;
-    assert_eq!(client.world.lines().len(), 21, "one more in the next");
+    let lines = client.world.lines();
+    assert_eq!(lines.len(), 21, "one more in the next");
+    // It counts the refusals of the flood that were not audited (20 audited in that second).
+    assert!(lines[20].ends_with(" (15 unaudited before)"), "{lines:?}");
+    client.call("POST", COLLECT, None, body).await;
+    assert!(!client.world.lines()[21].contains("unaudited"));
 }
 
 /// An API server that cannot answer for the caller refuses it (503, try again), and answers
