@@ -444,11 +444,6 @@ where
             )
             .route("/v1/namespaces/{ns}/archives", get(Self::archives))
             .route("/v1/openapi.json", get(Self::openapi))
-            // Nothing past the limit is read (a bigger body is bad input, once the caller is
-            // allowed).
-            .layer(axum::extract::DefaultBodyLimit::max(
-                self.options.body_limit,
-            ))
             .layer(axum::middleware::from_fn_with_state(
                 self.options.request_timeout,
                 within,
@@ -603,7 +598,7 @@ async fn read(body: axum::body::Body, limit: usize) -> Body {
 
 /// The body, once the caller is known to be allowed: a JSON object of the fields of `T` (an
 /// empty body: `T`'s defaults), else a `400` saying it should be `shape`. A body that could not
-/// be read whole (over [`ApiOptions::body_limit`], which the router enforces, or cut short) is
+/// be read whole (over [`ApiOptions::body_limit`], which [`read`] stops at, or cut short) is
 /// bad input too.
 fn json_body<T: serde::de::DeserializeOwned + Default>(
     body: Body,
