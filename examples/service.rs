@@ -77,7 +77,7 @@ async fn main() -> anyhow::Result<()> {
         sink: Ok(gc_store::Archives::Directory(gc_store::DirectorySink::new(
             folder,
         ))),
-        store: StoreAt(text("--store")),
+        store: StoreAt(text("--store"), gc_store::DEFAULT_TIMEOUT),
     };
     // The collector, connected once; each interval's run takes the namespace's Lease anew.
     let run = match connect_parts(sources, settings, &[]).await {

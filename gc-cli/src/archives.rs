@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use gc_output::archives::{write_checked, write_list, write_pruned, write_show};
 use gc_runtime::archives::prune::{Policy, parse_window};
 use gc_runtime::archives::{self, read_verified};
+use gc_runtime::durations::timeout;
 use gc_store::{Archives, ReceiptQuery};
 
 use crate::clock;
@@ -16,7 +17,7 @@ use crate::live::with_store;
 use crate::output::{Output, OutputArgs};
 
 /// Where the failed-Pod collector's archives are: a folder (the default) or an object store.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args)]
 pub(crate) struct ArchiveArgs {
     /// Folder for the archives. Default: `archives` beside the embedded store.
     #[arg(
@@ -62,6 +63,9 @@ pub(crate) struct ArchiveArgs {
         requires = "archive_url"
     )]
     archive_credentials_file: Option<PathBuf>,
+    /// How long a call to gc's store may wait for its answer before the run fails, saying so.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = timeout)]
+    pub(crate) store_timeout: std::time::Duration,
 }
 
 impl ArchiveArgs {

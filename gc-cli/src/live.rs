@@ -8,11 +8,12 @@ use anyhow::Context;
 use clap::Args;
 use clap::builder::TypedValueParser as _;
 use gc_k8s::{Connection, Explicit, SecretString, Source};
+use gc_runtime::durations::timeout;
 
 use crate::exit::UsageError;
 
 /// How to reach the cluster. Default: in-cluster when running in a Pod, else the kubeconfig.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args)]
 pub(crate) struct ConnectArgs {
     /// Kubeconfig file (default `$KUBECONFIG`, else `~/.kube/config`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["in_cluster", "api_url"])]
@@ -35,6 +36,9 @@ pub(crate) struct ConnectArgs {
     /// Accept any server certificate (the flow's `trust_certs`; test clusters only).
     #[arg(long, requires = "api_url")]
     trust_certs: bool,
+    /// How long a call to the API server may wait for its answer before it fails.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = timeout)]
+    api_timeout: Duration,
 }
 
 impl ConnectArgs {
@@ -71,12 +75,11 @@ impl ConnectArgs {
         };
         Ok(Connection {
             source,
-            ..Connection::default()
+            connect_timeout: self.api_timeout.min(Duration::from_secs(10)),
+            read_timeout: self.api_timeout,
         })
     }
-}
 
-impl ConnectArgs {
     /// Connects to the cluster as these flags say.
     ///
     /// # Errors

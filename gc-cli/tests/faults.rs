@@ -13,7 +13,9 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use gc_testbed::{FailedPod, Fault, FaultProxy, S3Kind, S3Server, TestBed, TestNamespace};
+use gc_testbed::{
+    FailedPod, Fault, FaultProxy, S3Kind, S3Server, StallProxy, TestBed, TestNamespace,
+};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
@@ -329,5 +331,107 @@ async fn a_run_frozen_past_its_lease_finds_the_lock_lost_and_writes_nothing_more
     assert!(reasons.iter().any(|r| r == "Collected"), "{reasons:?}");
     // B's receipted archive is intact.
     ok(&env.gc_cli(&["archives", "verify"]).output()?);
+    Ok(())
+}
+
+/// `c` spawned, its output once it ends; a failure when it runs past `seconds` (a hang: it is
+/// killed).
+async fn within(seconds: u64, c: &mut Command) -> Result<(Output, Duration)> {
+    let started = Instant::now();
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    while child.try_wait()?.is_none() {
+        if started.elapsed() > Duration::from_secs(seconds) {
+            child.kill()?;
+            let out = child.wait_with_output()?;
+            panic!(
+                "still running after {seconds} s:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok((child.wait_with_output()?, started.elapsed()))
+}
+
+/// `run pods`, live, in `ns`, archives in `dir`, with the store `store` and more `args`.
+fn live_run(ns: &TestNamespace, dir: &std::path::Path, store: &str, args: &[&str]) -> Command {
+    let mut c = command();
+    c.args(common::run_pods(ns.name()))
+        .args(["--dry-run=none", "--auto-remediate", "--store", store])
+        .args(["--archive-dir", dir.join("archives").to_str().unwrap()])
+        .args(args);
+    c
+}
+
+/// The store's connection is established and answers, then goes silent as the run records its
+/// first receipt (a frozen network path): the run fails within `--store-timeout`, naming the
+/// store and how long it waited, deletes nothing, releases its pin and its Lease, and the next
+/// run (not waiting for any Lease) collects the Pod.
+#[tokio::test]
+async fn a_store_that_stops_answering_mid_run_fails_it_within_the_timeout_and_frees_the_lease()
+-> Result {
+    let Some(db) = gc_testbed::TestDatabase::fresh("stall").await? else {
+        return Ok(());
+    };
+    let (bed, ns) = common::namespace("fault-store-stall").await?;
+    let kubeconfig = bed.kubeconfig_path().to_str().unwrap();
+    let dir = tempfile::tempdir()?;
+    target(&ns, "a").await?;
+    // postgres://USER:PASSWORD@HOST:PORT/DATABASE, through the proxy, in plain text.
+    let (credentials, rest) = db.url().split_once('@').unwrap();
+    let (address, database) = rest.split_once('/').unwrap();
+    let upstream = tokio::net::lookup_host(address).await?.next().unwrap();
+    let proxy = StallProxy::start(upstream, Some("INSERT INTO gc_receipts"))?;
+    let stalling = format!(
+        "{credentials}@{}/{database}?sslmode=disable",
+        proxy.address()
+    );
+    let args = ["--kubeconfig", kubeconfig, "--store-timeout", "3s"];
+    let (out, took) = within(90, &mut live_run(&ns, dir.path(), &stalling, &args)).await?;
+    let err = failed(&out);
+    assert!(proxy.stalled(), "the connection went silent mid-run: {err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // The target's row names the store and how long it waited.
+    let rows = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        rows.contains("the store did not answer within 3s"),
+        "{rows}\n{err}"
+    );
+    assert!(took < Duration::from_secs(30), "took {took:?}: {err}");
+    let pods = snapshot(&ns).await?;
+    assert_eq!(pods["a"].2, Vec::<String>::new(), "the pin is released");
+    // The Lease is free: the next run, waiting for none, takes it and collects the Pod.
+    let next = ["--kubeconfig", kubeconfig, "--lock-wait", "0s"];
+    let (out, _) = within(90, &mut live_run(&ns, dir.path(), db.url(), &next)).await?;
+    assert!(ok(&out).contains("collected"));
+    assert!(snapshot(&ns).await?.is_empty());
+    Ok(())
+}
+
+/// An API server that accepts connections and never answers: the run fails within
+/// `--api-timeout`, saying so, and exits 1.
+#[tokio::test]
+async fn an_api_server_that_never_answers_fails_the_run_within_the_timeout() -> Result {
+    let silent = StallProxy::silent()?;
+    let dir = tempfile::tempdir()?;
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t")?;
+    let api = format!("https://{}", silent.address());
+    let store = sqlite(dir.path(), "gc.sqlite3");
+    let mut c = command();
+    c.args(common::run_pods("fault-api-silent"))
+        .args(["--dry-run=none", "--auto-remediate", "--store", &store])
+        .args(["--api-url", &api, "--trust-certs"])
+        .args([
+            "--token-file",
+            token.to_str().unwrap(),
+            "--api-timeout",
+            "2s",
+        ]);
+    let (out, took) = within(60, &mut c).await?;
+    let err = failed(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot connect to the cluster"), "{err}");
+    assert!(took < Duration::from_secs(8), "took {took:?}: {err}");
     Ok(())
 }

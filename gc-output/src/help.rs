@@ -42,6 +42,7 @@ pub const HEADINGS: &[(&str, &[&str])] = &[
             "token-file",
             "ca-cert-data",
             "trust-certs",
+            "api-timeout",
         ],
     ),
     (
@@ -58,6 +59,7 @@ pub const HEADINGS: &[(&str, &[&str])] = &[
         "Store and archives",
         &[
             "store",
+            "store-timeout",
             "archive-dir",
             "archive-url",
             "archive-endpoint",

@@ -114,6 +114,15 @@ pub fn seconds_within(text: &str, range: RangeInclusive<u64>) -> Result<u64, Str
     within(text, Unit::Seconds, range)
 }
 
+/// A timeout as an option gives it: a duration from 1 s to 1 h (`30s`, `2m`; a bare number is
+/// seconds).
+///
+/// # Errors
+/// As [`within`].
+pub fn timeout(text: &str) -> Result<std::time::Duration, String> {
+    seconds_within(text, 1..=3600).map(std::time::Duration::from_secs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

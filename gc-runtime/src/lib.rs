@@ -40,4 +40,4 @@ pub use outcome::{
 };
 pub use settings::{Progress, Settings, SettingsError};
 pub use stop::{Cancel, NeverCancel, Shutdown, StopToken, Stopped, stopped};
-pub use store::{Sink, open_store};
+pub use store::{Sink, open_store, open_store_within};

@@ -76,15 +76,22 @@ pub trait OpenStore: Send + Sync {
 }
 
 /// The store at a URL (`sqlite:PATH`, a path, `postgres://...`), or the embedded SQLite file
-/// (`None`).
-#[derive(Debug, Clone, Default)]
-pub struct StoreAt(pub Option<String>);
+/// (`None`), each call to it waiting at most the duration given for its answer
+/// ([`crate::open_store`]).
+#[derive(Debug, Clone)]
+pub struct StoreAt(pub Option<String>, pub std::time::Duration);
+
+impl Default for StoreAt {
+    fn default() -> Self {
+        Self(None, gc_store::DEFAULT_TIMEOUT)
+    }
+}
 
 #[async_trait]
 impl OpenStore for StoreAt {
     type Store = gc_store::Store;
     async fn open(&self) -> crate::Result<gc_store::Store> {
-        crate::open_store(self.0.as_deref()).await
+        crate::open_store_within(self.0.as_deref(), self.1).await
     }
 }
 

@@ -590,7 +590,8 @@ pub async fn run_selected(
         settings.check()?;
         let configs = namespaces.iter().map(|ns| config(ns));
         let configs = configs.collect::<crate::Result<Vec<_>>>()?;
-        Ok((configs, crate::open_store(store).await?))
+        let opened = crate::open_store_within(store, settings.store_timeout);
+        Ok((configs, opened.await?))
     };
     let (configs, store) = match opened.await {
         Ok(opened) => opened,

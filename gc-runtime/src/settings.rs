@@ -35,6 +35,9 @@ pub struct Settings {
     /// [`gc_core::pipeline::DEFAULT_CONCURRENCY`]; at most
     /// [`gc_core::pipeline::MAX_CONCURRENCY`].
     pub concurrency: usize,
+    /// How long one call to gc's store may wait for its answer before the run fails, deleting
+    /// nothing more. Default: [`gc_store::DEFAULT_TIMEOUT`] (30 s).
+    pub store_timeout: std::time::Duration,
 }
 
 impl Settings {
@@ -78,6 +81,7 @@ impl Default for Settings {
             now: None,
             allow_future_now: false,
             concurrency: gc_core::pipeline::DEFAULT_CONCURRENCY,
+            store_timeout: gc_store::DEFAULT_TIMEOUT,
         }
     }
 }

@@ -3,11 +3,24 @@
 
 use crate::Context as _;
 
-/// Opens the store at `url`, or the embedded SQLite default.
+/// Opens the store at `url`, or the embedded SQLite default, each call to it waiting at most
+/// [`gc_store::DEFAULT_TIMEOUT`] for its answer.
 ///
 /// # Errors
 /// When the store cannot be opened.
 pub async fn open_store(url: Option<&str>) -> crate::Result<gc_store::Store> {
+    open_store_within(url, gc_store::DEFAULT_TIMEOUT).await
+}
+
+/// [`open_store`], each call to the store waiting at most `timeout` for its answer
+/// (`store_timeout`).
+///
+/// # Errors
+/// When the store cannot be opened.
+pub async fn open_store_within(
+    url: Option<&str>,
+    timeout: std::time::Duration,
+) -> crate::Result<gc_store::Store> {
     let url = match url {
         Some(url) => url.to_owned(),
         None => gc_store::default_path()
@@ -15,7 +28,7 @@ pub async fn open_store(url: Option<&str>) -> crate::Result<gc_store::Store> {
             .context("the default store path is not UTF-8: give `store`")?
             .to_owned(),
     };
-    gc_store::open(&url).await.context("cannot open the store")
+    (gc_store::open_within(&url, timeout).await).context("cannot open the store")
 }
 
 /// An archive sink a run proves usable before its first write ([`Sink::probe`]) and names in

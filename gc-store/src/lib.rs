@@ -45,6 +45,10 @@ pub use sinks::Archives;
 
 /// How long opening a store may wait for the first connection, and a call for a pooled one.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one call to the store may wait for its answer by default ([`open_within`]): a
+/// receipt is written in milliseconds, so 30 s is a store that stopped answering, well inside the
+/// run lock's 30 s lease renewed every 10 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long SQLite waits for another writer (another process) before answering "busy".
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections per pool: the engine works one target at a time.
@@ -66,6 +70,8 @@ pub struct Store {
     shown: String,
     /// Receipts waiting for the next group commit ([`Store::put_receipt`]).
     receipts: std::sync::Arc<GroupCommit>,
+    /// How long one call may wait for the database's answer.
+    timeout: Duration,
 }
 
 /// Where a queued receipt's result goes.
@@ -115,20 +121,53 @@ impl fmt::Debug for Store {
 /// A PostgreSQL URL that [`shown_url`] will not show is refused without its value:
 /// `the store URL ($GC_STORE / --store) is not a valid URL (its value is not shown): ...`.
 pub async fn open(url: &str) -> Result<Store, StoreError> {
+    open_within(url, DEFAULT_TIMEOUT).await
+}
+
+/// [`open`], each later call to the store (and the schema's check as it opens) waiting at most
+/// `timeout` for the database's answer.
+///
+/// # Errors
+/// As [`open`]; [`StoreError::Unavailable`] (`the store did not answer within 30s`) when the
+/// database, connected, does not answer the schema's check in time.
+pub async fn open_within(url: &str, timeout: Duration) -> Result<Store, StoreError> {
     let location = Location::parse(url, location::STORE).map_err(StoreError::Other)?;
     let shown = location.shown();
     let pool = match &location {
-        Location::Sqlite(path) => open_sqlite(path, &shown).await?,
-        Location::Postgres { url, .. } => open_postgres(url, &shown).await?,
+        Location::Sqlite(path) => open_sqlite(path, &shown, timeout).await?,
+        Location::Postgres { url, .. } => open_postgres(url, &shown, timeout).await?,
     };
     Ok(Store {
         pool,
         shown,
         receipts: std::sync::Arc::default(),
+        timeout,
     })
 }
 
-async fn open_sqlite(path: &std::path::Path, shown: &str) -> Result<Pool, StoreError> {
+/// `work`'s result, or [`StoreError::Unavailable`] when it does not end within `timeout`: a
+/// connection open and silent is a store that stopped answering, and waiting longer would hold
+/// the run (and its Lease) with it.
+async fn within<T, E>(
+    timeout: Duration,
+    shown: &str,
+    work: impl Future<Output = Result<T, E>>,
+    map: impl FnOnce(E) -> StoreError,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(timeout, work).await {
+        Ok(result) => result.map_err(map),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "{shown}: the store did not answer within {}s",
+            timeout.as_secs_f64()
+        ))),
+    }
+}
+
+async fn open_sqlite(
+    path: &std::path::Path,
+    shown: &str,
+    timeout: Duration,
+) -> Result<Pool, StoreError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Unavailable(format!("{shown}: cannot create {}: {e}", dir.display()))
@@ -146,15 +185,12 @@ async fn open_sqlite(path: &std::path::Path, shown: &str) -> Result<Pool, StoreE
     // PostgreSQL's migrator does with an advisory lock), released when the pool exists.
     let _turn = open_turn(path, shown).await?;
     let mut conn = connect(options.connect(), shown).await?;
-    schema::migrator(Dialect::Sqlite)
-        .await
-        .map_err(err)?
-        // `run_direct`, sqlx's own way around `Acquire`'s lifetime: with `run`, no future that
-        // opens a store is `Send` for every lifetime, so an embedder could not spawn a run.
-        .run_direct(&mut conn)
-        .await
-        .map_err(|e| err(e.into()))?;
-    let pool = pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown).await?;
+    let migrator = schema::migrator(Dialect::Sqlite).await.map_err(err)?;
+    // `run_direct`, sqlx's own way around `Acquire`'s lifetime: with `run`, no future that
+    // opens a store is `Send` for every lifetime, so an embedder could not spawn a run.
+    let migrated = migrator.run_direct(&mut conn);
+    within(timeout, shown, migrated, |e| err(e.into())).await?;
+    let pool = pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown, timeout).await?;
     Ok(Pool::Sqlite(pool))
 }
 
@@ -192,22 +228,18 @@ async fn open_turn(path: &std::path::Path, shown: &str) -> Result<std::fs::File,
     }
 }
 
-async fn open_postgres(url: &str, shown: &str) -> Result<Pool, StoreError> {
+async fn open_postgres(url: &str, shown: &str, timeout: Duration) -> Result<Pool, StoreError> {
     let err = |e: sqlx::Error| error::map(shown, e);
     let options: PgConnectOptions = url.parse().map_err(err)?;
     // A first connection of its own, so that a refused connection or bad credentials are
     // reported as such at once (a pool would retry until its timeout and then only say so).
     let mut conn: PgConnection = connect(options.connect(), shown).await?;
     // PostgreSQL's migrator holds an advisory lock: concurrent opens apply each migration once.
-    schema::migrator(Dialect::Postgres)
-        .await
-        .map_err(err)?
-        // `run_direct`, sqlx's own way around `Acquire`'s lifetime: with `run`, no future that
-        // opens a store is `Send` for every lifetime, so an embedder could not spawn a run.
-        .run_direct(&mut conn)
-        .await
-        .map_err(|e| err(e.into()))?;
-    let pool = pool_after::<Postgres>(conn, options, MAX_CONNECTIONS, shown).await?;
+    let migrator = schema::migrator(Dialect::Postgres).await.map_err(err)?;
+    // `run_direct`, as for SQLite.
+    let migrated = migrator.run_direct(&mut conn);
+    within(timeout, shown, migrated, |e| err(e.into())).await?;
+    let pool = pool_after::<Postgres>(conn, options, MAX_CONNECTIONS, shown, timeout).await?;
     Ok(Pool::Postgres(pool))
 }
 
@@ -218,8 +250,9 @@ async fn pool_after<DB: Database>(
     options: <DB::Connection as Connection>::Options,
     max: u32,
     shown: &str,
+    timeout: Duration,
 ) -> Result<sqlx::Pool<DB>, StoreError> {
-    conn.close().await.map_err(|e| error::map(shown, e))?;
+    within(timeout, shown, conn.close(), |e| error::map(shown, e)).await?;
     Ok(PoolOptions::new()
         .max_connections(max)
         .acquire_timeout(CONNECT_TIMEOUT)
@@ -270,20 +303,24 @@ async fn connect<C>(
     }
 }
 
-/// Runs `$body` with `$pool` bound to the store's pool and `$sql` to its dialect's statements.
+/// Runs `$body` with `$pool` bound to the store's pool and `$sql` to its dialect's statements,
+/// for at most the store's timeout; its error as a [`StoreError`].
 macro_rules! with_pool {
-    ($store:expr, |$pool:ident, $sql:ident| $body:expr) => {
-        match &$store.pool {
-            Pool::Sqlite($pool) => {
-                let $sql = &SQLITE_SQL;
-                $body
+    ($store:expr, |$pool:ident, $sql:ident| $body:expr) => {{
+        let work = async {
+            match &$store.pool {
+                Pool::Sqlite($pool) => {
+                    let $sql = &SQLITE_SQL;
+                    $body
+                }
+                Pool::Postgres($pool) => {
+                    let $sql = &POSTGRES_SQL;
+                    $body
+                }
             }
-            Pool::Postgres($pool) => {
-                let $sql = &POSTGRES_SQL;
-                $body
-            }
-        }
-    };
+        };
+        within($store.timeout, &$store.shown, work, |e| $store.err(e)).await
+    }};
 }
 
 /// The statements whose text differs between the dialects (only in how they read the clock).
@@ -427,7 +464,6 @@ impl Store {
             }
             .await
         })
-        .map_err(|e| self.err(e))
     }
 
     /// The store's location as it may be shown (`sqlite:PATH`, or the URL without password).
@@ -452,7 +488,6 @@ impl Store {
                 .fetch_optional(pool)
                 .await
         })
-        .map_err(|e| self.err(e))
     }
 
     /// Replaces the ledger of a cluster and namespace with `json`, stored byte for byte (the
@@ -485,7 +520,6 @@ impl Store {
                 .await
                 .map(drop)
         })
-        .map_err(|e| self.err(e))
     }
 
     /// The receipts of a cluster that `query` selects, newest first.
@@ -523,8 +557,7 @@ impl Store {
                 .bind(query.session)
                 .fetch_all(pool)
                 .await
-        })
-        .map_err(|e| self.err(e))?;
+        })?;
         rows.into_iter()
             .map(
                 |(c, ns, uid, name, uri, sha, bytes, api, kind, session, run_at, vol, pol, at)| {
@@ -559,8 +592,7 @@ impl Store {
                 .execute(pool)
                 .await
                 .map(|done| done.rows_affected())
-        })
-        .map_err(|e| self.err(e))?;
+        })?;
         Ok(done > 0)
     }
 
@@ -572,7 +604,6 @@ impl Store {
         with_pool!(self, |pool, _sql| {
             sqlx::query_scalar(RECEIPT_CLUSTERS).fetch_all(pool).await
         })
-        .map_err(|e| self.err(e))
     }
 
     fn receipt(&self, row: ReceiptRow) -> Result<Receipt, StoreError> {
@@ -623,7 +654,14 @@ impl Store {
     /// Closes the pool, waiting for its connections to finish (SQLite then checkpoints its
     /// write-ahead log).
     pub async fn close(&self) {
-        with_pool!(self, |pool, _sql| pool.close().await);
+        // Bounded: a connection left waiting on a silent database would hold the close forever.
+        let closing = async {
+            match &self.pool {
+                Pool::Sqlite(pool) => pool.close().await,
+                Pool::Postgres(pool) => pool.close().await,
+            }
+        };
+        let _ = tokio::time::timeout(self.timeout, closing).await;
     }
 
     fn err(&self, e: sqlx::Error) -> StoreError {
@@ -716,8 +754,7 @@ impl ports::Store for Store {
                 .bind(uid)
                 .fetch_optional(pool)
                 .await
-        })
-        .map_err(|e| self.err(e))?;
+        })?;
         row.map(|row| self.receipt(row)).transpose()
     }
 }

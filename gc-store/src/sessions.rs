@@ -185,7 +185,8 @@ async fn connect_postgres(url: &str, names: &Names, shown: &str) -> Result<Pool,
         .fetch_all(&mut conn)
         .await
         .map_err(err)?;
-    let pool = crate::pool_after::<Postgres>(conn, options, MAX_CONNECTIONS, shown).await?;
+    let pool =
+        crate::pool_after::<Postgres>(conn, options, MAX_CONNECTIONS, shown, QUERY_TIMEOUT).await?;
     Ok(Pool::Postgres(pool))
 }
 
@@ -204,7 +205,8 @@ async fn connect_sqlite(path: &Path, names: &Names, shown: &str) -> Result<Pool,
         .fetch_all(&mut conn)
         .await
         .map_err(err)?;
-    let pool = crate::pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown).await?;
+    let pool =
+        crate::pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown, QUERY_TIMEOUT).await?;
     Ok(Pool::Sqlite(pool))
 }
 

@@ -26,6 +26,7 @@ mod postgres;
 mod process;
 mod s3;
 mod service_account;
+mod stall;
 
 pub use apiserver::TestBed;
 pub use binaries::{BIN_ENV, tool};
@@ -38,6 +39,7 @@ pub use namespace::TestNamespace;
 pub use pods::FailedPod;
 pub use postgres::{DATABASE_URL_ENV, TestDatabase};
 pub use s3::{MOTO_ENV, S3Kind, S3S_FS_ENV, S3Server};
+pub use stall::StallProxy;
 
 /// What can go wrong while setting up a test fixture.
 #[derive(Debug, thiserror::Error)]

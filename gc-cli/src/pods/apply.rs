@@ -173,7 +173,7 @@ async fn made(
     let sources = PodSources {
         connection: connect.connection().map_err(gc_runtime::Error::other),
         sink: archive.sink().map_err(gc_runtime::Error::other),
-        store: StoreAt(store.cloned()),
+        store: StoreAt(store.cloned(), archive.store_timeout),
     };
     pods::connect_parts(sources, settings, namespaces).await
 }

@@ -87,7 +87,9 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
     };
     let restored = live::block_on(async {
         let cluster = args.connect.cluster().await?;
-        let store = gc_runtime::open_store(args.store.as_deref()).await?;
+        let store =
+            gc_runtime::open_store_within(args.store.as_deref(), args.archive.store_timeout);
+        let store = store.await?;
         let collector = SessionCollector::new((cluster, (), store, sink), settings)?;
         let restored = collector.restore(&request).await;
         collector.into_parts().2.close().await;

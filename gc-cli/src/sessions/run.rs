@@ -147,6 +147,7 @@ fn settings(args: &RunSessions, delivery: Delivery, now: Option<f64>) -> Setting
         now,
         allow_future_now: true, // checked by `run`, naming the flag
         concurrency: args.lock.concurrency,
+        store_timeout: args.archive.store_timeout,
         ..Settings::default()
     }
 }

@@ -1131,7 +1131,8 @@ impl SessionsApi {
         let namespaces = selection.resolve(&cluster, default).await?;
         let configs = namespaces.iter().map(|ns| config(ns));
         let configs = configs.collect::<crate::Result<Vec<_>>>()?;
-        let store = crate::open_store(self.store.as_deref()).await?;
+        let store =
+            crate::open_store_within(self.store.as_deref(), self.settings.store_timeout).await?;
         let mut settings = self.settings;
         settings.lock.wait = (settings.lock.wait).min(self.requests.answer_within / 2);
         let access = cluster.clone();
