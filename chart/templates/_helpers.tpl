@@ -41,6 +41,27 @@ Called with (list $ "-suffix"). */}}
 {{- end -}}
 {{- end -}}
 
+{{/* The session collector's cluster id (`--cluster-id`): `gc.clusterId`, or this install's own,
+`<fullname>-<namespace>` (cut to 40 characters with 8 hex digits of the sha256 of
+`<namespace>/<fullname>` when longer), so that two installs in one cluster never share one: it is
+the value of gc's label on the volumes it keeps, which the admission policies hold each install's
+accounts to, and the first part of its archives' keys. */}}
+{{- define "gc.clusterId" -}}
+{{- if .Values.gc.clusterId -}}
+{{- .Values.gc.clusterId -}}
+{{- else -}}
+{{- $fullname := include "gc.fullname" . -}}
+{{- $namespace := include "gc.namespace" . -}}
+{{- $id := printf "%s-%s" $fullname $namespace -}}
+{{- if le (len $id) 40 -}}
+{{- $id -}}
+{{- else -}}
+{{- $hash := printf "%s/%s" $namespace $fullname | sha256sum | trunc 8 -}}
+{{- printf "%s-%s" ($id | trunc 31 | trimSuffix "-") $hash -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "gc.namespace" -}}
 {{- default .Release.Namespace .Values.namespace -}}
 {{- end -}}
@@ -124,10 +145,10 @@ true
 request changes, maps and policies that may be absent read as empty (`namespace` is a word CEL
 reserves: read by index). */}}
 {{- define "gc.volumeVariables" -}}
-# The volume, as it was, is one the session collector kept: it carries gc's label with the
-# collector's cluster id (`--cluster-id`, which the chart leaves at its default, primary).
+# The volume, as it was, is one this install's session collector kept: it carries gc's label
+# with this install's cluster id (`--cluster-id`, gc.clusterId).
 - name: kept
-  expression: "has(oldObject.metadata.labels) && 'gc.example.com/retained' in oldObject.metadata.labels && oldObject.metadata.labels['gc.example.com/retained'] == 'primary'"
+  expression: "has(oldObject.metadata.labels) && 'gc.example.com/retained' in oldObject.metadata.labels && oldObject.metadata.labels['gc.example.com/retained'] == '{{ include "gc.clusterId" . }}'"
 # The namespace of the claim the volume was bound to, as it was ('' when none).
 - name: claimNamespace
   expression: "has(oldObject.spec.claimRef) && 'namespace' in oldObject.spec.claimRef ? oldObject.spec.claimRef['namespace'] : ''"
@@ -143,6 +164,11 @@ reserves: read by index). */}}
   expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"
 - name: oldAnnotations
   expression: "has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}"
+# gc's label, and gc's record, as they were: both absent, or both there with the same value.
+- name: labelKept
+  expression: "!('gc.example.com/retained' in variables.labels) && !('gc.example.com/retained' in variables.oldLabels) || 'gc.example.com/retained' in variables.labels && 'gc.example.com/retained' in variables.oldLabels && variables.labels['gc.example.com/retained'] == variables.oldLabels['gc.example.com/retained']"
+- name: recordKept
+  expression: "!('gc.example.com/retained' in variables.annotations) && !('gc.example.com/retained' in variables.oldAnnotations) || 'gc.example.com/retained' in variables.annotations && 'gc.example.com/retained' in variables.oldAnnotations && variables.annotations['gc.example.com/retained'] == variables.oldAnnotations['gc.example.com/retained']"
 {{- end -}}
 
 {{/* A validation of the volumes' admission policies: no key of the volume's spec changes, is

@@ -188,6 +188,7 @@ namespace unless cluster-wide. Called as gc.podTemplate is. */}}
 - --older-than={{ $v.archives.prune.olderThan }}
 {{- if eq .collector "sessions" }}
 - --volume-retention={{ include "gc.durationFlag" (list .root "gc.retainVolumeDays") }}
+- --cluster-id={{ include "gc.clusterId" .root }}
 {{- else }}
 - --cluster-id={{ $v.failedPods.clusterId }}
 {{- end }}
@@ -207,6 +208,7 @@ gc.podTemplate is, with "dryRun". */}}
 {{- $v := .root.Values -}}
 - --in-cluster
 - --namespace={{ include "gc.namespace" .root }}
+- --cluster-id={{ include "gc.clusterId" .root }}
 - --session=$(GC_RESTORE_SESSION)
 {{- range $v.gc.kinds }}
 - --kinds={{ . }}
@@ -250,6 +252,7 @@ full name cut to keep it within a CronJob's 52 characters. Called as gc.podTempl
 {{- define "gc.sessions.args" -}}
 - --in-cluster
 {{- include "gc.namespaceArgs" . }}
+- --cluster-id={{ include "gc.clusterId" . }}
 - {{ printf "--selector=%s" .Values.gc.selector | quote }}
 - {{ printf "--protect-label=%s" .Values.gc.protectLabel | quote }}
 {{- with .Values.gc.excludeSelector }}

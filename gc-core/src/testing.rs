@@ -71,6 +71,40 @@ pub struct Kept {
 }
 
 impl Kept {
+    /// Records the receipt of the keep that `volume`'s record (gc's annotation) claims, as the
+    /// run that kept it would have: the receipt of its claim's delete, naming the volume and the
+    /// policy the record says.
+    ///
+    /// # Panics
+    /// When `volume` carries no record that reads.
+    pub fn receipt_of_keep(&self, volume: &Value) {
+        let key = crate::sessions::volumes::RETAINED_ANNOTATION;
+        let record: crate::sessions::volumes::Retained =
+            serde_json::from_str(volume["metadata"]["annotations"][key].as_str().unwrap()).unwrap();
+        self.receipts.lock().unwrap().push(crate::ports::Receipt {
+            cluster_id: volume["metadata"]["labels"][key]
+                .as_str()
+                .unwrap_or("primary")
+                .to_owned(),
+            namespace: record.namespace.clone(),
+            uid: record.claim_uid.clone(),
+            name: record.claim.clone(),
+            uri: format!("mem://kept/{}", record.claim_uid),
+            sha256: String::new(),
+            bytes: 0,
+            session: Some(crate::ports::SessionObject {
+                api_version: "v1".into(),
+                kind: "PersistentVolumeClaim".into(),
+                session: record.session.clone(),
+                run_at: crate::isotime::format_timestamp(record.at),
+                retained: Some(crate::ports::RetainedVolume {
+                    name: volume["metadata"]["name"].as_str().unwrap().to_owned(),
+                    policy: record.policy,
+                }),
+            }),
+        });
+    }
+
     /// The ports of a run that keeps its manifests here.
     pub fn keep(&self) -> crate::sessions::run::Keep<'_> {
         crate::sessions::run::Keep {
@@ -139,10 +173,20 @@ impl crate::ports::Store for Kept {
     }
     async fn get_receipt(
         &self,
-        _: &str,
-        _: &str,
+        cluster_id: &str,
+        uid: &str,
     ) -> Result<Option<crate::ports::Receipt>, crate::ports::StoreError> {
-        unreachable!("the session run reads no receipt")
+        if self.refuse_receipts {
+            return Err(crate::ports::StoreError::Unavailable(
+                "database down".into(),
+            ));
+        }
+        let receipts = self.receipts.lock().unwrap();
+        let found = receipts
+            .iter()
+            .rev()
+            .find(|r| r.cluster_id == cluster_id && r.uid == uid);
+        Ok(found.cloned())
     }
 }
 

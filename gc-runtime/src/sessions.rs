@@ -255,7 +255,10 @@ impl<C: SessionCluster, D: SessionDirectory, S: Store, A: Sink> SessionCollector
                             // Refused before its deletes: the volumes' review needs neither the
                             // database nor the plan, and a window that passed is not held by a
                             // refusal.
-                            done = Some(collect_sessions::review(cluster, cfg, now, held).await);
+                            done = Some(
+                                collect_sessions::review(cluster, &self.store, cfg, now, held)
+                                    .await,
+                            );
                             Err(refused(e, cfg, "nothing deleted"))
                         }
                     }

@@ -152,9 +152,15 @@ async fn default_install_runs_the_rendered_session_collector() -> Result {
     assert!(services.get_opt("gone-1").await?.is_none(), "{log}");
     assert!(sessions.get_opt("live-1").await?.is_some(), "{log}");
     assert!(services.get_opt("live-1").await?.is_some(), "{log}");
-    // Each object deleted was archived first, on the volume, with its receipt there.
+    // Each object deleted was archived first, on the volume, with its receipt there, under the
+    // install's own cluster id.
+    let cluster = args
+        .iter()
+        .find(|a| a.starts_with("--cluster-id="))
+        .expect("--cluster-id=ID");
+    assert_eq!(*cluster, format!("--cluster-id=gc-{}", ns.name()));
     let listed = command()
-        .args(["archives", "verify", "-n", ns.name(), "-o", "json"])
+        .args(["archives", "verify", "-n", ns.name(), cluster, "-o", "json"])
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, state(v))))
         .output()?;

@@ -78,6 +78,7 @@ fn prune_jobs_are_off_by_default_and_run_exactly_archives_prune() {
             "prune",
             "--older-than=90d",
             "--volume-retention=7d",
+            "--cluster-id=gc-streamspace",
             "--namespace=streamspace",
         ]
     );
@@ -150,6 +151,7 @@ fn prune_jobs_are_off_by_default_and_run_exactly_archives_prune() {
             "prune",
             "--older-than=12h",
             "--volume-retention=0d",
+            "--cluster-id=gc-streamspace",
             "--dry-run",
         ]
     );
@@ -226,14 +228,14 @@ async fn the_rendered_prune_command_prunes_the_collectors_state() -> Result {
             .to_string()
             .into_bytes();
         let key = ArchiveKey {
-            cluster_id: "primary".into(),
+            cluster_id: "gc-streamspace".into(),
             namespace: namespace.into(),
             uid: uid.into(),
         };
         let uri = sink.write(&key, &bytes).await?;
         store
             .put_receipt(&Receipt {
-                cluster_id: "primary".into(),
+                cluster_id: "gc-streamspace".into(),
                 namespace: namespace.into(),
                 uid: uid.into(),
                 name: format!("svc-{uid}"),

@@ -40,6 +40,7 @@ fn restore_cron_jobs_read_the_session_from_the_jobs_name() {
             "sessions",
             "--in-cluster",
             "--namespace=streamspace",
+            "--cluster-id=gc-streamspace",
             "--session=$(GC_RESTORE_SESSION)",
             "--kinds=apps/v1/Deployment/deployments",
             "--kinds=/v1/Service/services",

@@ -19,8 +19,13 @@ use serde_json::{Value, json};
 use super::{API_VERSIONS, CHART, documents, helm, install, names, template};
 use crate::common::Result;
 
-/// The cluster id of the volumes' label (the collector's default `--cluster-id`).
-const CLUSTER: &str = "primary";
+/// The cluster id of the volumes' label that the chart installed as `gc` in `ns` gives its
+/// session collector (`gc.clusterId` empty: the install's own, `<fullname>-<namespace>`).
+fn cluster_id(ns: &TestNamespace) -> String {
+    let id = format!("gc-{}", ns.name());
+    assert!(id.len() <= 40, "{id}: the chart would cut it");
+    id
+}
 
 /// The rendered objects of `kind` whose name ends with `-volumes`.
 fn volume_objects<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -349,27 +354,27 @@ fn add_to(volume: &Value, field: &str, key: &str, value: &str) -> Value {
 
 /// The collector keeping a deleted claim's volume (`retain`, `Action::Keep`): `Delete` to
 /// `Retain`, gc's label and record.
-fn keep(volume: &Value, record: &str) -> Value {
+fn keep(volume: &Value, id: &str, record: &str) -> Value {
     fenced(
         volume,
         vec![
             json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Delete"}),
             json!({"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
-            add_to(volume, "labels", RETAINED_LABEL, CLUSTER),
+            add_to(volume, "labels", RETAINED_LABEL, id),
             add_to(volume, "annotations", RETAINED_ANNOTATION, record),
         ],
     )
 }
 
 /// The collector keeping a kept volume again for a claim deleted again (`retain`,
-/// `Action::Renew`): its record rewritten.
+/// `Action::Renew`): its record rewritten, fenced on gc's label as it is.
 fn renew(volume: &Value, record: &str) -> Value {
     fenced(
         volume,
         vec![
             json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
             json!({"op": "test", "path": format!("/metadata/labels/{}", token(RETAINED_LABEL)),
-                   "value": CLUSTER}),
+                   "value": volume["metadata"]["labels"][RETAINED_LABEL]}),
             json!({"op": "replace",
                    "path": format!("/metadata/annotations/{}", token(RETAINED_ANNOTATION)),
                    "value": record}),
@@ -378,14 +383,15 @@ fn renew(volume: &Value, record: &str) -> Value {
 }
 
 /// A kept volume given back its policy, gc's label and record removed (`give_back`: the
-/// collector's review, or the restore account's `claimed_again`).
+/// collector's review, or the restore account's `claimed_again`), fenced on gc's label as it is.
 fn give_back(volume: &Value) -> Value {
     let label = format!("/metadata/labels/{}", token(RETAINED_LABEL));
     fenced(
         volume,
         vec![
             json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
-            json!({"op": "test", "path": label, "value": CLUSTER}),
+            json!({"op": "test", "path": label,
+                   "value": volume["metadata"]["labels"][RETAINED_LABEL]}),
             json!({"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Delete"}),
             json!({"op": "remove", "path": label}),
             json!({"op": "remove",
@@ -504,6 +510,7 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
     let ns = bed.namespace("volumes-collector").await?;
     let other_ns = bed.namespace("volumes-tenant").await?;
     installed(&ns, &[]);
+    let id = cluster_id(&ns);
     let policy = format!("gc-{}-volumes", ns.name());
     let (own, theirs) = (ns.name(), other_ns.name());
     let pv = |what: &str| format!("{what}-{own}");
@@ -538,7 +545,7 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
             claim: (theirs, "old", "uid-old"),
             policy: "Retain",
             phase: "Released",
-            labels: json!({RETAINED_LABEL: CLUSTER}),
+            labels: json!({RETAINED_LABEL: id}),
             annotations: json!({RETAINED_ANNOTATION: record(theirs, "old", "uid-old", None)}),
         },
     )
@@ -577,7 +584,7 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
     let record_home = record(own, "home", "uid-home", None);
     v.in_force(
         &pv("tenant"),
-        &keep(&tenant, &record(theirs, "data", "uid-data", None)),
+        &keep(&tenant, &id, &record(theirs, "data", "uid-data", None)),
     )
     .await?;
 
@@ -587,7 +594,7 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
     v.refused(
         "keep another tenant's volume",
         &pv("tenant"),
-        &keep(&tenant, &record(theirs, "data", "uid-data", None)),
+        &keep(&tenant, &id, &record(theirs, "data", "uid-data", None)),
         another,
     )
     .await;
@@ -631,9 +638,9 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
         &pv("retained"),
         &other(
             &retained,
-            json!([add_to(&retained, "labels", RETAINED_LABEL, CLUSTER)]),
+            json!([add_to(&retained, "labels", RETAINED_LABEL, &id)]),
         ),
-        "puts its label gc.example.com/retained on a PersistentVolume only as",
+        "puts its label gc.example.com/retained=",
     )
     .await;
 
@@ -642,11 +649,11 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
         .passes(
             "keep its own volume",
             &pv("mine"),
-            &keep(&mine, &record_home),
+            &keep(&mine, &id, &record_home),
         )
         .await;
     assert_eq!(kept["spec"]["persistentVolumeReclaimPolicy"], "Retain");
-    assert_eq!(kept["metadata"]["labels"][RETAINED_LABEL], CLUSTER);
+    assert_eq!(kept["metadata"]["labels"][RETAINED_LABEL], id.as_str());
     assert_eq!(kept["metadata"]["labels"]["team"], "a");
     assert_eq!(
         kept["metadata"]["annotations"][RETAINED_ANNOTATION],
@@ -717,6 +724,44 @@ async fn the_collectors_account_changes_only_what_gc_writes_on_its_own_volumes()
         v.refused(what, &pv("mine"), &patch, says).await;
     }
 
+    // gc's marks on its own kept volume: removed only with its record as it is given back its
+    // policy, never changed; its record written only on a volume this install kept.
+    let label = format!("/metadata/labels/{}", token(RETAINED_LABEL));
+    let note = format!("/metadata/annotations/{}", token(RETAINED_ANNOTATION));
+    let marks = "puts its label gc.example.com/retained=";
+    for (what, ops) in [
+        (
+            "remove gc's label from its kept volume, leaving it Retain",
+            json!([{"op": "remove", "path": label}]),
+        ),
+        (
+            "remove gc's label and record, leaving it Retain",
+            json!([{"op": "remove", "path": label}, {"op": "remove", "path": note}]),
+        ),
+        (
+            "change gc's label to another install's id",
+            json!([{"op": "replace", "path": label, "value": "gc-elsewhere"}]),
+        ),
+    ] {
+        v.refused(what, &pv("mine"), &other(&kept, ops), marks)
+            .await;
+    }
+    v.refused(
+        "write gc's record on a volume of its namespace it did not keep",
+        &pv("retained"),
+        &other(
+            &retained,
+            json!([add_to(
+                &retained,
+                "annotations",
+                RETAINED_ANNOTATION,
+                &record_home
+            )]),
+        ),
+        "writes its record gc.example.com/retained only on a volume this install kept",
+    )
+    .await;
+
     // Kept again for a claim deleted again, then given back.
     let renewed = record(own, "home", "uid-home-2", None);
     let kept = v
@@ -777,6 +822,7 @@ async fn the_restore_account_moves_only_a_kept_volume_to_its_claim_created_again
     let ns = bed.namespace("volumes-restore").await?;
     let other_ns = bed.namespace("volumes-stranger").await?;
     installed(&ns, &["gc.restore.enabled=true"]);
+    let id = cluster_id(&ns);
     let policy = format!("gc-{}-restore-volumes", ns.name());
     let (own, theirs) = (ns.name(), other_ns.name());
     let pv = |what: &str| format!("{what}-{own}");
@@ -784,7 +830,7 @@ async fn the_restore_account_moves_only_a_kept_volume_to_its_claim_created_again
         claim: (own, claim, uid),
         policy: "Retain",
         phase: "Released",
-        labels: json!({RETAINED_LABEL: CLUSTER, "team": "a"}),
+        labels: json!({RETAINED_LABEL: id, "team": "a"}),
         annotations: json!({RETAINED_ANNOTATION: record(own, claim, uid, None)}),
     };
     let kept = volume(&admin, &pv("kept"), kept_fixture("home", "uid-home")).await?;
@@ -808,7 +854,7 @@ async fn the_restore_account_moves_only_a_kept_volume_to_its_claim_created_again
             claim: (theirs, "home", "uid-theirs"),
             policy: "Retain",
             phase: "Released",
-            labels: json!({RETAINED_LABEL: CLUSTER}),
+            labels: json!({RETAINED_LABEL: id}),
             annotations: json!({RETAINED_ANNOTATION: record(theirs, "home", "uid-theirs", None)}),
         },
     )
@@ -899,7 +945,37 @@ async fn the_restore_account_moves_only_a_kept_volume_to_its_claim_created_again
                         "path": format!("/metadata/labels/{}", token(RETAINED_LABEL)),
                         "value": "elsewhere"}]),
             ),
-            "only removes gc's label",
+            "removes gc's label",
+        ),
+        (
+            "remove gc's label from a kept volume, not giving it back",
+            other(
+                &kept_too,
+                json!([{"op": "remove",
+                        "path": format!("/metadata/labels/{}", token(RETAINED_LABEL))}]),
+            ),
+            "removes gc's label",
+        ),
+        (
+            "remove gc's label and record from a kept volume, not giving it back",
+            other(
+                &kept_too,
+                json!([{"op": "remove",
+                        "path": format!("/metadata/labels/{}", token(RETAINED_LABEL))},
+                       {"op": "remove",
+                        "path": format!("/metadata/annotations/{}", token(RETAINED_ANNOTATION))}]),
+            ),
+            "removes gc's label",
+        ),
+        (
+            "rewrite gc's record of a kept volume without moving it",
+            other(
+                &kept_too,
+                json!([{"op": "replace",
+                        "path": format!("/metadata/annotations/{}", token(RETAINED_ANNOTATION)),
+                        "value": record(own, "data", "uid-data", Some("uid-mine"))}]),
+            ),
+            "rewrites gc's record",
         ),
         (
             "set another policy on a kept volume",
@@ -959,6 +1035,7 @@ async fn cluster_wide_the_collector_keeps_volumes_of_any_namespace_it_collects()
     let excluded = bed.namespace("volumes-wide-excluded").await?;
     let exclude = format!("clusterWide.excludeNamespaces={{{}}}", excluded.name());
     installed(&ns, &["clusterWide.enabled=true", &exclude]);
+    let id = cluster_id(&ns);
     let policy = format!("gc-{}-volumes", ns.name());
     let client = ns.service_account_client("gc").await?;
     let mut v = Verdicts {
@@ -985,7 +1062,7 @@ async fn cluster_wide_the_collector_keeps_volumes_of_any_namespace_it_collects()
             },
         )
         .await?;
-        let patch = keep(&stored, &record(namespace, "data", "uid-data", None));
+        let patch = keep(&stored, &id, &record(namespace, "data", "uid-data", None));
         volumes.push((what, name, patch));
     }
     v.in_force(&volumes[1].1, &volumes[1].2).await?;
@@ -1015,6 +1092,54 @@ async fn until<F: AsyncFn() -> Result<bool>>(what: &str, check: F) -> Result {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Err(format!("not after 60 s: {what}").into())
+}
+
+/// In `ns`: an orphaned session's claim (`gone-1-home`) on a static volume `pv-<ns>` (policy
+/// Delete), bound by the binder, and a live session's Service beside it (a database with none of
+/// the ids would trip the guard); the volume's name once it is bound.
+async fn orphan_on_a_volume(admin: &Client, ns: &TestNamespace) -> Result<String> {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let pv = format!("pv-{}", ns.name());
+    let claim = "gone-1-home";
+    let volumes: Api<PersistentVolume> = Api::all(admin.clone());
+    let post = PostParams::default();
+    volumes
+        .create(
+            &post,
+            &serde_json::from_value(json!({
+                "metadata": {"name": pv},
+                "spec": {
+                    "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "", "hostPath": {"path": format!("/tmp/{pv}")},
+                    "persistentVolumeReclaimPolicy": "Delete",
+                    "claimRef": {"namespace": ns.name(), "name": claim},
+                },
+            }))?,
+        )
+        .await?;
+    ns.api::<PersistentVolumeClaim>()
+        .create(
+            &post,
+            &serde_json::from_value(json!({
+                "metadata": {"name": claim,
+                             "labels": {"app": "streamspace-session", "session": "gone-1"}},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                         "resources": {"requests": {"storage": "1Gi"}}},
+            }))?,
+        )
+        .await?;
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "live-1",
+                     "labels": {"app": "streamspace-session", "session": "live-1"}},
+        "spec": {"ports": [{"port": 3000}]},
+    }))?;
+    ns.api().create(&post, &service).await?;
+    until("the claim bound", async || {
+        let status = volumes.get(&pv).await?.status;
+        Ok(status.and_then(|s| s.phase).as_deref() == Some("Bound"))
+    })
+    .await?;
+    Ok(pv)
 }
 
 /// The default install with the restore account, on an API server with the real volume binder:
@@ -1047,50 +1172,13 @@ async fn the_chart_accounts_keep_and_restore_a_volume_through_the_policies() -> 
     super::install::install_with(&ns, &sets);
 
     // An orphaned session's claim on a static volume (policy Delete), bound by the binder.
-    let pv = format!("pv-{}", ns.name());
+    let pv = orphan_on_a_volume(&admin, &ns).await?;
     let claim = "gone-1-home";
     let volumes: Api<PersistentVolume> = Api::all(admin.clone());
-    let post = PostParams::default();
-    volumes
-        .create(
-            &post,
-            &serde_json::from_value(json!({
-                "metadata": {"name": pv},
-                "spec": {
-                    "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                    "storageClassName": "", "hostPath": {"path": format!("/tmp/{pv}")},
-                    "persistentVolumeReclaimPolicy": "Delete",
-                    "claimRef": {"namespace": ns.name(), "name": claim},
-                },
-            }))?,
-        )
-        .await?;
     let claims = ns.api::<PersistentVolumeClaim>();
-    claims
-        .create(
-            &post,
-            &serde_json::from_value(json!({
-                "metadata": {"name": claim,
-                             "labels": {"app": "streamspace-session", "session": "gone-1"}},
-                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
-                         "resources": {"requests": {"storage": "1Gi"}}},
-            }))?,
-        )
-        .await?;
-    // A live session's Service beside it: a database with none of the ids would trip the guard.
-    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
-        "metadata": {"name": "live-1",
-                     "labels": {"app": "streamspace-session", "session": "live-1"}},
-        "spec": {"ports": [{"port": 3000}]},
-    }))?;
-    ns.api().create(&post, &service).await?;
     let phase = async |name: &str| -> Result<Option<String>> {
         Ok(volumes.get(name).await?.status.and_then(|s| s.phase))
     };
-    until("the claim bound", async || {
-        Ok(phase(&pv).await?.as_deref() == Some("Bound"))
-    })
-    .await?;
 
     // Another tenant's volume: each account's patch of it is refused once its policy is in force.
     let foreign = format!("tenant-{}", ns.name());
@@ -1143,7 +1231,7 @@ async fn the_chart_accounts_keep_and_restore_a_volume_through_the_policies() -> 
     let labels = kept.metadata.labels.clone().unwrap_or_default();
     assert_eq!(
         labels.get(RETAINED_LABEL).map(String::as_str),
-        Some(CLUSTER)
+        Some(cluster_id(&ns).as_str())
     );
     let annotations = kept.metadata.annotations.clone().unwrap_or_default();
     assert!(annotations.contains_key(RETAINED_ANNOTATION), "{kept:?}");
@@ -1238,5 +1326,176 @@ async fn the_chart_accounts_keep_and_restore_a_volume_through_the_policies() -> 
             .and_then(|s| s.persistent_volume_reclaim_policy),
         Some("Retain".to_owned())
     );
+    Ok(())
+}
+
+/// Two installs in one cluster (tenant-a's and tenant-b's releases, both at the chart's defaults
+/// but for their databases): each run keeps its own orphan's volume under its own install's
+/// cluster id; neither install's accounts (collector or restore, their own tokens) may give back
+/// the other's kept volume, remove or change gc's label on it, rewrite its record or move it. And
+/// gc's marks copied onto another volume (a copied manifest is enough) prove nothing: the next
+/// run of the install whose marks they are gives back the volume its receipt proves it kept, and
+/// leaves the copy alone, saying so.
+#[tokio::test]
+async fn two_installs_keep_their_own_volumes_and_cannot_touch_each_others() -> Result {
+    use k8s_openapi::api::batch::v1::CronJob;
+    use k8s_openapi::jiff::Timestamp;
+
+    use super::install::{cron_pod, rendered, run_rendered, session_database, token_file};
+    use crate::common::one_live_session;
+
+    let bed = gc_testbed::TestBed::with_controllers().await?;
+    let Some(db) = gc_testbed::TestDatabase::fresh("two-installs").await? else {
+        return Ok(());
+    };
+    one_live_session(&db).await?;
+    let admin = bed.client();
+    let volumes: Api<PersistentVolume> = Api::all(admin.clone());
+    let (a, b) = (
+        bed.namespace("tenant-a").await?,
+        bed.namespace("tenant-b").await?,
+    );
+    let dir = tempfile::tempdir()?;
+    // Each install's collection, as its CronJob's container runs it, at `now`.
+    let collect = async |ns: &TestNamespace, now: Timestamp| -> Result<String> {
+        let cron_job = ns.api::<CronJob>().get("gc-sessions").await?;
+        let rendered = rendered(ns, &cron_pod(&cron_job)).await?;
+        let state = dir.path().join(ns.name());
+        std::fs::create_dir_all(&state)?;
+        let token = token_file(ns, &rendered.account, &dir).await?;
+        let command = (&rendered.args[..], &rendered.env[..]);
+        let (out, log) = run_rendered(bed, command, &token, &state, now, "manual")?;
+        assert!(out.status.success(), "{log}");
+        Ok(log)
+    };
+    let day = 86_400;
+    let later = Timestamp::from_second(Timestamp::now().as_second() + day + 3600)?;
+    for ns in [&a, &b] {
+        let mut sets = session_database(ns, &db).await?;
+        sets.push(("--set", "gc.restore.enabled=true".to_owned()));
+        super::install::install_with(ns, &sets);
+        orphan_on_a_volume(&admin, ns).await?;
+    }
+    for ns in [&a, &b] {
+        let log = collect(ns, later).await?;
+        let kept = volumes.get(&format!("pv-{}", ns.name())).await?;
+        let labels = kept.metadata.labels.unwrap_or_default();
+        assert_eq!(
+            labels.get(RETAINED_LABEL),
+            Some(&cluster_id(ns)),
+            "kept under its own install's id: {log}"
+        );
+    }
+
+    // Each install's accounts against the other's kept volume: refused by their own policies.
+    let label = format!("/metadata/labels/{}", token(RETAINED_LABEL));
+    let note = format!("/metadata/annotations/{}", token(RETAINED_ANNOTATION));
+    for (attacker, victim) in [(&a, &b), (&b, &a)] {
+        let name = format!("pv-{}", victim.name());
+        let kept = serde_json::to_value(volumes.get(&name).await?)?;
+        let record: Retained = serde_json::from_str(
+            kept["metadata"]["annotations"][RETAINED_ANNOTATION]
+                .as_str()
+                .unwrap(),
+        )?;
+        let early = serde_json::to_string(&Retained {
+            at: 0.0,
+            days: Some(0),
+            ..record
+        })?;
+        for (account, suffix, says) in [
+            (
+                "gc",
+                "volumes",
+                "changes no PersistentVolume but those claimed from the namespaces it collects",
+            ),
+            (
+                "gc-restore",
+                "restore-volumes",
+                "changes no PersistentVolume but those gc kept",
+            ),
+        ] {
+            let policy = format!("gc-{}-{suffix}", attacker.name());
+            let client = attacker.service_account_client(account).await?;
+            let mut v = Verdicts {
+                cluster: gc_k8s::KubeCluster::new(client),
+                policy: &policy,
+                failures: Vec::new(),
+            };
+            let released = json!({"op": "replace", "path": "/spec/persistentVolumeReclaimPolicy",
+                                  "value": "Delete"});
+            v.in_force(&name, &other(&kept, json!([released]))).await?;
+            for (what, ops) in [
+                (
+                    "set Delete on the other install's kept volume",
+                    json!([released]),
+                ),
+                ("give back the other install's kept volume", {
+                    let Value::Array(ops) = give_back(&kept) else {
+                        unreachable!()
+                    };
+                    Value::Array(ops[fence(&kept).len()..].to_vec())
+                }),
+                (
+                    "remove the other install's label",
+                    json!([{"op": "remove", "path": label}]),
+                ),
+                (
+                    "put its own install's id on the other's kept volume",
+                    json!([{"op": "replace", "path": label,
+                            "value": cluster_id(attacker)}]),
+                ),
+                (
+                    "rewrite the other install's record to end its window",
+                    json!([{"op": "replace", "path": note, "value": early}]),
+                ),
+                (
+                    "move the other install's kept volume to a claim of its own",
+                    json!([{"op": "replace", "path": "/spec/claimRef/uid", "value": "uid-mine"}]),
+                ),
+            ] {
+                let what = format!("{account} of {}: {what}", attacker.name());
+                v.refused(&what, &name, &other(&kept, ops), says).await;
+            }
+            v.check();
+        }
+    }
+
+    // tenant-a's marks copied onto a volume tenant-a never kept.
+    let name = format!("pv-{}", a.name());
+    let kept = serde_json::to_value(volumes.get(&name).await?)?;
+    let copy = format!("copy-{}", a.name());
+    volume(
+        &admin,
+        &copy,
+        Fixture {
+            claim: (a.name(), "data", "uid-data"),
+            policy: "Retain",
+            phase: "Released",
+            labels: kept["metadata"]["labels"].clone(),
+            annotations: kept["metadata"]["annotations"].clone(),
+        },
+    )
+    .await?;
+    let past = Timestamp::from_second(Timestamp::now().as_second() + 9 * day)?;
+    let log = collect(&a, past).await?;
+    let policy = async |name: &str| -> Result<Option<String>> {
+        let volume = volumes.get_opt(name).await?;
+        Ok(volume.and_then(|v| v.spec?.persistent_volume_reclaim_policy))
+    };
+    // Its own, given back (Kubernetes may have reclaimed it since); the copy left alone, and said;
+    // tenant-b's untouched.
+    assert_ne!(policy(&name).await?.as_deref(), Some("Retain"), "{log}");
+    assert_eq!(policy(&copy).await?.as_deref(), Some("Retain"), "{log}");
+    let copied = volumes
+        .get(&copy)
+        .await?
+        .metadata
+        .labels
+        .unwrap_or_default();
+    assert_eq!(copied.get(RETAINED_LABEL), Some(&cluster_id(&a)), "{log}");
+    assert!(log.contains("not kept by this gc"), "{log}");
+    let theirs = format!("pv-{}", b.name());
+    assert_eq!(policy(&theirs).await?.as_deref(), Some("Retain"), "{log}");
     Ok(())
 }

@@ -380,7 +380,7 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         .filter(|r| r.result.as_ref().is_some_and(DeleteResult::is_failure))
         .count();
     // Every review, also with retention 0: what gc kept earlier is never forgotten.
-    let reviewed = review(keep.volumes, cfg, now, stop).await;
+    let reviewed = review(keep.volumes, keep.store, cfg, now, stop).await;
     records.extend(reviewed.records);
     Ok(SessionReport {
         records,
@@ -399,13 +399,14 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
 /// guard) still gives back the volumes whose window passed: call it then.
 pub async fn review(
     volumes: &dyn Volumes,
+    store: &dyn Store,
     cfg: &SessionConfig,
     now: f64,
     held: Held<'_>,
 ) -> SessionReport {
     let (dry_run, stop) = (held.is_dry_run(), held);
     let mut report = SessionReport::default();
-    match volumes::expire(volumes, cfg, now, stop).await {
+    match volumes::expire(volumes, store, cfg, now, stop).await {
         Ok(reviewed) => {
             for volumes::Reviewed { judged, result } in reviewed {
                 report.failures +=
@@ -574,7 +575,8 @@ async fn delete<C: ObjectCluster>(
 }
 
 /// Reads `r` whole (unless it was `read` ahead) and, unless `dry_run`, writes its manifest to
-/// the sink, reads it back, verifies it and records its receipt; returns the archive's URI
+/// the sink, reads it back, verifies it and records its receipt, then (a claim's) keeps its
+/// volume, named in that receipt ([`volumes::plan_keep`]); returns the archive's URI
 /// (`None` in a dry run, which builds the manifest and writes nothing). `Err` is the result of
 /// a delete that must not be sent: the object changed or is gone (the next run judges it
 /// again), or the archive or the receipt failed.
@@ -607,13 +609,18 @@ async fn archive<C: ObjectCluster>(
     if manifest::unchanged(&object, r).is_err() {
         return Err(DeleteResult::Changed);
     }
-    let retained = if is_claim(r) && cfg.retain_volume_days > 0 {
-        volumes::retain(keep.volumes, cfg, &object, r, now, stop).await?
+    // A claim's volume is kept after its receipt names it: a volume gc marks is always one its
+    // store can prove it kept (`volumes::keep_receipt`).
+    let keeping = if is_claim(r) && cfg.retain_volume_days > 0 {
+        volumes::plan_keep(keep.volumes, keep.store, cfg, &object, r, now).await?
     } else {
         None
     };
     let doc = manifest::document(&object, &cfg.cluster_id, &cfg.namespace, r, run_at);
     if dry_run {
+        if let Some(keeping) = &keeping {
+            volumes::keep(keep.volumes, keeping, stop).await?;
+        }
         return Ok(None);
     }
     if let Some(unsent) = unsent(stop) {
@@ -642,7 +649,7 @@ async fn archive<C: ObjectCluster>(
             kind: r.kind.clone(),
             session: r.session.clone(),
             run_at: run_at.to_owned(),
-            retained,
+            retained: keeping.as_ref().map(|k| k.volume.clone()),
         }),
     };
     let back = keep
@@ -660,6 +667,9 @@ async fn archive<C: ObjectCluster>(
         .put_receipt(&receipt)
         .await
         .map_err(|e| failed(format!("no receipt of archive {uri}: {e}")))?;
+    if let Some(keeping) = &keeping {
+        volumes::keep(keep.volumes, keeping, stop).await?;
+    }
     Ok(Some(uri))
 }
 

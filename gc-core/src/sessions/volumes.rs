@@ -16,7 +16,7 @@ pub mod lifecycle;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::ports::{ClusterError, RetainedVolume, Volumes};
+use crate::ports::{ClusterError, RetainedVolume, Store, StoreError, Volumes};
 use crate::sessions::run::DeleteResult;
 use crate::sessions::{Judged, Resource, SessionConfig, SessionDecision};
 use lifecycle::{Action, Event, State, Window, next, state_of};
@@ -114,26 +114,62 @@ async fn send(volumes: &dyn Volumes, name: &str, patch: &Value, dry_run: bool) -
     }
 }
 
-/// Keeps the volume of `claim` (the claim's whole object, about to be deleted): `Ok(None)` when
-/// there is none to keep (unbound, bound to a volume that names another claim, a policy other than
-/// `Delete` that gc did not set), `Ok(Some)` when it is kept: newly ([`Action::Keep`]), or again,
-/// its record renewed for this claim and its window started now ([`Action::Renew`]: a claim a
-/// restore created and deleted again, or one whose earlier delete did not follow its keep). `stop`
-/// is read before the patch.
+/// The receipt in gc's store of the keep `record` claims for the volume `name`: the receipt of
+/// its claim's delete (`record.claim_uid`, in `record.namespace`) naming this volume as kept. A
+/// volume is gc's only with it: a label and record without one (copied, made up, another
+/// install's) are never written to. Its `retained.policy` is the policy to give back, whatever
+/// the record on the volume says.
 ///
 /// # Errors
-/// The result of the claim's delete, which must not be sent: `Changed` when a fence held (leave
-/// the claim for the next run), `Failed` when the volume cannot be read or patched, what `stop`
-/// says when it is set.
-pub async fn retain(
+/// The store cannot be read: nothing is written then.
+pub async fn keep_receipt(
+    store: &dyn Store,
+    cluster: &str,
+    name: &str,
+    record: &Retained,
+) -> Result<Option<(RetainedVolume, f64)>, StoreError> {
+    let receipt = store.get_receipt(cluster, &record.claim_uid).await?;
+    Ok(receipt.and_then(|receipt| {
+        let object = receipt
+            .session
+            .filter(|_| receipt.namespace == record.namespace)?;
+        let at = crate::isotime::parse_timestamp(&object.run_at).unwrap_or(0.0);
+        object
+            .retained
+            .filter(|kept| kept.name == name)
+            .map(|kept| (kept, at))
+    }))
+}
+
+/// A claim's volume about to be kept ([`plan_keep`]): what the claim's receipt records of it,
+/// and the fenced patch that keeps it ([`keep`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keeping {
+    /// The volume and its policy before, as the claim's receipt records them.
+    pub volume: RetainedVolume,
+    patch: Value,
+}
+
+/// What keeps the volume of `claim` (the claim's whole object, about to be deleted): `Ok(None)`
+/// when there is none to keep (unbound, bound to a volume that names another claim, a policy
+/// other than `Delete` that gc did not set, or gc's label without the receipt of gc's keep:
+/// [`keep_receipt`]); `Ok(Some)` with the patch that keeps it: newly ([`Action::Keep`]), or
+/// again, its record renewed for this claim and its window started now ([`Action::Renew`]: a
+/// claim a restore created and deleted again, or one whose earlier delete did not follow its
+/// keep). Nothing is written: the claim's receipt records the volume first, then [`keep`] sends
+/// the patch, so that every volume gc marks is named by a receipt.
+///
+/// # Errors
+/// The result of the claim's delete, which must not be sent: `Failed` when the volume cannot be
+/// read, or gc's receipt of an earlier keep cannot be.
+pub async fn plan_keep(
     volumes: &dyn Volumes,
+    store: &dyn Store,
     cfg: &SessionConfig,
     claim: &Value,
     resource: &Resource,
     now: f64,
-    stop: crate::lease::Held<'_>,
-) -> Result<Option<RetainedVolume>, DeleteResult> {
-    let dry_run = stop.is_dry_run();
+) -> Result<Option<Keeping>, DeleteResult> {
     let failed = |why: String| DeleteResult::Failed(format!("not deleted: {why}"));
     let Some(name) = claim["spec"]["volumeName"]
         .as_str()
@@ -152,10 +188,21 @@ pub async fn retain(
     // A volume whose policy is `Delete` is kept anew, whatever an old record on it says.
     let (state, record) = match state_of(&volume, &cfg.cluster_id) {
         _ if policy == "Delete" => (State::Unkept, None),
-        (State::Unkept, _) => return Ok(None),
-        kept => kept,
+        (State::Unkept, _) | (_, None) => return Ok(None),
+        (state, Some(record)) => {
+            let receipt = keep_receipt(store, &cfg.cluster_id, name, &record).await;
+            match receipt.map_err(|e| {
+                failed(format!(
+                    "cannot read gc's receipt of its volume {name}: {e}"
+                ))
+            })? {
+                Some((kept, _)) => (state, Some(kept)),
+                // gc's label without gc's receipt: not gc's to keep, left as it is (Retain).
+                None => return Ok(None),
+            }
+        }
     };
-    let original = record.map_or_else(|| "Delete".to_owned(), |r| r.policy);
+    let original = record.map_or_else(|| "Delete".to_owned(), |kept| kept.policy);
     let record = Retained {
         policy: original.clone(),
         namespace: cfg.namespace.clone(),
@@ -182,15 +229,36 @@ pub async fn retain(
         ]),
         _ => return Ok(None),
     }
+    Ok(Some(Keeping {
+        volume: RetainedVolume {
+            name: name.to_owned(),
+            policy: original,
+        },
+        patch: Value::Array(patch),
+    }))
+}
+
+/// Sends the patch of `keeping` ([`plan_keep`]), fenced on the volume as it was read; `stop` is
+/// read first.
+///
+/// # Errors
+/// The result of the claim's delete, which must not be sent: `Changed` when a fence held (leave
+/// the claim for the next run), `Failed` when the patch is refused, what `stop` says when it is
+/// set.
+pub async fn keep(
+    volumes: &dyn Volumes,
+    keeping: &Keeping,
+    stop: crate::lease::Held<'_>,
+) -> Result<(), DeleteResult> {
     if let Some(unsent) = crate::sessions::run::unsent(stop) {
         return Err(unsent);
     }
-    match send(volumes, name, &Value::Array(patch), dry_run).await {
-        DeleteResult::Deleted | DeleteResult::WouldDelete => Ok(Some(RetainedVolume {
-            name: name.to_owned(),
-            policy: original,
-        })),
-        DeleteResult::Failed(e) => Err(failed(format!("cannot retain its volume {name}: {e}"))),
+    let name = &keeping.volume.name;
+    match send(volumes, name, &keeping.patch, stop.is_dry_run()).await {
+        DeleteResult::Deleted | DeleteResult::WouldDelete => Ok(()),
+        DeleteResult::Failed(e) => Err(DeleteResult::Failed(format!(
+            "not deleted: cannot retain its volume {name}: {e}"
+        ))),
         other => Err(other),
     }
 }
@@ -230,16 +298,17 @@ pub struct Reviewed {
 }
 
 /// Every volume of `cfg`'s cluster that gc kept for a claim of a namespace `cfg.volume_review`
-/// covers, reviewed ([`lifecycle::review`]) and acted on as [`lifecycle::next`] says: its policy
+/// covers, its keep proven by gc's receipt in `store` ([`keep_receipt`]), reviewed ([`lifecycle::review`]) and acted on as [`lifecycle::next`] says: its policy
 /// given back (the claim a restore created is bound to it, another claim took it, its window
 /// passed, or retention is off: `retain_volume_days` 0), or held. One line each, also for a
-/// volume that carries gc's label but no record that reads (left alone, and said). `stop` is read
-/// before each write.
+/// volume that carries gc's label but no record that reads, or no receipt of its keep (left
+/// alone, and said). `stop` is read before each write.
 ///
 /// # Errors
 /// When the volumes cannot be listed: nothing is written then.
 pub async fn expire(
     volumes: &dyn Volumes,
+    store: &dyn Store,
     cfg: &SessionConfig,
     now: f64,
     stop: crate::lease::Held<'_>,
@@ -300,6 +369,44 @@ pub async fn expire(
             continue;
         }
         resource.session.clone_from(&record.session);
+        // gc's own receipt of the keep, or nothing is written: a label and a record prove
+        // nothing (anyone who may label a volume can copy them).
+        let name = resource.name.clone();
+        let (kept, at) = match keep_receipt(store, &cfg.cluster_id, &name, &record).await {
+            Ok(Some(found)) => found,
+            found => {
+                let why = match found {
+                    Err(e) => format!("gc's receipts cannot be read ({e})"),
+                    _ => format!(
+                        "gc's store holds no receipt of claim uid {} naming it kept: not kept by \
+                         this gc",
+                        record.claim_uid
+                    ),
+                };
+                let reason = format!(
+                    "labelled {RETAINED_LABEL}={} as kept for claim {}/{}, but {why}: left alone",
+                    cfg.cluster_id, record.namespace, record.claim
+                );
+                reviewed.push(Reviewed {
+                    judged: Judged {
+                        resource,
+                        decision: SessionDecision::Skipped {
+                            reason,
+                            spared: None,
+                        },
+                    },
+                    result: None,
+                });
+                continue;
+            }
+        };
+        // What gc recorded wins over what the volume says: the policy before, and a window that
+        // starts no earlier than the keep's run.
+        let record = Retained {
+            policy: kept.policy,
+            at: record.at.max(at),
+            ..record
+        };
         // The run of its own namespace applies its own window (0: retention off); any other, the
         // window the volume was kept for.
         let window = match record.days {

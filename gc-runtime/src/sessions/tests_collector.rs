@@ -922,6 +922,7 @@ async fn volumes_kept_in_a_namespace_no_run_selects_are_reviewed() {
         "spec": {"claimRef": {"uid": "u-x"}, "persistentVolumeReclaimPolicy": "Retain"},
         "status": {"phase": "Released"},
     });
+    world.kept.receipt_of_keep(&volume);
     let volumes = &world.cluster.kept.volumes;
     volumes.lock().unwrap().insert("pv-x".into(), volume);
     let (outcome, why, _) = world.collect(live()).await;

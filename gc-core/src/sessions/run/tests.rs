@@ -5,6 +5,7 @@ use super::*;
 use crate::lease::Held;
 use crate::ports::{Page, RetainedVolume};
 use crate::sessions::SessionInputs;
+use crate::sessions::volumes::RETAINED_ANNOTATION;
 use crate::testing::{
     Kept, SessionObjects as Fake, SessionTable as Db, block_on, session_config as cfg,
     session_object as object, session_objects as fake,
@@ -510,6 +511,11 @@ fn kept_with(volumes: Vec<Value>, refuse_volume_patches: bool) -> Kept {
         ..Kept::default()
     };
     for v in volumes {
+        // A volume carrying gc's record was kept by gc: its store holds the receipt.
+        let record = v["metadata"]["annotations"][RETAINED_ANNOTATION].as_str();
+        if record.is_some_and(|r| serde_json::from_str::<volumes::Retained>(r).is_ok()) {
+            kept.receipt_of_keep(&v);
+        }
         let name = v["metadata"]["name"].as_str().unwrap().to_owned();
         kept.volumes.lock().unwrap().insert(name, v);
     }
@@ -791,8 +797,9 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
     );
 }
 
-/// The lock lost right after a volume was retained: no receipt and no delete; the volume stays
-/// kept for its claim, and the next run takes it as kept and deletes the claim.
+/// The lock lost right after a volume was retained: its receipt, naming the volume, was recorded
+/// first, and the claim is not deleted; the volume stays kept for its claim, and the next run
+/// takes it as kept (its receipt proves it) and deletes the claim.
 #[test]
 fn a_lock_lost_after_the_retain_leaves_the_claim_for_the_next_run() {
     let claim_uid = "u-e-PersistentVolumeClaim";
@@ -808,12 +815,26 @@ fn a_lock_lost_after_the_retain_leaves_the_claim_for_the_next_run() {
         "{:?}",
         results(&report)
     );
-    assert!(kept.receipts.lock().unwrap().is_empty());
+    let receipts = kept.receipts.lock().unwrap().clone();
+    let named: Vec<_> = receipts
+        .iter()
+        .filter_map(|r| r.session.as_ref()?.retained.as_ref())
+        .collect();
+    assert_eq!(
+        named,
+        [&RetainedVolume {
+            name: "pv-e".into(),
+            policy: "Delete".into()
+        }]
+    );
     let pv = kept.volumes.lock().unwrap()["pv-e"].clone();
     assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
 
-    // The next run: the volume is gc's already, the claim archived with it and deleted.
-    let kept = kept_with(vec![pv], false);
+    // The next run, with that store: the volume is gc's already, the claim archived with it and
+    // deleted.
+    let kept = kept_with(vec![], false);
+    kept.volumes.lock().unwrap().insert("pv-e".into(), pv);
+    *kept.receipts.lock().unwrap() = receipts;
     let report = run_keeping(&f, &kept, false, false, false);
     assert_eq!(report.failures, 0, "{:?}", results(&report));
     assert!(
@@ -1689,4 +1710,141 @@ fn an_owner_is_deleted_leaving_what_it_owns() {
         ]
     );
     assert_eq!(report.failures, 0);
+}
+
+/// A label and a record prove nothing: a volume labelled as kept by this cluster, with a record
+/// that reads, whose keep gc's store has no receipt of (copied from another volume, made up, or
+/// another install's), is never written to: not given back when its window would have passed, not
+/// renewed when its claim is deleted (left `Retain`, as any volume whose policy gc did not set).
+/// Each review says so; a store that cannot be read is said too, and nothing is written.
+#[test]
+fn a_label_and_record_without_gcs_receipt_are_never_written_to() {
+    let forged = gc_kept(
+        "forged",
+        ("claim-x", "Released"),
+        ("claim-x", "streamspace"),
+        NOW - 30.0 * DAY,
+        None,
+    );
+    let kept = kept_with(vec![], false);
+    kept.volumes
+        .lock()
+        .unwrap()
+        .insert("forged".into(), forged.clone());
+    let report = run_at(&fake(false), &kept, &cfg(), NOW);
+    assert_eq!(volume_lines(&report), ["streamspace forged skipped"]);
+    let reason = report
+        .records
+        .last()
+        .unwrap()
+        .judged
+        .decision
+        .reason()
+        .to_owned();
+    assert!(
+        reason.contains("gc's store holds no receipt of claim uid claim-x naming it kept")
+            && reason.contains("left alone"),
+        "{reason}"
+    );
+    assert_eq!(kept.volumes.lock().unwrap()["forged"], forged);
+
+    // Its claim deleted by a run: the claim goes, the volume is left as it is, and the claim's
+    // receipt names no volume kept.
+    let mut bound = gc_kept(
+        "pv-e",
+        ("u-e-PersistentVolumeClaim", "Bound"),
+        ("u-e-PersistentVolumeClaim", "streamspace"),
+        NOW - DAY,
+        None,
+    );
+    bound["metadata"]["resourceVersion"] = json!("7");
+    let kept = kept_with(vec![], false);
+    kept.volumes
+        .lock()
+        .unwrap()
+        .insert("pv-e".into(), bound.clone());
+    let f = with_claim();
+    let report = run_keeping(&f, &kept, false, false, false);
+    assert_eq!(report.failures, 0, "{:?}", results(&report));
+    assert!(
+        f.deleted
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(n, _)| n == "e-PersistentVolumeClaim")
+    );
+    assert_eq!(kept.volumes.lock().unwrap()["pv-e"], bound);
+    let receipts = kept.receipts.lock().unwrap();
+    assert!(
+        receipts
+            .iter()
+            .all(|r| r.session.as_ref().unwrap().retained.is_none())
+    );
+    drop(receipts);
+
+    // The store cannot be read: nothing is written, and the review says why.
+    let down = Kept {
+        refuse_receipts: true,
+        ..kept_with(vec![], false)
+    };
+    down.volumes
+        .lock()
+        .unwrap()
+        .insert("forged".into(), forged.clone());
+    let report = block_on(review(
+        &down,
+        &down,
+        &cfg(),
+        NOW,
+        go_on(&[AtomicBool::new(false), AtomicBool::new(false)], false),
+    ));
+    assert_eq!(volume_lines(&report), ["streamspace forged skipped"]);
+    let reason = report.records[0].judged.decision.reason();
+    assert!(reason.contains("gc's receipts cannot be read"), "{reason}");
+    assert_eq!(down.volumes.lock().unwrap()["forged"], forged);
+}
+
+/// What gc recorded wins over what a volume's record says: a record rewritten to start its
+/// window long ago does not end it before the keep's run plus the window, and the policy given
+/// back is the one the receipt recorded, not the record's.
+#[test]
+fn the_receipt_not_the_record_says_the_policy_and_the_windows_start() {
+    let ours = gc_kept(
+        "pv",
+        ("claim-x", "Released"),
+        ("claim-x", "streamspace"),
+        NOW - DAY,
+        None,
+    );
+    let kept = kept_with(vec![ours.clone()], false);
+    let mut rewritten = ours;
+    let note = &mut rewritten["metadata"]["annotations"]["gc.example.com/retained"];
+    let mut record: Value = serde_json::from_str(note.as_str().unwrap()).unwrap();
+    record["at"] = json!(0.0);
+    record["policy"] = json!("Recycle");
+    *note = json!(record.to_string());
+    kept.volumes.lock().unwrap().insert("pv".into(), rewritten);
+    let report = run_at(&fake(false), &kept, &cfg(), NOW);
+    assert_eq!(volume_lines(&report), ["streamspace pv held"]);
+    let report = run_at(&fake(false), &kept, &cfg(), NOW + 7.0 * DAY);
+    assert_eq!(volume_lines(&report), ["streamspace pv delete deleted"]);
+    let pv = kept.volumes.lock().unwrap()["pv"].clone();
+    assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+}
+
+/// A volume is marked only once the receipt naming it is recorded: a store that refuses the
+/// claim's receipt leaves the volume untouched (`Delete`, no label) and the claim in place.
+#[test]
+fn a_volume_is_marked_only_after_the_receipt_naming_it() {
+    let claim_uid = "u-e-PersistentVolumeClaim";
+    let before = volume("pv-e", claim_uid, "Delete", "Bound");
+    let kept = Kept {
+        refuse_receipts: true,
+        ..kept_with(vec![before.clone()], false)
+    };
+    let f = with_claim();
+    let report = run_keeping(&f, &kept, false, false, false);
+    assert!(report.failures > 0);
+    assert!(f.deleted.lock().unwrap().is_empty());
+    assert_eq!(kept.volumes.lock().unwrap()["pv-e"], before);
 }
