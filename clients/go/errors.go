@@ -30,8 +30,8 @@ var (
 	// ErrRefused (422): the plan is refused (the mass-deletion guard, no answer for an id from
 	// the database). Nothing to retry: an operator looks at why.
 	ErrRefused = errors.New("gc: refused by the guard")
-	// ErrQueueFull (429): too many requests already wait in the namespace. Ask again after
-	// APIError.RetryAfter.
+	// ErrQueueFull (429): too many requests already wait in the namespace, or too many tokens to
+	// review came from the caller's address. Ask again after APIError.RetryAfter.
 	ErrQueueFull = errors.New("gc: queue full")
 	// ErrUnavailable (503): the API server could not say who the caller is or what it may do,
 	// gc could not act as its restore account, or the process is stopping. Ask again after

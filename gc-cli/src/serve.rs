@@ -103,7 +103,7 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
     signals::install()?;
     let stall = (args.stall_seconds > 0).then(|| Duration::from_secs(args.stall_seconds));
     let health = Arc::new(Health::new(stall).shown_as(gc_output::options::shown));
-    let server = AdminServer::start(listener, served, Arc::clone(&health))?;
+    let server = AdminServer::start(listener, Arc::clone(&served), Arc::clone(&health))?;
     tracing::info!("serving /metrics on {shown}");
     let interval = Duration::from_secs(args.interval_seconds);
     let rounds = every(interval, args.runs, &health, &*signals::STOP, || {
@@ -124,7 +124,8 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
             ..ApiOptions::default()
         };
         let restore = args.api_restore_account.clone();
-        crate::sessions::run::serve_api(run, listener, (api, requests, restore), tls).await
+        let parts = (api, requests, restore, served);
+        crate::sessions::run::serve_api(run, listener, parts, tls).await
     };
     // The rounds end the process; the API (when served) ends it early only when it fails. After
     // a stop, the API finishes the calls in progress (its queued requests end stopped), bounded.

@@ -33,7 +33,7 @@ mod text;
 
 pub use alerts::{Alert, AlertFormat, Webhook};
 pub use delivery::{Delivery, metric_prefix};
-pub use served::Served;
+pub use served::{ApiMetrics, Served};
 
 use exposition::Exposition;
 use http::{agent, describe, endpoint};

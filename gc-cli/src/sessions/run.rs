@@ -153,11 +153,16 @@ fn settings(args: &RunSessions, delivery: Delivery, now: Option<f64>) -> Setting
 }
 
 /// `serve --api-listen`: the request API over this command's parts (its audit lines where a
-/// run's go), until the process is asked to stop.
+/// run's go, its counters on `served`'s `/metrics`), until the process is asked to stop.
 pub(crate) async fn serve_api(
     args: &RunSessions,
     listener: std::net::TcpListener,
-    (api, requests, restore_account): (ApiOptions, RequestOptions, Option<(String, String)>),
+    (api, requests, restore_account, served): (
+        ApiOptions,
+        RequestOptions,
+        Option<(String, String)>,
+        std::sync::Arc<gc_runtime::metrics::Served>,
+    ),
     tls: Option<gc_runtime::serve::tls::TlsConfig>,
 ) -> anyhow::Result<()> {
     check(args)?;
@@ -175,6 +180,7 @@ pub(crate) async fn serve_api(
         version: env!("CARGO_PKG_VERSION").into(),
         tls,
         restore_account,
+        served: Some(served),
     };
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let selection = args.args.namespaces.selection();

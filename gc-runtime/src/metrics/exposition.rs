@@ -221,6 +221,18 @@ impl Exposition {
         );
     }
 
+    /// The request API's counters.
+    pub(super) fn api(&mut self, api: &super::served::ApiMetrics) {
+        let unaudited = Counter::<u64>::default();
+        unaudited.inc_by(api.refusals_unaudited());
+        self.registry.register(
+            "api_refusals_unaudited",
+            "Refused request API calls the audit log's rate (20 a second) left out since the \
+             process started (each next audited refusal counts them)",
+            unaudited,
+        );
+    }
+
     pub(super) fn text(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.

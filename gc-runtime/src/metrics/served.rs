@@ -2,7 +2,8 @@
 //! and counters adding up every run of the process.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::exposition::Exposition;
 use super::{Ended, Record};
@@ -13,6 +14,28 @@ use super::{Ended, Record};
 pub struct Served {
     prefix: String,
     runs: Mutex<BTreeMap<(String, String), History>>,
+    /// The request API's counters, once it is served.
+    api: OnceLock<Arc<ApiMetrics>>,
+}
+
+/// The request API's counters (`serve::api::Api::metrics`), since the process started.
+#[derive(Debug, Default)]
+pub struct ApiMetrics {
+    refusals_unaudited: AtomicU64,
+}
+
+impl ApiMetrics {
+    /// One more refusal the audit's rate left out (its count is also in the next refusal's
+    /// audit line).
+    pub fn refusal_unaudited(&self) {
+        self.refusals_unaudited.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The refusals the audit's rate left out so far.
+    #[must_use]
+    pub fn refusals_unaudited(&self) -> u64 {
+        self.refusals_unaudited.load(Ordering::Relaxed)
+    }
 }
 
 /// The runs of one collector in one namespace, as `serve` keeps them.
@@ -35,7 +58,14 @@ impl Served {
         Self {
             prefix: prefix.into(),
             runs: Mutex::default(),
+            api: OnceLock::new(),
         }
+    }
+
+    /// Shows the request API's counters `api` beside the runs' (the first given, when given
+    /// twice).
+    pub fn show_api(&self, api: Arc<ApiMetrics>) {
+        let _ = self.api.set(api);
     }
 
     pub(super) fn add(&self, run: &Record) {
@@ -83,6 +113,9 @@ impl Served {
             .collect();
         x.last_runs(&last);
         x.totals(&histories);
+        if let Some(api) = self.api.get() {
+            x.api(api);
+        }
         x.text()
     }
 }

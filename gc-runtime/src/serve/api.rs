@@ -17,17 +17,20 @@
 //! Refusals are JSON `{"error": ..., "field": ...}`: `400` for bad input (naming the field;
 //! nothing is queued), `401` without a valid token, `403` when not allowed, `404` for an
 //! unknown run, `409` while another process holds the namespace's Lease and `429` when its
-//! queue is full (each with `Retry-After`), `503` when the API server cannot answer for the
-//! caller (no answer is no) or the process is stopping, `501` for a restore when no restore
-//! account is configured.
+//! queue is full or the caller's address has had its TokenReviews for now (each with
+//! `Retry-After`), `503` when the API server cannot answer for the caller (no answer is no),
+//! every place for an authenticated connection is taken, or the process is stopping, `501` for
+//! a restore when no restore account is configured.
 
 use std::collections::{BTreeSet, HashMap};
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{ConnectInfo, Path, RawQuery, State};
 use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -40,7 +43,9 @@ use gc_core::sessions::requests::Requested;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::tls::Door;
 use crate::Sink;
+use crate::metrics::ApiMetrics;
 use crate::requests::{Refusal, Requests};
 use crate::sessions::SessionCluster;
 
@@ -64,12 +69,38 @@ pub struct ApiOptions {
     /// How long a client may take to send a request's head, and a kept-alive connection may
     /// stay idle.
     pub header_timeout: Duration,
+    /// How many connections whose caller was authenticated are served at once: past that, a
+    /// caller authenticated on another connection is answered `503` (`Retry-After: 1`).
+    pub connections: usize,
+    /// How many connections whose caller is not yet authenticated are served at once (a TLS
+    /// handshake or a request head in progress, a call without a valid token): a new one
+    /// closes the oldest of the source address holding the most.
+    pub anonymous_connections: usize,
+    /// How long a connection may stay unauthenticated, its handshake and first request head
+    /// included: then it is closed (once the call in progress, if any, is answered).
+    pub anonymous_timeout: Duration,
+    /// How many TokenReviews a source address may cause at once (a token not cached): past
+    /// that, `429` until its rate ([`Self::review_period`]) gives it another.
+    pub review_burst: u32,
+    /// After its burst, one TokenReview per source address per this time.
+    pub review_period: Duration,
 }
 
 impl Default for ApiOptions {
-    /// Audience `gc`, answers kept ten seconds (a revoked right stops working within that),
-    /// bodies up to 64 KiB (about two thousand session ids), two minutes for a call (a restore
-    /// may wait a minute for a claim to be bound), ten seconds for a request's head.
+    /// Audience `gc`, answers kept ten seconds (a revoked right stops working within that;
+    /// a token the API server refused is refused again that long without asking it), bodies up
+    /// to 64 KiB (about two thousand session ids), two minutes for a call (a restore may wait a
+    /// minute for a claim to be bound), ten seconds for a request's head.
+    ///
+    /// 512 authenticated connections (a control plane holds a few). 64 unauthenticated ones,
+    /// five seconds each: a caller's handshake, head and token take milliseconds in a cluster,
+    /// so five seconds leave room for a slow network and a slow API server, and 64 a burst of
+    /// callers connecting at once, while a flood of connections that never present a token
+    /// only closes its own (the oldest of the address holding the most go first).
+    ///
+    /// Ten TokenReviews at once per source address, then one per 500 ms: a caller's token is
+    /// reviewed once per ten seconds (the cache), so an address with twenty callers' tokens is
+    /// never refused, while one sending junk tokens costs the API server two reviews a second.
     fn default() -> Self {
         Self {
             audience: "gc".into(),
@@ -77,7 +108,84 @@ impl Default for ApiOptions {
             body_limit: 64 * 1024,
             request_timeout: Duration::from_secs(120),
             header_timeout: Duration::from_secs(10),
+            connections: 512,
+            anonymous_connections: 64,
+            anonymous_timeout: Duration::from_secs(5),
+            review_burst: 10,
+            review_period: Duration::from_millis(500),
         }
+    }
+}
+
+impl ApiOptions {
+    /// The connections' limits, as the server applies them.
+    pub(crate) fn limits(&self) -> super::tls::Limits {
+        super::tls::Limits {
+            connections: self.connections,
+            anonymous: self.anonymous_connections,
+            anonymous_timeout: self.anonymous_timeout,
+            header_timeout: self.header_timeout,
+        }
+    }
+
+    /// The TokenReviews a source address may cause: [`Self::review_burst`] at once, then one
+    /// per [`Self::review_period`].
+    fn review_quota(&self) -> governor::Quota {
+        let burst = std::num::NonZeroU32::new(self.review_burst).unwrap_or(NonZeroU32::MIN);
+        let period = self.review_period.max(Duration::from_nanos(1));
+        governor::Quota::with_period(period)
+            .unwrap_or_else(|| governor::Quota::per_second(NonZeroU32::MAX))
+            .allow_burst(burst)
+    }
+}
+
+/// Tokio's clock (paused in tests), as the TokenReview limiter reads it.
+#[derive(Debug, Clone, Copy, Default)]
+struct TokioClock;
+
+impl governor::clock::Clock for TokioClock {
+    type Instant = std::time::Instant;
+    fn now(&self) -> std::time::Instant {
+        tokio::time::Instant::now().into_std()
+    }
+}
+
+/// The TokenReviews each source address may still cause.
+type Reviews =
+    governor::RateLimiter<IpAddr, governor::state::keyed::HashMapStateStore<IpAddr>, TokioClock>;
+
+/// Past this many source addresses, the limiter forgets those back to a full burst.
+const SOURCES: usize = 4096;
+
+/// Where a request came from: its connection ([`Door`], when [`super::tls::serve`] serves it)
+/// and its peer's address (axum's `ConnectInfo`, which an embedder's server gives with
+/// `into_make_service_with_connect_info::<SocketAddr>()`; without it, every caller is one
+/// source to the TokenReview limit).
+#[derive(Debug, Clone, Default)]
+struct Source {
+    address: Option<IpAddr>,
+    door: Option<Arc<Door>>,
+}
+
+impl Source {
+    /// The address the TokenReview limit counts the request against.
+    fn key(&self) -> IpAddr {
+        self.address
+            .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Source {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let connected = parts.extensions.get::<ConnectInfo<SocketAddr>>();
+        Ok(Self {
+            address: connected.map(|c| c.0.ip().to_canonical()),
+            door: parts.extensions.get::<Arc<Door>>().cloned(),
+        })
     }
 }
 
@@ -150,14 +258,21 @@ pub struct Api<C, D, S, A, X> {
     denials: Mutex<Denials>,
     options: ApiOptions,
     version: String,
-    /// Who each token is, by its digest.
-    callers: Cache<[u8; 32], Result<Caller, String>>,
+    /// Who each token the API server accepted is, by its digest.
+    callers: Cache<[u8; 32], Caller>,
+    /// Why the API server did not accept each token it refused, by its digest: kept apart, so
+    /// that a flood of junk tokens never pushes a caller's answer out.
+    strangers: Cache<[u8; 32], String>,
     /// What each caller may do.
     rights: Cache<String, Result<(), String>>,
+    /// The TokenReviews each source address may still cause.
+    reviews: Reviews,
+    /// The API's counters, as `serve`'s `/metrics` shows them.
+    metrics: Arc<ApiMetrics>,
 }
 
 /// Answers of the API server, each with when it was given.
-type Cache<K, V> = Mutex<HashMap<K, (Instant, V)>>;
+type Cache<K, V> = Mutex<HashMap<K, (tokio::time::Instant, V)>>;
 
 /// A refusal, as the API answers it.
 #[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Eq, Serialize)]
@@ -424,11 +539,20 @@ where
                 audited: 0,
                 left_out: 0,
             }),
+            reviews: Reviews::hashmap_with_clock(options.review_quota(), TokioClock),
             options,
             version: version.to_owned(),
             callers: Mutex::default(),
+            strangers: Mutex::default(),
             rights: Mutex::default(),
+            metrics: Arc::default(),
         })
+    }
+
+    /// The API's counters: shown on `/metrics` once given to [`crate::metrics::Served::show_api`].
+    #[must_use]
+    pub fn metrics(&self) -> Arc<ApiMetrics> {
+        Arc::clone(&self.metrics)
     }
 
     /// The routes, `/v1/...`, for an embedder's server (or `serve`'s).
@@ -452,8 +576,13 @@ where
     }
 
     /// The caller whose bearer token `headers` carry, allowed to do what it `asked`.
-    async fn allowed(&self, headers: &HeaderMap, asked: Asked<'_>) -> Result<Caller, Problem> {
-        let caller = self.caller(headers, &asked).await?;
+    async fn allowed(
+        &self,
+        headers: &HeaderMap,
+        source: &Source,
+        asked: Asked<'_>,
+    ) -> Result<Caller, Problem> {
+        let caller = self.caller(headers, source, &asked).await?;
         let key = format!(
             "{}\n{}\n{}\n{}\n{}",
             caller.user, asked.verb, asked.resource, asked.subresource, asked.namespace
@@ -464,7 +593,7 @@ where
             None => {
                 let answer = self.access.authorize(&caller, GROUP, asked).await;
                 let right = answer.map_err(|e| unanswered("may", &e))?;
-                keep(&self.rights, key, right.clone());
+                keep(&self.rights, key, right.clone(), CALLERS);
                 right
             }
         };
@@ -482,6 +611,7 @@ where
     fn deny(&self, asked: &Asked<'_>, user: Option<&str>, status: StatusCode, why: &str) {
         let mut denials = self.denials.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(unaudited) = denials.audit() else {
+            self.metrics.refusal_unaudited();
             return;
         };
         drop(denials);
@@ -505,8 +635,15 @@ where
     }
 
     /// Who the bearer token of `headers` is, by the API server's `TokenReview`; a refusal of
-    /// the call `asked` is audited.
-    async fn caller(&self, headers: &HeaderMap, asked: &Asked<'_>) -> Result<Caller, Problem> {
+    /// the call `asked` is audited. A token not cached costs a review of the request's source
+    /// address ([`ApiOptions::review_burst`]): past its rate, `429`. An authenticated caller's
+    /// connection takes a place among the authenticated ones.
+    async fn caller(
+        &self,
+        headers: &HeaderMap,
+        source: &Source,
+        asked: &Asked<'_>,
+    ) -> Result<Caller, Problem> {
         let token = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
         let token = token.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
         let Some(token) = token.filter(|t| !t.is_empty()) else {
@@ -517,22 +654,74 @@ where
             return Err(Problem::new(StatusCode::UNAUTHORIZED, why));
         };
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        let caller = match cached(&self.callers, &key, self.options.cache) {
-            Some(caller) => caller,
-            None => {
-                let audience = &self.options.audience;
-                let answer = self.access.authenticate(token, audience).await;
-                let caller = answer.map_err(|e| unanswered("is", &e))?;
-                keep(&self.callers, key, caller.clone());
-                caller
-            }
+        let ttl = self.options.cache;
+        let caller = match cached(&self.callers, &key, ttl) {
+            Some(caller) => Ok(caller),
+            None => match cached(&self.strangers, &key, ttl) {
+                Some(why) => Err(why),
+                None => self.review(token, key, source, asked).await?,
+            },
         };
-        caller.map_err(|why| {
+        let caller = caller.map_err(|why| {
             tracing::warn!("request refused (401): {why}");
             let why = format!("the token is not accepted: {why}");
             self.deny(asked, None, StatusCode::UNAUTHORIZED, &why);
             Problem::new(StatusCode::UNAUTHORIZED, why)
-        })
+        })?;
+        if let Some(door) = &source.door
+            && !door.authenticated()
+        {
+            let why = format!(
+                "every place for an authenticated connection ({}) is taken: try again",
+                self.options.connections
+            );
+            tracing::warn!(caller = %caller.user, "request refused (503): {why}");
+            return Err(Problem::new(StatusCode::SERVICE_UNAVAILABLE, why).retry(1));
+        }
+        Ok(caller)
+    }
+
+    /// The API server's `TokenReview` of `token` (its digest `key`), kept; refused (`429`,
+    /// audited) when `source` has had its reviews for now.
+    async fn review(
+        &self,
+        token: &str,
+        key: [u8; 32],
+        source: &Source,
+        asked: &Asked<'_>,
+    ) -> Result<Result<Caller, String>, Problem> {
+        if let Err(wait) = self.may_review(source.key()) {
+            let seconds = u32::try_from(wait.as_millis().div_ceil(1000))
+                .unwrap_or(u32::MAX)
+                .max(1);
+            let why = format!(
+                "too many tokens to review from {}: at most {} at once, then one every {}ms; \
+                 try again in {seconds}s",
+                source.key(),
+                self.options.review_burst,
+                self.options.review_period.as_millis()
+            );
+            tracing::warn!("request refused (429): {why}");
+            self.deny(asked, None, StatusCode::TOO_MANY_REQUESTS, &why);
+            return Err(Problem::new(StatusCode::TOO_MANY_REQUESTS, why).retry(seconds));
+        }
+        let audience = &self.options.audience;
+        let answer = self.access.authenticate(token, audience).await;
+        let caller = answer.map_err(|e| unanswered("is", &e))?;
+        match &caller {
+            Ok(caller) => keep(&self.callers, key, caller.clone(), CALLERS),
+            Err(why) => keep(&self.strangers, key, why.clone(), STRANGERS),
+        }
+        Ok(caller)
+    }
+
+    /// Whether `source` may cause one more TokenReview now, else how long until it may.
+    fn may_review(&self, source: IpAddr) -> Result<(), Duration> {
+        if self.reviews.len() >= SOURCES {
+            self.reviews.retain_recent();
+        }
+        (self.reviews.check_key(&source))
+            .map_err(|not| not.wait_time_from(governor::clock::Clock::now(&TokioClock)))
     }
 }
 
@@ -575,16 +764,23 @@ fn cached<K: std::hash::Hash + Eq, V: Clone>(
     (at.elapsed() < ttl).then(|| value.clone())
 }
 
-/// Keeps `value`, forgetting what has expired first (the cache holds a window's callers only).
-fn keep<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V) {
+/// How many callers' answers (and rights) are kept at most.
+const CALLERS: usize = 4096;
+
+/// How many refused tokens are kept at most.
+const STRANGERS: usize = 1024;
+
+/// Keeps `value`, at most `bound` of them: when full, forgets what is older than the cache's
+/// longest time first, then all (the cache holds a window's answers only).
+fn keep<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V, bound: usize) {
     let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
-    if cache.len() >= 4096 {
+    if cache.len() >= bound {
         cache.retain(|_, (at, _)| at.elapsed() < Duration::from_secs(60));
-        if cache.len() >= 4096 {
+        if cache.len() >= bound {
             cache.clear();
         }
     }
-    cache.insert(key, (Instant::now(), value));
+    cache.insert(key, (tokio::time::Instant::now(), value));
 }
 
 /// A request's body as read: up to [`ApiOptions::body_limit`] bytes, else why not.
@@ -751,14 +947,14 @@ where
     A: Sink + Send + Sync + 'static,
     X: Access + 'static,
 {
-    async fn status(State(api): State<Arc<Self>>, headers: HeaderMap) -> Response {
+    async fn status(State(api): State<Arc<Self>>, source: Source, headers: HeaderMap) -> Response {
         let asked = Asked {
             verb: "get",
             resource: "status",
             subresource: "",
             namespace: "",
         };
-        if let Err(problem) = api.allowed(&headers, asked).await {
+        if let Err(problem) = api.allowed(&headers, &source, asked).await {
             return problem.into_response();
         }
         let mut leases = Vec::new();
@@ -789,7 +985,7 @@ where
     /// the sessions asked for. Nothing is queued or read before all pass.
     async fn checked(
         &self,
-        headers: &HeaderMap,
+        (headers, source): (&HeaderMap, &Source),
         ns: &str,
         subresource: &str,
         body: axum::body::Body,
@@ -800,7 +996,7 @@ where
             subresource,
             namespace: ns,
         };
-        let caller = self.allowed(headers, asked).await?;
+        let caller = self.allowed(headers, source, asked).await?;
         namespace(&self.desk, ns)?;
         let limit = self.options.body_limit;
         Ok((caller, asking(read(body, limit).await, limit)?))
@@ -809,11 +1005,12 @@ where
     async fn plan(
         State(api): State<Arc<Self>>,
         Path(ns): Path<String>,
+        source: Source,
         headers: HeaderMap,
         body: axum::body::Body,
     ) -> Response {
         let answer = async {
-            let (caller, sessions) = api.checked(&headers, &ns, "plan", body).await?;
+            let (caller, sessions) = api.checked((&headers, &source), &ns, "plan", body).await?;
             let cfg = api.desk.narrowed(&ns, sessions, [caller.user].into())?;
             let planned = api.desk.collector().plan(&cfg).await.map_err(|e| {
                 let status = match e.kind() {
@@ -830,11 +1027,14 @@ where
     async fn collect(
         State(api): State<Arc<Self>>,
         Path(ns): Path<String>,
+        source: Source,
         headers: HeaderMap,
         body: axum::body::Body,
     ) -> Response {
         let answer = async {
-            let (caller, sessions) = api.checked(&headers, &ns, "collect", body).await?;
+            let (caller, sessions) = api
+                .checked((&headers, &source), &ns, "collect", body)
+                .await?;
             let run = api.desk.collect(&ns, sessions, &caller.user).await?;
             let location = format!("/v1/runs/{}", run.id);
             let mut response = (StatusCode::ACCEPTED, axum::Json(run)).into_response();
@@ -849,6 +1049,7 @@ where
     async fn run(
         State(api): State<Arc<Self>>,
         Path(id): Path<String>,
+        source: Source,
         headers: HeaderMap,
     ) -> Response {
         let answer = async {
@@ -859,7 +1060,7 @@ where
                 subresource: "",
                 namespace: "",
             };
-            api.caller(&headers, &runs).await?;
+            api.caller(&headers, &source, &runs).await?;
             let found = api.desk.run(&id);
             let Some(run) = found else {
                 return Err(Problem::new(StatusCode::NOT_FOUND, format!("no run {id}")));
@@ -872,7 +1073,7 @@ where
             };
             // A run the caller may not read is one that does not exist (its namespace unsaid);
             // the refusal is audited all the same.
-            (api.allowed(&headers, asked).await).map_err(|refused| {
+            (api.allowed(&headers, &source, asked).await).map_err(|refused| {
                 if refused.status == StatusCode::FORBIDDEN {
                     Problem::new(StatusCode::NOT_FOUND, format!("no run {id}"))
                 } else {
@@ -889,6 +1090,7 @@ where
     async fn restore(
         State(api): State<Arc<Self>>,
         Path((ns, session)): Path<(String, String)>,
+        source: Source,
         headers: HeaderMap,
         body: axum::body::Body,
     ) -> Response {
@@ -899,7 +1101,7 @@ where
                 subresource: "restore",
                 namespace: &ns,
             };
-            let caller = api.allowed(&headers, asked).await?;
+            let caller = api.allowed(&headers, &source, asked).await?;
             let cfg = namespace(&api.desk, &ns)?;
             session_id("session", &session)?;
             let limit = api.options.body_limit;
@@ -1011,6 +1213,7 @@ where
         State(api): State<Arc<Self>>,
         Path(ns): Path<String>,
         RawQuery(query): RawQuery,
+        source: Source,
         headers: HeaderMap,
     ) -> Response {
         let answer = async {
@@ -1020,7 +1223,7 @@ where
                 subresource: "",
                 namespace: &ns,
             };
-            api.allowed(&headers, asked).await?;
+            api.allowed(&headers, &source, asked).await?;
             let cfg = namespace(&api.desk, &ns)?;
             let session = session_query(query.as_deref())?;
             let receipts = api
@@ -1101,6 +1304,9 @@ pub struct SessionsApi {
     /// The ServiceAccount (`namespace`, `name`) restores act as ([`ServiceAccount`]); `None`:
     /// restore is not offered.
     pub restore_account: Option<(String, String)>,
+    /// Where `serve` shows its metrics: the API's counters are shown there too (`None`: not
+    /// shown).
+    pub served: Option<Arc<crate::metrics::Served>>,
 }
 
 impl SessionsApi {
@@ -1160,8 +1366,11 @@ impl SessionsApi {
             stop.await;
             stopping.stop();
         };
-        let header_timeout = api.options.header_timeout;
-        super::tls::serve(listener, api.router(), self.tls, header_timeout, stopped).await;
+        if let Some(served) = &self.served {
+            served.show_api(api.metrics());
+        }
+        let limits = api.options.limits();
+        super::tls::serve(listener, api.router(), self.tls, limits, stopped).await;
         // What the callers left behind (a run whose caller went away, a restore past its call)
         // ends before the process does: its audit lines written, its Lease released.
         let within = self.requests.finish_within;

@@ -1,9 +1,14 @@
 //! The request API over TLS: the certificate chain and key the operator provides, as PEM files
 //! (a `kubernetes.io/tls` Secret mounted as `tls.crt` and `tls.key`, cert-manager's among them),
 //! read again when they change: a renewed certificate is served from the next handshake, with
-//! no restart. The API's connections, over TLS or not ([`serve`]).
+//! no restart. The API's connections, over TLS or not ([`serve`]), each a [`Door`]: a connection
+//! whose caller is not yet authenticated holds a place of a small pool of its own, for a short
+//! time, and only an authenticated one a place of the main pool.
 
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -12,9 +17,6 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-
-/// How many connections are served at once.
-const CONNECTIONS: usize = 512;
 
 /// How long a client may take to finish its handshake.
 const HANDSHAKE: Duration = Duration::from_secs(10);
@@ -140,26 +142,221 @@ pub fn server_config(files: &TlsFiles) -> crate::Result<TlsConfig> {
     Ok(Arc::new(config))
 }
 
+/// How the request API's connections are bounded ([`serve`]; `ApiOptions` gives them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Connections whose caller was authenticated, at most.
+    pub(crate) connections: usize,
+    /// Connections whose caller is not yet authenticated, at most (the oldest of the source
+    /// holding the most is closed to make room for a new one).
+    pub(crate) anonymous: usize,
+    /// How long a connection may stay unauthenticated (its handshake and request head
+    /// included): then it is closed, once the call in progress, if any, is answered.
+    pub(crate) anonymous_timeout: Duration,
+    /// How long a request's head may take, and a kept-alive connection stay idle.
+    pub(crate) header_timeout: Duration,
+}
+
+/// The connections being served: the unauthenticated ones, oldest first, and the places of the
+/// authenticated.
+#[derive(Debug)]
+struct Doors {
+    limits: Limits,
+    authenticated: Arc<tokio::sync::Semaphore>,
+    anonymous: Mutex<BTreeMap<u64, (IpAddr, Arc<Mark>)>>,
+    next: AtomicU64,
+}
+
+/// What a connection's task watches: whether its place was taken, and its calls in progress.
+#[derive(Debug, Default)]
+struct Mark {
+    evicted: AtomicBool,
+    calls: AtomicUsize,
+    /// Told when it is evicted, authenticated, or a call ends.
+    changed: tokio::sync::Notify,
+}
+
+impl Doors {
+    fn new(limits: Limits) -> Arc<Self> {
+        Arc::new(Self {
+            limits,
+            authenticated: Arc::new(tokio::sync::Semaphore::new(limits.connections)),
+            anonymous: Mutex::default(),
+            next: AtomicU64::new(0),
+        })
+    }
+
+    /// A connection just accepted from `peer`, unauthenticated: it takes a place of the
+    /// anonymous pool, and when that is full, closes the oldest connection of the source that
+    /// holds the most places (one not in a call first): a flood from one address closes its own
+    /// connections, never a caller's from elsewhere.
+    fn admit(self: &Arc<Self>, peer: SocketAddr) -> Arc<Door> {
+        let source = peer.ip().to_canonical();
+        let mark = Arc::new(Mark::default());
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut anonymous = self
+            .anonymous
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while anonymous.len() >= self.limits.anonymous.max(1) {
+            let Some(id) = evicted(&anonymous) else {
+                break;
+            };
+            if let Some((_, mark)) = anonymous.remove(&id) {
+                mark.evicted.store(true, Ordering::SeqCst);
+                mark.changed.notify_waiters();
+            }
+        }
+        anonymous.insert(id, (source, Arc::clone(&mark)));
+        Arc::new(Door {
+            doors: Arc::clone(self),
+            id,
+            peer,
+            mark,
+            accepted: tokio::time::Instant::now(),
+            place: Mutex::new(None),
+        })
+    }
+}
+
+/// Which unauthenticated connection gives its place up: the oldest of the source holding the
+/// most (of the sources holding as many, the one with the oldest), one not in a call if it has
+/// one.
+fn evicted(anonymous: &BTreeMap<u64, (IpAddr, Arc<Mark>)>) -> Option<u64> {
+    let mut held = HashMap::<IpAddr, usize>::new();
+    for (source, _) in anonymous.values() {
+        *held.entry(*source).or_default() += 1;
+    }
+    let most = held.values().copied().max()?;
+    let source = (anonymous.values())
+        .map(|(source, _)| *source)
+        .find(|source| held[source] == most)?;
+    let of_source = || anonymous.iter().filter(move |(_, (s, _))| *s == source);
+    let idle = of_source().find(|(_, (_, mark))| mark.calls.load(Ordering::SeqCst) == 0);
+    idle.or_else(|| of_source().next()).map(|(id, _)| *id)
+}
+
+/// A connection of the request API, as each of its requests carries it (an extension, beside
+/// axum's `ConnectInfo`): who it comes from, and its place.
+#[derive(Debug)]
+pub struct Door {
+    doors: Arc<Doors>,
+    id: u64,
+    peer: SocketAddr,
+    mark: Arc<Mark>,
+    accepted: tokio::time::Instant,
+    /// Its place among the authenticated, once it has one.
+    place: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+}
+
+impl Door {
+    /// The address the connection comes from.
+    #[must_use]
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// A caller of this connection was authenticated: the connection leaves the anonymous pool
+    /// for a place among the authenticated. `false` when every such place is taken (the
+    /// connection stays anonymous, and closes at its time).
+    pub fn authenticated(&self) -> bool {
+        let mut place = self.place.lock().unwrap_or_else(PoisonError::into_inner);
+        if place.is_some() {
+            return true;
+        }
+        let Ok(permit) = Arc::clone(&self.doors.authenticated).try_acquire_owned() else {
+            return false;
+        };
+        *place = Some(permit);
+        drop(place);
+        self.leave();
+        self.mark.changed.notify_waiters();
+        true
+    }
+
+    fn is_authenticated(&self) -> bool {
+        (self.place.lock().unwrap_or_else(PoisonError::into_inner)).is_some()
+    }
+
+    /// Gives up its place in the anonymous pool.
+    fn leave(&self) {
+        let mut anonymous = (self.doors.anonymous.lock()).unwrap_or_else(PoisonError::into_inner);
+        anonymous.remove(&self.id);
+    }
+
+    /// Ends when the connection is to be closed: its place was taken by a newer one, or it is
+    /// still unauthenticated past its time and no call of it is in progress. Never, once
+    /// authenticated.
+    async fn closed(&self) {
+        let deadline = self.accepted + self.doors.limits.anonymous_timeout;
+        let mut past = false;
+        loop {
+            let changed = self.mark.changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            if self.mark.evicted.load(Ordering::SeqCst) {
+                return;
+            }
+            if self.is_authenticated() {
+                return std::future::pending().await;
+            }
+            if past && self.mark.calls.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            tokio::select! {
+                () = changed => {}
+                () = tokio::time::sleep_until(deadline), if !past => past = true,
+            }
+        }
+    }
+}
+
+impl Drop for Door {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
+/// A call in progress on a connection: counted while it lasts.
+struct Calling(Arc<Mark>);
+
+impl Calling {
+    fn new(door: &Door) -> Self {
+        door.mark.calls.fetch_add(1, Ordering::SeqCst);
+        Self(Arc::clone(&door.mark))
+    }
+}
+
+impl Drop for Calling {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::SeqCst);
+        self.0.changed.notify_waiters();
+    }
+}
+
 /// Serves `router` on `listener` until `stop` ends: over TLS with `tls` (each handshake given
 /// ten seconds), else plain HTTP; one HTTP/1.1 connection per accepted stream, each request's
-/// head given `header_timeout` (an idle kept-alive connection closes then too). Once `stop`
-/// ends, nothing more is accepted and each connection finishes the call in progress, then
-/// closes; this returns when all have.
+/// head given [`Limits::header_timeout`] (an idle kept-alive connection closes then too), each
+/// request carrying its connection's [`Door`] and axum's `ConnectInfo<SocketAddr>`. Every
+/// connection is accepted: until one of its callers is authenticated it holds a place of the
+/// anonymous pool ([`Limits::anonymous`], [`Limits::anonymous_timeout`]), so that connections
+/// that never present a token cannot keep a caller that does out. Once `stop` ends, nothing
+/// more is accepted and each connection finishes the call in progress, then closes; this
+/// returns when all have.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     router: axum::Router,
     tls: Option<TlsConfig>,
-    header_timeout: Duration,
+    limits: Limits,
     stop: impl std::future::Future<Output = ()>,
 ) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let open = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
+    let doors = Doors::new(limits);
     let mut stop = std::pin::pin!(stop);
     loop {
-        // At most [`CONNECTIONS`] at once: the next waits in the listen queue.
-        let (stream, permit) = tokio::select! {
-            accepted = accept(&listener, &open) => match accepted {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!("the request API could not accept a connection: {e}");
@@ -169,51 +366,69 @@ pub(crate) async fn serve(
             },
             () = &mut stop => break,
         };
+        let door = doors.admit(peer);
         let (acceptor, router, watcher) = (acceptor.clone(), router.clone(), graceful.watcher());
         tokio::spawn(async move {
-            let _permit = permit;
-            let service = hyper_util::service::TowerToHyperService::new(router);
+            let router = hyper_util::service::TowerToHyperService::new(router);
+            let carried = Arc::clone(&door);
+            let service = hyper::service::service_fn(
+                move |mut request: hyper::Request<hyper::body::Incoming>| {
+                    let calling = Calling::new(&carried);
+                    let extensions = request.extensions_mut();
+                    extensions.insert(axum::extract::ConnectInfo(peer));
+                    extensions.insert(Arc::clone(&carried));
+                    let answer = hyper::service::Service::call(&router, request);
+                    async move {
+                        let answer = answer.await;
+                        drop(calling);
+                        answer
+                    }
+                },
+            );
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(header_timeout);
-            let ended = match acceptor {
-                Some(acceptor) => {
-                    let handshake = tokio::time::timeout(HANDSHAKE, acceptor.accept(stream));
-                    let Ok(Ok(tls)) = handshake.await else {
-                        return;
-                    };
-                    let io = hyper_util::rt::TokioIo::new(tls);
-                    watcher.watch(http.serve_connection(io, service)).await
-                }
-                None => {
-                    let io = hyper_util::rt::TokioIo::new(stream);
-                    watcher.watch(http.serve_connection(io, service)).await
+                .header_read_timeout(limits.header_timeout);
+            let served = async {
+                match acceptor {
+                    Some(acceptor) => {
+                        let handshake = tokio::time::timeout(HANDSHAKE, acceptor.accept(stream));
+                        let Ok(Ok(tls)) = handshake.await else {
+                            return Ok(());
+                        };
+                        let io = hyper_util::rt::TokioIo::new(tls);
+                        watcher.watch(http.serve_connection(io, service)).await
+                    }
+                    None => {
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        watcher.watch(http.serve_connection(io, service)).await
+                    }
                 }
             };
-            if let Err(e) = ended {
-                tracing::debug!("a request API connection ended: {e}");
+            tokio::select! {
+                ended = served => if let Err(e) = ended {
+                    tracing::debug!("a request API connection ended: {e}");
+                },
+                () = door.closed() => tracing::debug!(
+                    "a request API connection from {peer} closed: not authenticated in time, \
+                     or its place was taken"
+                ),
             }
         });
     }
     graceful.shutdown().await;
 }
 
-/// A connection accepted once one of `open`'s places is free, with its place.
-async fn accept(
-    listener: &tokio::net::TcpListener,
-    open: &Arc<tokio::sync::Semaphore>,
-) -> std::io::Result<(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit)> {
-    let permit = Arc::clone(open)
-        .acquire_owned()
-        .await
-        .map_err(std::io::Error::other)?;
-    let (stream, _) = listener.accept().await?;
-    Ok((stream, permit))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The API's limits, a request's head given `header_timeout`.
+    fn limits(header_timeout: Duration) -> Limits {
+        Limits {
+            header_timeout,
+            ..crate::serve::api::ApiOptions::default().limits()
+        }
+    }
 
     /// A self-signed certificate for `localhost`, and its key, PEM.
     fn issued() -> (String, String) {
@@ -264,7 +479,8 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let router = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, router, Some(config), HANDSHAKE, async {
+        let limits = limits(HANDSHAKE);
+        let server = tokio::spawn(serve(listener, router, Some(config), limits, async {
             let _ = stopped.await;
         }));
         assert_eq!(get(addr, &old_cert).await.unwrap(), "HTTP/1.1 200 OK");
@@ -310,7 +526,7 @@ mod tests {
             .route("/slow", axum::routing::get(slow));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let head = Duration::from_millis(300);
-        let server = tokio::spawn(serve(listener, router, None, head, async {
+        let server = tokio::spawn(serve(listener, router, None, limits(head), async {
             let _ = stopped.await;
         }));
         // What a connection is sent before the client waits: all it reads until it is closed.
@@ -354,6 +570,134 @@ mod tests {
             tokio::net::TcpStream::connect(addr).await.is_err(),
             "nothing more accepted"
         );
+    }
+
+    /// A connection from `source` (an address of 127/8), as the pool sees it.
+    fn from(source: &str) -> SocketAddr {
+        SocketAddr::new(source.parse().unwrap(), 40000)
+    }
+
+    /// Which of `doors` were closed to make room.
+    fn evicted(doors: &[&Arc<Door>]) -> Vec<bool> {
+        (doors.iter())
+            .map(|d| d.mark.evicted.load(Ordering::SeqCst))
+            .collect()
+    }
+
+    /// The anonymous pool holds its bound, not one fewer; past it, a new connection closes the
+    /// oldest of the address holding the most (one not in a call first), never another
+    /// address's while that one holds more; an authenticated connection leaves the pool, and
+    /// takes one of the authenticated places, of which there are no more than the bound.
+    #[tokio::test]
+    async fn the_anonymous_pool_closes_the_oldest_of_the_source_holding_the_most() {
+        let doors = Doors::new(Limits {
+            connections: 2,
+            anonymous: 3,
+            ..limits(HANDSHAKE)
+        });
+        let (a1, a2, b1) = (
+            doors.admit(from("127.0.0.2")),
+            doors.admit(from("127.0.0.2")),
+            doors.admit(from("127.0.0.3")),
+        );
+        assert_eq!(evicted(&[&a1, &a2, &b1]), [false; 3], "three places");
+        let a3 = doors.admit(from("127.0.0.2"));
+        assert_eq!(evicted(&[&a1, &a2, &b1, &a3]), [true, false, false, false]);
+        // The oldest of the address holding the most, passing over one in a call.
+        let calling = Calling::new(&a2);
+        let c1 = doors.admit(from("::ffff:127.0.0.4"));
+        assert_eq!(evicted(&[&a2, &b1, &a3, &c1]), [false, false, true, false]);
+        drop(calling);
+        let a4 = doors.admit(from("127.0.0.2"));
+        assert_eq!(evicted(&[&a2, &b1, &c1, &a4]), [true, false, false, false]);
+        // Each address holds one: the oldest goes.
+        let d1 = doors.admit(from("127.0.0.5"));
+        assert_eq!(evicted(&[&b1, &c1, &a4, &d1]), [true, false, false, false]);
+        // Authenticated: out of the pool (never closed to make room), two places at most.
+        assert!(c1.authenticated() && a4.authenticated());
+        assert!(!d1.authenticated(), "every authenticated place is taken");
+        // A flood from one address closes its own, never the other's.
+        let flood: Vec<_> = (0..5).map(|_| doors.admit(from("127.0.0.2"))).collect();
+        assert_eq!(evicted(&[&c1, &a4, &d1]), [false; 3]);
+        let flooded = flood
+            .iter()
+            .filter(|d| d.mark.evicted.load(Ordering::SeqCst));
+        assert_eq!(
+            flooded.count(),
+            3,
+            "two of its five hold the places d1 left"
+        );
+        drop(c1);
+        let e1 = doors.admit(from("127.0.0.6"));
+        assert!(e1.authenticated(), "a place given back is taken again");
+    }
+
+    /// A connection whose caller is not authenticated is closed at its time (well before the
+    /// head's), once its call in progress is answered; one whose caller was authenticated stays
+    /// kept alive.
+    #[tokio::test]
+    async fn an_unauthenticated_connection_closes_at_its_time() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let door = |axum::Extension(door): axum::Extension<Arc<Door>>,
+                    axum::extract::ConnectInfo(peer): axum::extract::ConnectInfo<SocketAddr>,
+                    headers: axum::http::HeaderMap| async move {
+            assert_eq!(door.peer(), peer);
+            if headers.contains_key("x-slow") {
+                tokio::time::sleep(Duration::from_millis(800)).await;
+            }
+            if headers.contains_key("x-authenticated") {
+                assert!(door.authenticated());
+            }
+            "ok"
+        };
+        let router = axum::Router::new().route("/", axum::routing::get(door));
+        let limits = Limits {
+            anonymous_timeout: Duration::from_millis(500),
+            ..limits(Duration::from_secs(10))
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, router, None, limits, async {
+            let _ = stopped.await;
+        }));
+        // What a connection reads after sending `sent`, until closed or a few seconds passed;
+        // and when it was closed.
+        let read_after = |sent: &'static [u8]| async move {
+            let started = Instant::now();
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            stream.write_all(sent).await.unwrap();
+            let mut read = Vec::new();
+            let ended = tokio::time::timeout(Duration::from_secs(3), stream.read_to_end(&mut read));
+            let closed = ended.await.is_ok().then(|| started.elapsed());
+            (String::from_utf8_lossy(&read).into_owned(), closed)
+        };
+        let (nothing, anonymous, slow, authenticated) = tokio::join!(
+            read_after(b""),
+            read_after(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"),
+            read_after(b"GET / HTTP/1.1\r\nhost: x\r\nx-slow: 1\r\n\r\n"),
+            read_after(b"GET / HTTP/1.1\r\nhost: x\r\nx-authenticated: 1\r\n\r\n"),
+        );
+        let within = |closed: Option<Duration>, from: u64, to: u64| {
+            closed
+                .is_some_and(|t| t >= Duration::from_millis(from) && t < Duration::from_millis(to))
+        };
+        assert!(
+            nothing.0.is_empty() && within(nothing.1, 400, 2000),
+            "{nothing:?}"
+        );
+        assert!(
+            anonymous.0.ends_with("ok") && within(anonymous.1, 400, 2000),
+            "{anonymous:?}"
+        );
+        assert!(
+            slow.0.ends_with("ok") && within(slow.1, 750, 2000),
+            "answered first: {slow:?}"
+        );
+        assert!(authenticated.0.ends_with("ok"), "{authenticated:?}");
+        assert_eq!(authenticated.1, None, "kept alive: {authenticated:?}");
+        stop.send(()).unwrap();
+        server.await.unwrap();
     }
 
     /// Files that cannot serve are refused before anything is served, each error naming the

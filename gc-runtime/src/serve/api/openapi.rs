@@ -46,15 +46,19 @@ struct Call {
 }
 
 /// The refusals every authorized call may answer.
-const CHECKED: [(&str, &str); 3] = [
+const CHECKED: [(&str, &str); 4] = [
     (
         "401",
         "No bearer token, or one the API server does not accept for this audience",
     ),
     ("403", "The caller may not make this call here"),
     (
+        "429",
+        "Too many tokens to review from the caller's address: try again after Retry-After",
+    ),
+    (
         "503",
-        "The API server could not say who the caller is or what it may do (no answer is no), or the process is stopping",
+        "The API server could not say who the caller is or what it may do (no answer is no), every place for an authenticated connection is taken, or the process is stopping",
     ),
 ];
 
@@ -106,7 +110,7 @@ const CALLS: [Call; 7] = [
             ),
             (
                 "429",
-                "The namespace's queue is full: try again after Retry-After",
+                "The namespace's queue is full, or too many tokens to review from the caller's address: try again after Retry-After",
             ),
         ],
     },
@@ -234,6 +238,10 @@ fn operation(call: &Call) -> utoipa::openapi::path::Operation {
     } else {
         &CHECKED[..]
     };
+    // A status the call lists says it all (its description names the checks' cause too).
+    let checked = checked
+        .iter()
+        .filter(|(status, _)| !call.refusals.iter().any(|(own, _)| own == status));
     for (status, why) in call.refusals.iter().chain(checked) {
         let refusal = ResponseBuilder::new()
             .description(*why)

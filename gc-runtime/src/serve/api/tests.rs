@@ -77,6 +77,7 @@ struct Client {
     router: Router,
     world: World,
     reviews: Arc<Reviews>,
+    metrics: Arc<ApiMetrics>,
 }
 
 /// The restore account: the world's cluster with creates of its own (the collector's cluster
@@ -141,6 +142,7 @@ impl Client {
             router: api.router(),
             world,
             reviews,
+            metrics: api.metrics(),
         };
         (client, account)
     }
@@ -153,7 +155,23 @@ impl Client {
         token: Option<&str>,
         body: &str,
     ) -> (u16, Option<String>, Value) {
+        self.call_from(None, method, path, token, body).await
+    }
+
+    /// [`Self::call`] from the address `source` (as a server's `ConnectInfo` gives it).
+    async fn call_from(
+        &self,
+        source: Option<&str>,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: &str,
+    ) -> (u16, Option<String>, Value) {
         let mut request = Request::builder().method(method).uri(path);
+        if let Some(source) = source {
+            let address = SocketAddr::new(source.parse().unwrap(), 40000);
+            request = request.extension(ConnectInfo(address));
+        }
         if let Some(token) = token {
             request = request.header("authorization", format!("Bearer {token}"));
         }
@@ -729,4 +747,256 @@ async fn a_body_is_read_only_from_an_allowed_caller() {
         assert_eq!(answer.status().as_u16(), want, "{token:?}");
     }
     assert!(client.world.deleted().is_empty());
+}
+
+/// The TokenReviews one source address causes: a flood of distinct junk tokens costs the
+/// burst (ten), then `429` with `Retry-After` (audited), then one more per 500 ms; another
+/// address is not held back; a token the API server refused, repeated, costs no more review
+/// (for the cache's ten seconds); a caller's cached token passes even from the flooding
+/// address.
+#[tokio::test(start_paused = true)]
+async fn token_reviews_are_limited_per_source_and_refusals_are_remembered() {
+    let client = Client::new();
+    let flooder = Some("10.0.0.1");
+    let reviews = || client.reviews.calls.load(Ordering::SeqCst);
+    // A caller's answers, cached before the flood (from elsewhere).
+    let (status, _, _) = client.call("POST", PLAN, Some("api"), "").await;
+    assert_eq!(status, 200);
+    let before = reviews();
+    let options = ApiOptions::default();
+    let burst = usize::try_from(options.review_burst).unwrap();
+    for i in 0..burst {
+        let junk = format!("junk-{i}");
+        let (status, retry, _) = client
+            .call_from(flooder, "POST", PLAN, Some(&junk), "")
+            .await;
+        assert_eq!((status, retry), (401, None), "{i}");
+    }
+    assert_eq!(reviews() - before, burst, "each reviewed");
+    for i in burst..300 {
+        let junk = format!("junk-{i}");
+        let (status, retry, answer) =
+            (client.call_from(flooder, "POST", PLAN, Some(&junk), "")).await;
+        assert_eq!(
+            (status, retry.as_deref()),
+            (429, Some("1")),
+            "{i}: {answer}"
+        );
+    }
+    assert_eq!(
+        reviews() - before,
+        burst,
+        "300 junk tokens, the burst reviewed"
+    );
+    let lines = client.world.lines();
+    assert_eq!(
+        lines[burst],
+        "denied 429 create sessions/plan in \"streamspace\" by None"
+    );
+    // The same refused token again: no review, from this address or another.
+    for source in [flooder, Some("10.0.0.2"), None] {
+        let (status, _, _) = (client.call_from(source, "POST", PLAN, Some("junk-0"), "")).await;
+        assert_eq!(status, 401);
+    }
+    assert_eq!(reviews() - before, burst, "a refused token is remembered");
+    // A caller's cached token passes; another address has its own burst.
+    let (status, _, _) = (client.call_from(flooder, "POST", PLAN, Some("api"), "")).await;
+    assert_eq!(status, 200);
+    let (status, _, _) =
+        (client.call_from(Some("10.0.0.2"), "GET", "/v1/runs/1", Some("new"), "")).await;
+    assert_eq!(status, 401);
+    assert_eq!(reviews() - before, burst + 1);
+    // The rate: one more review per 500 ms, not two.
+    tokio::time::advance(options.review_period).await;
+    let (status, _, _) = (client.call_from(flooder, "GET", "/v1/runs/1", Some("later"), "")).await;
+    assert_eq!(status, 401, "one more review");
+    let (status, _, _) =
+        (client.call_from(flooder, "GET", "/v1/runs/1", Some("later-2"), "")).await;
+    assert_eq!(status, 429, "only one");
+    assert_eq!(reviews() - before, burst + 2);
+    // Refusals are remembered the cache's time, then asked again.
+    tokio::time::advance(options.cache).await;
+    let (status, _, _) = (client.call_from(flooder, "POST", PLAN, Some("junk-0"), "")).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        reviews() - before,
+        burst + 3,
+        "reviewed again after ten seconds"
+    );
+}
+
+/// Junk tokens from many addresses (each within its burst) never push a caller's answer out of
+/// the cache: refused tokens are kept apart, bounded.
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_refused_tokens_keeps_the_callers_answers() {
+    let client = Client::new();
+    let (status, _, _) = client.call("POST", PLAN, Some("api"), "").await;
+    assert_eq!(status, 200);
+    for i in 0..4200_u32 {
+        let [_, _, a, b] = i.to_be_bytes();
+        let source = format!("10.1.{a}.{b}");
+        let junk = format!("junk-{i}");
+        let (status, _, _) =
+            (client.call_from(Some(&source), "GET", "/v1/runs/1", Some(&junk), "")).await;
+        assert_eq!(status, 401);
+    }
+    let before = client.reviews.calls.load(Ordering::SeqCst);
+    let (status, _, _) = client.call("POST", PLAN, Some("api"), "").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        client.reviews.calls.load(Ordering::SeqCst),
+        before,
+        "the caller's token and right are still cached"
+    );
+}
+
+/// The refusals the audit's rate leaves out are counted in the API's metrics, and shown on
+/// `/metrics` as `<prefix>_api_refusals_unaudited_total`.
+#[tokio::test(start_paused = true)]
+async fn unaudited_refusals_are_counted_in_the_metrics() {
+    let client = Client::new();
+    let served = crate::metrics::Served::new("gc");
+    served.show_api(Arc::clone(&client.metrics));
+    assert!(
+        (served.text()).contains("\ngc_api_refusals_unaudited_total 0\n"),
+        "{}",
+        served.text()
+    );
+    for _ in 0..35 {
+        let (status, _, _) = client.call("POST", COLLECT, None, "").await;
+        assert_eq!(status, 401);
+    }
+    assert_eq!(
+        client.world.lines().len(),
+        20,
+        "twenty audited in this second"
+    );
+    assert_eq!(client.metrics.refusals_unaudited(), 15);
+    tokio::time::advance(std::time::Duration::from_secs(1)).await;
+    client.call("POST", COLLECT, None, "").await;
+    assert_eq!(
+        client.metrics.refusals_unaudited(),
+        15,
+        "audited: not counted"
+    );
+    let text = served.text();
+    assert!(
+        text.contains("# TYPE gc_api_refusals_unaudited counter\n")
+            && text.contains("\ngc_api_refusals_unaudited_total 15\n"),
+        "{text}"
+    );
+}
+
+/// Connections that never present a token hold no place an authenticated caller needs: with
+/// 85 of them open from another address (more than every place of the authenticated and of
+/// the anonymous: a TLS handshake never begun, a request head never finished, a head sent a
+/// byte at a time, a token-less call whose body never ends), a caller with a token is answered
+/// at once, and the oldest of them are closed.
+#[tokio::test]
+async fn anonymous_slow_connections_do_not_keep_a_caller_out() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let client = Client::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Fewer places than the defaults' (512 and 64), so that the flood is held by the server
+    // rather than by the kernel's listen queue.
+    let options = ApiOptions {
+        connections: 16,
+        anonymous_connections: 8,
+        ..ApiOptions::default()
+    };
+    // All but one in twenty (a token-less call, answered 401 at once) hold their connection
+    // open: more than every place.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::serve::tls::serve(
+        listener,
+        client.router.clone(),
+        None,
+        options.limits(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let connect = move || async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        socket.connect(addr).await.unwrap()
+    };
+    // The first, then the rest, each holding its connection until aborted (connecting at
+    // once: a listen queue that is not served does not hold the test up).
+    let mut first = connect().await;
+    let open = Arc::new(AtomicUsize::new(1));
+    let flood = (1..80).map(|i| {
+        let open = Arc::clone(&open);
+        tokio::spawn(async move {
+            let mut stream = connect().await;
+            let sent: &[u8] = match (i % 20, i % 2) {
+                (1.., 0) => b"",
+                (1.., _) => {
+                    b"POST /v1/namespaces/streamspace/sessions/plan HTTP/1.1\r\nhost: x\r\nx-"
+                }
+                _ => {
+                    b"POST /v1/namespaces/streamspace/sessions/plan HTTP/1.1\r\nhost: x\r\n\
+                       content-length: 60000\r\n\r\n{\"sessions\": ["
+                }
+            };
+            stream.write_all(sent).await.unwrap();
+            open.fetch_add(1, Ordering::SeqCst);
+            std::future::pending::<()>().await;
+        })
+    });
+    let mut flood: Vec<_> = flood.collect();
+    flood.extend((0..5).map(|_| {
+        let open = Arc::clone(&open);
+        tokio::spawn(async move {
+            let mut stream = connect().await;
+            open.fetch_add(1, Ordering::SeqCst);
+            for byte in b"GET /v1/status HTTP/1.1\r\nhost: x\r\nx-slow: 1234567890\r\n\r\n" {
+                if stream.write_all(&[*byte]).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            std::future::pending::<()>().await;
+        })
+    }));
+    // Every one connected (its handshake done by the kernel, accepted or not), then a moment
+    // for the server to take what it takes.
+    while open.load(Ordering::SeqCst) < 85 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let call = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let body = r#"{"sessions": ["d"]}"#;
+        let request = format!(
+            "POST {PLAN} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer api\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answer
+    };
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(2), call).await;
+    let answer = answer.expect("the caller is answered at once, whatever the flood holds");
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    // The oldest were closed to make room.
+    let mut read = Vec::new();
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        first.read_to_end(&mut read),
+    );
+    assert!(
+        closed.await.is_ok(),
+        "the oldest anonymous connection is closed"
+    );
+    for task in flood {
+        task.abort();
+    }
+    stop.send(()).unwrap();
+    server.await.unwrap();
 }
