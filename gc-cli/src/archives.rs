@@ -9,7 +9,7 @@ use gc_output::archives::{write_checked, write_list, write_pruned, write_show};
 use gc_runtime::archives::prune::{Policy, parse_window};
 use gc_runtime::archives::{self, read_verified};
 use gc_runtime::durations::timeout;
-use gc_store::{Archives, ReceiptQuery};
+use gc_store::{Archives, ReceiptQuery, default_archive_dir};
 
 use crate::clock;
 use crate::exit::UsageError;
@@ -75,10 +75,7 @@ impl ArchiveArgs {
     /// A [`UsageError`] naming `--archive-url` when it is not an object-store URL.
     pub(crate) fn sink(&self) -> Result<Archives, UsageError> {
         let Some(url) = &self.archive_url else {
-            let dir = self
-                .archive_dir
-                .clone()
-                .unwrap_or_else(gc_store::default_archive_dir);
+            let dir = Option::unwrap_or_else(self.archive_dir.clone(), default_archive_dir);
             return Ok(Archives::Directory(gc_store::DirectorySink::new(dir)));
         };
         gc_store::ObjectSink::open(url, &self.options())
@@ -233,7 +230,8 @@ fn list(args: &List) -> anyhow::Result<()> {
         session: args.session.as_deref(),
     };
     let cluster = &args.scope.cluster_id;
-    let kept = with_store(args.scope.store.as_deref(), async |store| {
+    let at = (args.scope.store.as_deref(), gc_store::DEFAULT_TIMEOUT);
+    let kept = with_store(at, async |store| {
         archives::list(store, cluster, query, since, until).await
     })?;
     let form = args.output.form;
@@ -246,7 +244,8 @@ fn list(args: &List) -> anyhow::Result<()> {
 fn show(args: &Show) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let cluster = &args.scope.cluster_id;
-    let (receipt, bytes) = with_store(args.scope.store.as_deref(), async |store| {
+    let at = (args.scope.store.as_deref(), args.archive.store_timeout);
+    let (receipt, bytes) = with_store(at, async |store| {
         let uid = match (args.uid.contains('/'), args.namespace.as_deref()) {
             (false, _) => args.uid.clone(),
             (true, Some(namespace)) => {
@@ -268,7 +267,8 @@ fn verify(args: &Held) -> anyhow::Result<()> {
     let namespace = args.namespace.as_deref();
     let cluster = &args.scope.cluster_id;
     let options = args.archive.options();
-    let verified = with_store(args.scope.store.as_deref(), async |store| {
+    let at = (args.scope.store.as_deref(), args.archive.store_timeout);
+    let verified = with_store(at, async |store| {
         archives::verify(store, &sink, &options, cluster, namespace).await
     })?;
     let out = &mut std::io::stdout().lock();
@@ -285,7 +285,8 @@ fn prune(args: &Prune) -> anyhow::Result<()> {
         args.dry_run,
     );
     let (cluster, namespace) = (&held.scope.cluster_id, held.namespace.as_deref());
-    let pruned = with_store(held.scope.store.as_deref(), async |store| {
+    let at = (held.scope.store.as_deref(), held.archive.store_timeout);
+    let pruned = with_store(at, async |store| {
         archives::prune::prune(store, &sink, cluster, namespace, &policy, clock::now()).await
     })?;
     write_pruned(&mut std::io::stdout().lock(), &pruned, held.output.form)?;

@@ -70,7 +70,8 @@ fn import(args: &Import) -> anyhow::Result<()> {
     let bytes = read_input(&args.file, "ledger file")?;
     let (text, entries) = ledger::check_ledger(&bytes, &key.cluster_id, &key.namespace)
         .with_context(|| format!("ledger file {}", args.file.display()))?;
-    let location = with_store(key.store.as_deref(), async |store| {
+    let at = (key.store.as_deref(), gc_store::DEFAULT_TIMEOUT);
+    let location = with_store(at, async |store| {
         let saved = store.save_ledger_json(&key.cluster_id, &key.namespace, text);
         saved.await.context("cannot store the ledger")?;
         anyhow::Ok(store.location().to_owned())
@@ -87,7 +88,8 @@ fn import(args: &Import) -> anyhow::Result<()> {
 fn export(args: &Export) -> anyhow::Result<()> {
     let key = &args.key;
     key.validate()?;
-    let text = with_store(key.store.as_deref(), async |store| {
+    let at = (key.store.as_deref(), gc_store::DEFAULT_TIMEOUT);
+    let text = with_store(at, async |store| {
         ledger::export(store, &key.cluster_id, &key.namespace).await
     })?;
     match &args.out {

@@ -49,12 +49,11 @@ impl ConnectArgs {
     pub(crate) fn connection(&self) -> Result<Connection, UsageError> {
         let source = if let Some(api_url) = &self.api_url {
             let token = match &self.token_file {
-                Some(path) => Some(
-                    std::fs::read_to_string(path)
-                        .map_err(|e| UsageError::unreadable("--token-file", path, e))?
-                        .trim()
-                        .to_owned(),
-                ),
+                Some(path) => {
+                    let text = std::fs::read_to_string(path);
+                    let text = text.map_err(|e| UsageError::unreadable("--token-file", path, e))?;
+                    Some(text.trim().to_owned())
+                }
                 None => std::env::var("GC_K8S_TOKEN").ok(),
             };
             Source::Explicit(Explicit {
@@ -85,23 +84,19 @@ impl ConnectArgs {
     /// # Errors
     /// A [`UsageError`] when `--token-file` cannot be read; the connection's error otherwise.
     pub(crate) async fn cluster(&self) -> anyhow::Result<gc_k8s::KubeCluster> {
-        let connection = self.connection()?;
-        gc_k8s::connect(&connection)
-            .await
-            .context("cannot connect to the cluster")
+        let c = self.connection()?;
+        Context::context(gc_k8s::connect(&c).await, "cannot connect to the cluster")
     }
 }
 
-pub(crate) use gc_runtime::open_store;
-
-/// `work` on the store `url` names (`None`: the embedded one), on a runtime of its own; the store
-/// is closed after, whatever `work` returned.
+/// `work` on the store `url` names (`None`: the embedded one), each call bounded by `timeout`, on
+/// a runtime of its own; the store is closed after, whatever `work` returned.
 pub(crate) fn with_store<T, E: Into<anyhow::Error>>(
-    url: Option<&str>,
+    (url, timeout): (Option<&str>, Duration),
     work: impl AsyncFnOnce(&gc_store::Store) -> Result<T, E>,
 ) -> anyhow::Result<T> {
     block_on(async {
-        let store = open_store(url).await?;
+        let store = gc_runtime::open_store_within(url, timeout).await?;
         let done = work(&store).await;
         store.close().await;
         done.map_err(Into::into)

@@ -152,7 +152,9 @@ async fn plan_all(
             let cluster = args.connect.cluster().await?;
             let store = match (&file_ledger, &args.ledger_out) {
                 (Some(_), Some(_)) => None,
-                _ => Some(Arc::new(live::open_store(args.store.as_deref()).await?)),
+                _ => Some(Arc::new(
+                    gc_runtime::open_store(args.store.as_deref()).await?,
+                )),
             };
             let progress = Some(Arc::new(TerminalProgress::new()) as Arc<dyn Progress>);
             let settings = gc_runtime::Settings {
