@@ -18,6 +18,7 @@ use crate::output::{Output, OutputArgs};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use gc_output::TerminalProgress;
 use gc_output::pods::{write_plan, write_plans};
+use gc_runtime::open_store;
 use gc_runtime::pods::PodCollector;
 use gc_runtime::{Error as RunError, Progress};
 
@@ -152,9 +153,7 @@ async fn plan_all(
             let cluster = args.connect.cluster().await?;
             let store = match (&file_ledger, &args.ledger_out) {
                 (Some(_), Some(_)) => None,
-                _ => Some(Arc::new(
-                    gc_runtime::open_store(args.store.as_deref()).await?,
-                )),
+                _ => Some(Arc::new(open_store(args.store.as_deref()).await?)),
             };
             let progress = Some(Arc::new(TerminalProgress::new()) as Arc<dyn Progress>);
             let settings = gc_runtime::Settings {
