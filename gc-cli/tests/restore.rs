@@ -159,6 +159,11 @@ impl Story {
     /// `gc-cli ARGS` on the story's namespace, store and archives; the command and its output
     /// on stderr: the story, as `--nocapture` shows it.
     fn gc(&self, args: &[&str]) -> std::process::Output {
+        self.gc_with(args, &[])
+    }
+
+    /// [`Story::gc`] with `env` set besides.
+    fn gc_with(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         let archives = self.archives.path().join("archives");
         let archives = archives.to_str().unwrap();
         // Its own cluster id: the volumes it keeps are reviewed by its runs alone, not by the
@@ -172,7 +177,13 @@ impl Story {
         } else {
             &[&at[..], &sink].concat()
         };
-        let out = command().args(args).args(scope).args(at).output().unwrap();
+        let out = command()
+            .args(args)
+            .args(scope)
+            .args(at)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
         eprintln!(
             "$ gc-cli {} -n {} ...\n{}{}",
             args.join(" "),
@@ -185,7 +196,13 @@ impl Story {
 
     /// `run sessions` with no grace: its audit lines, asserted a success.
     fn run(&self) -> Vec<Value> {
-        let out = self.gc(&[
+        self.run_at(None)
+    }
+
+    /// [`Story::run`], judged at `now` (RFC 3339) when given.
+    fn run_at(&self, now: Option<&str>) -> Vec<Value> {
+        let now = now.map(|t| format!("--now={t}"));
+        let mut args = vec![
             "run",
             "sessions",
             "--grace-hours",
@@ -193,7 +210,9 @@ impl Story {
             "--database-url",
             self.db.url(),
             "--dry-run=none",
-        ]);
+        ];
+        args.extend(now.as_deref());
+        let out = self.gc_with(&args, &[("GC_ALLOW_FUTURE_NOW", "1")]);
         assert!(out.status.success(), "{}", log(&out));
         String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -505,6 +524,57 @@ async fn a_restored_claim_deleted_by_someone_else_can_be_restored_again() -> Res
         "{restored:?}"
     );
     assert_eq!(story.volume().await?, ("Delete".to_owned(), None));
+    Ok(())
+}
+
+/// A claim a restore created, deleted before it was bound to its volume (by a user, as here,
+/// or by a run): the volume's keeping still ends. Each run until the window since the restore
+/// passed holds it (`Retain`, "kept for"), and the first run after gives it back its policy, so
+/// that Kubernetes reclaims it as it would have at the first delete: no volume is kept for ever.
+#[tokio::test]
+async fn a_restored_claim_deleted_before_it_binds_ends_its_window() -> Result {
+    let Some(story) = Story::new("restore-unbound").await? else {
+        return Ok(());
+    };
+    let lines = story.run();
+    story.released(&format!("{lines:?}")).await?;
+    let (out, restored) = story.restore(&["--bind-wait-seconds", "0"]);
+    assert!(out.status.success(), "{}", log(&out));
+    story
+        .ns
+        .api::<PersistentVolumeClaim>()
+        .delete(&story.claim, &Default::default())
+        .await?;
+    story.released(&format!("{restored:?}")).await?;
+
+    let volume_line = |lines: &[Value]| {
+        lines
+            .iter()
+            .find(|l| l["kind"] == "PersistentVolume" && l["name"] == story.pv.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("no line of {}: {lines:?}", story.pv))
+    };
+    let held = volume_line(&story.run());
+    assert_eq!(held["decision"], "held", "{held}");
+    let reason = held["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("which is gone (deleted before it was bound): keeps Retain"),
+        "{held}"
+    );
+    assert_eq!(story.volume().await?.0, "Retain");
+    let day = 86_400;
+    let past = k8s_openapi::jiff::Timestamp::from_second(
+        k8s_openapi::jiff::Timestamp::now().as_second() + 7 * day + 3600,
+    )?
+    .to_string();
+    let back = volume_line(&story.run_at(Some(&past)));
+    assert_eq!(back["decision"], "delete", "{back}");
+    assert_eq!(back["result"], "deleted", "{back}");
+    let pv = Api::<PersistentVolume>::all(story.ns.client().clone())
+        .get_opt(&story.pv)
+        .await?;
+    let policy = pv.and_then(|pv| pv.spec?.persistent_volume_reclaim_policy);
+    assert_ne!(policy.as_deref(), Some("Retain"), "{back}");
     Ok(())
 }
 

@@ -372,40 +372,35 @@ pub async fn expire(
         // gc's own receipt of the keep, or nothing is written: a label and a record prove
         // nothing (anyone who may label a volume can copy them).
         let name = resource.name.clone();
-        let (kept, at) = match keep_receipt(store, &cfg.cluster_id, &name, &record).await {
-            Ok(Some(found)) => found,
-            found => {
-                let why = match found {
-                    Err(e) => format!("gc's receipts cannot be read ({e})"),
-                    _ => format!(
-                        "gc's store holds no receipt of claim uid {} naming it kept: not kept by \
-                         this gc",
-                        record.claim_uid
-                    ),
-                };
+        let receipt = match keep_receipt(store, &cfg.cluster_id, &name, &record).await {
+            Ok(receipt) => receipt,
+            Err(e) => {
                 let reason = format!(
-                    "labelled {RETAINED_LABEL}={} as kept for claim {}/{}, but {why}: left alone",
+                    "labelled {RETAINED_LABEL}={} as kept for claim {}/{}, but gc's receipts \
+                     cannot be read ({e}): left alone",
                     cfg.cluster_id, record.namespace, record.claim
                 );
+                let decision = SessionDecision::Skipped {
+                    reason,
+                    spared: None,
+                };
                 reviewed.push(Reviewed {
-                    judged: Judged {
-                        resource,
-                        decision: SessionDecision::Skipped {
-                            reason,
-                            spared: None,
-                        },
-                    },
+                    judged: Judged { resource, decision },
                     result: None,
                 });
                 continue;
             }
         };
+        let state = lifecycle::proven(state, receipt.is_some());
         // What gc recorded wins over what the volume says: the policy before, and a window that
         // starts no earlier than the keep's run.
-        let record = Retained {
-            policy: kept.policy,
-            at: record.at.max(at),
-            ..record
+        let record = match receipt {
+            Some((kept, at)) => Retained {
+                policy: kept.policy,
+                at: record.at.max(at),
+                ..record
+            },
+            None => record,
         };
         // The run of its own namespace applies its own window (0: retention off); any other, the
         // window the volume was kept for.
@@ -415,7 +410,7 @@ pub async fn expire(
         };
         let event = lifecycle::review(&volume, &record, window, now);
         let (action, _) = next(state, event);
-        let decision = decide(&volume, &record, event, action, window, cfg);
+        let decision = decide(&volume, &record, (state, event), action, window, cfg);
         let result = if action == Action::GiveBack {
             Some(match crate::sessions::run::unsent(stop) {
                 Some(unsent) => unsent,
@@ -432,12 +427,12 @@ pub async fn expire(
     Ok(reviewed)
 }
 
-/// The audit decision of a review of `volume` (kept as `record` says): `event` seen, `action`
-/// taken.
+/// The audit decision of a review of `volume` (kept as `record` says, in `state`): `event` seen,
+/// `action` taken.
 fn decide(
     volume: &Value,
     record: &Retained,
-    event: Event,
+    (state, event): (State, Event),
     action: Action,
     window: Window,
     cfg: &SessionConfig,
@@ -461,6 +456,15 @@ fn decide(
         .map(|uid| format!("restored to claim uid {uid}"));
     let days = window.days;
     let reason = match (event, restored) {
+        _ if state == State::Unproven => format!(
+            "labelled {RETAINED_LABEL}={} as {of_claim}, but gc's store holds no receipt of that \
+             claim's delete naming this volume kept: not kept by this gc, left alone",
+            cfg.cluster_id
+        ),
+        (Event::WindowOpen, Some(restored)) if state == State::Abandoned => format!(
+            "{of_claim}: {restored}, which is gone (deleted before it was bound): keeps Retain \
+             for --retain-volume-days {days} from its delete"
+        ),
         (Event::Bound, Some(restored)) => {
             format!("{of_claim}: {restored}, bound: reclaim policy {policy} given back")
         }

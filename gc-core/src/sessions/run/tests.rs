@@ -1742,8 +1742,9 @@ fn a_label_and_record_without_gcs_receipt_are_never_written_to() {
         .reason()
         .to_owned();
     assert!(
-        reason.contains("gc's store holds no receipt of claim uid claim-x naming it kept")
-            && reason.contains("left alone"),
+        reason.contains("gc's store holds no receipt of that claim's delete naming this volume")
+            && reason.contains("(uid claim-x)")
+            && reason.contains("not kept by this gc, left alone"),
         "{reason}"
     );
     assert_eq!(kept.volumes.lock().unwrap()["forged"], forged);

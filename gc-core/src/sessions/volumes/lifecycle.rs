@@ -24,6 +24,15 @@ pub enum State {
     Kept,
     /// `Retain`, moved by a restore to the claim created again, that claim not yet seen bound.
     Restored,
+    /// `Retain`, moved by a restore to the claim created again, and that claim gone before it
+    /// was bound (deleted by a user, or by anything but a run of gc, which renews the record):
+    /// `Released`, its claimRef naming a claim that no longer exists. Kept as for any claim
+    /// deleted, its window from that delete; a restore may move it again.
+    Abandoned,
+    /// gc's label of this cluster and a record that reads, but gc's store holds no receipt of the
+    /// keep the record claims ([`super::keep_receipt`]): copied, made up, or kept by a gc whose
+    /// store this is not. Not gc's: nothing is written to it, and each review says so.
+    Unproven,
     /// Its policy given back, gc's record removed: bound to the claim a restore created.
     GivenBack,
     /// Its policy given back, gc's record removed: the window passed (or retention is off).
@@ -76,10 +85,12 @@ pub enum Action {
 }
 
 /// Every state, in the order the table lists them.
-pub const STATES: [State; 6] = [
+pub const STATES: [State; 8] = [
     State::Unkept,
     State::Kept,
     State::Restored,
+    State::Abandoned,
+    State::Unproven,
     State::GivenBack,
     State::Expired,
     State::Taken,
@@ -105,6 +116,18 @@ pub fn next(state: State, event: Event) -> (Action, State) {
     use Event as E;
     use State as S;
     match (state, event) {
+        // Not proven gc's: never written to, whatever reaches it.
+        (S::Unproven, E::ClaimRestored) => (A::Refuse, state),
+        (S::Unproven, _) => (A::Nothing, state),
+        // A claim a restore created, gone before it was bound: kept for it as for any claim
+        // deleted (a run never deletes it: it is gone), and restorable again.
+        (S::Abandoned, E::ClaimDeleted) => (A::Renew, S::Kept),
+        (S::Abandoned, E::ClaimRestored) => (A::Move, S::Restored),
+        (S::Abandoned, E::Bound) => (A::Refuse, state),
+        (S::Abandoned, E::ForeignClaim) => (A::GiveBack, S::Taken),
+        (S::Abandoned, E::WindowOpen) => (A::Hold, state),
+        (S::Abandoned, E::WindowPassed | E::RetentionOff) => (A::GiveBack, S::Expired),
+        (S::Abandoned, E::OutOfScope) => (A::Nothing, state),
         // With no record (never kept, or its keeping over), only a claim's delete concerns gc.
         (S::Unkept | S::GivenBack | S::Expired | S::Taken, E::ClaimDeleted) => (A::Keep, S::Kept),
         (S::Unkept | S::GivenBack | S::Expired | S::Taken, E::ClaimRestored) => (A::Refuse, state),
@@ -124,10 +147,9 @@ pub fn next(state: State, event: Event) -> (Action, State) {
     }
 }
 
-/// The state a volume's record and label say it is in, for the runs of `cluster`. A volume
-/// moved to a claim a restore created whose claim is gone again (`Released`, still naming that
-/// claim: deleted by anyone, not by a run of gc, which renews the record) is kept for it, as for
-/// any claim deleted: a restore may move it again, within its window.
+/// The state a volume's record and label say it is in, for the runs of `cluster`, before its
+/// keep is proven ([`proven`]). A volume moved to a claim a restore created whose claim is gone
+/// again (`Released`, still naming that claim) is [`State::Abandoned`].
 #[must_use]
 pub fn state_of(volume: &Value, cluster: &str) -> (State, Option<Retained>) {
     let released_from = |to: &str| {
@@ -135,9 +157,21 @@ pub fn state_of(volume: &Value, cluster: &str) -> (State, Option<Retained>) {
     };
     match record_of(volume, cluster) {
         None => (State::Unkept, None),
-        Some(r) if r.restored_to.as_deref().is_some_and(released_from) => (State::Kept, Some(r)),
+        Some(r) if r.restored_to.as_deref().is_some_and(released_from) => {
+            (State::Abandoned, Some(r))
+        }
         Some(r) if r.restored_to.is_some() => (State::Restored, Some(r)),
         Some(r) => (State::Kept, Some(r)),
+    }
+}
+
+/// `state` once gc's store was asked for the receipt of the keep its record claims: a state
+/// holding gc's record is [`State::Unproven`] without that receipt.
+#[must_use]
+pub fn proven(state: State, receipt: bool) -> State {
+    match state {
+        State::Kept | State::Restored | State::Abandoned if !receipt => State::Unproven,
+        state => state,
     }
 }
 
@@ -181,8 +215,8 @@ impl Window {
     }
 }
 
-/// What a review at `now` sees of a volume kept as `record` says ([`State::Kept`] or
-/// [`State::Restored`]): bound to the claim a restore moved it to, bound to a claim the record
+/// What a review at `now` sees of a volume kept as `record` says ([`State::Kept`],
+/// [`State::Restored`] or [`State::Abandoned`]): bound to the claim a restore moved it to, bound to a claim the record
 /// does not name, or the window open or passed (retention off when it is 0 days).
 #[must_use]
 pub fn review(volume: &Value, record: &Retained, window: Window, now: f64) -> Event {

@@ -5,11 +5,11 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::{Action, EVENTS, Event, STATES, State, Window, next, review, state_of};
+use super::{Action, EVENTS, Event, STATES, State, Window, next, proven, review, state_of};
 use crate::sessions::volumes::Retained;
 
 /// Every pair: (state, event, action, state after).
-const TABLE: [(State, Event, Action, State); 48] = {
+const TABLE: [(State, Event, Action, State); 64] = {
     use Action as A;
     use Event as E;
     use State as S;
@@ -46,6 +46,25 @@ const TABLE: [(State, Event, Action, State); 48] = {
         (S::Restored, E::WindowPassed, A::GiveBack, S::Expired),
         (S::Restored, E::OutOfScope, A::Nothing, S::Restored),
         (S::Restored, E::RetentionOff, A::GiveBack, S::Expired),
+        // Moved to the claim a restore created, and that claim gone before it was bound: kept
+        // for it as for any claim deleted (its window from that delete), restorable again.
+        (S::Abandoned, E::ClaimDeleted, A::Renew, S::Kept),
+        (S::Abandoned, E::ClaimRestored, A::Move, S::Restored),
+        (S::Abandoned, E::Bound, A::Refuse, S::Abandoned),
+        (S::Abandoned, E::ForeignClaim, A::GiveBack, S::Taken),
+        (S::Abandoned, E::WindowOpen, A::Hold, S::Abandoned),
+        (S::Abandoned, E::WindowPassed, A::GiveBack, S::Expired),
+        (S::Abandoned, E::OutOfScope, A::Nothing, S::Abandoned),
+        (S::Abandoned, E::RetentionOff, A::GiveBack, S::Expired),
+        // gc's label and record without gc's receipt of the keep: not gc's, never written to.
+        (S::Unproven, E::ClaimDeleted, A::Nothing, S::Unproven),
+        (S::Unproven, E::ClaimRestored, A::Refuse, S::Unproven),
+        (S::Unproven, E::Bound, A::Nothing, S::Unproven),
+        (S::Unproven, E::ForeignClaim, A::Nothing, S::Unproven),
+        (S::Unproven, E::WindowOpen, A::Nothing, S::Unproven),
+        (S::Unproven, E::WindowPassed, A::Nothing, S::Unproven),
+        (S::Unproven, E::OutOfScope, A::Nothing, S::Unproven),
+        (S::Unproven, E::RetentionOff, A::Nothing, S::Unproven),
         // Its keeping over: as never kept.
         (S::GivenBack, E::ClaimDeleted, A::Keep, S::Kept),
         (S::GivenBack, E::ClaimRestored, A::Refuse, S::GivenBack),
@@ -93,7 +112,7 @@ fn every_state_and_event_has_its_row() {
 /// way to the policy given back while the claim is gone is the window passing or retention off.
 #[test]
 fn no_path_leaves_a_kept_volume_without_a_way_back() {
-    for state in [State::Kept, State::Restored] {
+    for state in [State::Kept, State::Restored, State::Abandoned] {
         let reviews = [Event::WindowPassed, Event::RetentionOff];
         for event in reviews {
             let (action, after) = next(state, event);
@@ -155,9 +174,23 @@ fn the_state_is_what_the_volume_records_for_this_cluster() {
     assert_eq!(state_of(&moved, CLUSTER).0, State::Restored);
     let (other, _) = kept("c3", "Released", Some("c2"));
     assert_eq!(state_of(&other, CLUSTER).0, State::Restored);
-    // The claim a restore made deleted again (by anyone): kept for it, as any claim deleted.
+    // The claim a restore made deleted before it was bound (by anyone): kept for it, as any
+    // claim deleted.
     let (gone_again, _) = kept("c2", "Released", Some("c2"));
-    assert_eq!(state_of(&gone_again, CLUSTER).0, State::Kept);
+    assert_eq!(state_of(&gone_again, CLUSTER).0, State::Abandoned);
+    // Without gc's receipt of the keep, none of these is gc's.
+    for state in [State::Kept, State::Restored, State::Abandoned] {
+        assert_eq!(proven(state, true), state);
+        assert_eq!(proven(state, false), State::Unproven);
+    }
+    for state in [
+        State::Unkept,
+        State::GivenBack,
+        State::Expired,
+        State::Taken,
+    ] {
+        assert_eq!(proven(state, false), state);
+    }
     let mut unreadable = volume.clone();
     unreadable["metadata"]["annotations"]["gc.example.com/retained"] = json!("{");
     assert_eq!(state_of(&unreadable, CLUSTER).0, State::Unkept);
