@@ -246,17 +246,8 @@ fn show(args: &Show) -> anyhow::Result<()> {
     let cluster = &args.scope.cluster_id;
     let at = (args.scope.store.as_deref(), args.archive.store_timeout);
     let (receipt, bytes) = with_store(at, async |store| {
-        let uid = match (args.uid.contains('/'), args.namespace.as_deref()) {
-            (false, _) => args.uid.clone(),
-            (true, Some(namespace)) => {
-                archives::newest(store, cluster, namespace, &args.uid).await?
-            }
-            (true, None) => {
-                let why = format!("archives show {}: a KIND/NAME needs -n NAMESPACE", args.uid);
-                return Err(anyhow::Error::from(UsageError::new(why)));
-            }
-        };
-        Ok(read_verified(store, &sink, cluster, &uid).await?)
+        let uid = archives::uid_of(store, cluster, args.namespace.as_deref(), &args.uid).await?;
+        anyhow::Ok(read_verified(store, &sink, cluster, &uid).await?)
     })?;
     let out = &mut std::io::stdout().lock();
     write_show(out, &receipt, &bytes, args.output.form)

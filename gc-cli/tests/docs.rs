@@ -170,7 +170,7 @@ async fn the_readme_tour_runs_as_written() -> Result {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("a KIND/NAME needs -n NAMESPACE"),
+        stderr.contains("a KIND/NAME is looked for in one namespace: name it (-n)"),
         "{stderr}"
     );
     let out = show(&["-n", "gc-tour", "pod/tour-not-opted-in"]);

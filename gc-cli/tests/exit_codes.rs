@@ -107,6 +107,20 @@ fn invalid_input_exits_2() {
         &["run", "pods", "--now", "2020-01-01T00:00:00Z"],
     );
     check(&out, 2, "--now is for plan pods");
+    // A live run judged at an instant to come would shorten the grace period.
+    let out = gc_cli(
+        dir.path(),
+        &[
+            "run",
+            "sessions",
+            "--dry-run=none",
+            "--now",
+            "2100-01-01T00:00:00Z",
+            "--database-url",
+            "postgres://gc@127.0.0.1:1/sessions",
+        ],
+    );
+    check(&out, 2, "--now (2100-01-01T00:00:00Z) is in the future");
     // `serve` ends at once on flags no run could pass, rather than failing every round.
     let serve = ["serve", "--listen", "127.0.0.1:0", "--runs", "1"];
     for (collector, says) in [

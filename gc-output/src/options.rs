@@ -9,6 +9,7 @@ use std::io::Write;
 pub fn flag(option: &str) -> Option<&'static str> {
     Some(match option {
         "alert_webhooks" => "--alert-webhook or $GC_ALERT_WEBHOOK",
+        "allow_future_now" => "GC_ALLOW_FUTURE_NOW=1",
         "all_namespaces" => "--all-namespaces",
         "api_listen" => "--api-listen",
         "api_tls" => "--api-tls-cert and --api-tls-key",
@@ -20,6 +21,7 @@ pub fn flag(option: &str) -> Option<&'static str> {
         "live_states" => "--live-state (the chart's gc.liveStates)",
         "namespace_selector" => "--namespace-selector",
         "namespaces" => "-n",
+        "now" => "--now",
         "override_guard" => "`plan sessions --override-guard`",
         "pushgateway" => "--pushgateway / $GC_PUSHGATEWAY",
         "retain_volume_days" => "--retain-volume-days",

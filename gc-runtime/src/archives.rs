@@ -259,19 +259,28 @@ pub async fn list(
     Ok(kept)
 }
 
-/// The uid of the newest archive of `object` in `namespace` of `cluster`: `object` is `KIND/NAME`
-/// as `kubectl -o name` prints it (`pod/NAME`, `deployment.apps/NAME`): the Kind in any case,
-/// the group exactly.
+/// The uid an archive is asked for by: `object` itself when it is a uid, else the uid of the
+/// newest archive of `object` in `namespace` of `cluster`, `object` being `KIND/NAME` as
+/// `kubectl -o name` prints it (`pod/NAME`, `deployment.apps/NAME`): the Kind in any case, the
+/// group exactly.
 ///
 /// # Errors
-/// When the receipts cannot be listed, or none is of that object.
-pub async fn newest(
+/// A `KIND/NAME` without `namespace` (an input error naming the object); the receipts cannot be
+/// listed, or none is of that object.
+pub async fn uid_of(
     store: &Store,
     cluster: &str,
-    namespace: &str,
+    namespace: Option<&str>,
     object: &str,
 ) -> crate::Result<String> {
-    let (kind, name) = object.split_once('/').unwrap_or((object, ""));
+    let Some((kind, name)) = object.split_once('/') else {
+        return Ok(object.to_owned());
+    };
+    let Some(namespace) = namespace else {
+        let rule = "a KIND/NAME is looked for in one namespace: name it (`namespaces`)";
+        let (input, value) = ("object", object.to_owned());
+        return Err(gc_core::input::InputError::Invalid { input, value, rule }.into());
+    };
     let (kind, group) = kind.split_once('.').unwrap_or((kind, ""));
     let query = ReceiptQuery {
         namespace: Some(namespace),

@@ -120,7 +120,9 @@ impl Error {
     #[must_use]
     pub fn kind(&self) -> FailureKind {
         match self.root() {
-            Self::Input(_) | Self::PlanFile(_) | Self::LedgerFile(_) => FailureKind::Usage,
+            Self::Input(_) | Self::Settings(_) | Self::PlanFile(_) | Self::LedgerFile(_) => {
+                FailureKind::Usage
+            }
             Self::Plan(_) | Self::Inventory(_) | Self::Ledger(_) | Self::SessionPlan(_) => {
                 FailureKind::Data
             }

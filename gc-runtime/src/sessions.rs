@@ -560,6 +560,8 @@ pub async fn run_selected(
     config: impl Fn(&str) -> crate::Result<SessionConfig>,
     audit: &mut (dyn Audit + Send),
 ) -> crate::Result<Vec<NamespaceRun<SessionReport>>> {
+    // Settings no run could use are refused before anything is connected to.
+    settings.check()?;
     let started = std::time::Instant::now();
     let default = SESSIONS_NAMESPACE;
     let events = settings.events_hook();

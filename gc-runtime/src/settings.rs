@@ -96,7 +96,9 @@ pub enum SettingsError {
     NotSeconds(f64),
     /// `now` is in the future of a live run.
     #[error(
-        "the instant to judge at ({0}) is in the future: a live run would shorten the grace period"
+        "`now` ({}) is in the future: a live run would shorten the grace period (a test sets \
+         `allow_future_now`)",
+        gc_core::isotime::format_timestamp(*.0)
     )]
     Future(f64),
     /// `concurrency` is 0 or over [`gc_core::pipeline::MAX_CONCURRENCY`].
