@@ -128,7 +128,9 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
         crate::sessions::run::serve_api(run, listener, parts, tls).await
     };
     // The rounds end the process; the API (when served) ends it early only when it fails. After
-    // a stop, the API finishes the calls in progress (its queued requests end stopped), bounded.
+    // a stop, the API finishes the calls in progress (its queued requests end stopped) and waits
+    // for the runs and restores it started, their callers gone too: all within `finish_within`.
+    let finish_within = RequestOptions::default().finish_within;
     let (done, failed) = crate::live::block_on(async {
         tokio::pin!(rounds, api);
         let (ended, api_ended) = tokio::select! {
@@ -138,8 +140,15 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
                 (rounds.await, true)
             }
         };
-        if !api_ended && signals::received().is_some() {
-            let _ = tokio::time::timeout(Duration::from_secs(30), api).await;
+        if !api_ended
+            && signals::received().is_some()
+            && tokio::time::timeout(finish_within, api).await.is_err()
+        {
+            tracing::warn!(
+                "the request API's calls, runs or restores still going after {}s: exiting; \
+                 their Leases expire by themselves, and the next run resumes",
+                finish_within.as_secs()
+            );
         }
         Ok(ended)
     })?;
