@@ -128,9 +128,7 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
         crate::sessions::run::serve_api(run, listener, parts, tls).await
     };
     // The rounds end the process; the API (when served) ends it early only when it fails. After
-    // a stop, the API finishes the calls in progress (its queued requests end stopped) and waits
-    // for the runs and restores it started, their callers gone too: all within `finish_within`.
-    let finish_within = RequestOptions::default().finish_within;
+    // a stop, it answers its calls and waits for what their callers left, in `finish_within`.
     let (done, failed) = crate::live::block_on(async {
         tokio::pin!(rounds, api);
         let (ended, api_ended) = tokio::select! {
@@ -140,15 +138,11 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
                 (rounds.await, true)
             }
         };
-        if !api_ended
-            && signals::received().is_some()
-            && tokio::time::timeout(finish_within, api).await.is_err()
-        {
-            tracing::warn!(
-                "the request API's calls, runs or restores still going after {}s: exiting; \
-                 their Leases expire by themselves, and the next run resumes",
-                finish_within.as_secs()
-            );
+        let within = RequestOptions::default().finish_within;
+        if !api_ended && signals::received().is_some() {
+            if tokio::time::timeout(within, api).await.is_err() {
+                tracing::warn!("the request API still at work after {within:?}: exiting");
+            }
         }
         Ok(ended)
     })?;

@@ -323,6 +323,15 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         lookups,
         owners,
     } = plan(cluster, directory, cfg, now).await?;
+    // The store or the sink found unavailable once (refused, or silent past its timeout) is not
+    // asked again by this run, and no other object is started: the run fails closed at once
+    // rather than waiting out the timeout once per object.
+    let (store, sink) = (&Latched::new(keep.store), &Latched::new(keep.sink));
+    let keep = Keep {
+        store,
+        sink,
+        ..keep
+    };
     let owners = &owners;
     let unknown_states = plan.unknown_states;
     let mut records = Vec::with_capacity(plan.judged.len());
@@ -360,8 +369,15 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
             let read = ahead.get(&judged.resource.uid).cloned();
             let r = &judged.resource;
             let owner = owners.contains(&r.uid);
-            let (result, archive) =
-                delete(cluster, keep, cfg, (r, owner), read, now, dry_run, stop).await;
+            let (result, archive) = match store.latch.tripped().or_else(|| sink.latch.tripped()) {
+                Some(why) => (
+                    DeleteResult::NotStarted(format!(
+                        "{why}, earlier in this run: the next run judges it again"
+                    )),
+                    None,
+                ),
+                None => delete(cluster, keep, cfg, (r, owner), read, now, dry_run, stop).await,
+            };
             let done = record(judged.clone(), (Some(result), archive));
             if let Some(acted) = keep.acted {
                 acted(&done);
@@ -391,6 +407,108 @@ pub async fn run<C: ObjectCluster, D: SessionDirectory>(
         volumes_unlisted: reviewed.volumes_unlisted,
         volumes_note: reviewed.volumes_note,
     })
+}
+
+/// The first call to gc's store, or to its archive sink, that found it unavailable
+/// ([`StoreError::Unavailable`]: refused, or silent past its timeout) in a run, kept for the rest
+/// of it.
+#[derive(Default)]
+struct Latch(std::sync::Mutex<Option<String>>);
+
+impl Latch {
+    /// What found the store or sink unavailable, once something did.
+    fn tripped(&self) -> Option<String> {
+        let first = self.0.lock();
+        first
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Refuses a call once the latch is tripped, without making it.
+    fn before(&self) -> Result<(), StoreError> {
+        match self.tripped() {
+            Some(why) => Err(StoreError::Unavailable(format!(
+                "not tried: {why} earlier in this run"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// `result`, the latch tripped when it says the store or sink is unavailable.
+    fn seen<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(e @ StoreError::Unavailable(_)) = &result {
+            let mut first = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            first.get_or_insert_with(|| e.to_string());
+        }
+        result
+    }
+}
+
+/// A run's store, or its sink, behind a [`Latch`] of its own (the volumes' review needs the
+/// store alone).
+struct Latched<'a, P: ?Sized> {
+    inner: &'a P,
+    latch: Latch,
+}
+
+impl<'a, P: ?Sized> Latched<'a, P> {
+    fn new(inner: &'a P) -> Self {
+        Self {
+            inner,
+            latch: Latch::default(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for Latched<'_, dyn Store + '_> {
+    async fn load_ledger(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+    ) -> Result<crate::PreviousLedger, StoreError> {
+        self.latch.before()?;
+        let loaded = self.inner.load_ledger(cluster_id, namespace).await;
+        self.latch.seen(loaded)
+    }
+    async fn save_ledger(
+        &self,
+        cluster_id: &str,
+        namespace: &str,
+        ledger: &crate::Ledger,
+    ) -> Result<(), StoreError> {
+        self.latch.before()?;
+        let saved = self.inner.save_ledger(cluster_id, namespace, ledger).await;
+        self.latch.seen(saved)
+    }
+    async fn put_receipt(&self, receipt: &Receipt) -> Result<(), StoreError> {
+        self.latch.before()?;
+        self.latch.seen(self.inner.put_receipt(receipt).await)
+    }
+    async fn get_receipt(
+        &self,
+        cluster_id: &str,
+        uid: &str,
+    ) -> Result<Option<Receipt>, StoreError> {
+        self.latch.before()?;
+        self.latch
+            .seen(self.inner.get_receipt(cluster_id, uid).await)
+    }
+}
+
+#[async_trait::async_trait]
+impl ArchiveSink for Latched<'_, dyn ArchiveSink + '_> {
+    async fn write(&self, key: &ArchiveKey, bytes: &[u8]) -> Result<String, StoreError> {
+        self.latch.before()?;
+        self.latch.seen(self.inner.write(key, bytes).await)
+    }
+    async fn read(&self, uri: &str) -> Result<Vec<u8>, StoreError> {
+        self.latch.before()?;
+        self.latch.seen(self.inner.read(uri).await)
+    }
 }
 
 /// The review of the volumes gc kept ([`volumes::expire`]) that ends every run, as a report of

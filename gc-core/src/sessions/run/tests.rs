@@ -423,12 +423,20 @@ fn no_verified_archive_and_receipt_no_delete() {
         let f = fake(false);
         let report = run_keeping(&f, &kept, false, false, false);
         assert!(f.deleted.lock().unwrap().is_empty(), "{why}");
-        assert_eq!(report.failures, 2, "{why}");
-        assert!(
-            results(&report).iter().all(|r| r.contains(why)),
-            "{why}: {:?}",
-            results(&report)
-        );
+        let results = results(&report);
+        assert!(results[0].contains(why), "{why}: {results:?}");
+        // A store or sink found unavailable is not asked again: what follows is not started.
+        if kept.tampered {
+            assert_eq!(report.failures, 2, "{why}");
+            assert!(results[1].contains(why), "{why}: {results:?}");
+        } else {
+            assert_eq!(report.failures, 1, "{why}");
+            assert!(
+                results[1].starts_with("not started: store unavailable: ")
+                    && results[1].ends_with(", earlier in this run: the next run judges it again"),
+                "{why}: {results:?}"
+            );
+        }
         if !kept.refuse_receipts {
             assert!(kept.receipts.lock().unwrap().is_empty(), "{why}");
         }
@@ -1848,4 +1856,311 @@ fn a_volume_is_marked_only_after_the_receipt_naming_it() {
     assert!(report.failures > 0);
     assert!(f.deleted.lock().unwrap().is_empty());
     assert_eq!(kept.volumes.lock().unwrap()["pv-e"], before);
+}
+
+/// The volumes of `Kept`, whose list always fails with the error given (no RBAC to list
+/// PersistentVolumes, or an API server down).
+struct Unlistable<'a>(&'a Kept, ClusterError);
+
+#[async_trait]
+impl crate::ports::Volumes for Unlistable<'_> {
+    async fn get_volume(&self, name: &str) -> Result<Option<Vec<u8>>, ClusterError> {
+        self.0.get_volume(name).await
+    }
+    async fn list_volumes(&self, _: &str, _: u32, _: Option<&str>) -> Result<Page, ClusterError> {
+        Err(self.1.clone())
+    }
+    async fn patch_volume(
+        &self,
+        name: &str,
+        patch: &[u8],
+        dry_run: bool,
+    ) -> Result<Vec<u8>, ClusterError> {
+        self.0.patch_volume(name, patch, dry_run).await
+    }
+}
+
+/// Kept volumes that cannot be listed: with retention 0 and no right to list volumes, a note
+/// (nothing is kept now; what was kept earlier cannot be known), not a failure; with retention
+/// on, or any other error, the run says the volumes were not listed (a failed review).
+#[test]
+fn volumes_not_listed_are_a_note_only_when_forbidden_with_retention_off() {
+    let forbidden = ClusterError::Forbidden {
+        verb: "list".into(),
+        resource: "persistentvolumes".into(),
+        namespace: String::new(),
+        message: "no RBAC".into(),
+    };
+    let down = ClusterError::Unavailable("the connection was reset".into());
+    let kept = Kept::default();
+    let with = |error: &ClusterError, days: u32| {
+        let volumes = Unlistable(&kept, error.clone());
+        let keep = Keep {
+            volumes: &volumes,
+            ..kept.keep()
+        };
+        let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+        let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+        let cfg = SessionConfig {
+            retain_volume_days: days,
+            ..cfg()
+        };
+        let report = block_on(run(
+            &fake(false),
+            &db,
+            keep,
+            &cfg,
+            NOW,
+            go_on(&flags, false),
+        ));
+        let report = report.unwrap();
+        // The deletes are done either way.
+        assert_eq!(results(&report), ["deleted", "deleted"]);
+        assert_eq!(report.failures, 0);
+        let said =
+            |s: &Option<String>| s.as_ref().map(|s| s.split(" (").next().unwrap().to_owned());
+        (said(&report.volumes_note), said(&report.volumes_unlisted))
+    };
+    let note = Some("cannot list the volumes gc kept earlier".to_owned());
+    assert_eq!(with(&forbidden, 0), (note, None));
+    let unlisted = |e: &ClusterError| Some(format!("cannot list the retained volumes: {e}"));
+    assert_eq!(with(&forbidden, 7), (None, unlisted(&forbidden)));
+    assert_eq!(with(&down, 0), (None, unlisted(&down)));
+    assert_eq!(with(&down, 7), (None, unlisted(&down)));
+}
+
+/// A kept volume whose policy cannot be given back is a failure of the run, counted with its
+/// failed deletes; the review alone (a run refused before its deletes) counts it too.
+#[test]
+fn a_policy_not_given_back_is_counted_with_the_failed_deletes() {
+    let due = |name: &str, days_ago: f64| {
+        let uid = format!("claim-{name}");
+        gc_kept(
+            name,
+            (&uid, "Released"),
+            (&uid, "streamspace"),
+            NOW - days_ago * DAY,
+            None,
+        )
+    };
+    let mut kept = kept_with(vec![due("due", 8.0), due("young", 1.0)], true);
+    kept.refuse_archives = true;
+    let report = run_at(&fake(false), &kept, &cfg(), NOW);
+    let refused = "not deleted: cannot archive its manifest";
+    let results = results(&report);
+    assert!(results[0].contains(refused), "{report:?}");
+    assert!(results[1].starts_with("not started: "), "{report:?}");
+    let lines = volume_lines(&report);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("streamspace due delete failed: forbidden"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[1], "streamspace young held");
+    // A delete not sent (the other not started: the sink is unavailable) and one policy not
+    // given back.
+    assert_eq!(report.failures, 2);
+    // The review alone: the one policy not given back.
+    let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+    let reviewed = block_on(review(&kept, &kept, &cfg(), NOW, go_on(&flags, false)));
+    assert_eq!(reviewed.failures, 1);
+    assert_eq!(volume_lines(&reviewed), lines);
+    // Given back, nothing fails.
+    kept.refuse_volume_patches = false;
+    let reviewed = block_on(review(&kept, &kept, &cfg(), NOW, go_on(&flags, false)));
+    assert_eq!(reviewed.failures, 0);
+    assert_eq!(
+        volume_lines(&reviewed),
+        ["streamspace due delete deleted", "streamspace young held"]
+    );
+}
+
+/// The OpenAPI schema of a delete's result (feature `openapi`) is what its `Serialize` writes: a
+/// string, one of the texts the description names (`failed: ...` for each failure's why).
+#[cfg(feature = "openapi")]
+#[test]
+fn the_schema_of_a_delete_result_is_its_text() {
+    use utoipa::PartialSchema;
+    let schema = serde_json::to_value(DeleteResult::schema()).unwrap();
+    assert_eq!(schema["type"], "string", "{schema}");
+    let described = schema["description"].as_str().expect("a description");
+    let why = "the reason";
+    for result in [
+        DeleteResult::Deleted,
+        DeleteResult::WouldDelete,
+        DeleteResult::Changed,
+        DeleteResult::Failed(why.into()),
+        DeleteResult::NotStarted(why.into()),
+    ] {
+        let text = serde_json::to_value(&result).unwrap();
+        let text = text.as_str().expect("a string");
+        let named = match text.strip_suffix(why) {
+            Some(head) => format!("`{head}...`"),
+            None => format!("`{text}`"),
+        };
+        assert!(described.contains(&named), "{named} in {described}");
+    }
+}
+
+/// The fake cluster, with every whole-object list it is asked for: its kind and label selector.
+struct Listing {
+    fake: Fake,
+    lists: Mutex<Vec<(String, String)>>,
+}
+
+#[async_trait]
+impl ObjectCluster for Listing {
+    async fn list_metadata(
+        &self,
+        kind: &Kind,
+        ns: &str,
+        selector: &str,
+        limit: u32,
+        token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        self.fake
+            .list_metadata(kind, ns, selector, limit, token)
+            .await
+    }
+    async fn get_object(
+        &self,
+        kind: &Kind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        self.fake.get_object(kind, ns, name).await
+    }
+    async fn list_objects(
+        &self,
+        kind: &Kind,
+        ns: &str,
+        selector: &str,
+        limit: u32,
+        token: Option<&str>,
+    ) -> Result<Page, ClusterError> {
+        let list = (kind.kind.clone(), selector.to_owned());
+        self.lists.lock().unwrap().push(list);
+        self.fake
+            .list_objects(kind, ns, selector, limit, token)
+            .await
+    }
+    async fn delete_object(
+        &self,
+        kind: &Kind,
+        ns: &str,
+        name: &str,
+        pre: &Preconditions,
+        dry_run: bool,
+    ) -> Result<(), ClusterError> {
+        self.fake.delete_object(kind, ns, name, pre, dry_run).await
+    }
+}
+
+/// Each kind's objects to delete are read ahead by one list of that kind, within the run's
+/// selection and for the ids of that kind's deletes only: gone sessions e (a Deployment and a
+/// `Session`), f (a Service) and g (a Deployment) make one list of Deployments for e and g, one
+/// of Services for f, and, in the last phase, one of `Session`s for e; no object is read by a
+/// GET.
+#[test]
+fn each_kind_is_read_ahead_by_the_ids_of_its_own_deletes_within_the_selection() {
+    let f = fake(false);
+    f.objects
+        .lock()
+        .unwrap()
+        .extend([object("Service", "f"), object("Deployment", "g")]);
+    let cluster = Listing {
+        fake: f,
+        lists: Mutex::new(Vec::new()),
+    };
+    let kept = Kept::default();
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+    let report = block_on(run(
+        &cluster,
+        &db,
+        kept.keep(),
+        &cfg(),
+        NOW,
+        go_on(&flags, false),
+    ))
+    .unwrap();
+    assert_eq!(results(&report), ["deleted"; 4]);
+    assert!(cluster.fake.gets.lock().unwrap().is_empty());
+    let within = |ids: &str| format!("app=streamspace-session,session in ({ids})");
+    assert_eq!(
+        *cluster.lists.lock().unwrap(),
+        [
+            ("Deployment".to_owned(), within("e,g")),
+            ("Service".to_owned(), within("f")),
+            ("Session".to_owned(), within("e")),
+        ]
+    );
+    assert_eq!(kept.archives.lock().unwrap().len(), 4);
+}
+
+/// A store that is unavailable (refused, or silent past its timeout) is asked once per run: the
+/// first object's receipt fails, and no other object is started (nor waits for it), each said
+/// `not started` naming why; the run fails. The volumes' review, which needs the store alone,
+/// asks it no more either, and writes nothing.
+#[test]
+fn an_unavailable_store_is_asked_once_and_nothing_more_is_started() {
+    struct Counting<'a>(&'a Kept, std::sync::atomic::AtomicUsize);
+    #[async_trait]
+    impl Store for Counting<'_> {
+        async fn load_ledger(&self, _: &str, _: &str) -> Result<crate::PreviousLedger, StoreError> {
+            unreachable!()
+        }
+        async fn save_ledger(&self, _: &str, _: &str, _: &crate::Ledger) -> Result<(), StoreError> {
+            unreachable!()
+        }
+        async fn put_receipt(&self, _: &Receipt) -> Result<(), StoreError> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err(StoreError::Unavailable(
+                "gc's store: the store did not answer within 30s".into(),
+            ))
+        }
+        async fn get_receipt(&self, c: &str, u: &str) -> Result<Option<Receipt>, StoreError> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.0.get_receipt(c, u).await
+        }
+    }
+    let kept = kept_with(
+        vec![gc_kept(
+            "due",
+            ("claim-due", "Released"),
+            ("claim-due", "streamspace"),
+            NOW - 30.0 * DAY,
+            None,
+        )],
+        false,
+    );
+    let store = Counting(&kept, std::sync::atomic::AtomicUsize::new(0));
+    let keep = Keep {
+        store: &store,
+        concurrency: 1,
+        ..kept.keep()
+    };
+    let db = Db(Ok(vec!["a", "b", "c", "d"]), Mutex::new(0));
+    let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+    let f = fake(false);
+    let report = block_on(run(&f, &db, keep, &cfg(), NOW, go_on(&flags, false))).unwrap();
+    assert_eq!(store.1.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(f.deleted.lock().unwrap().is_empty());
+    let results = results(&report);
+    assert!(
+        results[0].contains("did not answer within 30s"),
+        "{results:?}"
+    );
+    assert!(results.len() > 1, "{results:?}");
+    for later in &results[1..] {
+        assert_eq!(
+            later,
+            "not started: store unavailable: gc's store: the store did not answer within 30s, \
+             earlier in this run: the next run judges it again"
+        );
+    }
+    assert_eq!(report.failures, 1);
+    assert_eq!(volume_lines(&report), ["streamspace due skipped"]);
+    let volume = kept.volumes.lock().unwrap()["due"].clone();
+    assert_eq!(volume["spec"]["persistentVolumeReclaimPolicy"], "Retain");
 }
