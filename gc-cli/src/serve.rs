@@ -139,10 +139,11 @@ pub(crate) fn serve(mut args: Serve) -> anyhow::Result<()> {
             }
         };
         let within = RequestOptions::default().finish_within;
-        if !api_ended && signals::received().is_some() {
-            if tokio::time::timeout(within, api).await.is_err() {
-                tracing::warn!("the request API still at work after {within:?}: exiting");
-            }
+        if !api_ended
+            && signals::received().is_some()
+            && tokio::time::timeout(within, api).await.is_err()
+        {
+            tracing::warn!("the request API still at work after {within:?}: exiting");
         }
         Ok(ended)
     })?;

@@ -528,9 +528,10 @@ async fn a_restored_claim_deleted_by_someone_else_can_be_restored_again() -> Res
 }
 
 /// A claim a restore created, deleted before it was bound to its volume (by a user, as here,
-/// or by a run): the volume's keeping still ends. Each run until the window since the restore
-/// passed holds it (`Retain`, "kept for"), and the first run after gives it back its policy, so
-/// that Kubernetes reclaims it as it would have at the first delete: no volume is kept for ever.
+/// or by a run): the volume's keeping still ends. The next run finds that claim gone and notes
+/// it on gc's record, its window starting then; each run until it passed holds the volume
+/// (`Retain`), and the first run after gives it back its policy, so that Kubernetes reclaims it
+/// as it would have at the first delete: no volume is kept for ever.
 #[tokio::test]
 async fn a_restored_claim_deleted_before_it_binds_ends_its_window() -> Result {
     let Some(story) = Story::new("restore-unbound").await? else {
@@ -558,7 +559,8 @@ async fn a_restored_claim_deleted_before_it_binds_ends_its_window() -> Result {
     assert_eq!(held["decision"], "held", "{held}");
     let reason = held["reason"].as_str().unwrap();
     assert!(
-        reason.contains("which is gone (deleted before it was bound): keeps Retain"),
+        reason.contains("which is gone (deleted before it was bound; found gone ")
+            && reason.contains("): keeps Retain for --retain-volume-days 7 from then"),
         "{held}"
     );
     assert_eq!(story.volume().await?.0, "Retain");

@@ -402,6 +402,19 @@ pub trait Volumes: Send + Sync {
         patch: &[u8],
         dry_run: bool,
     ) -> Result<Vec<u8>, ClusterError>;
+    /// The PersistentVolumeClaim `namespace`/`name`'s JSON text, or `None` when it does not
+    /// exist: whether the claim a restore moved a kept volume to is gone. Default: not offered
+    /// ([`ClusterError::NotFound`]), and such a claim is taken as still there (its volume kept
+    /// from its restore).
+    async fn get_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        Err(ClusterError::NotFound(format!(
+            "reading claims ({namespace}/{name}) is not offered"
+        )))
+    }
 }
 
 /// The application's session table, read only.
@@ -703,6 +716,13 @@ mod shared {
             dry_run: bool,
         ) -> Result<Vec<u8>, ClusterError> {
             (**self).patch_volume(name, patch, dry_run).await
+        }
+        async fn get_claim(
+            &self,
+            namespace: &str,
+            name: &str,
+        ) -> Result<Option<Vec<u8>>, ClusterError> {
+            (**self).get_claim(namespace, name).await
         }
     }
 

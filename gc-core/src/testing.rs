@@ -64,6 +64,9 @@ pub struct Kept {
     pub volumes: std::sync::Mutex<std::collections::BTreeMap<String, serde_json::Value>>,
     /// Volume patches are refused (no RBAC).
     pub refuse_volume_patches: bool,
+    /// PersistentVolumeClaims by `namespace/name`, when reading claims is offered (`None`: it is
+    /// not, as the port's default).
+    pub claims: std::sync::Mutex<Option<std::collections::BTreeMap<String, serde_json::Value>>>,
     /// Set by each volume patch: a flag of the run's `Stop` raised right after it.
     pub raise_on_volume_patch: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Set by each volume read: a flag raised between a read and the patch that follows it.
@@ -281,6 +284,18 @@ impl crate::ports::Volumes for Kept {
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         Ok(patched.to_string().into_bytes())
+    }
+    async fn get_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, crate::ports::ClusterError> {
+        let claims = self.claims.lock().unwrap();
+        let Some(claims) = claims.as_ref() else {
+            return Err(crate::ports::ClusterError::NotFound("claims".into()));
+        };
+        let claim = claims.get(&format!("{namespace}/{name}"));
+        Ok(claim.map(|c| c.to_string().into_bytes()))
     }
 }
 

@@ -303,6 +303,23 @@ impl Volumes for KubeCluster {
         let request = json_patch(Request::new(VOLUMES), name, patch, dry_run)?;
         self.send(request, call).await
     }
+
+    async fn get_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        crate::cluster::check_namespace(namespace)?;
+        check_name("PersistentVolumeClaim", name)?;
+        let call = Call {
+            verb: "get",
+            resource: "persistentvolumeclaims",
+            namespace,
+        };
+        let claims = format!("/api/v1/namespaces/{namespace}/persistentvolumeclaims");
+        let request = built(Request::new(claims).get(name, &GetParams::default()))?;
+        found(self.send(request, call).await)
+    }
 }
 
 /// The PersistentVolumes' collection.

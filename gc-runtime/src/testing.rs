@@ -259,6 +259,13 @@ impl gc_core::ports::Volumes for TestCluster {
         }
         self.kept.patch_volume(name, patch, dry_run).await
     }
+    async fn get_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, ClusterError> {
+        self.kept.get_claim(namespace, name).await
+    }
 }
 
 /// An archive sink in memory (`gc-core`'s [`Kept`](gc_core::testing::Kept), or the Pod fake)

@@ -307,6 +307,7 @@ fn record(namespace: &str, claim: &str, claim_uid: &str, restored_to: Option<&st
         at: 1_800_000_000.0,
         restored_to: restored_to.map(str::to_owned),
         days: Some(7),
+        gone_at: None,
     })
     .unwrap()
 }

@@ -51,6 +51,10 @@ pub struct Retained {
     /// that reviews it from outside the namespace it was kept in (whose own setting may differ).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub days: Option<u32>,
+    /// When a review first found the claim `restored_to` names gone, not bound to the volume
+    /// (deleted before it was): the window starts then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gone_at: Option<f64>,
 }
 
 /// `/metadata/{field}/{key}` added to `meta`: the whole map when it has none yet.
@@ -212,6 +216,7 @@ pub async fn plan_keep(
         at: now,
         restored_to: None,
         days: Some(cfg.retain_volume_days),
+        gone_at: None,
     };
     let record = serde_json::to_string(&record).map_err(|e| failed(e.to_string()))?;
     let mut patch = fence(&volume);
@@ -408,16 +413,34 @@ pub async fn expire(
             Some(days) if record.namespace != cfg.namespace => Window { days },
             _ => window,
         };
-        let event = lifecycle::review(&volume, &record, window, now);
+        let mut event = lifecycle::review(&volume, &record, window, now);
+        if state == State::Restored
+            && volume["status"]["phase"] != "Bound"
+            && claim_gone(volumes, &volume, &record).await
+        {
+            event = Event::ClaimGone;
+        }
         let (action, _) = next(state, event);
+        let record = match action {
+            Action::Note => Retained {
+                gone_at: Some(now),
+                ..record
+            },
+            _ => record,
+        };
         let decision = decide(&volume, &record, (state, event), action, window, cfg);
-        let result = if action == Action::GiveBack {
-            Some(match crate::sessions::run::unsent(stop) {
-                Some(unsent) => unsent,
-                None => give_back(volumes, &volume, &record.policy, &cfg.cluster_id, dry_run).await,
-            })
-        } else {
-            None
+        let cluster = &cfg.cluster_id;
+        let result = match (action, crate::sessions::run::unsent(stop)) {
+            (Action::GiveBack, Some(unsent)) => Some(unsent),
+            (Action::GiveBack, None) => {
+                Some(give_back(volumes, &volume, &record.policy, cluster, dry_run).await)
+            }
+            // A note written is no result of its own (the volume is held); one that failed is.
+            (Action::Note, None) => match note(volumes, &volume, &record, cluster, dry_run).await {
+                failed @ DeleteResult::Failed(_) => Some(failed),
+                _ => None,
+            },
+            _ => None,
         };
         reviewed.push(Reviewed {
             judged: Judged { resource, decision },
@@ -461,10 +484,17 @@ fn decide(
              claim's delete naming this volume kept: not kept by this gc, left alone",
             cfg.cluster_id
         ),
-        (Event::WindowOpen, Some(restored)) if state == State::Abandoned => format!(
-            "{of_claim}: {restored}, which is gone (deleted before it was bound): keeps Retain \
-             for --retain-volume-days {days} from its delete"
-        ),
+        (Event::ClaimGone | Event::WindowOpen, Some(restored))
+            if action != Action::GiveBack
+                && (state == State::Abandoned || event == Event::ClaimGone) =>
+        {
+            let since = record.gone_at.map(crate::isotime::format_timestamp);
+            format!(
+                "{of_claim}: {restored}, which is gone (deleted before it was bound; found gone \
+                 {}): keeps Retain for --retain-volume-days {days} from then",
+                since.unwrap_or_default()
+            )
+        }
         (Event::Bound, Some(restored)) => {
             format!("{of_claim}: {restored}, bound: reclaim policy {policy} given back")
         }
@@ -493,7 +523,7 @@ fn decide(
     };
     match action {
         Action::GiveBack => SessionDecision::Delete { reason },
-        Action::Hold => SessionDecision::Held {
+        Action::Hold | Action::Note => SessionDecision::Held {
             reason,
             until: Window::start(volume, record) + window.seconds(),
         },
@@ -502,6 +532,48 @@ fn decide(
             spared: None,
         },
     }
+}
+
+/// Whether the claim a restore moved `volume` to (`record.restored_to`, as its claimRef names
+/// it) is gone: no claim of that name, or one of another uid. A claim that cannot be read is
+/// taken as there (the volume keeps its window from its restore).
+async fn claim_gone(volumes: &dyn Volumes, volume: &Value, record: &Retained) -> bool {
+    let claim = &volume["spec"]["claimRef"];
+    let (Some(namespace), Some(name)) = (claim["namespace"].as_str(), claim["name"].as_str())
+    else {
+        return false;
+    };
+    if claim["uid"].as_str() != record.restored_to.as_deref() {
+        return false;
+    }
+    match volumes.get_claim(namespace, name).await {
+        Ok(None) => true,
+        Ok(Some(text)) => serde_json::from_slice::<Value>(&text)
+            .is_ok_and(|c| c["metadata"]["uid"].as_str() != record.restored_to.as_deref()),
+        Err(_) => false,
+    }
+}
+
+/// The fenced patch that writes `record` (noting when the claim a restore created was found
+/// gone) on the kept `volume`, fenced as [`give_back`] is.
+async fn note(
+    volumes: &dyn Volumes,
+    volume: &Value,
+    record: &Retained,
+    cluster: &str,
+    dry_run: bool,
+) -> DeleteResult {
+    let Ok(text) = serde_json::to_string(record) else {
+        return DeleteResult::Failed("gc's record does not serialize".into());
+    };
+    let mut patch = fence(volume);
+    patch.extend([
+        json!({"op": "test", "path": "/spec/persistentVolumeReclaimPolicy", "value": "Retain"}),
+        json!({"op": "test", "path": pointer("labels", RETAINED_LABEL), "value": cluster}),
+        json!({"op": "replace", "path": pointer("annotations", RETAINED_ANNOTATION), "value": text}),
+    ]);
+    let name = volume["metadata"]["name"].as_str().unwrap_or_default();
+    send(volumes, name, &Value::Array(patch), dry_run).await
 }
 
 /// The fenced patch that gives `volume` back its `policy` and drops gc's label and annotation,
@@ -566,9 +638,17 @@ pub async fn kept_for(
         .await
         .map_err(not)?
         .ok_or_else(|| not(format!("its volume {name} is gone")))?;
-    let (state, record) = state_of(&volume, cluster);
+    let (mut state, record) = state_of(&volume, cluster);
     let claimed = volume["spec"]["claimRef"]["uid"].as_str().unwrap_or("");
     let phase = &volume["status"]["phase"];
+    // The claim a restore created, gone before it was bound (no review has said so yet): it
+    // stands for the claim the volume was kept for, as once a review noted it.
+    if let (State::Restored, Some(r)) = (state, &record)
+        && phase != "Bound"
+        && claim_gone(volumes, &volume, r).await
+    {
+        state = State::Abandoned;
+    }
     match (next(state, Event::ClaimRestored).0, record) {
         (Action::Move, Some(record)) if record.claim_uid == claim_uid => {
             // The claim a restore made and that is gone again (`state_of`) stands for it.
@@ -623,6 +703,7 @@ pub async fn rebind(
     let namespace = record.namespace.clone();
     record.restored_to = Some(new_uid.to_owned());
     record.at = now;
+    record.gone_at = None;
     let note = serde_json::to_string(&record).map_err(|e| e.to_string())?;
     let mut patch = fence(volume);
     patch.extend([

@@ -911,6 +911,7 @@ async fn volumes_kept_in_a_namespace_no_run_selects_are_reviewed() {
         at: NOW - 30.0 * 86_400.0,
         restored_to: None,
         days: Some(7),
+        gone_at: None,
     };
     let key = gc_core::sessions::volumes::RETAINED_LABEL;
     let volume = serde_json::json!({

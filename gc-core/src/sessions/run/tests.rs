@@ -635,6 +635,7 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
             at: now - days_ago * 86_400.0,
             restored_to: to.map(str::to_owned),
             days: None,
+            gone_at: None,
         };
         let mut v = volume(name, claim_uid, "Retain", phase);
         v["metadata"]["labels"] = json!({"gc.example.com/retained": "primary"});
@@ -876,6 +877,7 @@ fn a_volume_is_taken_back_only_as_it_was_kept() {
             at: 0.0,
             restored_to: None,
             days: None,
+            gone_at: None,
         };
         let mut v = volume("pv", claim_uid, "Retain", phase);
         v["metadata"]["labels"] = json!({"gc.example.com/retained": label});
@@ -927,22 +929,51 @@ fn a_volume_is_taken_back_only_as_it_was_kept() {
     let gone = kept_with(Vec::new(), false);
     let error = block_on(kept_for(&gone, "pv", "old", "primary")).unwrap_err();
     assert_eq!(error.to_string(), "its volume pv is gone");
-    // Restored to the claim `new`: taken back again only once that claim is gone again (the
-    // volume Released from it), never while it stands.
+    // Restored to the claim `new`: taken back again only once that claim is gone (deleted
+    // before it was bound), never while it stands, nor while whether it does cannot be told.
     let restored = |phase: &str| {
         let mut v = kept_volume("new", "primary", "old", phase);
         let note = &mut v["metadata"]["annotations"]["gc.example.com/retained"];
         let mut record: Value = serde_json::from_str(note.as_str().unwrap()).unwrap();
         record["restoredTo"] = json!("new");
         *note = json!(record.to_string());
+        v["spec"]["claimRef"] = json!({"namespace": "streamspace", "name": "c", "uid": "new"});
         v
     };
-    assert_eq!(check(restored("Released")), Ok("Delete".into()));
-    for phase in ["Bound", "Pending"] {
-        let error = check(restored(phase)).unwrap_err();
+    let with_claim = |v: Value, claim: Option<Option<&str>>| {
+        let kept = kept_with(vec![v], false);
+        let claims = claim.map(|uid| {
+            let claim = uid.map(|uid| {
+                (
+                    "streamspace/c".to_owned(),
+                    json!({"metadata": {"uid": uid}}),
+                )
+            });
+            claim.into_iter().collect()
+        });
+        *kept.claims.lock().unwrap() = claims;
+        block_on(kept_for(&kept, "pv", "old", "primary"))
+            .map(|(_, r)| r.policy)
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        with_claim(restored("Released"), Some(None)),
+        Ok("Delete".into())
+    );
+    assert_eq!(
+        with_claim(restored("Released"), Some(Some("newer"))),
+        Ok("Delete".into())
+    );
+    for (phase, claim) in [
+        ("Released", Some(Some("new"))),
+        ("Released", None),
+        ("Bound", Some(None)),
+        ("Pending", Some(Some("new"))),
+    ] {
+        let error = with_claim(restored(phase), claim).unwrap_err();
         assert!(
             error.contains("was restored already, to claim uid new"),
-            "{phase}: {error}"
+            "{phase} {claim:?}: {error}"
         );
     }
 }
@@ -1073,6 +1104,7 @@ fn gc_kept(
         at,
         restored_to: to.map(str::to_owned),
         days: None,
+        gone_at: None,
     };
     let mut v = volume(name, claimed, "Retain", phase);
     v["metadata"]["labels"] = json!({"gc.example.com/retained": "primary"});

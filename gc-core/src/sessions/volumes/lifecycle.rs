@@ -24,10 +24,11 @@ pub enum State {
     Kept,
     /// `Retain`, moved by a restore to the claim created again, that claim not yet seen bound.
     Restored,
-    /// `Retain`, moved by a restore to the claim created again, and that claim gone before it
-    /// was bound (deleted by a user, or by anything but a run of gc, which renews the record):
-    /// `Released`, its claimRef naming a claim that no longer exists. Kept as for any claim
-    /// deleted, its window from that delete; a restore may move it again.
+    /// `Retain`, moved by a restore to the claim created again, and that claim found gone before
+    /// it was bound (deleted by a user, or by anything but a run of gc, which renews the record):
+    /// its claimRef names a claim that no longer exists, and its record says since when a review
+    /// saw it gone. Kept as for any claim deleted, its window from then; a restore may move it
+    /// again.
     Abandoned,
     /// gc's label of this cluster and a record that reads, but gc's store holds no receipt of the
     /// keep the record claims ([`super::keep_receipt`]): copied, made up, or kept by a gc whose
@@ -57,6 +58,9 @@ pub enum Event {
     WindowOpen,
     /// A review, the window passed since its claim's last delete (or its restore).
     WindowPassed,
+    /// A review finds the claim a restore moved it to gone, not bound to it (no record says so
+    /// yet).
+    ClaimGone,
     /// Its namespace left the run's selection (relabelled, excluded, deleted): it is still
     /// reviewed, by whichever run reviews the namespaces no run selects.
     OutOfScope,
@@ -78,6 +82,9 @@ pub enum Action {
     Move,
     /// Nothing written; the review says until when it is kept.
     Hold,
+    /// The record notes since when the claim a restore moved it to is gone (the review that
+    /// found it): its window starts then; the policy stays `Retain`.
+    Note,
     /// Its original policy back, gc's label and record removed.
     GiveBack,
     /// Nothing written: the event does not apply to the state, and the caller says why.
@@ -97,13 +104,14 @@ pub const STATES: [State; 8] = [
 ];
 
 /// Every event, in the order the table lists them.
-pub const EVENTS: [Event; 8] = [
+pub const EVENTS: [Event; 9] = [
     Event::ClaimDeleted,
     Event::ClaimRestored,
     Event::Bound,
     Event::ForeignClaim,
     Event::WindowOpen,
     Event::WindowPassed,
+    Event::ClaimGone,
     Event::OutOfScope,
     Event::RetentionOff,
 ];
@@ -121,6 +129,7 @@ pub fn next(state: State, event: Event) -> (Action, State) {
         (S::Unproven, _) => (A::Nothing, state),
         // A claim a restore created, gone before it was bound: kept for it as for any claim
         // deleted (a run never deletes it: it is gone), and restorable again.
+        (S::Abandoned, E::ClaimGone) => (A::Nothing, state),
         (S::Abandoned, E::ClaimDeleted) => (A::Renew, S::Kept),
         (S::Abandoned, E::ClaimRestored) => (A::Move, S::Restored),
         (S::Abandoned, E::Bound) => (A::Refuse, state),
@@ -144,22 +153,21 @@ pub fn next(state: State, event: Event) -> (Action, State) {
         (S::Kept | S::Restored, E::WindowOpen) => (A::Hold, state),
         (S::Kept | S::Restored, E::WindowPassed | E::RetentionOff) => (A::GiveBack, S::Expired),
         (S::Kept | S::Restored, E::OutOfScope) => (A::Nothing, state),
+        // The claim a restore created, found gone before it was bound: its window from now.
+        (S::Restored, E::ClaimGone) => (A::Note, S::Abandoned),
+        (S::Kept, E::ClaimGone) => (A::Nothing, state),
     }
 }
 
 /// The state a volume's record and label say it is in, for the runs of `cluster`, before its
-/// keep is proven ([`proven`]). A volume moved to a claim a restore created whose claim is gone
-/// again (`Released`, still naming that claim) is [`State::Abandoned`].
+/// keep is proven ([`proven`]). A volume moved to a claim a restore created is
+/// [`State::Restored`] until a review finds that claim gone and its record says so
+/// ([`State::Abandoned`]).
 #[must_use]
 pub fn state_of(volume: &Value, cluster: &str) -> (State, Option<Retained>) {
-    let released_from = |to: &str| {
-        volume["status"]["phase"] == "Released" && volume["spec"]["claimRef"]["uid"] == to
-    };
     match record_of(volume, cluster) {
         None => (State::Unkept, None),
-        Some(r) if r.restored_to.as_deref().is_some_and(released_from) => {
-            (State::Abandoned, Some(r))
-        }
+        Some(r) if r.restored_to.is_some() && r.gone_at.is_some() => (State::Abandoned, Some(r)),
         Some(r) if r.restored_to.is_some() => (State::Restored, Some(r)),
         Some(r) => (State::Kept, Some(r)),
     }
@@ -202,16 +210,18 @@ impl Window {
         f64::from(self.days) * 86_400.0
     }
 
-    /// When the window of `volume`, kept as `record` says, starts: the later of the record's
-    /// time (its keep, renewal or restore) and, once the volume is `Released`, the time it became
-    /// so (`status.lastPhaseTransitionTime`: the claim's delete, whoever sent it).
+    /// When the window of `volume`, kept as `record` says, starts: the latest of the record's
+    /// time (its keep, renewal or restore), the review that found the claim a restore created
+    /// gone, and, once the volume is `Released`, the time it became so
+    /// (`status.lastPhaseTransitionTime`: the claim's delete, whoever sent it).
     #[must_use]
     pub fn start(volume: &Value, record: &Retained) -> f64 {
         let released = (volume["status"]["phase"] == "Released")
             .then(|| volume["status"]["lastPhaseTransitionTime"].as_str())
             .flatten()
             .and_then(|t| crate::isotime::parse_timestamp(t).ok());
-        released.map_or(record.at, |t| t.max(record.at))
+        let at = record.at.max(record.gone_at.unwrap_or(record.at));
+        released.map_or(at, |t| t.max(at))
     }
 }
 
@@ -239,5 +249,7 @@ pub fn review(volume: &Value, record: &Retained, window: Window, now: f64) -> Ev
     }
 }
 
+#[cfg(test)]
+mod property;
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ use super::{Action, EVENTS, Event, STATES, State, Window, next, proven, review, 
 use crate::sessions::volumes::Retained;
 
 /// Every pair: (state, event, action, state after).
-const TABLE: [(State, Event, Action, State); 64] = {
+const TABLE: [(State, Event, Action, State); 72] = {
     use Action as A;
     use Event as E;
     use State as S;
@@ -23,6 +23,7 @@ const TABLE: [(State, Event, Action, State); 64] = {
         (S::Unkept, E::WindowPassed, A::Nothing, S::Unkept),
         (S::Unkept, E::OutOfScope, A::Nothing, S::Unkept),
         (S::Unkept, E::RetentionOff, A::Nothing, S::Unkept),
+        (S::Unkept, E::ClaimGone, A::Nothing, S::Unkept),
         // Kept for its deleted claim.
         // A second delete (the first did not follow its keep): renewed, the window from now.
         (S::Kept, E::ClaimDeleted, A::Renew, S::Kept),
@@ -34,6 +35,7 @@ const TABLE: [(State, Event, Action, State); 64] = {
         (S::Kept, E::WindowPassed, A::GiveBack, S::Expired),
         (S::Kept, E::OutOfScope, A::Nothing, S::Kept),
         (S::Kept, E::RetentionOff, A::GiveBack, S::Expired),
+        (S::Kept, E::ClaimGone, A::Nothing, S::Kept),
         // Moved to the claim a restore created, not yet bound to it.
         // That claim deleted again: kept again, renewed for it (its receipt names the volume).
         (S::Restored, E::ClaimDeleted, A::Renew, S::Kept),
@@ -46,6 +48,8 @@ const TABLE: [(State, Event, Action, State); 64] = {
         (S::Restored, E::WindowPassed, A::GiveBack, S::Expired),
         (S::Restored, E::OutOfScope, A::Nothing, S::Restored),
         (S::Restored, E::RetentionOff, A::GiveBack, S::Expired),
+        // Its claim found gone before it was bound: the record notes when; the window from then.
+        (S::Restored, E::ClaimGone, A::Note, S::Abandoned),
         // Moved to the claim a restore created, and that claim gone before it was bound: kept
         // for it as for any claim deleted (its window from that delete), restorable again.
         (S::Abandoned, E::ClaimDeleted, A::Renew, S::Kept),
@@ -56,6 +60,7 @@ const TABLE: [(State, Event, Action, State); 64] = {
         (S::Abandoned, E::WindowPassed, A::GiveBack, S::Expired),
         (S::Abandoned, E::OutOfScope, A::Nothing, S::Abandoned),
         (S::Abandoned, E::RetentionOff, A::GiveBack, S::Expired),
+        (S::Abandoned, E::ClaimGone, A::Nothing, S::Abandoned),
         // gc's label and record without gc's receipt of the keep: not gc's, never written to.
         (S::Unproven, E::ClaimDeleted, A::Nothing, S::Unproven),
         (S::Unproven, E::ClaimRestored, A::Refuse, S::Unproven),
@@ -65,6 +70,7 @@ const TABLE: [(State, Event, Action, State); 64] = {
         (S::Unproven, E::WindowPassed, A::Nothing, S::Unproven),
         (S::Unproven, E::OutOfScope, A::Nothing, S::Unproven),
         (S::Unproven, E::RetentionOff, A::Nothing, S::Unproven),
+        (S::Unproven, E::ClaimGone, A::Nothing, S::Unproven),
         // Its keeping over: as never kept.
         (S::GivenBack, E::ClaimDeleted, A::Keep, S::Kept),
         (S::GivenBack, E::ClaimRestored, A::Refuse, S::GivenBack),
@@ -74,6 +80,7 @@ const TABLE: [(State, Event, Action, State); 64] = {
         (S::GivenBack, E::WindowPassed, A::Nothing, S::GivenBack),
         (S::GivenBack, E::OutOfScope, A::Nothing, S::GivenBack),
         (S::GivenBack, E::RetentionOff, A::Nothing, S::GivenBack),
+        (S::GivenBack, E::ClaimGone, A::Nothing, S::GivenBack),
         (S::Expired, E::ClaimDeleted, A::Keep, S::Kept),
         (S::Expired, E::ClaimRestored, A::Refuse, S::Expired),
         (S::Expired, E::Bound, A::Nothing, S::Expired),
@@ -82,6 +89,7 @@ const TABLE: [(State, Event, Action, State); 64] = {
         (S::Expired, E::WindowPassed, A::Nothing, S::Expired),
         (S::Expired, E::OutOfScope, A::Nothing, S::Expired),
         (S::Expired, E::RetentionOff, A::Nothing, S::Expired),
+        (S::Expired, E::ClaimGone, A::Nothing, S::Expired),
         (S::Taken, E::ClaimDeleted, A::Keep, S::Kept),
         (S::Taken, E::ClaimRestored, A::Refuse, S::Taken),
         (S::Taken, E::Bound, A::Nothing, S::Taken),
@@ -90,6 +98,7 @@ const TABLE: [(State, Event, Action, State); 64] = {
         (S::Taken, E::WindowPassed, A::Nothing, S::Taken),
         (S::Taken, E::OutOfScope, A::Nothing, S::Taken),
         (S::Taken, E::RetentionOff, A::Nothing, S::Taken),
+        (S::Taken, E::ClaimGone, A::Nothing, S::Taken),
     ]
 };
 
@@ -149,6 +158,7 @@ fn kept(claimed: &str, phase: &str, restored_to: Option<&str>) -> (Value, Retain
         at: 1000.0,
         restored_to: restored_to.map(str::to_owned),
         days: None,
+        gone_at: None,
     };
     let volume = json!({
         "metadata": {
@@ -174,10 +184,15 @@ fn the_state_is_what_the_volume_records_for_this_cluster() {
     assert_eq!(state_of(&moved, CLUSTER).0, State::Restored);
     let (other, _) = kept("c3", "Released", Some("c2"));
     assert_eq!(state_of(&other, CLUSTER).0, State::Restored);
-    // The claim a restore made deleted before it was bound (by anyone): kept for it, as any
-    // claim deleted.
-    let (gone_again, _) = kept("c2", "Released", Some("c2"));
-    assert_eq!(state_of(&gone_again, CLUSTER).0, State::Abandoned);
+    // The claim a restore made, not bound: restored, until a review finds it gone and notes it
+    // on the record; then kept for it, as any claim deleted.
+    let (not_bound, mut record) = kept("c2", "Released", Some("c2"));
+    assert_eq!(state_of(&not_bound, CLUSTER).0, State::Restored);
+    record.gone_at = Some(2000.0);
+    let mut gone = not_bound;
+    gone["metadata"]["annotations"]["gc.example.com/retained"] =
+        json!(serde_json::to_string(&record).unwrap());
+    assert_eq!(state_of(&gone, CLUSTER).0, State::Abandoned);
     // Without gc's receipt of the keep, none of these is gc's.
     for state in [State::Kept, State::Restored, State::Abandoned] {
         assert_eq!(proven(state, true), state);
