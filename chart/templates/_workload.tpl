@@ -186,6 +186,7 @@ namespace unless cluster-wide. Called as gc.podTemplate is. */}}
 {{- define "gc.prune.args" -}}
 {{- $v := .root.Values -}}
 - --older-than={{ $v.archives.prune.olderThan }}
+{{- include "gc.timeoutArgs" (list .root false) }}
 {{- if eq .collector "sessions" }}
 - --volume-retention={{ include "gc.durationFlag" (list .root "gc.retainVolumeDays") }}
 - --cluster-id={{ include "gc.clusterId" .root }}
@@ -210,6 +211,7 @@ gc.podTemplate is, with "dryRun". */}}
 - --namespace={{ include "gc.namespace" .root }}
 - --cluster-id={{ include "gc.clusterId" .root }}
 - --session=$(GC_RESTORE_SESSION)
+{{- include "gc.timeoutArgs" (list .root true) }}
 {{- range $v.gc.kinds }}
 - --kinds={{ . }}
 {{- end }}
@@ -396,6 +398,7 @@ and never to `serve`: Prometheus scrapes its Service, and a push as well would b
 twice. */}}
 {{- define "gc.sharedArgs" -}}
 - --concurrency={{ .Values.concurrency }}
+{{- include "gc.timeoutArgs" (list . true) }}
 - --metrics-prefix={{ .Values.metrics.prefix }}
 {{- if and .Values.metrics.pushgateway (not .Values.serve.enabled) }}
 - --pushgateway={{ .Values.metrics.pushgateway }}
@@ -405,6 +408,20 @@ twice. */}}
 {{- end }}
 {{- if not .Values.events.enabled }}
 - --no-events
+{{- end }}
+{{- end -}}
+
+{{/* `timeouts.*` as flags, each only when set (empty: the flag's default); the API server's only
+for commands that call it. Called with (list $ callsTheCluster). */}}
+{{- define "gc.timeoutArgs" -}}
+{{- $v := (index . 0).Values.timeouts -}}
+{{- with $v.store }}
+- --store-timeout={{ . }}
+{{- end }}
+{{- if index . 1 }}
+{{- with $v.api }}
+- --api-timeout={{ . }}
+{{- end }}
 {{- end }}
 {{- end -}}
 

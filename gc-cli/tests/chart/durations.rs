@@ -223,8 +223,9 @@ fn a_duration_out_of_range_fails_naming_the_value_and_an_example() {
     }
 }
 
-/// Installed with durations written as strings, the session CronJob's container, run as the
-/// kubelet would run it, is accepted by gc-cli and reads `gc.gracePeriod=2d` as two days: the
+/// Installed with durations written as strings (the timeouts too), the session CronJob's
+/// container, run as the kubelet would run it, is accepted by gc-cli and reads
+/// `gc.gracePeriod=2d` as two days: the
 /// orphan is held 47 hours on and deleted 49 hours on, the live session kept. The failed-Pod
 /// CronJob's, with `failedPods.retentionSeconds=90m`, collects a Pod that finished long ago.
 #[tokio::test]
@@ -244,6 +245,8 @@ async fn string_durations_run_as_rendered() -> Result {
         "failedPods.retentionSeconds=90m",
         "failedPods.dryRun=false",
         "failedPods.autoRemediate=true",
+        "timeouts.store=45s",
+        "timeouts.api=2m",
     ] {
         sets.push(("--set", set.to_owned()));
     }
@@ -254,7 +257,9 @@ async fn string_durations_run_as_rendered() -> Result {
     let Rendered { args, env, account } = rendered(&ns, &cron_pod(&sessions_job)).await?;
     assert!(
         args.contains(&"--grace=2d".to_owned())
-            && args.contains(&"--volume-retention=2w".to_owned()),
+            && args.contains(&"--volume-retention=2w".to_owned())
+            && args.contains(&"--store-timeout=45s".to_owned())
+            && args.contains(&"--api-timeout=2m".to_owned()),
         "{args:?}"
     );
     let dir = tempfile::tempdir()?;
@@ -288,7 +293,11 @@ async fn string_durations_run_as_rendered() -> Result {
 
     let pods_job = cron_jobs.get("gc-failed-pods").await?;
     let Rendered { args, env, account } = rendered(&ns, &cron_pod(&pods_job)).await?;
-    assert!(args.contains(&"--retention=90m".to_owned()), "{args:?}");
+    assert!(
+        args.contains(&"--retention=90m".to_owned())
+            && args.contains(&"--store-timeout=45s".to_owned()),
+        "{args:?}"
+    );
     target(&ns, "due").await?;
     let dir = tempfile::tempdir()?;
     let token = token_file(&ns, &account, &dir).await?;
