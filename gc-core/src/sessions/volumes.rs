@@ -1,6 +1,7 @@
 //! A deleted claim's volume, kept for a while: before a run deletes a PersistentVolumeClaim bound
 //! to a PersistentVolume whose reclaim policy is `Delete`, it sets that volume to `Retain` and
-//! records the policy it had ([`retain`]); runs review every volume gc kept ([`expire`]) and give
+//! records the policy it had ([`plan_keep`], [`keep`]: the claim's receipt names the volume before
+//! it is marked); runs review every volume gc kept, proven by those receipts ([`expire`]), and give
 //! it its policy back once the window since its claim's last delete passed, and Kubernetes
 //! reclaims it as it would have at the delete. A restore moves a kept volume to the claim created
 //! again ([`kept_for`], [`rebind`]); once that claim is bound, the restore or the next review
@@ -303,11 +304,12 @@ pub struct Reviewed {
 }
 
 /// Every volume of `cfg`'s cluster that gc kept for a claim of a namespace `cfg.volume_review`
-/// covers, its keep proven by gc's receipt in `store` ([`keep_receipt`]), reviewed ([`lifecycle::review`]) and acted on as [`lifecycle::next`] says: its policy
-/// given back (the claim a restore created is bound to it, another claim took it, its window
-/// passed, or retention is off: `retain_volume_days` 0), or held. One line each, also for a
-/// volume that carries gc's label but no record that reads, or no receipt of its keep (left
-/// alone, and said). `stop` is read before each write.
+/// covers, its keep proven by gc's receipt in `store` ([`keep_receipt`]), reviewed
+/// ([`lifecycle::review`]) and acted on as [`lifecycle::next`] says: its policy given back (the
+/// claim a restore created is bound to it, another claim took it, its window passed, or
+/// retention is off: `retain_volume_days` 0), the claim a restore created found gone and noted,
+/// or held. One line each, also for a volume that carries gc's label but no record that reads,
+/// or no receipt of its keep (left alone, and said). `stop` is read before each write.
 ///
 /// # Errors
 /// When the volumes cannot be listed: nothing is written then.

@@ -1,8 +1,9 @@
 //! The life of a volume gc kept, as one state machine: the state recorded on the volume (gc's
 //! label and annotation, [`super::Retained`]), the events that reach it (a run deletes its claim,
 //! a restore creates the claim again, a run reviews it), and one transition function, [`next`].
-//! [`super::retain`], [`super::expire`] and [`super::kept_for`] / [`super::rebind`] /
-//! [`super::claimed_again`] only read the volume, ask [`next`], and send the write it names.
+//! [`super::plan_keep`], [`super::expire`] and [`super::kept_for`] / [`super::rebind`] /
+//! [`super::claimed_again`] only read the volume (and, to prove it gc's, gc's receipt of its
+//! keep: [`proven`]), ask [`next`], and send the write it names.
 //!
 //! The rule it keeps: a volume gc changed either returns to its original policy or stays
 //! `Retain` for a bounded window ([`Window`]) counted from its claim's last delete (or the restore
