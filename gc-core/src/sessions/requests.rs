@@ -316,4 +316,29 @@ mod tests {
         assert_eq!(Requested::All.union(&ids(&["a"])), Requested::All);
         assert_eq!(ids(&["a"]).union(&Requested::All), Requested::All);
     }
+
+    #[test]
+    fn a_queue_is_empty_exactly_when_no_request_waits() {
+        let mut queue = Queue::new(1);
+        assert!(queue.is_empty());
+        queue.admit("first", Requested::All).unwrap();
+        assert!(!queue.is_empty());
+        assert_eq!(queue.len(), 1);
+        // A request refused on a full queue changes nothing.
+        assert_eq!(
+            queue.admit("second", Requested::All),
+            Err(Full { capacity: 1 })
+        );
+        assert!(!queue.is_empty());
+        queue.take().unwrap();
+        assert!(queue.is_empty());
+        // A queue that holds none refuses every request, and stays empty.
+        let mut closed = Queue::new(0);
+        assert_eq!(
+            closed.admit("any", Requested::All),
+            Err(Full { capacity: 0 })
+        );
+        assert!(closed.is_empty());
+        assert_eq!(closed.take(), None);
+    }
 }

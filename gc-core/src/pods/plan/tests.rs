@@ -600,3 +600,73 @@ fn bad_data_fails_the_plan_only_where_the_flow_looks() {
         ],
     );
 }
+
+/// Why each Pod is spared, as the plan's summaries count them: the protect label and the exclude
+/// selector, and nothing else (a target, a held, deferred or ineligible Pod is not spared).
+#[test]
+fn only_protected_and_excluded_pods_say_they_are_spared() {
+    let pods = [
+        labelled(
+            done("protected", DAY),
+            json!({"gc.example.com/protect": "true"}),
+        ),
+        labelled(done("excluded", DAY), json!({"team": "payments"})),
+        done("targeted", "2026-11-20T10:00:00Z"),
+        done("deferred", DAY),
+        done("held", RECENT),
+        meta(done("owned", DAY), "ownerReferences", json!([{}])),
+    ];
+    let cfg = PodInputs {
+        namespace: "work".into(),
+        max_pods: 1,
+        exclude_selector: Some("team in (payments)".into()),
+        ..PodInputs::default()
+    }
+    .validate()
+    .expect("valid inputs");
+    let text = json!({
+        "size": pods.len(),
+        "metadataItems": pods.iter().map(|p| &p["metadata"]).collect::<Vec<_>>(),
+        "statusItems": pods.iter().map(|p| json!({"status": p["status"]})).collect::<Vec<_>>(),
+    })
+    .to_string();
+    let inventory =
+        inventory::read(text.as_bytes(), cfg.rules(), cfg.max_inventory + 1).expect("inventory");
+    let plan = plan_pods(&inventory, &PreviousLedger::default(), &cfg, NOW).expect("plan");
+    let spared: Vec<(&str, Option<Spared>)> = (plan.decisions.iter())
+        .map(|d| (d.name.as_deref().unwrap(), d.decision.spared()))
+        .collect();
+    assert_eq!(
+        spared,
+        [
+            ("protected", Some(Spared::Protected)),
+            ("excluded", Some(Spared::Excluded)),
+            ("targeted", None),
+            ("deferred", None),
+            ("held", None),
+            ("owned", None),
+        ]
+    );
+    // Each decision is the one its name says: the cap of one took the oldest.
+    let kinds: Vec<&str> = (plan.decisions.iter())
+        .map(|d| match d.decision {
+            Decision::NotEligible { .. } => "not eligible",
+            Decision::Held { .. } => "held",
+            Decision::Deferred { .. } => "deferred",
+            Decision::Targeted { .. } => "targeted",
+            Decision::Protected { .. } => "protected",
+            Decision::Excluded { .. } => "excluded",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "protected",
+            "excluded",
+            "targeted",
+            "deferred",
+            "held",
+            "not eligible"
+        ]
+    );
+}

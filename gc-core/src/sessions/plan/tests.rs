@@ -1241,3 +1241,61 @@ fn state_row(state: &str) -> Row {
         state: Some(state.into()),
     }
 }
+
+/// The OpenAPI schema of a decision (feature `openapi`) describes what its `Serialize` writes:
+/// each decision's JSON is one of the schema's forms, the one its `decision` names, with only
+/// that form's fields and all of its required ones; and no form is never written.
+#[cfg(feature = "openapi")]
+#[test]
+fn the_schema_of_a_decision_is_its_json() {
+    use serde_json::json;
+    use utoipa::PartialSchema;
+    let schema = serde_json::to_value(SessionDecision::schema()).unwrap();
+    let forms = schema["oneOf"].as_array().expect("one form a decision");
+    let reason = || "why".to_owned();
+    let decisions = [
+        SessionDecision::Kept { reason: reason() },
+        SessionDecision::Held {
+            reason: reason(),
+            until: NOW,
+        },
+        SessionDecision::Held {
+            reason: reason(),
+            until: f64::NAN,
+        },
+        SessionDecision::Delete { reason: reason() },
+        SessionDecision::Deferred { reason: reason() },
+        SessionDecision::Unrequested { reason: reason() },
+        SessionDecision::Skipped {
+            reason: reason(),
+            spared: None,
+        },
+        SessionDecision::Skipped {
+            reason: reason(),
+            spared: Some(Spared::Protected),
+        },
+        SessionDecision::Skipped {
+            reason: reason(),
+            spared: Some(Spared::Excluded),
+        },
+    ];
+    let mut written = BTreeSet::new();
+    for decision in decisions {
+        let text = serde_json::to_value(&decision).unwrap();
+        let name = text["decision"].as_str().unwrap();
+        let form = (forms.iter())
+            .find(|f| f["properties"]["decision"]["enum"] == json!([name]))
+            .unwrap_or_else(|| panic!("no form for {text}: {schema}"));
+        for field in text.as_object().unwrap().keys() {
+            assert!(form["properties"].get(field).is_some(), "{field} of {text}");
+        }
+        for field in form["required"].as_array().unwrap() {
+            assert!(
+                text.get(field.as_str().unwrap()).is_some(),
+                "{field} of {text}"
+            );
+        }
+        written.insert(name.to_owned());
+    }
+    assert_eq!(written.len(), forms.len(), "{schema}");
+}
