@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::exposition::Exposition;
 use super::{Ended, Record};
@@ -15,7 +15,7 @@ pub struct Served {
     prefix: String,
     runs: Mutex<BTreeMap<(String, String), History>>,
     /// The request API's counters, once it is served.
-    api: OnceLock<Arc<ApiMetrics>>,
+    api: Mutex<Option<Arc<ApiMetrics>>>,
 }
 
 /// The request API's counters (`serve::api::Api::metrics`), since the process started.
@@ -58,14 +58,15 @@ impl Served {
         Self {
             prefix: prefix.into(),
             runs: Mutex::default(),
-            api: OnceLock::new(),
+            api: Mutex::new(None),
         }
     }
 
     /// Shows the request API's counters `api` beside the runs' (the first given, when given
     /// twice).
     pub fn show_api(&self, api: Arc<ApiMetrics>) {
-        let _ = self.api.set(api);
+        let mut shown = self.api.lock().unwrap_or_else(PoisonError::into_inner);
+        shown.get_or_insert(api);
     }
 
     pub(super) fn add(&self, run: &Record) {
@@ -113,7 +114,12 @@ impl Served {
             .collect();
         x.last_runs(&last);
         x.totals(&histories);
-        if let Some(api) = self.api.get() {
+        let api = self
+            .api
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(api) = &api {
             x.api(api);
         }
         x.text()
