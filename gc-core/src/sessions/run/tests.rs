@@ -2196,3 +2196,61 @@ fn an_unavailable_store_is_asked_once_and_nothing_more_is_started() {
     let volume = kept.volumes.lock().unwrap()["due"].clone();
     assert_eq!(volume["spec"]["persistentVolumeReclaimPolicy"], "Retain");
 }
+
+/// A review by a run that lost its lock gives nothing back and says so: the volume whose window
+/// passed keeps `Retain`, its line a failure naming the lost lock.
+#[test]
+fn a_review_that_lost_its_lock_gives_nothing_back() {
+    let due = gc_kept(
+        "due",
+        ("claim-due", "Released"),
+        ("claim-due", "streamspace"),
+        NOW - 8.0 * DAY,
+        None,
+    );
+    let kept = kept_with(vec![due], false);
+    let lost = [AtomicBool::new(true), AtomicBool::new(false)];
+    let report = block_on(review(&kept, &kept, &cfg(), NOW, go_on(&lost, false)));
+    assert_eq!(
+        volume_lines(&report),
+        ["streamspace due delete failed: not deleted: the run lock was lost"]
+    );
+    assert_eq!(report.failures, 1);
+    let volume = kept.volumes.lock().unwrap()["due"].clone();
+    assert_eq!(volume["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+}
+
+/// The claim a restore created, found gone before it was bound: the review notes it on gc's
+/// record (its window starts now) and holds the volume; a note that cannot be written is a
+/// failure of the run, said on the volume's line, and nothing else is written.
+#[test]
+fn a_restored_claim_found_gone_is_noted_and_a_note_refused_is_a_failure() {
+    let restored = || {
+        let mut v = gc_kept(
+            "pv",
+            ("new", "Released"),
+            ("claim-old", "streamspace"),
+            NOW - 2.0 * DAY,
+            Some("new"),
+        );
+        v["spec"]["claimRef"] = json!({"namespace": "streamspace", "name": "c", "uid": "new"});
+        v
+    };
+    for refused in [false, true] {
+        let kept = kept_with(vec![restored()], refused);
+        *kept.claims.lock().unwrap() = Some(Default::default());
+        let flags = [AtomicBool::new(false), AtomicBool::new(false)];
+        let report = block_on(review(&kept, &kept, &cfg(), NOW, go_on(&flags, false)));
+        let line = &volume_lines(&report)[0];
+        let record = record_on(&kept, "pv");
+        if refused {
+            assert!(line.starts_with("streamspace pv held failed: "), "{line}");
+            assert_eq!(report.failures, 1);
+            assert_eq!(record.gone_at, None);
+        } else {
+            assert_eq!(line, "streamspace pv held");
+            assert_eq!(report.failures, 0);
+            assert_eq!(record.gone_at, Some(NOW));
+        }
+    }
+}
