@@ -408,6 +408,109 @@ async fn a_store_that_stops_answering_mid_run_fails_it_within_the_timeout_and_fr
     Ok(())
 }
 
+/// An object store that accepts an archive's upload and never answers: the run fails within the
+/// object store's own bound (30 s a request), deletes nothing, releases its pin and its Lease,
+/// and the next run, the store answering again, collects the Pod.
+#[tokio::test]
+async fn an_object_store_that_never_answers_fails_the_run_within_its_bound() -> Result {
+    let env = Env::new("fault-s3-silent", S3Kind::S3sFs).await?;
+    target(&env.ns, "a").await?;
+    env.proxy.set(Fault::StallWrites(".json"));
+    let (out, took) = within(120, &mut env.run(false, "30")).await?;
+    let err = failed(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(env.proxy.stalled() > 0, "the upload was held: {err}");
+    assert!(took < Duration::from_secs(75), "took {took:?}: {err}");
+    let pods = snapshot(&env.ns).await?;
+    assert_eq!(
+        pods["a"].2,
+        Vec::<String>::new(),
+        "the pin is released: {err}"
+    );
+    env.proxy.set(Fault::Pass);
+    let next = env.run(false, "30").args(["--lock-wait", "0s"]).output()?;
+    assert!(ok(&next).contains("collected"));
+    assert!(snapshot(&env.ns).await?.is_empty());
+    Ok(())
+}
+
+/// The session database answers the connection, then goes silent as the lookup's statement is
+/// sent (the network path frozen: the server's own `statement_timeout` cannot reach the run):
+/// the run fails closed within the lookup's bound (60 s), saying the table did not answer,
+/// deletes nothing, and frees its Lease for the next run, which (the database answering)
+/// deletes the orphan.
+#[tokio::test]
+async fn a_session_database_that_stops_answering_fails_the_run_closed() -> Result {
+    use k8s_openapi::api::core::v1::Service;
+    let Some(db) = gc_testbed::TestDatabase::fresh("stall-sessions").await? else {
+        return Ok(());
+    };
+    common::one_live_session(&db).await?;
+    let (bed, ns) = common::namespace("fault-sessions-stall").await?;
+    let services: Api<Service> = ns.api();
+    for id in ["live-1", "gone-1"] {
+        let service: Service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": id, "labels": {"app": "streamspace-session", "session": id}},
+            "spec": {"ports": [{"port": 3000}]},
+        }))?;
+        services.create(&Default::default(), &service).await?;
+    }
+    let (credentials, rest) = db.url().split_once('@').unwrap();
+    let (address, database) = rest.split_once('/').unwrap();
+    let upstream = tokio::net::lookup_host(address).await?.next().unwrap();
+    // The ids' lookup (`SELECT CAST(id AS TEXT), CAST(state AS TEXT) FROM sessions ...`).
+    let proxy = StallProxy::start(upstream, Some("AS TEXT), CAST("))?;
+    let stalling = format!(
+        "{credentials}@{}/{database}?sslmode=disable",
+        proxy.address()
+    );
+    let dir = tempfile::tempdir()?;
+    let run = |url: &str| {
+        let mut c = command();
+        c.args([
+            "run",
+            "sessions",
+            "-n",
+            ns.name(),
+            "--dry-run=none",
+            "--grace",
+            "0h",
+        ])
+        .args(["--database-url", url, "--lock-wait", "0s"])
+        .args(["--kubeconfig", bed.kubeconfig_path().to_str().unwrap()])
+        .args(["--store", &sqlite(dir.path(), "gc.sqlite3")])
+        .args([
+            "--archive-dir",
+            dir.path().join("archives").to_str().unwrap(),
+        ]);
+        c
+    };
+    let (out, took) = within(150, &mut run(&stalling)).await?;
+    let err = failed(&out);
+    assert!(proxy.stalled(), "the lookup went silent: {err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("within 60 seconds"), "{err}");
+    assert!(took < Duration::from_secs(100), "took {took:?}: {err}");
+    assert!(
+        services.get_opt("gone-1").await?.is_some(),
+        "nothing deleted: {err}"
+    );
+    let (out, _) = within(90, &mut run(db.url())).await?;
+    assert!(out.status.success(), "{}", failed_not(&out));
+    assert!(services.get_opt("gone-1").await?.is_none());
+    assert!(services.get_opt("live-1").await?.is_some());
+    Ok(())
+}
+
+/// Both streams of a run that should have succeeded.
+fn failed_not(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// An API server that accepts connections and never answers: the run fails within
 /// `--api-timeout`, saying so, and exits 1.
 #[tokio::test]

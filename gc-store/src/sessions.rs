@@ -163,6 +163,24 @@ async fn postgres_columns(
     Ok(Some(columns))
 }
 
+/// The checks of the table as a connection opens (its columns, the lookup asking for nothing),
+/// bounded as each lookup is: a connection open and silent fails them within [`QUERY_TIMEOUT`]
+/// (the server's own `statement_timeout` cannot reach a client whose path is frozen).
+async fn checks_within(
+    checked: impl Future<Output = Result<(), StoreError>>,
+    names: &Names,
+    shown: &str,
+) -> Result<(), StoreError> {
+    match tokio::time::timeout(QUERY_TIMEOUT, checked).await {
+        Ok(checked) => checked,
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "{shown}: no answer from table {} within {} seconds",
+            names.shown,
+            QUERY_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
 async fn connect_postgres(url: &str, names: &Names, shown: &str) -> Result<Pool, StoreError> {
     let err = |e: sqlx::Error| error::map(shown, e);
     let timeout = format!("{}s", QUERY_TIMEOUT.as_secs());
@@ -175,16 +193,20 @@ async fn connect_postgres(url: &str, names: &Names, shown: &str) -> Result<Pool,
             ("statement_timeout", timeout.as_str()),
         ]);
     let mut conn: PgConnection = crate::connect(options.connect(), shown).await?;
-    let columns = postgres_columns(&mut conn, names).await.map_err(err)?;
-    check_columns(columns, names, shown, str::eq)?;
-    // The lookup itself, asking for nothing: a table the user may not read, or an id column
-    // that cannot be compared with text, fails here rather than in the middle of a run.
-    let probe = format!("{} WHERE {} = ANY($1)", select(names), quote(&names.id));
-    sqlx::query(&probe)
-        .bind(Vec::<String>::new())
-        .fetch_all(&mut conn)
-        .await
-        .map_err(err)?;
+    let checked = async {
+        let columns = postgres_columns(&mut conn, names).await.map_err(err)?;
+        check_columns(columns, names, shown, str::eq)?;
+        // The lookup itself, asking for nothing: a table the user may not read, or an id column
+        // that cannot be compared with text, fails here rather than in the middle of a run.
+        let probe = format!("{} WHERE {} = ANY($1)", select(names), quote(&names.id));
+        sqlx::query(&probe)
+            .bind(Vec::<String>::new())
+            .fetch_all(&mut conn)
+            .await
+            .map_err(err)?;
+        Ok(())
+    };
+    checks_within(checked, names, shown).await?;
     let pool =
         crate::pool_after::<Postgres>(conn, options, MAX_CONNECTIONS, shown, QUERY_TIMEOUT).await?;
     Ok(Pool::Postgres(pool))
@@ -198,13 +220,17 @@ async fn connect_sqlite(path: &Path, names: &Names, shown: &str) -> Result<Pool,
         .create_if_missing(false)
         .busy_timeout(BUSY_TIMEOUT);
     let mut conn: SqliteConnection = crate::connect(options.connect(), shown).await?;
-    let columns = sqlite_columns(&mut conn, names).await.map_err(err)?;
-    check_columns(columns, names, shown, |a, b| a.eq_ignore_ascii_case(b))?;
-    let probe = format!("{} WHERE {} IN ()", select(names), quote(&names.id));
-    sqlx::query(&probe)
-        .fetch_all(&mut conn)
-        .await
-        .map_err(err)?;
+    let checked = async {
+        let columns = sqlite_columns(&mut conn, names).await.map_err(err)?;
+        check_columns(columns, names, shown, |a, b| a.eq_ignore_ascii_case(b))?;
+        let probe = format!("{} WHERE {} IN ()", select(names), quote(&names.id));
+        sqlx::query(&probe)
+            .fetch_all(&mut conn)
+            .await
+            .map_err(err)?;
+        Ok(())
+    };
+    checks_within(checked, names, shown).await?;
     let pool =
         crate::pool_after::<Sqlite>(conn, options, MAX_CONNECTIONS, shown, QUERY_TIMEOUT).await?;
     Ok(Pool::Sqlite(pool))
