@@ -41,11 +41,11 @@ enum Command {
     /// Create deleted objects again from their archives.
     #[command(subcommand)]
     Restore(RestoreCommand),
-    /// Move the observation ledger in and out of the store, unchanged.
+    /// Move the observation ledger in and out of the store, unchanged: import it, export it.
     #[command(subcommand)]
     Ledger(LedgerCommand),
     /// Read archives back (failed Pods', session resources' manifests): list them, show one,
-    /// verify them against their receipts.
+    /// verify them against their receipts, prune the old ones.
     #[command(subcommand)]
     Archives(ArchivesCommand),
     /// Print a shell completion script for `gc-cli` (bash: `source <(gc-cli completion bash)`).

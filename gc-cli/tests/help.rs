@@ -44,6 +44,25 @@ fn subcommands(help: &str) -> Vec<String> {
         .collect()
 }
 
+/// `gc-cli --help`'s line of a command group names each of the group's commands: `archives`
+/// names `list`, `show`, `verify` and `prune`.
+#[test]
+fn a_command_groups_line_names_each_of_its_commands() {
+    let work = tempfile::tempdir().unwrap();
+    let top = help(work.path(), &[]);
+    for group in ["archives", "ledger"] {
+        let line = top
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(group))
+            .unwrap_or_else(|| panic!("no line of {group}: {top}"));
+        let commands = subcommands(&help(work.path(), &[group.to_owned()]));
+        assert!(!commands.is_empty(), "{group}");
+        for command in commands {
+            assert!(line.contains(&command), "{group} {command}: {line}");
+        }
+    }
+}
+
 /// Whether an example needs neither a cluster nor a database, nor an archive that is not there.
 fn runs_alone(args: &[String]) -> bool {
     let words: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -697,6 +697,39 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         "{shown}"
     );
     assert_eq!(show("name").trim(), format!("deployment.apps/{}", GONE[0]));
+    // By name, as kubectl takes it: the kind, its plural or short name, in any case, with its
+    // group or without.
+    let ns = f.ns.name();
+    for object in [
+        "deployment.apps",
+        "deploy",
+        "Deployment",
+        "deployments",
+        "DEPLOY.apps",
+    ] {
+        let object = format!("{object}/{}", GONE[0]);
+        let args = [
+            &["archives", "show", &object, "-n", ns, "-o", "name"][..],
+            &kept,
+        ]
+        .concat();
+        let shown = ok(&gc_cli(&args, &[]));
+        assert_eq!(
+            shown.trim(),
+            format!("deployment.apps/{}", GONE[0]),
+            "{object}"
+        );
+    }
+    let object = format!("deployment.stream.space/{}", GONE[0]);
+    let args = [&["archives", "show", &object, "-n", ns][..], &kept].concat();
+    let out = gc_cli(&args, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no archive of deployment.stream.space/")
+            && err.contains("deployment or deploy, service or svc, persistentvolumeclaim or pvc"),
+        "{err}"
+    );
     let unlabelled = records
         .iter()
         .find(|r| r["name"] == "streamspace-session-unlabelled")

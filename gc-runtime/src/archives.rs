@@ -260,9 +260,9 @@ pub async fn list(
 }
 
 /// The uid an archive is asked for by: `object` itself when it is a uid, else the uid of the
-/// newest archive of `object` in `namespace` of `cluster`, `object` being `KIND/NAME` as
-/// `kubectl -o name` prints it (`pod/NAME`, `deployment.apps/NAME`): the Kind in any case, the
-/// group exactly.
+/// newest archive of `object` in `namespace` of `cluster`, `object` being `KIND/NAME` as kubectl
+/// takes it (`pod/NAME`, `deploy/NAME`, `Deployment/NAME`, `deployment.apps/NAME`): the kind, its
+/// plural or short name in any case, of any group unless `.GROUP` names one.
 ///
 /// # Errors
 /// A `KIND/NAME` without `namespace` (an input error naming the object); the receipts cannot be
@@ -281,7 +281,16 @@ pub async fn uid_of(
         let (input, value) = ("object", object.to_owned());
         return Err(gc_core::input::InputError::Invalid { input, value, rule }.into());
     };
-    let (kind, group) = kind.split_once('.').unwrap_or((kind, ""));
+    let (kind, group) = match kind.split_once('.') {
+        Some((kind, group)) => (kind, Some(group)),
+        None => (kind, None),
+    };
+    // kubectl's names of the kinds gc archives: the kind, its plural or its short name, in any
+    // case; any other is taken as a kind's name as it is.
+    let kind = KINDS
+        .iter()
+        .find(|(_, names)| names.iter().any(|n| n.eq_ignore_ascii_case(kind)))
+        .map_or(kind, |(kind, _)| kind);
     let query = ReceiptQuery {
         namespace: Some(namespace),
         name: Some(name),
@@ -289,18 +298,35 @@ pub async fn uid_of(
         ..ReceiptQuery::default()
     };
     let listed = store.list_receipts(cluster, query).await?;
-    let of_group = |r: &&ListedReceipt| match r.receipt.api_version().split_once('/') {
-        Some((g, _)) => g == group,
-        None => group.is_empty(),
+    // `KIND.GROUP` is of that group exactly; `KIND` alone of any (`pod` is core's).
+    let of_group = |r: &&ListedReceipt| match (r.receipt.api_version().split_once('/'), group) {
+        (_, None) => true,
+        (Some((g, _)), Some(group)) => g == group,
+        (None, Some(group)) => group.is_empty(),
     };
     let newest = listed.iter().find(of_group).ok_or_else(|| {
         let location = store.location();
         crate::Error::msg(format!(
-            "no archive of {object} in namespace {namespace} of cluster {cluster} in {location}"
+            "no archive of {object} in namespace {namespace} of cluster {cluster} in {location} \
+             (KIND/NAME as kubectl writes it: pod or po, deployment or deploy, service or svc, \
+             persistentvolumeclaim or pvc, session, singular or plural, in any case, .GROUP to \
+             name the group: deployment.apps/NAME, session.stream.space/NAME)"
         ))
     })?;
     Ok(newest.receipt.uid.clone())
 }
+
+/// The kinds gc archives, with kubectl's names for them (singular, plural, short).
+const KINDS: [(&str, &[&str]); 5] = [
+    ("Pod", &["pod", "pods", "po"]),
+    ("Deployment", &["deployment", "deployments", "deploy"]),
+    ("Service", &["service", "services", "svc"]),
+    (
+        "PersistentVolumeClaim",
+        &["persistentvolumeclaim", "persistentvolumeclaims", "pvc"],
+    ),
+    ("Session", &["session", "sessions"]),
+];
 
 impl Verified {
     /// Logs what verification found, and fails when an archive and its receipt do not match,

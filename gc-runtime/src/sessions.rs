@@ -629,7 +629,7 @@ pub fn refused(error: SessionRunError, cfg: &SessionConfig, outcome: &str) -> cr
 }
 
 /// Says once, for every namespace of a run, which of `kinds` the API server does not serve
-/// (`missing`, as `group/version Kind`): a warning, or a note when the same Kind is served
+/// (`missing`, as `group/version Kind`): a warning, or a debug note when the same Kind is served
 /// under another group of `kinds` (StreamSpace installs its `Session` definition under one of
 /// two groups, so the other is not installed).
 pub fn report_missing<'a>(missing: impl IntoIterator<Item = &'a String>, kinds: &[Kind]) {
@@ -641,7 +641,8 @@ pub fn report_missing<'a>(missing: impl IntoIterator<Item = &'a String>, kinds: 
             .iter()
             .any(|k| k.kind == kind && !missing.contains(&named(k)));
         if served {
-            tracing::info!(
+            // The usual case with StreamSpace (one group of two installed): said at `-vv` only.
+            tracing::debug!(
                 "{entry} is not installed: {kind} objects are scanned in its other group"
             );
         } else {
