@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 use crate::{Error, Result};
 
@@ -79,30 +79,10 @@ impl FaultProxy {
             held: Mutex::new(Vec::new()),
             stalled: std::sync::atomic::AtomicUsize::new(0),
         });
-        // A thread and runtime of its own: the proxy serves while the test blocks on a child
-        // process.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::io("start the fault proxy's runtime", e))?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let serving = Arc::clone(&shared);
-        std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let Ok(listener) = TcpListener::from_std(listener) else {
-                    return;
-                };
-                let accept = async {
-                    while let Ok((client, _)) = listener.accept().await {
-                        tokio::spawn(serve(client, Arc::clone(&serving)));
-                    }
-                };
-                tokio::select! {
-                    () = accept => {}
-                    _ = stopped => {}
-                }
-            });
-        });
+        let stop = crate::proxy::serve_on_thread(listener, "fault proxy", move |client| {
+            serve(client, Arc::clone(&serving))
+        })?;
         Ok(Self {
             endpoint: format!("http://127.0.0.1:{port}"),
             shared,

@@ -24,6 +24,7 @@ mod namespace;
 mod pods;
 mod postgres;
 mod process;
+mod proxy;
 mod s3;
 mod service_account;
 mod stall;

@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 use crate::{Error, Result};
 
@@ -62,29 +62,10 @@ impl StallProxy {
             stalled: tokio::sync::watch::Sender::new(false),
             trigger: trigger.map(|t| t.as_bytes().to_vec()),
         });
-        // A thread and runtime of its own: the proxy serves while the test blocks on a child.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::io("start the stall proxy's runtime", e))?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let serving = Arc::clone(&shared);
-        std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let Ok(listener) = TcpListener::from_std(listener) else {
-                    return;
-                };
-                let accept = async {
-                    while let Ok((client, _)) = listener.accept().await {
-                        tokio::spawn(connection(client, Arc::clone(&serving)));
-                    }
-                };
-                tokio::select! {
-                    () = accept => {}
-                    _ = stopped => {}
-                }
-            });
-        });
+        let stop = crate::proxy::serve_on_thread(listener, "stall proxy", move |client| {
+            connection(client, Arc::clone(&serving))
+        })?;
         Ok(Self {
             address,
             shared,
