@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use gc_runtime::pods::{PodSources, StoreAt, Targets, connect_parts};
+use gc_runtime::adapters::{PodSources, StoreAt, connect_parts};
+use gc_runtime::pods::Targets;
 use gc_runtime::{Settings, StopToken, serve};
 
 const FLAGS: &str = "--namespace --cluster-id --pin-finalizer --retention-seconds --max-pods \

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use gc_output::archives::{write_checked, write_list, write_pruned, write_show};
-use gc_runtime::archives::prune::{Policy, parse_window};
-use gc_runtime::archives::{self, read_verified};
+use gc_runtime::adapters::archives::prune::{Policy, parse_window};
+use gc_runtime::adapters::archives::{self, read_verified};
 use gc_runtime::durations::timeout;
 use gc_store::{Archives, ReceiptQuery, default_archive_dir};
 

@@ -90,7 +90,7 @@ fn export(args: &Export) -> anyhow::Result<()> {
     key.validate()?;
     let at = (key.store.as_deref(), gc_store::DEFAULT_TIMEOUT);
     let text = with_store(at, async |store| {
-        ledger::export(store, &key.cluster_id, &key.namespace).await
+        gc_runtime::adapters::export_ledger(store, &key.cluster_id, &key.namespace).await
     })?;
     match &args.out {
         Some(path) => crate::files::write_file(path, &text)?,

@@ -96,7 +96,7 @@ pub(crate) fn with_store<T, E: Into<anyhow::Error>>(
     work: impl AsyncFnOnce(&gc_store::Store) -> Result<T, E>,
 ) -> anyhow::Result<T> {
     block_on(async {
-        let store = gc_runtime::open_store_within(url, timeout).await?;
+        let store = gc_runtime::adapters::open_store_within(url, timeout).await?;
         let done = work(&store).await;
         store.close().await;
         done.map_err(Into::into)

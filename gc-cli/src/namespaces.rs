@@ -46,7 +46,7 @@ impl NamespaceArgs {
 
     /// [`Self::selection`] with the namespace `connect`'s context names as the default.
     pub(crate) fn in_context(&self, connect: &crate::live::ConnectArgs) -> Selection {
-        self.selection().in_context(|| connect.connection().ok())
+        gc_runtime::adapters::in_context(self.selection(), || connect.connection().ok())
     }
 }
 

@@ -8,6 +8,7 @@
 //! Shared pieces sit at the top (`ports`, `pages`, `input`, `pyjson`, `raw`, `isotime`); each
 //! collector has its folder (`pods`, `sessions`).
 
+pub mod events;
 pub mod input;
 #[cfg(test)]
 mod interactions;
@@ -21,6 +22,7 @@ pub mod pyjson;
 pub mod raw;
 pub mod selector;
 pub mod sessions;
+pub mod shown;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
 

@@ -575,6 +575,107 @@ pub enum Renewal<T> {
     Lost(String),
 }
 
+/// Lists what spans every namespace: the Namespaces themselves, and every namespace's Pods
+/// (what finds pins in namespaces a run does not cover).
+///
+/// # Errors
+/// As [`Cluster`]'s calls: 403 MUST be `Forbidden` (a namespaced identity cannot list the
+/// cluster's Namespaces).
+#[async_trait]
+pub trait Namespaces: Send + Sync {
+    /// The name of every Namespace whose labels match `selector` (a label selector the API
+    /// server applies), sorted.
+    async fn list_namespaces(&self, selector: Option<&str>) -> Result<Vec<String>, ClusterError>;
+    /// One page of every namespace's Pods' metadata (a `PartialObjectMetadataList`'s JSON
+    /// text), from `continue_token` when given.
+    async fn list_all_pod_metadata(
+        &self,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<Page, ClusterError>;
+}
+
+/// Where Events go: the cluster's `events.k8s.io` API, or an embedder's own.
+///
+/// # Errors
+/// As the cluster answers; a [`ClusterError::Forbidden`] or [`ClusterError::Unavailable`]
+/// stops the posting for the rest of the run.
+#[async_trait]
+pub trait EventSink: Send + Sync {
+    /// Posts `record`, reported by `reporter`, now.
+    async fn post_event(
+        &self,
+        record: &crate::events::EventRecord,
+        reporter: &crate::events::Reporter,
+    ) -> Result<(), ClusterError>;
+}
+
+/// An archive sink as a run uses it: proved usable before its first write ([`Sink::probe`]) and
+/// named in what the run says ([`Sink::shown`]).
+#[async_trait]
+pub trait Sink: ArchiveSink {
+    /// Writes a probe and reads it back.
+    ///
+    /// # Errors
+    /// When the sink does not take writes or does not give them back.
+    async fn probe(&self, cluster_id: &str) -> Result<(), StoreError>;
+    /// Where it is, with no secret in it.
+    fn shown(&self) -> String;
+    /// Whether the archive `uri` names is in this sink (a receipt may name another).
+    fn holds(&self, uri: &str) -> bool;
+}
+
+/// The store of receipts and ledgers as a collector opens it, once per namespace's run: a store
+/// that cannot be opened stops that run before it plans; one that is back by the next
+/// namespace's run is used there.
+#[async_trait]
+pub trait OpenStore: Send + Sync {
+    /// The store opened.
+    type Store: Store;
+    /// Opens it.
+    ///
+    /// # Errors
+    /// When it cannot be opened (or is not there at all: [`StoreError::Unavailable`]).
+    async fn open(&self) -> Result<Self::Store, StoreError>;
+}
+
+/// A store already open, shared: every run uses it.
+#[async_trait]
+impl<S: Store + 'static> OpenStore for std::sync::Arc<S> {
+    type Store = std::sync::Arc<S>;
+    async fn open(&self) -> Result<std::sync::Arc<S>, StoreError> {
+        Ok(std::sync::Arc::clone(self))
+    }
+}
+
+/// No store (`None`): for a collector that only plans from a ledger file and records nothing.
+/// Any run that needs the store fails, saying so.
+#[async_trait]
+impl<O: OpenStore> OpenStore for Option<O> {
+    type Store = O::Store;
+    async fn open(&self) -> Result<O::Store, StoreError> {
+        match self {
+            Some(store) => store.open().await,
+            None => Err(StoreError::Unavailable(
+                "this collector was built without a store".into(),
+            )),
+        }
+    }
+}
+
+/// The account a restore acts as, whatever the caller's own rights: a cluster whose writes are
+/// that account's, had afresh for each restore.
+#[async_trait]
+pub trait RestoreAccount<C>: Send + Sync {
+    /// The account, as answers and logs name it.
+    fn name(&self) -> &str;
+    /// A cluster acting as the account.
+    ///
+    /// # Errors
+    /// The credentials could not be had: nothing is restored.
+    async fn act(&self) -> Result<C, ClusterError>;
+}
+
 /// A port shared behind an [`Arc`](std::sync::Arc) is the port: an embedder builds its collector
 /// from parts it also keeps.
 mod shared {

@@ -177,3 +177,46 @@ impl KubeCluster {
         Ok(KubeCluster::new(client))
     }
 }
+
+/// A ServiceAccount gc acts as with a short-lived token it asks the API server for
+/// ([`KubeCluster::as_service_account`]): gc's account needs `create` on
+/// `serviceaccounts/token` for that one account, and holds no right of its own to create.
+pub struct TokenAccount {
+    cluster: KubeCluster,
+    connection: crate::Connection,
+    namespace: String,
+    account: String,
+    user: String,
+}
+
+impl TokenAccount {
+    /// The ServiceAccount `namespace/account`, asked for by `cluster`'s account, reached as
+    /// `connection` says.
+    pub fn new(
+        cluster: KubeCluster,
+        connection: crate::Connection,
+        namespace: &str,
+        account: &str,
+    ) -> Self {
+        Self {
+            cluster,
+            connection,
+            namespace: namespace.to_owned(),
+            account: account.to_owned(),
+            user: format!("system:serviceaccount:{namespace}:{account}"),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl gc_core::ports::RestoreAccount<KubeCluster> for TokenAccount {
+    fn name(&self) -> &str {
+        &self.user
+    }
+    async fn act(&self) -> Result<KubeCluster, ClusterError> {
+        let (ns, account) = (&self.namespace, &self.account);
+        self.cluster
+            .as_service_account(&self.connection, ns, account)
+            .await
+    }
+}

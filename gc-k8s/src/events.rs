@@ -12,7 +12,9 @@
 //! install may not write, and the run's own namespace is where `kubectl get events -n NS` looks.
 //! It carries no uid: reading a Namespace needs a cluster-wide grant the Role does not have.
 
-use gc_core::ports::ClusterError;
+use gc_core::events::cut;
+pub use gc_core::events::{EventRecord, EventType, INSTANCE_LIMIT, Regarding, Reporter};
+use gc_core::ports::{ClusterError, EventSink};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -26,97 +28,8 @@ use crate::errors::{Call, cluster_error};
 
 /// The longest `note` the API server accepts, in bytes.
 pub const NOTE_LIMIT: usize = 1024;
-/// The longest `reportingInstance` the API server accepts, in bytes.
-pub const INSTANCE_LIMIT: usize = 128;
 /// The longest object name (a DNS subdomain).
 const NAME_LIMIT: usize = 253;
-
-/// Whether an Event reports what was meant to happen or a problem.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    /// Something done as intended (a deletion).
-    Normal,
-    /// A refusal or a failure.
-    Warning,
-}
-
-impl EventType {
-    /// The API's name for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Normal => "Normal",
-            Self::Warning => "Warning",
-        }
-    }
-}
-
-/// The object an Event is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Regarding {
-    /// `v1`, `apps/v1`, `stream.space/v1alpha1`, ...
-    pub api_version: String,
-    /// `Pod`, `Deployment`, ..., `Namespace`.
-    pub kind: String,
-    /// The object's name.
-    pub name: String,
-    /// The namespace the object (and so the Event) is in.
-    pub namespace: String,
-    /// The object's uid, when known.
-    pub uid: Option<String>,
-}
-
-impl Regarding {
-    /// The Namespace `name` itself, for what concerns a whole run in it (see the module's
-    /// documentation for why `namespace` is set and the uid is not).
-    pub fn namespace(name: &str) -> Self {
-        Self {
-            api_version: "v1".into(),
-            kind: "Namespace".into(),
-            name: name.into(),
-            namespace: name.into(),
-            uid: None,
-        }
-    }
-}
-
-/// Who reports: `reportingController` (a qualified name such as `gc.example.com/gc-cli`) and
-/// `reportingInstance` (the host or Pod name), cut to [`INSTANCE_LIMIT`] bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reporter {
-    controller: String,
-    instance: String,
-}
-
-impl Reporter {
-    /// `instance` is cut to [`INSTANCE_LIMIT`] bytes; an empty one becomes `gc`.
-    pub fn new(controller: &str, instance: &str) -> Self {
-        let instance = cut(instance.trim(), INSTANCE_LIMIT);
-        Self {
-            controller: controller.into(),
-            instance: if instance.is_empty() {
-                "gc".into()
-            } else {
-                instance.into()
-            },
-        }
-    }
-}
-
-/// One Event, as data: about what, of which type, why (`reason`, CamelCase), while doing what
-/// (`action`), and in words (`note`, cut to [`NOTE_LIMIT`] bytes when posted).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventRecord {
-    /// The object the Event is about.
-    pub regarding: Regarding,
-    /// Normal or Warning.
-    pub type_: EventType,
-    /// Why, in CamelCase: `Collected`, `FenceLost`, `GuardRefused`, ...
-    pub reason: &'static str,
-    /// What was done or refused: `Collect`, `Delete`, `Run`.
-    pub action: &'static str,
-    /// The message, in the words of the run's report or audit line.
-    pub note: String,
-}
 
 /// The Event `record` reported by `reporter` at `at`: named `<object>.<nanoseconds in hex>` as
 /// client-go names them, in the namespace of the object it regards.
@@ -147,8 +60,8 @@ pub fn event(record: &EventRecord, reporter: &Reporter, at: Timestamp) -> Event 
             uid: r.uid.clone(),
             ..ObjectReference::default()
         }),
-        reporting_controller: Some(reporter.controller.clone()),
-        reporting_instance: Some(reporter.instance.clone()),
+        reporting_controller: Some(reporter.controller().into()),
+        reporting_instance: Some(reporter.instance().into()),
         ..Event::default()
     }
 }
@@ -168,18 +81,6 @@ fn note(text: &str) -> String {
         return text.to_owned();
     }
     format!("{}...", cut(text, NOTE_LIMIT - 3))
-}
-
-/// The longest prefix of `text` of at most `max` bytes that ends at a character boundary.
-fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 impl KubeCluster {
@@ -209,6 +110,17 @@ impl KubeCluster {
             "event posted"
         );
         Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl EventSink for KubeCluster {
+    async fn post_event(
+        &self,
+        record: &EventRecord,
+        reporter: &Reporter,
+    ) -> Result<(), ClusterError> {
+        KubeCluster::post_event(self, &event(record, reporter, Timestamp::now())).await
     }
 }
 
@@ -284,7 +196,7 @@ mod tests {
             at(),
         );
         assert!(gc_core::input::is_dns_subdomain(&dotted), "{dotted}");
-        assert_eq!(Reporter::new("c/x", " ").instance, "gc");
+        assert_eq!(Reporter::new("c/x", " ").instance(), "gc");
     }
 
     #[test]

@@ -46,17 +46,17 @@ mod errors;
 mod events;
 mod lease;
 pub use lease::Written;
-mod list;
 mod namespaces;
 mod objects;
 pub mod rbac;
 
+pub use access::TokenAccount;
 pub use cluster::{FIELD_MANAGER, KubeCluster};
 pub use connect::{
     ConnectError, Connection, Explicit, SERVICE_HOST_ENV, Source, config, connect,
     context_namespace,
 };
 pub use events::{EventRecord, EventType, INSTANCE_LIMIT, NOTE_LIMIT, Regarding, Reporter, event};
-pub use list::{FAILED_PHASE, MAX_RESTARTS, failed_pod_query, list_inventory};
+pub use gc_core::pods::list::{FAILED_PHASE, MAX_RESTARTS, failed_pod_query, list_inventory};
 pub use namespaces::list_namespaces;
 pub use secrecy::SecretString;

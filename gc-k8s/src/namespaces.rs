@@ -49,3 +49,17 @@ pub async fn list_namespaces(
     names.sort();
     Ok(names)
 }
+
+#[async_trait::async_trait]
+impl gc_core::ports::Namespaces for KubeCluster {
+    async fn list_namespaces(&self, selector: Option<&str>) -> Result<Vec<String>, ClusterError> {
+        list_namespaces(self, selector).await
+    }
+    async fn list_all_pod_metadata(
+        &self,
+        limit: u32,
+        continue_token: Option<&str>,
+    ) -> Result<gc_core::ports::Page, ClusterError> {
+        KubeCluster::list_all_pod_metadata(self, limit, continue_token).await
+    }
+}

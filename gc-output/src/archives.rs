@@ -5,8 +5,8 @@ use std::io::Write;
 
 use anyhow::Context;
 use gc_core::ports::Receipt;
-use gc_runtime::archives::Checked;
-use gc_runtime::archives::prune::{Fate, Prune, Pruned};
+use gc_runtime::adapters::archives::Checked;
+use gc_runtime::adapters::archives::prune::{Fate, Prune, Pruned};
 use gc_store::ListedReceipt;
 use serde::Serialize;
 use serde_json::Value;

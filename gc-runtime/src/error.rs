@@ -66,8 +66,8 @@ pub enum Error {
     Store(StoreError),
     /// The cluster.
     Cluster(ClusterError),
-    /// The connection to the cluster.
-    Connect(gc_k8s::ConnectError),
+    /// The connection to the cluster (the cluster adapter's own error).
+    Connect(Box<dyn StdError + Send + Sync + 'static>),
     /// A file or a stream.
     Io(std::io::Error),
     /// JSON that could not be written or read.
@@ -176,7 +176,7 @@ impl Error {
             Self::NamespacesFailed(e) => e,
             Self::Store(e) => e,
             Self::Cluster(e) => e,
-            Self::Connect(e) => e,
+            Self::Connect(e) => &**e,
             Self::Io(e) => e,
             Self::Json(e) => e,
             Self::Other(e) => &**e,
@@ -273,7 +273,6 @@ typed!(
     NamespacesFailed(NamespacesFailed),
     Store(StoreError),
     Cluster(ClusterError),
-    Connect(gc_k8s::ConnectError),
     Io(std::io::Error),
     Json(serde_json::Error),
 );

@@ -14,41 +14,15 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use async_trait::async_trait;
 use futures_util::StreamExt as _;
+use gc_core::events::{EventRecord, EventType, Regarding, Reporter};
 use gc_core::pods::apply::{TargetOutcome, TargetResult};
-use gc_core::ports::ClusterError;
+use gc_core::ports::{ClusterError, EventSink};
 use gc_core::sessions::run::{AuditRecord, DeleteResult, SessionReport, SessionRunError};
 use gc_core::sessions::{SessionDecision, SessionPlanError};
-use gc_k8s::{EventRecord, EventType, KubeCluster, Regarding, Reporter};
-use k8s_openapi::jiff::Timestamp;
 
 /// The `reportingController` of every Event.
 pub const CONTROLLER: &str = "gc.example.com/gc-cli";
-
-/// Where Events go: the cluster's `events.k8s.io` API ([`KubeCluster`]), or the embedder's own.
-#[async_trait]
-pub trait EventSink: Send + Sync {
-    /// Posts one Event.
-    ///
-    /// # Errors
-    /// As the cluster answers; a [`ClusterError::Forbidden`] or [`ClusterError::Unavailable`]
-    /// stops the posting for the rest of the run.
-    async fn post_event(
-        &self,
-        event: &k8s_openapi::api::events::v1::Event,
-    ) -> Result<(), ClusterError>;
-}
-
-#[async_trait]
-impl EventSink for KubeCluster {
-    async fn post_event(
-        &self,
-        event: &k8s_openapi::api::events::v1::Event,
-    ) -> Result<(), ClusterError> {
-        KubeCluster::post_event(self, event).await
-    }
-}
 
 /// The Events of one run (of every namespace it covers): posted as the run goes, counted, and
 /// the first failure logged once when the run ends (on drop).
@@ -178,8 +152,7 @@ impl Events {
             self.unposted.fetch_add(1, Ordering::SeqCst);
             return;
         }
-        let event = gc_k8s::event(record, reporter, Timestamp::now());
-        match cluster.post_event(&event).await {
+        match cluster.post_event(record, reporter).await {
             Ok(()) => {
                 self.posted.fetch_add(1, Ordering::SeqCst);
             }

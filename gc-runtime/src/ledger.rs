@@ -4,7 +4,6 @@
 use crate::Context as _;
 use gc_core::pods::ledger::{PreviousLedger, SCOPE_KEY};
 use gc_core::pyjson::type_name as kind;
-use gc_store::Store;
 use serde_json::Value;
 
 /// A ledger file that is not a ledger the flow (or gc) wrote for the cluster and namespace: an
@@ -12,26 +11,6 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct LedgerFileError(pub String);
-
-/// The stored ledger of `cluster_id` and `namespace`, exactly as stored; `{}` (as the flow reads
-/// a missing ledger), with a warning, when there is none.
-///
-/// # Errors
-/// The store's error.
-pub async fn export(store: &Store, cluster_id: &str, namespace: &str) -> crate::Result<String> {
-    let text = store
-        .ledger_json(cluster_id, namespace)
-        .await
-        .context("cannot read the ledger")?;
-    Ok(text.unwrap_or_else(|| {
-        let location = store.location();
-        tracing::warn!(
-            "no ledger of cluster {cluster_id} namespace {namespace} in {location}: exporting the \
-             empty ledger"
-        );
-        "{}".to_owned()
-    }))
-}
 
 /// Checks that `bytes` is a ledger the flow (or gc) wrote for `cluster_id` and `namespace`: a
 /// JSON object whose every entry is an object with a numeric `first`, and which names no other

@@ -8,7 +8,8 @@
 //!   in-memory exposition of a long-running process); [`events`]: its Kubernetes Events.
 //! - [`Cancel`], [`StopToken`]: the embedder's shutdown; a run so stopped is [`Stopped`].
 
-pub mod archives;
+#[cfg(feature = "adapters")]
+pub mod adapters;
 pub mod clock;
 pub mod durations;
 mod error;
@@ -28,7 +29,6 @@ pub mod serve;
 pub mod sessions;
 mod settings;
 mod stop;
-mod store;
 #[cfg(test)]
 mod testing;
 
@@ -38,6 +38,5 @@ pub use outcome::{
     Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, Stage, failed_before, outcome,
     outcome_of,
 };
-pub use settings::{Progress, Settings, SettingsError};
+pub use settings::{Progress, STORE_TIMEOUT, Settings, SettingsError};
 pub use stop::{Cancel, NeverCancel, Shutdown, StopToken, Stopped, stopped};
-pub use store::{Sink, open_store, open_store_within};

@@ -475,7 +475,7 @@ fn push(gateway: Option<&str>, group: &str, text: &str) -> crate::Result<()> {
     };
     let url = format!("{}/metrics/{group}", gateway.trim_end_matches('/'));
     // A URL that cannot be shown is not used either: its host may be a piece of its password.
-    let shown = gc_store::shown_url(&url).map_err(|why| {
+    let shown = gc_core::shown::shown_url(&url).map_err(|why| {
         crate::Error::msg(format!(
             "cannot push metrics: the Pushgateway URL (`pushgateway`) {why}"
         ))

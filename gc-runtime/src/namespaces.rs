@@ -4,7 +4,7 @@
 //! not stop the others ([`crate::outcome`]).
 
 use gc_core::input::SYSTEM_NAMESPACES;
-use gc_core::ports::ClusterError;
+use gc_core::ports::{ClusterError, Namespaces};
 
 /// The namespaces of a run, before they are resolved ([`Selection::resolve`]).
 #[derive(Debug, Clone, Default)]
@@ -55,42 +55,13 @@ impl Selection {
     /// When the Namespaces cannot be listed (for example a namespaced identity).
     pub async fn resolve(
         &self,
-        cluster: &gc_k8s::KubeCluster,
+        cluster: &(impl Namespaces + ?Sized),
         default: &str,
     ) -> crate::Result<Vec<String>> {
         match self.named(default) {
             Some(named) => Ok(named),
             None => every(cluster, self.selector.as_deref(), &self.exclude).await,
         }
-    }
-
-    /// This selection with the namespace the context of `connection` (asked only when no
-    /// namespace is named) names as the default, as kubectl takes it (for a collector whose
-    /// default is not its own), logging where it came from.
-    #[must_use]
-    pub fn in_context(mut self, connection: impl FnOnce() -> Option<gc_k8s::Connection>) -> Self {
-        if !self.named.is_empty() || self.all {
-            return self;
-        }
-        match connection().and_then(|c| gc_k8s::context_namespace(&c)) {
-            Some((namespace, origin)) => {
-                if SYSTEM_NAMESPACES.contains(&namespace.as_str()) {
-                    tracing::warn!(
-                        namespace,
-                        "the namespace comes from {origin}; the failed-Pod collector refuses \
-                         system namespaces: name one with -n"
-                    );
-                } else {
-                    tracing::info!(namespace, "namespace from {origin}");
-                }
-                self.context = Some(namespace);
-            }
-            None => tracing::info!(
-                namespace = "default",
-                "no kubeconfig context names a namespace"
-            ),
-        }
-        self
     }
 }
 
@@ -101,11 +72,11 @@ impl Selection {
 /// When the Namespaces cannot be listed: a namespaced identity (which must name its namespaces
 /// instead), a selector the API server refuses, or the API server unavailable.
 pub async fn every(
-    cluster: &gc_k8s::KubeCluster,
+    cluster: &(impl Namespaces + ?Sized),
     selector: Option<&str>,
     exclude: &[String],
 ) -> crate::Result<Vec<String>> {
-    let listed = match gc_k8s::list_namespaces(cluster, selector).await {
+    let listed = match cluster.list_namespaces(selector).await {
         Ok(listed) => listed,
         Err(e @ ClusterError::Forbidden { .. }) => {
             return Err(crate::Error::from(e).context(

@@ -188,10 +188,7 @@ impl FailureKind {
             });
         }
         // Named so that a typed error further in (a cause) cannot change the kind.
-        if error.is::<StoreError>()
-            || error.is::<ClusterError>()
-            || error.is::<gc_k8s::ConnectError>()
-        {
+        if error.is::<StoreError>() || error.is::<ClusterError>() {
             return Some(Self::Run);
         }
         None
@@ -206,7 +203,7 @@ pub async fn failed_before<R>(
     collector: &str,
     delivery: &crate::metrics::Delivery,
     events: &crate::events::Events,
-    cluster: Option<&gc_k8s::KubeCluster>,
+    cluster: Option<&(impl gc_core::ports::EventSink + ?Sized)>,
     namespaces: &[String],
     started: std::time::Instant,
     error: &crate::Error,

@@ -7,117 +7,32 @@
 //! run does not cover.
 
 use crate::Context as _;
-use async_trait::async_trait;
 use gc_core::PodConfig;
 use gc_core::pods::apply::{self, Ports, TargetOutcome, TargetResult};
 use gc_core::pods::approval::PlanFile;
 use gc_core::pods::ledger::PreviousLedger;
+use gc_core::pods::list::{failed_pod_query, list_inventory};
 use gc_core::pods::plan::Target;
-use gc_core::ports::{Clock, Cluster, ClusterError, Lock, Page, Store};
+use gc_core::ports::{Clock, Cluster, EventSink, Lock, Namespaces, OpenStore, Sink, Store};
 use gc_core::{PodPlan, plan_pods};
 use serde::Serialize;
 
 use crate::clock::SystemClock;
-use crate::events::{EventSink, Events};
+use crate::events::Events;
 use crate::metrics::RunMetrics;
 use crate::outcome::{Failure, NamespaceRun, Stage};
-use crate::{RunLock, Settings, SettingsError, Sink, Stopped, stopped};
+use crate::{RunLock, Settings, SettingsError, Stopped, stopped};
 
 /// The run lock of the failed-Pod collector in its namespace (one per namespace, whatever the
 /// cluster id).
 pub const PODS_LOCK: &str = "gc-pods";
 
-/// Lists the metadata of every namespace's Pods, page by page: what finds pins in namespaces a
-/// run does not cover.
-#[async_trait]
-pub trait EveryNamespace: Send + Sync {
-    /// One page of every Pod's metadata (a `PartialObjectMetadataList`'s JSON text), from
-    /// `continue_token` when given.
-    ///
-    /// # Errors
-    /// As [`Cluster`]'s calls.
-    async fn list_all_pod_metadata(
-        &self,
-        limit: u32,
-        continue_token: Option<&str>,
-    ) -> Result<Page, ClusterError>;
-}
-
-#[async_trait]
-impl EveryNamespace for gc_k8s::KubeCluster {
-    async fn list_all_pod_metadata(
-        &self,
-        limit: u32,
-        continue_token: Option<&str>,
-    ) -> Result<Page, ClusterError> {
-        gc_k8s::KubeCluster::list_all_pod_metadata(self, limit, continue_token).await
-    }
-}
-
 /// What a failed-Pod collector's cluster must do: list, pin, patch and delete Pods, list every
-/// namespace's Pods, hold the run lock, and post Events ([`gc_k8s::KubeCluster`] does all of it;
+/// namespace's Pods, hold the run lock, and post Events (`gc_k8s::KubeCluster` does all of it;
 /// the runtime's tests use fakes).
-pub trait PodCluster: Cluster + EveryNamespace + Lock + EventSink + Clone + 'static {}
+pub trait PodCluster: Cluster + Namespaces + Lock + EventSink + Clone + 'static {}
 
-impl<T: Cluster + EveryNamespace + Lock + EventSink + Clone + 'static> PodCluster for T {}
-
-/// The store of receipts and the ledger, opened by each namespace's run: a store that cannot be
-/// opened stops that run before it plans, its pins released; one that is back by the next
-/// namespace's run is used there.
-#[async_trait]
-pub trait OpenStore: Send + Sync {
-    /// The store opened.
-    type Store: Store;
-    /// Opens it.
-    ///
-    /// # Errors
-    /// When it cannot be opened.
-    async fn open(&self) -> crate::Result<Self::Store>;
-}
-
-/// The store at a URL (`sqlite:PATH`, a path, `postgres://...`), or the embedded SQLite file
-/// (`None`), each call to it waiting at most the duration given for its answer
-/// ([`crate::open_store`]).
-#[derive(Debug, Clone)]
-pub struct StoreAt(pub Option<String>, pub std::time::Duration);
-
-impl Default for StoreAt {
-    fn default() -> Self {
-        Self(None, gc_store::DEFAULT_TIMEOUT)
-    }
-}
-
-#[async_trait]
-impl OpenStore for StoreAt {
-    type Store = gc_store::Store;
-    async fn open(&self) -> crate::Result<gc_store::Store> {
-        crate::open_store_within(self.0.as_deref(), self.1).await
-    }
-}
-
-/// A store already open, shared: every run uses it.
-#[async_trait]
-impl<S: Store + 'static> OpenStore for std::sync::Arc<S> {
-    type Store = std::sync::Arc<S>;
-    async fn open(&self) -> crate::Result<std::sync::Arc<S>> {
-        Ok(std::sync::Arc::clone(self))
-    }
-}
-
-/// No store (`None`): for a collector that only plans from a ledger file and records nothing.
-/// Any run that needs the store fails, saying so.
-#[async_trait]
-impl<O: OpenStore> OpenStore for Option<O> {
-    type Store = O::Store;
-    async fn open(&self) -> crate::Result<O::Store> {
-        match self {
-            Some(store) => store.open().await,
-            None => Err(crate::Error::msg(
-                "this collector was built without a store",
-            )),
-        }
-    }
-}
+impl<T: Cluster + Namespaces + Lock + EventSink + Clone + 'static> PodCluster for T {}
 
 /// The failed-Pod collector, built once from connected parts, each a `gc-core` port: the cluster
 /// ([`PodCluster`]), gc's store of receipts and ledgers ([`OpenStore`]), the archive sink
@@ -131,58 +46,6 @@ pub struct PodCollector<C, O, A, K = SystemClock> {
     sink: A,
     clock: K,
     settings: Settings,
-}
-
-/// The collector of the command line and of `serve`: the API server, a store at a URL, the
-/// archive sink its flags name, the system clock.
-pub type KubePodCollector =
-    PodCollector<gc_k8s::KubeCluster, StoreAt, gc_store::Archives, SystemClock>;
-
-/// Where a failed-Pod collector's parts are, as a command's flags give them (either of the
-/// first two may have failed to be made: an unreadable token file, an invalid archive URL).
-pub struct PodSources {
-    /// How to reach the cluster.
-    pub connection: crate::Result<gc_k8s::Connection>,
-    /// Where archives go.
-    pub sink: crate::Result<gc_store::Archives>,
-    /// The store.
-    pub store: StoreAt,
-}
-
-/// The collector of `sources`, connected, acting as `settings` say. When a part could not be
-/// made or the cluster not reached, each of `namespaces` fails at stage `run` with its metrics,
-/// alert and Event (when the cluster can be reached), as a run that met the error does: `Err`
-/// holds those runs and the error.
-///
-/// # Errors
-/// As said.
-pub async fn connect_parts(
-    sources: PodSources,
-    settings: Settings,
-    namespaces: &[String],
-) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, crate::Error)> {
-    // The errors in the order a run meets them: the connection's, the sink's, the cluster's.
-    let (cluster, error) = match (sources.connection, sources.sink) {
-        (Err(error), _) => (None, error),
-        (Ok(connection), Err(error)) => (connect(&connection).await.ok(), error),
-        (Ok(connection), Ok(sink)) => match connect(&connection).await {
-            Err(error) => (None, error),
-            Ok(cluster) => {
-                let parts = (cluster.clone(), sources.store, sink, SystemClock);
-                match PodCollector::new(parts, settings.clone()) {
-                    Ok(collector) => return Ok(collector),
-                    Err(error) => (Some(cluster), error.into()),
-                }
-            }
-        },
-    };
-    if namespaces.is_empty() {
-        return Err((Vec::new(), error));
-    }
-    let events = settings.events_hook();
-    let (started, d, e) = (std::time::Instant::now(), &settings.delivery, &events);
-    let failed = crate::failed_before("pods", d, e, cluster.as_ref(), namespaces, started, &error);
-    Err((failed.await, error))
 }
 
 /// What a run did.
@@ -268,7 +131,7 @@ impl<C: PodCluster, O: OpenStore, A: Send + Sync, K: Send + Sync> PodCollector<C
         // A ledger file not recorded needs no store.
         let store = match (file_ledger, record) {
             (Some(_), false) => None,
-            _ => Some(self.store.open().await?),
+            _ => Some(self.store.open().await.context("cannot open the store")?),
         };
         let live = Live {
             cluster: &self.cluster,
@@ -649,7 +512,8 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
     /// written and read back (dry runs too, so that a dry run meets what a live run would).
     /// `Err` names the metrics stage, `store` or `archive`.
     async fn usable(&self, cluster_id: &str) -> Result<O::Store, (Stage, crate::Error)> {
-        let store = (self.store.open().await).map_err(|e| (Stage::Store, e))?;
+        let store = (self.store.open().await.context("cannot open the store"))
+            .map_err(|e| (Stage::Store, e))?;
         let sink = &self.sink;
         sink.probe(cluster_id)
             .await
@@ -738,13 +602,6 @@ pub enum Targets<'a> {
     Planned,
 }
 
-/// Connects to the cluster.
-pub(crate) async fn connect(connection: &gc_k8s::Connection) -> crate::Result<gc_k8s::KubeCluster> {
-    gc_k8s::connect(connection)
-        .await
-        .context("cannot connect to the cluster")
-}
-
 /// The cluster a plan reads, the store its ledger lives in (else none is kept), and whether
 /// the new ledger is recorded there.
 pub(crate) struct Live<'a, C, S> {
@@ -782,8 +639,8 @@ pub(crate) async fn plan_live<C: Cluster, S: Store>(
         }
         (None, None) => &PreviousLedger::default(),
     };
-    let query = gc_k8s::failed_pod_query(cfg, 500);
-    let inventory = gc_k8s::list_inventory(
+    let query = failed_pod_query(cfg, 500);
+    let inventory = list_inventory(
         live.cluster,
         &query,
         cfg.rules(),

@@ -20,9 +20,10 @@ use gc_core::sessions::run::{AuditRecord, SessionReport};
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::clock;
 use crate::outcome::Outcome;
 use crate::sessions::{Audit, RefusedLine, SessionCluster, SessionCollector};
-use crate::{Sink, clock};
+use gc_core::ports::Sink;
 
 /// How requests are taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,6 +238,11 @@ impl<C, D, S, A> Requests<C, D, S, A> {
         tokio::time::timeout(within, self.tasks.wait())
             .await
             .is_ok()
+    }
+
+    /// How long a stopping process waits for what the desk started ([`Requests::finished`]).
+    pub fn finish_within(&self) -> Duration {
+        self.options.finish_within
     }
 
     /// Runs `task` as one of the desk's own, which [`Requests::finished`] waits for.

@@ -10,18 +10,19 @@
 
 use std::time::Duration;
 
+use crate::Context as _;
+use gc_core::events::{EventRecord, EventType, Regarding};
 use gc_core::ports::{ObjectCreator, Receipt, SessionReceipts};
 use gc_core::sessions::Kind;
 use gc_core::sessions::manifest::restorable;
 use gc_core::sessions::volumes::{self, ClaimedAgain, NotKept};
-use gc_k8s::{EventRecord, EventType, Regarding};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::Sink;
 use crate::clock::now;
 use crate::events::Events;
 use crate::sessions::SessionCluster;
+use gc_core::ports::Sink;
 
 /// What to restore: the sessions, where their objects were, and how long to wait for a claim
 /// to be bound again.
@@ -306,7 +307,7 @@ async fn wait_bound<C: SessionCluster, S, A>(
 
 /// The archive of `r`, read from `sink` and verified against `r`, as JSON.
 async fn read(sink: &impl Sink, r: &Receipt) -> Result<Value, String> {
-    let bytes = crate::archives::read_receipted(sink, r)
+    let bytes = read_receipted(sink, r)
         .await
         .map_err(|e| format!("{e:#}"))?;
     serde_json::from_slice(&bytes).map_err(|e| format!("archive {} is not JSON: {e}", r.uri))
@@ -540,6 +541,28 @@ async fn on_volume<C: SessionCluster, S, A>(
         existing["spec"]["volumeName"].as_str().unwrap_or("none"),
         record.claim_uid,
     ))
+}
+
+/// The archive `receipt` records, read from `sink` and verified against it.
+///
+/// # Errors
+/// When `sink` does not hold it, it cannot be read, or it does not match `receipt`.
+pub async fn read_receipted(sink: &impl Sink, receipt: &Receipt) -> crate::Result<Vec<u8>> {
+    let uri = &receipt.uri;
+    if !sink.holds(uri) {
+        return Err(crate::Error::msg(format!(
+            "archive {uri} is not in {} (give the sink it was written to)",
+            sink.shown()
+        )));
+    }
+    let bytes = sink
+        .read(uri)
+        .await
+        .with_context(|| format!("cannot read archive {uri}"))?;
+    if let Some(problem) = receipt.mismatch(&bytes) {
+        return Err(crate::Error::msg(format!("archive {uri} {problem}")));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

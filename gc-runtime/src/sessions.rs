@@ -9,7 +9,8 @@ use std::io::Write;
 
 use crate::Context as _;
 use gc_core::ports::{
-    Lock, ObjectCluster, ObjectCreator, SessionDirectory, SessionReceipts, Store, Volumes,
+    EventSink, Lock, ObjectCluster, ObjectCreator, SessionDirectory, SessionReceipts, Sink, Store,
+    Volumes,
 };
 use gc_core::selector::Spared;
 use gc_core::sessions::run::{
@@ -20,18 +21,18 @@ use gc_core::sessions::{Kind, SessionConfig, SessionDecision};
 use serde::Serialize;
 
 use crate::clock;
-use crate::events::{EventSink, Events};
+use crate::events::Events;
 use crate::metrics::RunMetrics;
 use crate::outcome::{Failure, NamespaceRun, Stage};
 use crate::restore::{RestoreRequest, Restored};
-use crate::{Settings, SettingsError, Sink, Stopped, stopped};
+use crate::{Settings, SettingsError, Stopped, stopped};
 
 /// The run lock of the session collector in its namespace (one per namespace, whatever the
 /// cluster id).
 pub const SESSIONS_LOCK: &str = "gc-sessions";
 
 /// What a session collector's cluster must do: list, read and delete the labelled objects, keep
-/// and give back volumes, hold the run lock, and post Events ([`gc_k8s::KubeCluster`] does all
+/// and give back volumes, hold the run lock, and post Events (`gc_k8s::KubeCluster` does all
 /// of it; the runtime's tests use fakes).
 pub trait SessionCluster: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static {}
 
@@ -504,115 +505,6 @@ fn write_lines<T: Serialize>(sink: &mut dyn Write, lines: &[T]) -> crate::Result
         sink.write_all(&text)?;
     }
     sink.flush().context("cannot write the audit log")
-}
-
-/// Where the session collector's inputs are, as a command's flags give them (either of the first
-/// two may have failed to be made: an unreadable token file, an unusable database URL).
-pub struct SessionSources {
-    /// How to reach the cluster.
-    pub connection: crate::Result<gc_k8s::Connection>,
-    /// The session database's URL.
-    pub database_url: crate::Result<String>,
-    /// The session table in it.
-    pub table: gc_store::TableSpec,
-}
-
-/// The cluster and the session table of `sources`, connected and checked; when that fails, the
-/// cluster too if it was connected before the table failed (to post Events with).
-///
-/// # Errors
-/// As said.
-pub async fn connect(
-    sources: SessionSources,
-) -> Result<
-    (gc_k8s::KubeCluster, gc_store::SessionTable),
-    (Option<gc_k8s::KubeCluster>, crate::Error),
-> {
-    let url = sources.database_url.map_err(|e| (None, e))?;
-    let connection = sources.connection.map_err(|e| (None, e))?;
-    let cluster = crate::pods::connect(&connection)
-        .await
-        .map_err(|e| (None, e))?;
-    match gc_store::connect_sessions(&url, sources.table).await {
-        Ok(table) => Ok((cluster, table)),
-        Err(e) => {
-            let error = crate::Error::from(e).context("cannot open the session table");
-            Err((Some(cluster), error))
-        }
-    }
-}
-
-/// The collection of each namespace of `selection` ([`SessionCollector::collect`]), each with
-/// its settings from `config`, over `sources`, gc's store `store` (`None`: the embedded one) and
-/// `sink`, as `settings` say. Anything that fails before the first namespace's run (a
-/// connection, the table, the Namespaces list, a namespace's settings, the store, the settings)
-/// fails every namespace known at stage `run`, with its metrics, alert and Event (when the
-/// cluster was reached): the error is returned.
-///
-/// # Errors
-/// As said.
-pub async fn run_selected(
-    sources: SessionSources,
-    store: Option<&str>,
-    sink: gc_store::Archives,
-    settings: Settings,
-    selection: &crate::namespaces::Selection,
-    config: impl Fn(&str) -> crate::Result<SessionConfig>,
-    audit: &mut (dyn Audit + Send),
-) -> crate::Result<Vec<NamespaceRun<SessionReport>>> {
-    // Settings no run could use are refused before anything is connected to.
-    settings.check()?;
-    let started = std::time::Instant::now();
-    let default = SESSIONS_NAMESPACE;
-    let events = settings.events_hook();
-    // Each namespace known fails as a run that met `error` does.
-    let early = async |cluster: Option<&gc_k8s::KubeCluster>, known: &[String], error| {
-        let (d, e) = (&settings.delivery, &events);
-        let failed = crate::failed_before::<SessionReport>;
-        failed("sessions", d, e, cluster, known, started, &error).await;
-        error
-    };
-    let (cluster, table) = match connect(sources).await {
-        Ok(connected) => connected,
-        Err((cluster, error)) => {
-            let known = match (selection.named(default), &cluster) {
-                (Some(named), _) => named,
-                (None, Some(c)) => selection.resolve(c, default).await.unwrap_or_default(),
-                (None, None) => Vec::new(),
-            };
-            return Err(early(cluster.as_ref(), &known, error).await);
-        }
-    };
-    let namespaces = match selection.resolve(&cluster, default).await {
-        Ok(namespaces) => namespaces,
-        Err(error) => {
-            table.close().await;
-            let known = selection.named(default).unwrap_or_default();
-            return Err(early(Some(&cluster), &known, error).await);
-        }
-    };
-    let opened = async {
-        settings.check()?;
-        let configs = namespaces.iter().map(|ns| config(ns));
-        let configs = configs.collect::<crate::Result<Vec<_>>>()?;
-        let opened = crate::open_store_within(store, settings.store_timeout);
-        Ok((configs, opened.await?))
-    };
-    let (configs, store) = match opened.await {
-        Ok(opened) => opened,
-        Err(error) => {
-            table.close().await;
-            return Err(early(Some(&cluster), &namespaces, error).await);
-        }
-    };
-    drop(events);
-    let parts = (cluster, table, store, sink);
-    let collector = SessionCollector::new(parts, settings)?;
-    let runs = collector.collect(&configs, audit).await;
-    let (_, table, store, _) = collector.into_parts();
-    table.close().await;
-    store.close().await;
-    Ok(runs)
 }
 
 /// The session collector's namespace when none is named (StreamSpace's).

@@ -5,6 +5,11 @@ use std::sync::Arc;
 use crate::metrics::Delivery;
 use crate::{Cancel, LockOptions, clock};
 
+/// How long one call to gc's store may wait for its answer by default: a receipt is written in
+/// milliseconds, so 30 s is a store that stopped answering, well inside the run lock's 30 s
+/// lease renewed every 10 s.
+pub const STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How a collector acts and reports. The default is safe: a dry run (no Lease taken, every
 /// write a server-side dry run, no archive written, no Event), judged at the clock's
 /// instant, the lock taken as [`LockOptions::default`] says, metrics and alerts nowhere, never
@@ -36,7 +41,7 @@ pub struct Settings {
     /// [`gc_core::pipeline::MAX_CONCURRENCY`].
     pub concurrency: usize,
     /// How long one call to gc's store may wait for its answer before the run fails, deleting
-    /// nothing more. Default: [`gc_store::DEFAULT_TIMEOUT`] (30 s).
+    /// nothing more. Default: [`STORE_TIMEOUT`].
     pub store_timeout: std::time::Duration,
 }
 
@@ -81,7 +86,7 @@ impl Default for Settings {
             now: None,
             allow_future_now: false,
             concurrency: gc_core::pipeline::DEFAULT_CONCURRENCY,
-            store_timeout: gc_store::DEFAULT_TIMEOUT,
+            store_timeout: STORE_TIMEOUT,
         }
     }
 }

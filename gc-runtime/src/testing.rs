@@ -287,7 +287,7 @@ impl<A: gc_core::ports::ArchiveSink> gc_core::ports::ArchiveSink for TestSink<A>
 }
 
 #[async_trait]
-impl<A: gc_core::ports::ArchiveSink> crate::Sink for TestSink<A> {
+impl<A: gc_core::ports::ArchiveSink> gc_core::ports::Sink for TestSink<A> {
     async fn probe(&self, _cluster_id: &str) -> Result<(), gc_core::ports::StoreError> {
         if self.1 {
             return Err(gc_core::ports::StoreError::Unavailable("disk full".into()));
@@ -377,7 +377,16 @@ impl gc_core::ports::Cluster for TestPods {
 }
 
 #[async_trait]
-impl crate::pods::EveryNamespace for TestPods {
+impl gc_core::ports::Namespaces for TestPods {
+    async fn list_namespaces(&self, _: Option<&str>) -> Result<Vec<String>, ClusterError> {
+        let w = self.fake.w();
+        let mut names: Vec<String> = (w.pods.values())
+            .filter_map(|p| p["metadata"]["namespace"].as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
     async fn list_all_pod_metadata(
         &self,
         _limit: u32,
@@ -439,14 +448,14 @@ macro_rules! leased {
         }
 
         #[async_trait]
-        impl crate::events::EventSink for $cluster {
+        impl gc_core::ports::EventSink for $cluster {
             async fn post_event(
                 &self,
-                event: &k8s_openapi::api::events::v1::Event,
+                record: &gc_core::events::EventRecord,
+                _: &gc_core::events::Reporter,
             ) -> Result<(), ClusterError> {
-                let reason = event.reason.clone().unwrap_or_default();
-                let note = event.note.clone().unwrap_or_default();
-                self.events.lock().unwrap().push(format!("{reason}: {note}"));
+                let line = format!("{}: {}", record.reason, record.note);
+                self.events.lock().unwrap().push(line);
                 Ok(())
             }
         }

@@ -3,12 +3,12 @@
 
 use gc_core::PodConfig;
 use gc_core::sessions::SessionConfig;
-use gc_k8s::KubeCluster;
+use gc_runtime::adapters::{
+    Archives, KubeCluster, KubePodCollector, SessionSources, SessionTable, Store, run_selected,
+};
 use gc_runtime::namespaces::Selection;
-use gc_runtime::pods::KubePodCollector;
-use gc_runtime::sessions::{Audit, SessionCollector, SessionSources, run_selected};
+use gc_runtime::sessions::{Audit, SessionCollector};
 use gc_runtime::{Cancel, LockOptions, RunLock, Settings};
-use gc_store::{Archives, SessionTable, Store};
 
 /// Every source file of the crate, with its text.
 fn sources() -> Vec<(String, String)> {
@@ -51,7 +51,7 @@ fn the_crate_keeps_no_process_state_and_leaves_signals_and_exit_to_its_caller() 
 }
 
 /// Compiles only when the run lock's futures are `Send`; never called.
-fn _futures_are_send(cluster: &gc_k8s::KubeCluster, options: &LockOptions, cancel: &dyn Cancel) {
+fn _futures_are_send(cluster: &KubeCluster, options: &LockOptions, cancel: &dyn Cancel) {
     fn send<T: Send>(_: T) {}
     send(RunLock::take(
         cluster, "ns", "gc-pods", options, false, cancel,
@@ -59,7 +59,7 @@ fn _futures_are_send(cluster: &gc_k8s::KubeCluster, options: &LockOptions, cance
 }
 
 /// Compiles only when a held lock can move to another task; never called.
-fn _lock_is_send(lock: RunLock<gc_k8s::KubeCluster>) {
+fn _lock_is_send(lock: RunLock<KubeCluster>) {
     fn send<T: Send>(_: T) {}
     send(lock.release());
 }
@@ -101,11 +101,14 @@ fn _selected_runs_are_send(
 
 /// Compiles only when `archives prune` is `Send`: an embedder can prune on a multi-threaded
 /// runtime. Never called.
-fn _prune_is_send(store: &gc_store::Store, sink: &gc_store::Archives) {
+fn _prune_is_send(store: &Store, sink: &Archives) {
     fn send<T: Send>(_: T) {}
-    let policy =
-        gc_runtime::archives::prune::Policy::new(std::time::Duration::from_secs(1), 7, true);
-    send(gc_runtime::archives::prune::prune(
+    let policy = gc_runtime::adapters::archives::prune::Policy::new(
+        std::time::Duration::from_secs(1),
+        7,
+        true,
+    );
+    send(gc_runtime::adapters::archives::prune::prune(
         store, sink, "primary", None, &policy, 0.0,
     ));
 }

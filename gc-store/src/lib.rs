@@ -15,7 +15,6 @@ mod location;
 mod object;
 mod schema;
 mod sessions;
-mod shown;
 mod sinks;
 
 use std::fmt;
@@ -35,12 +34,12 @@ use location::Location;
 use schema::Dialect;
 
 pub use archive::{ArchiveEntry, DirectorySink, default_archive_dir};
+pub use gc_core::shown::{UrlNotShown, shown_url};
 pub use object::{ObjectOptions, ObjectSink};
 pub use sessions::{
     DB_VARIABLES, SessionTable, SessionUrlError, TableSpec, connect_sessions, session_url,
     url_from_env,
 };
-pub use shown::{UrlNotShown, shown_url};
 pub use sinks::Archives;
 
 /// How long opening a store may wait for the first connection, and a call for a pooled one.
@@ -58,6 +57,45 @@ const MAX_CONNECTIONS: u32 = 4;
 /// `$XDG_STATE_HOME/gc/gc.sqlite3`, else `~/.local/state/gc/gc.sqlite3`.
 pub fn default_path() -> PathBuf {
     location::default_path_from(|name| std::env::var_os(name))
+}
+
+/// The store at a URL (`sqlite:PATH`, a path, `postgres://...`), or the embedded SQLite file
+/// (`None`), each call to it waiting at most the duration given for its answer: what a
+/// collector opens for each namespace's run ([`gc_core::ports::OpenStore`]).
+#[derive(Debug, Clone)]
+pub struct StoreAt(pub Option<String>, pub Duration);
+
+impl Default for StoreAt {
+    fn default() -> Self {
+        Self(None, DEFAULT_TIMEOUT)
+    }
+}
+
+impl StoreAt {
+    /// Opens it.
+    ///
+    /// # Errors
+    /// As [`open_within`]; [`StoreError::Other`] when the default path is not UTF-8.
+    pub async fn open(&self) -> Result<Store, StoreError> {
+        let url = match &self.0 {
+            Some(url) => url.clone(),
+            None => default_path()
+                .to_str()
+                .ok_or_else(|| {
+                    StoreError::Other("the default store path is not UTF-8: give `store`".into())
+                })?
+                .to_owned(),
+        };
+        open_within(&url, self.1).await
+    }
+}
+
+#[async_trait::async_trait]
+impl gc_core::ports::OpenStore for StoreAt {
+    type Store = Store;
+    async fn open(&self) -> Result<Store, StoreError> {
+        StoreAt::open(self).await
+    }
 }
 
 /// An open store: a SQLite file or a PostgreSQL database, migrated.

@@ -157,7 +157,7 @@ fn for_sqlx(url: &str) -> (String, usize) {
 /// ones shown, and `password`.
 fn sqlx_reads(key: &str) -> bool {
     key == "password"
-        || crate::shown::SHOWN_PARAMETERS.contains(&key)
+        || gc_core::shown::SHOWN_PARAMETERS.contains(&key)
         || (key.starts_with("options[") && key.ends_with(']'))
 }
 

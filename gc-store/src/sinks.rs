@@ -143,3 +143,16 @@ impl ArchiveSink for Archives {
         }
     }
 }
+
+#[async_trait]
+impl gc_core::ports::Sink for Archives {
+    async fn probe(&self, cluster_id: &str) -> Result<(), StoreError> {
+        Archives::probe(self, cluster_id).await
+    }
+    fn shown(&self) -> String {
+        Archives::shown(self)
+    }
+    fn holds(&self, uri: &str) -> bool {
+        Archives::holds(self, uri)
+    }
+}

@@ -10,8 +10,9 @@ use gc_core::pods::approval::open_plans;
 use gc_output::pods::{write_report, write_runs};
 use gc_runtime::NamespaceRun;
 use gc_runtime::Settings;
+use gc_runtime::adapters::{self, KubePodCollector, PodSources, StoreAt};
 use gc_runtime::namespaces::Selection;
-use gc_runtime::pods::{self, KubePodCollector, PodSources, Report, StoreAt};
+use gc_runtime::pods::Report;
 
 use crate::archives::ArchiveArgs;
 use crate::clock;
@@ -175,7 +176,7 @@ async fn made(
         sink: archive.sink().map_err(gc_runtime::Error::other),
         store: StoreAt(store.cloned(), archive.store_timeout),
     };
-    pods::connect_parts(sources, settings, namespaces).await
+    adapters::connect_parts(sources, settings, namespaces).await
 }
 
 /// The settings of the flags' reporting, lock and dry run.

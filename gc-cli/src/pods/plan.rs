@@ -18,7 +18,7 @@ use crate::output::{Output, OutputArgs};
 use crate::pods::args::{PODS_NAMESPACE, PodInputArgs, SealArgs};
 use gc_output::TerminalProgress;
 use gc_output::pods::{write_plan, write_plans};
-use gc_runtime::open_store;
+use gc_runtime::adapters::open_store;
 use gc_runtime::pods::PodCollector;
 use gc_runtime::{Error as RunError, Progress};
 

@@ -5,7 +5,7 @@ use clap::Args;
 use gc_core::selector::{DEFAULT_PROTECT_LABEL, LabelPair, Selector};
 use gc_core::sessions::{Kind, SessionConfig, SessionInputs};
 use gc_k8s::KubeCluster;
-use gc_runtime::sessions::SessionSources;
+use gc_runtime::adapters::SessionSources;
 use gc_store::{SessionTable, TableSpec};
 
 use crate::exit::UsageError;
@@ -271,7 +271,7 @@ impl SessionArgs {
 
 /// The cluster and the session table, connected and checked.
 pub(crate) async fn connect(args: &SessionArgs) -> anyhow::Result<(KubeCluster, SessionTable)> {
-    gc_runtime::sessions::connect(args.sources())
+    gc_runtime::adapters::connect_sessions(args.sources())
         .await
         .map_err(|(_, error)| error.into())
 }

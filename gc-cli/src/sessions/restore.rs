@@ -87,8 +87,10 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
     };
     let restored = live::block_on(async {
         let cluster = args.connect.cluster().await?;
-        let store =
-            gc_runtime::open_store_within(args.store.as_deref(), args.archive.store_timeout);
+        let store = gc_runtime::adapters::open_store_within(
+            args.store.as_deref(),
+            args.archive.store_timeout,
+        );
         let store = store.await?;
         let collector = SessionCollector::new((cluster, (), store, sink), settings)?;
         let restored = collector.restore(&request).await;

@@ -10,10 +10,11 @@ use clap::Args;
 use gc_core::sessions::SessionConfig;
 use gc_core::sessions::run::SessionReport;
 use gc_output::sessions::Shown;
+use gc_runtime::adapters::SessionsApi;
 use gc_runtime::metrics::Delivery;
 use gc_runtime::requests::RequestOptions;
-use gc_runtime::serve::api::{ApiOptions, SessionsApi};
-use gc_runtime::sessions::{self, Audit, AuditLog, RefusedLine};
+use gc_runtime::serve::api::ApiOptions;
+use gc_runtime::sessions::{Audit, AuditLog, RefusedLine};
 use gc_runtime::{Cancel as _, Settings};
 
 use crate::archives::ArchiveArgs;
@@ -117,7 +118,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     let store = args.store.as_deref();
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let sources = args.args.sources();
-    let runs = sessions::run_selected(
+    let runs = gc_runtime::adapters::run_selected(
         sources, store, archives, settings, &selection, config, &mut audit,
     )
     .await?;

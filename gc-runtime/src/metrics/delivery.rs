@@ -7,7 +7,7 @@ use super::*;
 
 /// Where a run's metrics and alerts go (the CLI's `--pushgateway`, `--metrics-file`,
 /// `--metrics-prefix`, `--alert-webhook`, `--alert-on-success`). Its `Debug` shows the
-/// Pushgateway URL as [`gc_store::shown_url`] shows it.
+/// Pushgateway URL as [`gc_core::shown::shown_url`] shows it.
 #[derive(Clone)]
 pub struct Delivery {
     /// Push each run's metrics to this Pushgateway (`http://host:9091`).
@@ -28,7 +28,7 @@ pub struct Delivery {
 impl std::fmt::Debug for Delivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let pushgateway = self.pushgateway.as_deref().map(|url| {
-            gc_store::shown_url(url).unwrap_or_else(|_| "(not shown: not a valid URL)".into())
+            gc_core::shown::shown_url(url).unwrap_or_else(|_| "(not shown: not a valid URL)".into())
         });
         f.debug_struct("Delivery")
             .field("pushgateway", &pushgateway)

@@ -1,5 +1,5 @@
 //! HTTP for the Pushgateway and the webhook: a bounded agent, and what of a URL messages show
-//! (a whole URL is shown as `gc_store::shown_url` shows it).
+//! (a whole URL is shown as `gc_core::shown::shown_url` shows it).
 
 use std::time::Duration;
 

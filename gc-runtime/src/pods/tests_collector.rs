@@ -10,6 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use gc_core::ports::StoreError;
+
 use gc_core::pods::apply::TargetOutcome as Done;
 use gc_core::testing::pods::{self as fake, Fake, PIN};
 
@@ -23,11 +26,9 @@ struct Receipts(Arc<Fake>, bool);
 #[async_trait]
 impl OpenStore for Receipts {
     type Store = Arc<Fake>;
-    async fn open(&self) -> crate::Result<Arc<Fake>> {
+    async fn open(&self) -> Result<Arc<Fake>, StoreError> {
         if self.1 {
-            return Err(crate::Error::msg(
-                "cannot open the store: connection refused",
-            ));
+            return Err(StoreError::Unavailable("connection refused".into()));
         }
         Ok(Arc::clone(&self.0))
     }
@@ -276,7 +277,7 @@ async fn an_unusable_store_or_sink_plans_nothing_and_releases_every_pin() {
         (
             true,
             Stage::Store,
-            "cannot open the store: connection refused",
+            "cannot open the store: store unavailable: connection refused",
         ),
         (
             false,

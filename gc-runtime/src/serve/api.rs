@@ -36,15 +36,14 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use gc_core::ports::{
-    Access, Asked, Caller, ClusterError, ObjectCreator, Receipt, SessionDirectory, SessionReceipts,
-    Store,
+    Access, Asked, Caller, ObjectCreator, Receipt, RestoreAccount, SessionDirectory,
+    SessionReceipts, Sink, Store,
 };
 use gc_core::sessions::requests::Requested;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::tls::Door;
-use crate::Sink;
 use crate::metrics::ApiMetrics;
 use crate::requests::{Refusal, Requests};
 use crate::sessions::SessionCluster;
@@ -186,63 +185,6 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Source {
             address: connected.map(|c| c.0.ip().to_canonical()),
             door: parts.extensions.get::<Arc<Door>>().cloned(),
         })
-    }
-}
-
-/// Who the request API restores as: the collector's own account may not create, so a restore
-/// acts as an account that may (the chart's restore account), with credentials asked for each
-/// time ([`ServiceAccount`]).
-#[async_trait::async_trait]
-pub trait RestoreAccount<C>: Send + Sync {
-    /// The account, as answers and logs name it.
-    fn name(&self) -> &str;
-    /// A cluster acting as the account.
-    ///
-    /// # Errors
-    /// The credentials could not be had: nothing is restored.
-    async fn act(&self) -> Result<C, ClusterError>;
-}
-
-/// A ServiceAccount gc acts as with a short-lived token it asks the API server for
-/// ([`gc_k8s::KubeCluster::as_service_account`]): gc's account needs `create` on
-/// `serviceaccounts/token` for that one account, and holds no right of its own to create.
-pub struct ServiceAccount {
-    cluster: gc_k8s::KubeCluster,
-    connection: gc_k8s::Connection,
-    namespace: String,
-    account: String,
-    user: String,
-}
-
-impl ServiceAccount {
-    /// The ServiceAccount `namespace/account`, asked for by `cluster`'s account, reached as
-    /// `connection` says.
-    pub fn new(
-        cluster: gc_k8s::KubeCluster,
-        connection: gc_k8s::Connection,
-        namespace: &str,
-        account: &str,
-    ) -> Self {
-        Self {
-            cluster,
-            connection,
-            namespace: namespace.to_owned(),
-            account: account.to_owned(),
-            user: format!("system:serviceaccount:{namespace}:{account}"),
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl RestoreAccount<gc_k8s::KubeCluster> for ServiceAccount {
-    fn name(&self) -> &str {
-        &self.user
-    }
-    async fn act(&self) -> Result<gc_k8s::KubeCluster, ClusterError> {
-        let (ns, account) = (&self.namespace, &self.account);
-        self.cluster
-            .as_service_account(&self.connection, ns, account)
-            .await
     }
 }
 
@@ -1278,109 +1220,76 @@ pub fn parse_account(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// What the session collector's request API is served with: the run command's parts (as
-/// [`crate::sessions::run_selected`] takes them) and the API's own options.
-pub struct SessionsApi {
-    /// Where the cluster and the session table are.
-    pub sources: crate::sessions::SessionSources,
-    /// gc's store (`None`: the embedded one).
-    pub store: Option<String>,
-    /// The archive sink.
-    pub sink: gc_store::Archives,
-    /// The runs' settings, as a scheduled run's. A requested run waits for the namespace's
-    /// Lease at most half of [`RequestOptions::answer_within`], so that a Lease another process
-    /// holds is answered `409` rather than left running.
-    pub settings: crate::Settings,
-    /// How requests are queued, and their grace.
-    pub requests: crate::requests::RequestOptions,
+/// How a served request API answers, beside its desk: who checks callers, whom restores act as,
+/// and what the server shows.
+pub struct Serving<C, X> {
+    /// The API server's answers about callers.
+    pub access: X,
+    /// Whom restores act as; `None`: restore is not offered.
+    pub restore: Option<Box<dyn RestoreAccount<C>>>,
     /// How callers are checked.
-    pub api: ApiOptions,
-    /// Where the requested runs' audit records go.
-    pub audit: Box<dyn crate::sessions::Audit>,
+    pub options: ApiOptions,
     /// What `/v1/status` names as the version.
     pub version: String,
     /// TLS ([`super::tls::server_config`]); without it, plain HTTP on a loopback address only.
     pub tls: Option<super::tls::TlsConfig>,
-    /// The ServiceAccount (`namespace`, `name`) restores act as ([`ServiceAccount`]); `None`:
-    /// restore is not offered.
-    pub restore_account: Option<(String, String)>,
     /// Where `serve` shows its metrics: the API's counters are shown there too (`None`: not
     /// shown).
     pub served: Option<Arc<crate::metrics::Served>>,
 }
 
-impl SessionsApi {
-    /// Serves the request API on `listener` until `stop` ends: connects the cluster, the
-    /// session table and the store, resolves `selection` once (a namespace created later is
-    /// served after a restart), takes each namespace's settings from `config`, then answers.
-    /// Plain HTTP, so only on a loopback address. When `stop` ends, requests still queued end
-    /// stopped and the server finishes the calls in progress.
-    ///
-    /// # Errors
-    /// A listener that is not on a loopback address (usage), or what fails before the first
-    /// call is answered: a connection, the Namespaces list, a namespace's settings, the store.
-    pub async fn serve(
-        self,
-        listener: std::net::TcpListener,
-        selection: &crate::namespaces::Selection,
-        config: impl Fn(&str) -> crate::Result<gc_core::sessions::SessionConfig>,
-        stop: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> crate::Result<()> {
-        use crate::Context as _;
-        let address = listener.local_addr()?;
-        check_address(address, self.tls.is_some())?;
-        let connection = self.sources.connection.as_ref().ok().cloned();
-        let (cluster, table) = crate::sessions::connect(self.sources)
-            .await
-            .map_err(|(_, e)| e)?;
-        let default = crate::sessions::SESSIONS_NAMESPACE;
-        let namespaces = selection.resolve(&cluster, default).await?;
-        let configs = namespaces.iter().map(|ns| config(ns));
-        let configs = configs.collect::<crate::Result<Vec<_>>>()?;
-        let store =
-            crate::open_store_within(self.store.as_deref(), self.settings.store_timeout).await?;
-        let mut settings = self.settings;
-        settings.lock.wait = (settings.lock.wait).min(self.requests.answer_within / 2);
-        let access = cluster.clone();
-        let restore = (self.restore_account)
-            .zip(connection)
-            .map(|((ns, name), connection)| {
-                let account = ServiceAccount::new(cluster.clone(), connection, &ns, &name);
-                Box::new(account) as Box<dyn RestoreAccount<_>>
-            });
-        let collector =
-            crate::sessions::SessionCollector::new((cluster, table, store, self.sink), settings)?;
-        let desk = Requests::new(collector, configs, self.requests, self.audit);
-        let api = Api::new(Arc::clone(&desk), access, self.api, &self.version, restore);
-        listener
-            .set_nonblocking(true)
-            .context("cannot set up the listening socket")?;
-        let listener = tokio::net::TcpListener::from_std(listener)
-            .context("cannot serve on the listening socket")?;
-        tracing::info!(
-            "serving the request API on {address} for namespace(s) {}",
-            namespaces.join(", ")
-        );
-        let stopping = Arc::clone(&desk);
-        let stopped = async move {
-            stop.await;
-            stopping.stop();
-        };
-        if let Some(served) = &self.served {
-            served.show_api(api.metrics());
-        }
-        let limits = api.options.limits();
-        super::tls::serve(listener, api.router(), self.tls, limits, stopped).await;
-        // What the callers left behind (a run whose caller went away, a restore past its call)
-        // ends before the process does: its audit lines written, its Lease released.
-        let within = self.requests.finish_within;
-        if !desk.finished(within).await {
-            tracing::warn!(
-                "stopping with runs or restores still going after {}s: their Leases expire by \
-                 themselves, and the next run resumes",
-                within.as_secs()
-            );
-        }
-        Ok(())
+/// Answers `desk`'s request API on `listener` (checked with [`check_address`]) until `stop`
+/// ends; then requests still queued end stopped, the server finishes the calls in progress, and
+/// what callers left behind (a run whose caller went away, a restore past its call) ends within
+/// the desk's `finish_within`: its audit lines written, its Lease released.
+///
+/// # Errors
+/// When the listening socket cannot be served.
+pub async fn serve_desk<C, D, S, A, X>(
+    listener: std::net::TcpListener,
+    desk: Arc<Requests<C, D, S, A>>,
+    serving: Serving<C, X>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> crate::Result<()>
+where
+    C: SessionCluster + ObjectCreator,
+    D: SessionDirectory + 'static,
+    S: Store + SessionReceipts + 'static,
+    A: Sink + 'static,
+    X: Access + 'static,
+{
+    use crate::Context as _;
+    let Serving {
+        access,
+        restore,
+        options,
+        version,
+        tls,
+        served,
+    } = serving;
+    let api = Api::new(Arc::clone(&desk), access, options, &version, restore);
+    listener
+        .set_nonblocking(true)
+        .context("cannot set up the listening socket")?;
+    let listener = tokio::net::TcpListener::from_std(listener)
+        .context("cannot serve on the listening socket")?;
+    let stopping = Arc::clone(&desk);
+    let stopped = async move {
+        stop.await;
+        stopping.stop();
+    };
+    if let Some(served) = &served {
+        served.show_api(api.metrics());
     }
+    let limits = api.options.limits();
+    super::tls::serve(listener, api.router(), tls, limits, stopped).await;
+    let within = desk.finish_within();
+    if !desk.finished(within).await {
+        tracing::warn!(
+            "stopping with runs or restores still going after {}s: their Leases expire by \
+             themselves, and the next run resumes",
+            within.as_secs()
+        );
+    }
+    Ok(())
 }

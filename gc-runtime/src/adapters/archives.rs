@@ -7,7 +7,6 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::Context as _;
-use crate::Sink;
 use gc_core::ports::{ArchiveSink as _, Receipt, Store as _, StoreError};
 use gc_store::{Archives, ListedReceipt, ObjectOptions, ReceiptQuery, Store};
 use serde::Serialize;
@@ -75,30 +74,10 @@ pub async fn read_verified(
             store.location()
         )));
     };
-    let bytes = read_receipted(sink, &receipt).await.context("not shown")?;
-    Ok((receipt, bytes))
-}
-
-/// The archive `receipt` records, read from `sink` and verified against it.
-///
-/// # Errors
-/// When `sink` does not hold it, it cannot be read, or it does not match `receipt`.
-pub async fn read_receipted(sink: &impl Sink, receipt: &Receipt) -> crate::Result<Vec<u8>> {
-    let uri = &receipt.uri;
-    if !sink.holds(uri) {
-        return Err(crate::Error::msg(format!(
-            "archive {uri} is not in {} (give the sink it was written to)",
-            sink.shown()
-        )));
-    }
-    let bytes = sink
-        .read(uri)
+    let bytes = crate::restore::read_receipted(sink, &receipt)
         .await
-        .with_context(|| format!("cannot read archive {uri}"))?;
-    if let Some(problem) = receipt.mismatch(&bytes) {
-        return Err(crate::Error::msg(format!("archive {uri} {problem}")));
-    }
-    Ok(bytes)
+        .context("not shown")?;
+    Ok((receipt, bytes))
 }
 
 /// Every receipt of `cluster` (in `namespace`, if given) against its archive, read from the sink

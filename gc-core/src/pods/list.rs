@@ -1,9 +1,9 @@
 //! A live Pod inventory: server-filtered pages read one at a time into the core's facts.
 
-use gc_core::PodConfig;
-use gc_core::pods::facts::Rules;
-use gc_core::pods::inventory::{self, Inventory};
-use gc_core::ports::{Cluster, ClusterError, PodQuery};
+use crate::PodConfig;
+use crate::pods::facts::Rules;
+use crate::pods::inventory::{self, Inventory};
+use crate::ports::{Cluster, ClusterError, PodQuery};
 
 /// How many times a scan starts again from the first page when a continue token expires.
 pub const MAX_RESTARTS: usize = 3;
@@ -29,7 +29,7 @@ pub fn failed_pod_query(cfg: &PodConfig, page_size: u32) -> PodQuery {
 }
 
 /// Lists every Pod matching `query`, page by page (`query.limit` per page, following continue
-/// tokens), and reads each page's text with [`gc_core::pods::inventory::read`] under `rules`.
+/// tokens), and reads each page's text with [`crate::pods::inventory::read`] under `rules`.
 ///
 /// `progress(pages, pods)` is called after each page with the totals of the current scan.
 ///
@@ -95,10 +95,11 @@ mod tests {
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
+    use crate::ports::{Page, Preconditions};
     use async_trait::async_trait;
-    use gc_core::ports::{Page, Preconditions};
 
     use super::*;
+    use crate::testing::block_on;
 
     /// Answers `list_pods` from a script and records the continue tokens it was asked for.
     struct Script {
@@ -222,88 +223,100 @@ mod tests {
         (result, seen)
     }
 
-    #[tokio::test]
-    async fn pages_follow_continue_tokens_in_order() {
-        let script = Script::new(vec![
-            page(&["a", "b"], Some("t1")),
-            page(&["c", "d"], Some("t2")),
-            page(&["e"], None),
-        ]);
-        let (result, progress) = run(&script, 100).await;
-        let inventory = result.expect("listed");
-        assert_eq!(names(&inventory), ["a", "b", "c", "d", "e"]);
-        assert_eq!(inventory.count, 5);
-        assert_eq!(progress, [(1, 2), (2, 4), (3, 5)]);
-        assert_eq!(script.asked(), [None, Some("t1".into()), Some("t2".into())]);
+    #[test]
+    fn pages_follow_continue_tokens_in_order() {
+        block_on(async {
+            let script = Script::new(vec![
+                page(&["a", "b"], Some("t1")),
+                page(&["c", "d"], Some("t2")),
+                page(&["e"], None),
+            ]);
+            let (result, progress) = run(&script, 100).await;
+            let inventory = result.expect("listed");
+            assert_eq!(names(&inventory), ["a", "b", "c", "d", "e"]);
+            assert_eq!(inventory.count, 5);
+            assert_eq!(progress, [(1, 2), (2, 4), (3, 5)]);
+            assert_eq!(script.asked(), [None, Some("t1".into()), Some("t2".into())]);
+        });
     }
 
-    #[tokio::test]
-    async fn past_keep_at_most_pods_are_only_counted() {
-        let script = Script::new(vec![page(&["a", "b"], Some("t1")), page(&["c", "d"], None)]);
-        let (result, _) = run(&script, 3).await;
-        let inventory = result.expect("listed");
-        assert_eq!(names(&inventory), ["a", "b", "c"]);
-        assert_eq!(inventory.count, 4);
+    #[test]
+    fn past_keep_at_most_pods_are_only_counted() {
+        block_on(async {
+            let script = Script::new(vec![page(&["a", "b"], Some("t1")), page(&["c", "d"], None)]);
+            let (result, _) = run(&script, 3).await;
+            let inventory = result.expect("listed");
+            assert_eq!(names(&inventory), ["a", "b", "c"]);
+            assert_eq!(inventory.count, 4);
+        });
     }
 
-    #[tokio::test]
-    async fn an_expired_token_restarts_the_scan_from_the_first_page() {
-        let script = Script::new(vec![
-            page(&["a", "b"], Some("t1")),
-            Err(ClusterError::Expired),
-            page(&["a", "c"], Some("t9")),
-            page(&["d"], None),
-        ]);
-        let (result, progress) = run(&script, 100).await;
-        let inventory = result.expect("listed");
-        assert_eq!(names(&inventory), ["a", "c", "d"]);
-        assert_eq!(inventory.count, 3);
-        assert_eq!(progress, [(1, 2), (1, 2), (2, 3)]);
-        assert_eq!(
-            script.asked(),
-            [None, Some("t1".into()), None, Some("t9".into())]
-        );
+    #[test]
+    fn an_expired_token_restarts_the_scan_from_the_first_page() {
+        block_on(async {
+            let script = Script::new(vec![
+                page(&["a", "b"], Some("t1")),
+                Err(ClusterError::Expired),
+                page(&["a", "c"], Some("t9")),
+                page(&["d"], None),
+            ]);
+            let (result, progress) = run(&script, 100).await;
+            let inventory = result.expect("listed");
+            assert_eq!(names(&inventory), ["a", "c", "d"]);
+            assert_eq!(inventory.count, 3);
+            assert_eq!(progress, [(1, 2), (1, 2), (2, 3)]);
+            assert_eq!(
+                script.asked(),
+                [None, Some("t1".into()), None, Some("t9".into())]
+            );
+        });
     }
 
-    #[tokio::test]
-    async fn restarts_are_bounded() {
-        let mut answers = Vec::new();
-        for _ in 0..=MAX_RESTARTS {
-            answers.push(page(&["a"], Some("t")));
-            answers.push(Err(ClusterError::Expired));
-        }
-        let script = Script::new(answers);
-        let (result, _) = run(&script, 100).await;
-        assert_eq!(result, Err(ClusterError::Expired));
-        assert_eq!(script.asked().len(), 2 * (MAX_RESTARTS + 1));
+    #[test]
+    fn restarts_are_bounded() {
+        block_on(async {
+            let mut answers = Vec::new();
+            for _ in 0..=MAX_RESTARTS {
+                answers.push(page(&["a"], Some("t")));
+                answers.push(Err(ClusterError::Expired));
+            }
+            let script = Script::new(answers);
+            let (result, _) = run(&script, 100).await;
+            assert_eq!(result, Err(ClusterError::Expired));
+            assert_eq!(script.asked().len(), 2 * (MAX_RESTARTS + 1));
+        });
     }
 
-    #[tokio::test]
-    async fn other_errors_end_the_scan_at_once() {
-        let script = Script::new(vec![
-            page(&["a"], Some("t")),
-            Err(ClusterError::Unavailable("503".into())),
-        ]);
-        let (result, _) = run(&script, 100).await;
-        assert_eq!(result, Err(ClusterError::Unavailable("503".into())));
-        assert_eq!(script.asked().len(), 2);
+    #[test]
+    fn other_errors_end_the_scan_at_once() {
+        block_on(async {
+            let script = Script::new(vec![
+                page(&["a"], Some("t")),
+                Err(ClusterError::Unavailable("503".into())),
+            ]);
+            let (result, _) = run(&script, 100).await;
+            assert_eq!(result, Err(ClusterError::Unavailable("503".into())));
+            assert_eq!(script.asked().len(), 2);
+        });
     }
 
-    #[tokio::test]
-    async fn an_unreadable_page_is_an_error() {
-        let script = Script::new(vec![Ok(Page {
-            text: b"{\"items\": [".to_vec(),
-            continue_token: None,
-        })]);
-        let (result, _) = run(&script, 100).await;
-        assert!(matches!(result, Err(ClusterError::Other(m)) if m.contains("page 1")));
+    #[test]
+    fn an_unreadable_page_is_an_error() {
+        block_on(async {
+            let script = Script::new(vec![Ok(Page {
+                text: b"{\"items\": [".to_vec(),
+                continue_token: None,
+            })]);
+            let (result, _) = run(&script, 100).await;
+            assert!(matches!(result, Err(ClusterError::Other(m)) if m.contains("page 1")));
+        });
     }
 
     #[test]
     fn the_failed_pod_query_selects_on_the_server() {
-        let cfg = gc_core::PodInputs {
+        let cfg = crate::PodInputs {
             namespace: "team-a".into(),
-            ..gc_core::PodInputs::default()
+            ..crate::PodInputs::default()
         }
         .validate()
         .expect("valid");

@@ -15,7 +15,7 @@ use url::Url;
 /// The query parameters whose values are shown: the PostgreSQL connection parameters sqlx reads
 /// that hold no secret (names compared in any case). Any other parameter is shown as `***`, name
 /// and all: a raw `&` in a `password=` value would make its tail a parameter of its own.
-pub(crate) const SHOWN_PARAMETERS: &[&str] = &[
+pub const SHOWN_PARAMETERS: &[&str] = &[
     "sslmode",
     "ssl-mode",
     "sslrootcert",
