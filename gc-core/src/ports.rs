@@ -676,6 +676,19 @@ pub trait RestoreAccount<C>: Send + Sync {
     async fn act(&self) -> Result<C, ClusterError>;
 }
 
+/// What a failed-Pod collector's cluster must do: list, pin, patch and delete Pods, list every
+/// namespace's Pods, hold the run lock, and post Events (`gc_k8s::KubeCluster` does all of it).
+pub trait PodCluster: Cluster + Namespaces + Lock + EventSink + Clone + 'static {}
+
+impl<T: Cluster + Namespaces + Lock + EventSink + Clone + 'static> PodCluster for T {}
+
+/// What a session collector's cluster must do: list, read and delete the labelled objects, keep
+/// and give back volumes, hold the run lock, and post Events (`gc_k8s::KubeCluster` does
+/// all of it).
+pub trait SessionCluster: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static {}
+
+impl<T: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static> SessionCluster for T {}
+
 /// A port shared behind an [`Arc`](std::sync::Arc) is the port: an embedder builds its collector
 /// from parts it also keeps.
 mod shared {

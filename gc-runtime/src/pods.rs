@@ -13,7 +13,7 @@ use gc_core::pods::approval::PlanFile;
 use gc_core::pods::ledger::PreviousLedger;
 use gc_core::pods::list::{failed_pod_query, list_inventory};
 use gc_core::pods::plan::Target;
-use gc_core::ports::{Clock, Cluster, EventSink, Lock, Namespaces, OpenStore, Sink, Store};
+use gc_core::ports::{Clock, Cluster, OpenStore, PodCluster, Sink, Store};
 use gc_core::{PodPlan, plan_pods};
 use serde::Serialize;
 
@@ -26,13 +26,6 @@ use crate::{RunLock, Settings, SettingsError, Stopped, stopped};
 /// The run lock of the failed-Pod collector in its namespace (one per namespace, whatever the
 /// cluster id).
 pub const PODS_LOCK: &str = "gc-pods";
-
-/// What a failed-Pod collector's cluster must do: list, pin, patch and delete Pods, list every
-/// namespace's Pods, hold the run lock, and post Events (`gc_k8s::KubeCluster` does all of it;
-/// the runtime's tests use fakes).
-pub trait PodCluster: Cluster + Namespaces + Lock + EventSink + Clone + 'static {}
-
-impl<T: Cluster + Namespaces + Lock + EventSink + Clone + 'static> PodCluster for T {}
 
 /// The failed-Pod collector, built once from connected parts, each a `gc-core` port: the cluster
 /// ([`PodCluster`]), gc's store of receipts and ledgers ([`OpenStore`]), the archive sink

@@ -22,7 +22,8 @@ use tokio::sync::watch;
 
 use crate::clock;
 use crate::outcome::Outcome;
-use crate::sessions::{Audit, RefusedLine, SessionCluster, SessionCollector};
+use crate::sessions::{Audit, RefusedLine, SessionCollector};
+use gc_core::ports::SessionCluster;
 use gc_core::ports::Sink;
 
 /// How requests are taken.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::Context as _;
 use gc_core::events::{EventRecord, EventType, Regarding};
-use gc_core::ports::{ObjectCreator, Receipt, SessionReceipts};
+use gc_core::ports::{ObjectCreator, Receipt, SessionCluster, SessionReceipts};
 use gc_core::sessions::Kind;
 use gc_core::sessions::manifest::restorable;
 use gc_core::sessions::volumes::{self, ClaimedAgain, NotKept};
@@ -21,7 +21,6 @@ use serde_json::Value;
 
 use crate::clock::now;
 use crate::events::Events;
-use crate::sessions::SessionCluster;
 use gc_core::ports::Sink;
 
 /// What to restore: the sessions, where their objects were, and how long to wait for a claim

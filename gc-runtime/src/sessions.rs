@@ -9,8 +9,7 @@ use std::io::Write;
 
 use crate::Context as _;
 use gc_core::ports::{
-    EventSink, Lock, ObjectCluster, ObjectCreator, SessionDirectory, SessionReceipts, Sink, Store,
-    Volumes,
+    ObjectCreator, SessionCluster, SessionDirectory, SessionReceipts, Sink, Store,
 };
 use gc_core::selector::Spared;
 use gc_core::sessions::run::{
@@ -30,13 +29,6 @@ use crate::{Settings, SettingsError, Stopped, stopped};
 /// The run lock of the session collector in its namespace (one per namespace, whatever the
 /// cluster id).
 pub const SESSIONS_LOCK: &str = "gc-sessions";
-
-/// What a session collector's cluster must do: list, read and delete the labelled objects, keep
-/// and give back volumes, hold the run lock, and post Events (`gc_k8s::KubeCluster` does all
-/// of it; the runtime's tests use fakes).
-pub trait SessionCluster: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static {}
-
-impl<T: ObjectCluster + Volumes + Lock + EventSink + Clone + 'static> SessionCluster for T {}
 
 /// The session collector, built once from connected parts, each a `gc-core` port: the cluster
 /// ([`SessionCluster`]), the application's session directory (read-only), gc's store of

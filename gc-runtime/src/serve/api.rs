@@ -36,8 +36,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use gc_core::ports::{
-    Access, Asked, Caller, ObjectCreator, Receipt, RestoreAccount, SessionDirectory,
-    SessionReceipts, Sink, Store,
+    Access, Asked, Caller, ObjectCreator, Receipt, RestoreAccount, SessionCluster,
+    SessionDirectory, SessionReceipts, Sink, Store,
 };
 use gc_core::sessions::requests::Requested;
 use serde::{Deserialize, Serialize};
@@ -46,7 +46,6 @@ use sha2::{Digest, Sha256};
 use super::tls::Door;
 use crate::metrics::ApiMetrics;
 use crate::requests::{Refusal, Requests};
-use crate::sessions::SessionCluster;
 
 /// gc's own API group: the resources a caller is authorized on (`sessions/plan`,
 /// `sessions/collect`, `sessions/restore`, `runs`, `archives`, `status`). No such API is served by the API server; RBAC rules
