@@ -11,13 +11,12 @@
 //! and `--archive-dir` say otherwise. The report of each run goes to stdout as JSON.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use gc_runtime::adapters::{PodSources, StoreAt, connect_parts};
+use gc_runtime::adapters::{Archives, Connection, StoreAt, connect};
 use gc_runtime::pods::Targets;
-use gc_runtime::{Settings, StopToken, serve};
+use gc_runtime::{Builder, STORE_TIMEOUT, Settings, StopToken, serve};
 
 const FLAGS: &str = "--namespace --cluster-id --pin-finalizer --retention-seconds --max-pods \
     --interval-seconds --lock-lease-seconds --store --archive-dir --metrics-file --live --once";
@@ -67,24 +66,18 @@ async fn main() -> anyhow::Result<()> {
     });
     let mut settings = Settings {
         live: flags.contains_key("--live"),
-        cancel: Arc::new(shutdown.clone()),
         ..Settings::default()
     };
     settings.lock.lease_seconds = number("--lock-lease-seconds", 30)?.try_into()?;
     settings.delivery.metrics_file = text("--metrics-file").map(Into::into);
     let folder = text("--archive-dir").map_or_else(gc_store::default_archive_dir, Into::into);
-    let sources = PodSources {
-        connection: Ok(gc_k8s::Connection::default()),
-        sink: Ok(gc_store::Archives::Directory(gc_store::DirectorySink::new(
-            folder,
-        ))),
-        store: StoreAt(text("--store"), gc_store::DEFAULT_TIMEOUT),
-    };
     // The collector, connected once; each interval's run takes the namespace's Lease anew.
-    let run = match connect_parts(sources, settings, &[]).await {
-        Ok(run) => run,
-        Err((_, error)) => return Err(error.into()),
-    };
+    let run = Builder::new(settings)
+        .cluster(connect(&Connection::default()).await?)
+        .store(StoreAt(text("--store"), STORE_TIMEOUT))
+        .sink(Archives::Directory(gc_store::DirectorySink::new(folder)))
+        .stop(shutdown.clone())
+        .pods()?;
     let every = Duration::from_secs(number("--interval-seconds", 300)?.try_into()?);
     let (health, once) = (serve::Health::new(None), flags.get("--once").map(|_| 1));
     let (done, failed) = serve::every(every, once, &health, &shutdown, async || {

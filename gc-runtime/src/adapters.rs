@@ -16,12 +16,12 @@ pub use gc_k8s::{Connection, KubeCluster, TokenAccount};
 pub use gc_store::{Archives, SessionTable, Store, StoreAt, TableSpec};
 
 use crate::Context as _;
-use crate::Settings;
 use crate::clock::SystemClock;
 use crate::namespaces::Selection;
 use crate::outcome::{NamespaceRun, failed_before};
-use crate::pods::{PodCollector, Report};
-use crate::sessions::{Audit, SESSIONS_NAMESPACE, SessionCollector};
+use crate::pods::{PODS_NAMESPACE, PodCollector, Report};
+use crate::sessions::{Audit, SESSIONS_NAMESPACE};
+use crate::{Builder, Settings};
 #[cfg(feature = "admin")]
 pub use serve::SessionsApi;
 
@@ -129,18 +129,20 @@ pub struct PodSources {
     pub store: StoreAt,
 }
 
-/// The collector of `sources`, connected, acting as `settings` say. When a part could not be
-/// made or the cluster not reached, each of `namespaces` fails at stage `run` with its metrics,
-/// alert and Event (when the cluster can be reached), as a run that met the error does: `Err`
-/// holds those runs and the error.
+/// The failed-Pod collector of `sources`, connected once, acting as `settings` say, and the
+/// namespaces of `selection` (its cluster asked for `-A`'s). When a part cannot be made, the
+/// cluster not reached or its Namespaces not listed, each namespace known fails at stage `run`
+/// with its metrics, alert and Event (when the cluster was reached), as a run that met the
+/// error does (with none known, the webhook is alerted once): `Err` holds those runs and the
+/// error.
 ///
 /// # Errors
 /// As said.
-pub async fn connect_parts(
+pub async fn connect_pods(
     sources: PodSources,
     settings: Settings,
-    namespaces: &[String],
-) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, crate::Error)> {
+    selection: &Selection,
+) -> Result<(KubePodCollector, Vec<String>), (Vec<NamespaceRun<Report>>, crate::Error)> {
     // The errors in the order a run meets them: the connection's, the sink's, the cluster's.
     let (cluster, error) = match (sources.connection, sources.sink) {
         (Err(error), _) => (None, error),
@@ -148,21 +150,39 @@ pub async fn connect_parts(
         (Ok(connection), Ok(sink)) => match connect(&connection).await {
             Err(error) => (None, error),
             Ok(cluster) => {
-                let parts = (cluster.clone(), sources.store, sink, SystemClock);
-                match PodCollector::new(parts, settings.clone()) {
-                    Ok(collector) => return Ok(collector),
+                let parts = Builder::new(settings.clone()).cluster(cluster.clone());
+                match parts.store(sources.store).sink(sink).pods() {
+                    Ok(collector) => match selection.resolve(&cluster, PODS_NAMESPACE).await {
+                        Ok(namespaces) => return Ok((collector, namespaces)),
+                        Err(error) => (Some(cluster), error),
+                    },
                     Err(error) => (Some(cluster), error.into()),
                 }
             }
         },
     };
-    if namespaces.is_empty() {
-        return Err((Vec::new(), error));
-    }
-    let events = settings.events_hook();
-    let (started, d, e) = (std::time::Instant::now(), &settings.delivery, &events);
-    let failed = failed_before("pods", d, e, cluster.as_ref(), namespaces, started, &error);
-    Err((failed.await, error))
+    let scope = (selection, PODS_NAMESPACE);
+    Err(before_first("pods", &settings, scope, cluster.as_ref(), error).await)
+}
+
+/// Each namespace of `selection` known (named, or listed through `cluster`) failed with `error`
+/// before its run, as a run that met it does ([`failed_before`]); and `error`.
+async fn before_first<R>(
+    collector: &str,
+    settings: &Settings,
+    (selection, default): (&Selection, &str),
+    cluster: Option<&KubeCluster>,
+    error: crate::Error,
+) -> (Vec<NamespaceRun<R>>, crate::Error) {
+    let known = match (selection.named(default), cluster) {
+        (Some(named), _) => named,
+        (None, Some(c)) => selection.resolve(c, default).await.unwrap_or_default(),
+        (None, None) => Vec::new(),
+    };
+    let (events, started) = (settings.events_hook(), std::time::Instant::now());
+    let d = &settings.delivery;
+    let failed = failed_before(collector, d, &events, cluster, &known, started, &error);
+    (failed.await, error)
 }
 
 /// Where the session collector's inputs are, as a command's flags give them (either of the first
@@ -210,43 +230,24 @@ pub async fn run_selected(
     store: Option<&str>,
     sink: Archives,
     settings: Settings,
-    selection: &crate::namespaces::Selection,
+    selection: &Selection,
     config: impl Fn(&str) -> crate::Result<SessionConfig>,
     audit: &mut (dyn Audit + Send),
 ) -> crate::Result<Vec<NamespaceRun<SessionReport>>> {
     // Settings no run could use are refused before anything is connected to.
     settings.check()?;
-    let started = std::time::Instant::now();
-    let default = SESSIONS_NAMESPACE;
-    let events = settings.events_hook();
-    // Each namespace known fails as a run that met `error` does.
-    let early = async |cluster: Option<&KubeCluster>, known: &[String], error| {
-        let (d, e) = (&settings.delivery, &events);
-        let failed = failed_before::<SessionReport>;
-        failed("sessions", d, e, cluster, known, started, &error).await;
-        error
+    let scope = (selection, SESSIONS_NAMESPACE);
+    let failed = async |cluster: Option<&KubeCluster>, error| {
+        before_first::<SessionReport>("sessions", &settings, scope, cluster, error)
+            .await
+            .1
     };
     let (cluster, table) = match connect_sessions(sources).await {
         Ok(connected) => connected,
-        Err((cluster, error)) => {
-            let known = match (selection.named(default), &cluster) {
-                (Some(named), _) => named,
-                (None, Some(c)) => selection.resolve(c, default).await.unwrap_or_default(),
-                (None, None) => Vec::new(),
-            };
-            return Err(early(cluster.as_ref(), &known, error).await);
-        }
-    };
-    let namespaces = match selection.resolve(&cluster, default).await {
-        Ok(namespaces) => namespaces,
-        Err(error) => {
-            table.close().await;
-            let known = selection.named(default).unwrap_or_default();
-            return Err(early(Some(&cluster), &known, error).await);
-        }
+        Err((cluster, error)) => return Err(failed(cluster.as_ref(), error).await),
     };
     let opened = async {
-        settings.check()?;
+        let namespaces = selection.resolve(&cluster, SESSIONS_NAMESPACE).await?;
         let configs = namespaces.iter().map(|ns| config(ns));
         let configs = configs.collect::<crate::Result<Vec<_>>>()?;
         let opened = open_store_within(store, settings.store_timeout);
@@ -256,12 +257,11 @@ pub async fn run_selected(
         Ok(opened) => opened,
         Err(error) => {
             table.close().await;
-            return Err(early(Some(&cluster), &namespaces, error).await);
+            return Err(failed(Some(&cluster), error).await);
         }
     };
-    drop(events);
-    let parts = (cluster, table, store, sink);
-    let collector = SessionCollector::new(parts, settings)?;
+    let parts = Builder::new(settings).cluster(cluster).directory(table);
+    let collector = parts.store(store).sink(sink).sessions()?;
     let runs = collector.collect(&configs, audit).await;
     let (_, table, store, _) = collector.into_parts();
     table.close().await;

@@ -10,6 +10,7 @@
 
 #[cfg(feature = "adapters")]
 pub mod adapters;
+mod builder;
 pub mod clock;
 pub mod durations;
 mod error;
@@ -32,6 +33,7 @@ mod stop;
 #[cfg(test)]
 mod testing;
 
+pub use builder::Builder;
 pub use error::{Context, Error, Result, causes};
 pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
 pub use outcome::{

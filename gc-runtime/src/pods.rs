@@ -27,6 +27,9 @@ use crate::{RunLock, Settings, SettingsError, Stopped, stopped};
 /// cluster id).
 pub const PODS_LOCK: &str = "gc-pods";
 
+/// The failed-Pod collector's namespace when none is named (nor given by the context).
+pub const PODS_NAMESPACE: &str = "default";
+
 /// The failed-Pod collector, built once from connected parts, each a `gc-core` port: the cluster
 /// ([`PodCluster`]), gc's store of receipts and ledgers ([`OpenStore`]), the archive sink
 /// ([`Sink`]) and the clock. Each run of a namespace takes its Lease (a live run), proves the
@@ -78,7 +81,7 @@ impl<C: PodCluster, O: OpenStore, A: Send + Sync, K: Send + Sync> PodCollector<C
     ///
     /// # Errors
     /// [`SettingsError`] when `settings.now` is not an instant to judge at.
-    pub fn new(
+    pub(crate) fn new(
         (cluster, store, sink, clock): (C, O, A, K),
         settings: Settings,
     ) -> Result<Self, SettingsError> {
@@ -158,24 +161,36 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         self.execute(&events, cfg, targets, namespaces).await
     }
 
-    /// The run of every namespace of `configs` (planned by the run), then, when the run covers
-    /// `-A`'s choice of namespaces (`all`), the release of the pins outside them.
-    pub async fn run(
+    /// The collection of every namespace of `configs`: each namespace's run, planned by the run,
+    /// then, when the collection covers `-A`'s choice of namespaces (`all`), the release of the
+    /// pins outside them. With several runs, the metrics file is written once, merged.
+    pub async fn collect(
         &self,
         configs: &[PodConfig],
         all: bool,
         inputs: impl Fn(&str) -> Result<PodConfig, gc_core::input::InputError>,
     ) -> Vec<NamespaceRun<Report>> {
+        let covered: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
+        self.settings.delivery.scope("pods", &covered);
         let (events, mut runs) = (self.settings.events_hook(), Vec::new());
         for cfg in configs {
             runs.push((self.execute(&events, cfg, Targets::Planned, configs.len())).await);
         }
         if all {
-            let covered: Vec<String> = configs.iter().map(|c| c.namespace.clone()).collect();
             runs.extend(
                 self.release_outside_posting(&events, &covered, inputs)
                     .await,
             );
+        }
+        self.merged(runs)
+    }
+
+    /// `runs`, their metrics file written once, merged, when there are several (a single run
+    /// wrote its own).
+    fn merged(&self, runs: Vec<NamespaceRun<Report>>) -> Vec<NamespaceRun<Report>> {
+        if runs.len() > 1 {
+            let texts: Vec<String> = runs.iter().map(|r| r.metrics.clone()).collect();
+            self.settings.delivery.write_merged(&texts);
         }
         runs
     }
@@ -184,7 +199,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
     /// [`gc_core::pods::approval::open_plans`], whose policy equals apply's own), each acting
     /// under apply's own policy `inputs`, with the observation ledger kept outside the store
     /// (`ledger`), if any; then, when the run covers `-A`'s choice of namespaces (`all`: the
-    /// namespaces it resolved), the release of the pins outside them, as [`Self::run`] does.
+    /// namespaces it resolved), the release of the pins outside them, as [`Self::collect`] does.
     ///
     /// # Errors
     /// When `inputs` refuses a plan's namespace: nothing is run then.
@@ -205,7 +220,7 @@ impl<C: PodCluster, O: OpenStore, A: Sink, K: Clock> PodCollector<C, O, A, K> {
         if let Some(covered) = all {
             runs.extend(self.release_outside_posting(&events, covered, inputs).await);
         }
-        Ok(runs)
+        Ok(self.merged(runs))
     }
 
     /// With `-A`: the pins in namespaces the run does not cover (outside

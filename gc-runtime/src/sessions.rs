@@ -55,7 +55,7 @@ impl<C: SessionCluster, D, S, A> SessionCollector<C, D, S, A> {
     ///
     /// # Errors
     /// [`SettingsError`] when `settings.now` is not an instant to judge at.
-    pub fn new(
+    pub(crate) fn new(
         (cluster, directory, store, sink): (C, D, S, A),
         settings: Settings,
     ) -> Result<Self, SettingsError> {

@@ -74,7 +74,7 @@ fn _runs_are_send(
     audit: &mut (dyn Audit + Send),
 ) {
     fn send<T: Send>(_: T) {}
-    send(pods.run(configs, true, |_| unreachable!()));
+    send(pods.collect(configs, true, |_| unreachable!()));
     send(sessions.collect(session_configs, audit));
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use gc_core::pods::approval::open_plans;
+use gc_core::pods::approval::{PlanFile, open_plans};
 use gc_output::pods::{write_report, write_runs};
 use gc_runtime::NamespaceRun;
 use gc_runtime::Settings;
@@ -121,22 +121,33 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
     let flags = (&a.metrics, &a.events, &a.lock);
     let settings = setup(flags, args.dry_run)?;
     live::block_on(async {
-        let namespaces = resolve(scope, &a.connect, &settings.delivery).await?;
-        let policy_for = |ns: &str| {
-            namespaces
-                .iter()
-                .any(|n| n == ns)
-                .then(|| args.pod.inputs(ns).validate().ok())
-                .flatten()
-        };
-        let files =
+        // Named namespaces' plans are opened before connecting; `-A`'s once they are listed.
+        let open = |namespaces: &[String]| {
+            let policy_for = |ns: &str| {
+                (namespaces.iter().any(|n| n == ns))
+                    .then(|| args.pod.inputs(ns).validate().ok())
+                    .flatten()
+            };
             open_plans(&bytes, policy_for, key.as_ref(), clock::now()).with_context(|| {
                 let namespaces = namespaces.join(", ");
-                format!(
-                    "plan {} (apply's namespaces: {namespaces})",
-                    args.plan.display()
-                )
-            })?;
+                let plan = args.plan.display();
+                format!("plan {plan} (apply's namespaces: {namespaces})")
+            })
+        };
+        let early = scope.named(PODS_NAMESPACE).map(|n| open(&n));
+        let early = early.transpose()?;
+        let covered = |files: &[PlanFile]| Selection {
+            named: files.iter().map(|f| f.config.namespace.clone()).collect(),
+            ..Selection::default()
+        };
+        let selection = early.as_deref().map_or_else(|| scope.clone(), covered);
+        let several = scope.several(PODS_NAMESPACE);
+        let parts = (&a.connect, &a.archive, a.store.as_ref());
+        let (run, namespaces) = match made(settings, parts, &selection).await {
+            Ok(made) => made,
+            Err(unmade_run) => return unmade(args.output.form, unmade_run, several),
+        };
+        let files = early.map_or_else(|| open(&namespaces), Ok)?;
         if ledger.is_some() && files.len() > 1 {
             return Err(UsageError::new(
                 "--ledger is one namespace's ledger: apply a plan of several namespaces without it",
@@ -149,34 +160,27 @@ pub(crate) fn apply(args: &Apply) -> anyhow::Result<()> {
                 .check_scope(&cfg.cluster_id, &cfg.namespace)
                 .with_context(|| format!("ledger {}", path.display()))?;
         }
-        let several = files.len() > 1 || scope.several(PODS_NAMESPACE);
-        let covered: Vec<String> = files.iter().map(|f| f.config.namespace.clone()).collect();
-        let delivery = settings.delivery.clone();
-        let parts = (&a.connect, &a.archive, a.store.as_ref());
-        let run = match made(settings, parts, &covered).await {
-            Ok(run) => run,
-            Err(unmade_run) => return unmade(&delivery, args.output.form, unmade_run, several),
-        };
+        let several = several || files.len() > 1;
         // The plans' policy equals apply's (checked); apply acts under its own.
         let inputs = |ns: &str| args.pod.inputs(ns).validate();
         let all = scope.all.then_some(&namespaces[..]);
         let runs = run.apply(&files, ledger.as_ref(), all, inputs).await?;
-        finish(&run.settings().delivery, args.output.form, runs, several)
+        finish(args.output.form, runs, several)
     })
 }
 
-/// The collector of `namespaces` its flags describe ([`pods::connect_parts`]).
+/// The collector its flags describe, and the namespaces of `selection` ([`adapters::connect_pods`]).
 async fn made(
     settings: Settings,
     (connect, archive, store): (&ConnectArgs, &ArchiveArgs, Option<&String>),
-    namespaces: &[String],
-) -> Result<KubePodCollector, (Vec<NamespaceRun<Report>>, gc_runtime::Error)> {
+    selection: &Selection,
+) -> Result<(KubePodCollector, Vec<String>), (Vec<NamespaceRun<Report>>, gc_runtime::Error)> {
     let sources = PodSources {
         connection: connect.connection().map_err(gc_runtime::Error::other),
         sink: archive.sink().map_err(gc_runtime::Error::other),
         store: StoreAt(store.cloned(), archive.store_timeout),
     };
-    adapters::connect_parts(sources, settings, namespaces).await
+    adapters::connect_pods(sources, settings, selection).await
 }
 
 /// The settings of the flags' reporting, lock and dry run.
@@ -197,13 +201,12 @@ fn setup(flags: (&MetricsArgs, &EventArgs, &LockArgs), dry_run: bool) -> anyhow:
 /// The end of a command whose run could not be [`made`]: one namespace's error
 /// as it is (its exit code), several as [`finish`] reports them.
 fn unmade(
-    delivery: &gc_runtime::metrics::Delivery,
     output: Output,
     (runs, error): (Vec<NamespaceRun<Report>>, gc_runtime::Error),
     several: bool,
 ) -> anyhow::Result<()> {
     if several && runs.len() > 1 {
-        finish(delivery, output, runs, several)
+        finish(output, runs, several)
     } else {
         Err(error.into())
     }
@@ -254,60 +257,31 @@ pub(crate) async fn run(args: &RunPods) -> anyhow::Result<()> {
     }
     let flags = (&args.metrics, &args.events, &args.lock);
     let settings = setup(flags, !live_run)?;
-    let namespaces = resolve(scope, &p.connect, &settings.delivery).await?;
-    settings.delivery.scope("pods", &namespaces);
+    let several = scope.several(PODS_NAMESPACE);
+    let parts = (&p.connect, &args.archive, p.store.as_ref());
+    let (run, namespaces) = match made(settings, parts, scope).await {
+        Ok(made) => made,
+        Err(unmade_run) => return unmade(p.output.form, unmade_run, several),
+    };
     let configs = namespaces
         .iter()
         .map(|ns| p.pod.inputs(ns).validate())
         .collect::<Result<Vec<_>, _>>()?;
     let inputs = |ns: &str| p.pod.inputs(ns).validate();
-    let delivery = settings.delivery.clone();
-    let several = scope.several(PODS_NAMESPACE);
-    let parts = (&p.connect, &args.archive, p.store.as_ref());
-    let run = match made(settings, parts, &namespaces).await {
-        Ok(run) => run,
-        Err(unmade_run) => return unmade(&delivery, p.output.form, unmade_run, several),
-    };
-    let runs = run.run(&configs, scope.all, inputs).await;
-    finish(&run.settings().delivery, p.output.form, runs, several)
+    let runs = run.collect(&configs, scope.all, inputs).await;
+    finish(p.output.form, runs, several)
 }
 
-/// The namespaces of the run; when they cannot be known (`-A`, the cluster unreachable or its
-/// Namespaces not listable), the webhook is alerted once, as no namespace's metrics can say so.
-async fn resolve(
-    scope: &Selection,
-    connect: &ConnectArgs,
-    delivery: &gc_runtime::metrics::Delivery,
-) -> anyhow::Result<Vec<String>> {
-    let resolved = match scope.named(PODS_NAMESPACE) {
-        Some(named) => Ok(named),
-        None => match connect.cluster().await {
-            Ok(cluster) => (scope.resolve(&cluster, PODS_NAMESPACE).await).map_err(Into::into),
-            Err(e) => Err(e),
-        },
-    };
-    if let Err(error) = &resolved {
-        delivery.alert_unscoped("pods", &format!("{error:#}")).await;
-    }
-    resolved
-}
-
-/// Prints what each namespace's run did and writes their metrics; the error names the
+/// Prints what each namespace's run did; the error names the
 /// namespaces that failed. One namespace prints its report alone, as it always has; `several`
 /// (the flags may name several) a list, each failed namespace's error in it.
-fn finish(
-    delivery: &gc_runtime::metrics::Delivery,
-    output: Output,
-    runs: Vec<NamespaceRun<Report>>,
-    several: bool,
-) -> anyhow::Result<()> {
+fn finish(output: Output, runs: Vec<NamespaceRun<Report>>, several: bool) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if let (false, [run]) = (several, &runs[..]) {
         if let Some(report) = &run.report {
             write_report(&mut out, report, output).context("cannot write the report")?;
         }
     } else {
-        delivery.write_merged(&runs.iter().map(|r| r.metrics.clone()).collect::<Vec<_>>());
         write_runs(&mut out, &runs, output).context("cannot write the reports")?;
     }
     Ok(gc_runtime::outcome_of(runs)?)

@@ -12,7 +12,7 @@ use crate::exit::UsageError;
 use crate::namespaces::NamespaceArgs;
 
 /// The failed-Pod collector's namespace when none is named (the reference flow's).
-pub(crate) const PODS_NAMESPACE: &str = "default";
+pub(crate) use gc_runtime::pods::PODS_NAMESPACE;
 
 /// Inputs of the failed-Pod collector, with the reference flow's defaults.
 #[derive(Debug, Args)]

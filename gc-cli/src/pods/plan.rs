@@ -20,7 +20,7 @@ use gc_output::TerminalProgress;
 use gc_output::pods::{write_plan, write_plans};
 use gc_runtime::adapters::open_store;
 use gc_runtime::pods::PodCollector;
-use gc_runtime::{Error as RunError, Progress};
+use gc_runtime::{Builder, Error as RunError, Progress};
 
 /// `gc-cli plan pods`
 #[derive(Debug, Args)]
@@ -160,7 +160,8 @@ async fn plan_all(
                 progress,
                 ..Default::default()
             };
-            Some(PodCollector::new((cluster, store, (), ()), settings)?)
+            let collector = Builder::new(settings).cluster(cluster).store(store);
+            Some(collector.pods()?)
         }
     };
     let namespaces = match &collector {
@@ -214,7 +215,7 @@ pub(crate) fn read_ledger(path: Option<&Path>) -> anyhow::Result<Option<Previous
 }
 
 /// The collector of a live plan: the cluster, and the store when the ledger lives there.
-pub(crate) type Planner = PodCollector<gc_k8s::KubeCluster, Option<Arc<gc_store::Store>>, (), ()>;
+pub(crate) type Planner = PodCollector<gc_k8s::KubeCluster, Option<Arc<gc_store::Store>>, ()>;
 
 /// The plan of one namespace (`cfg`): from `--inventory`, or from the cluster of `live`
 /// ([`PodCollector::plan`]), with `file_ledger` or the store's ledger. The new ledger

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use gc_output::sessions::{plans_json, write_plans};
-use gc_runtime::sessions::{SessionCollector, report_missing, report_unknown_states};
+use gc_runtime::Builder;
+use gc_runtime::sessions::{report_missing, report_unknown_states};
 
 use crate::files::write_file;
 use crate::live;
@@ -35,7 +36,8 @@ pub(crate) fn plan(args: &PlanSessions) -> anyhow::Result<()> {
             now: Some(now),
             ..gc_runtime::Settings::default()
         };
-        let collector = SessionCollector::new((cluster, table, (), ()), settings)?;
+        let collector = Builder::new(settings).cluster(cluster).directory(table);
+        let collector = collector.sessions()?;
         let (mut plans, mut failed) = (Vec::new(), Vec::new());
         for cfg in configs.iter().flatten() {
             match collector.plan(cfg).await {

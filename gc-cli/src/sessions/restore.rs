@@ -4,8 +4,8 @@
 use clap::Args;
 use gc_core::sessions::Kind;
 use gc_output::sessions::write_restored;
+use gc_runtime::Builder;
 use gc_runtime::restore::RestoreRequest;
-use gc_runtime::sessions::SessionCollector;
 
 use crate::archives::ArchiveArgs;
 use crate::exit::UsageError;
@@ -92,7 +92,8 @@ pub(crate) fn restore(args: &RestoreSessions) -> anyhow::Result<()> {
             args.archive.store_timeout,
         );
         let store = store.await?;
-        let collector = SessionCollector::new((cluster, (), store, sink), settings)?;
+        let collector = Builder::new(settings).cluster(cluster).store(store);
+        let collector = collector.sink(sink).sessions()?;
         let restored = collector.restore(&request).await;
         collector.into_parts().2.close().await;
         Ok(restored?)

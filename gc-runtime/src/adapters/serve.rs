@@ -5,9 +5,10 @@ use std::sync::Arc;
 use gc_core::ports::RestoreAccount;
 
 use super::TokenAccount;
+use crate::Builder;
 use crate::requests::{RequestOptions, Requests};
 use crate::serve::api::{ApiOptions, Serving, check_address, serve_desk};
-use crate::sessions::{SESSIONS_NAMESPACE, SessionCollector};
+use crate::sessions::SESSIONS_NAMESPACE;
 
 /// What the session collector's request API is served with: the run command's parts (as
 /// [`super::run_selected`] takes them) and the API's own options.
@@ -78,7 +79,8 @@ impl SessionsApi {
                 Box::new(account) as Box<dyn RestoreAccount<_>>
             });
         let access = cluster.clone();
-        let collector = SessionCollector::new((cluster, table, store, self.sink), settings)?;
+        let parts = Builder::new(settings).cluster(cluster).directory(table);
+        let collector = parts.store(store).sink(self.sink).sessions()?;
         let desk = Requests::new(collector, configs, self.requests, self.audit);
         tracing::info!(
             "serving the request API on {address} for namespace(s) {}",

@@ -405,7 +405,7 @@ async fn pins_outside_the_selection_are_released_never_collected() {
         })
     };
     let collector = world.collector(live()).unwrap();
-    let runs = collector.run(&[fake::config()], true, inputs).await;
+    let runs = collector.collect(&[fake::config()], true, inputs).await;
     let names: Vec<(&str, Outcome)> = (runs.iter())
         .map(|r| (r.namespace.as_str(), r.outcome()))
         .collect();
