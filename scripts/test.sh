@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What this machine needs before anything starts (the README's Prerequisites): each missing
+# thing is named with how to get it, and the run stops.
+scripts/prerequisites.sh
+
 GC_TESTBED_BIN=$(scripts/testbed-build.sh all | tail -n 1)
 export GC_TESTBED_BIN
 if [ -x scripts/postgres.sh ]; then

@@ -126,13 +126,40 @@ their admission policy (gc-volumes-admission.yaml): "true", or "" with
 `gc.volumes.unrestrictedAccess`. Fails on a cluster that cannot enforce it (no
 admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, Kubernetes before 1.30) unless that
 value accepts the wider access: PersistentVolumes are cluster-scoped, and RBAC alone grants
-`patch` on every one of them. */}}
+`patch` on every one of them (`gc.volumesPolicyMissing` says when a cluster cannot). */}}
 {{- define "gc.volumesPolicy" -}}
 {{- if not (dig "volumes" "unrestrictedAccess" false .Values.gc) -}}
-{{- if not (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") -}}
-{{- fail "gc.volumes.unrestrictedAccess: this cluster has no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30+), which limits the session collector's patch on PersistentVolumes (cluster-scoped) to the volumes gc keeps and to the fields it writes; without it RBAC grants patch on every PersistentVolume of the cluster. Set gc.volumes.unrestrictedAccess=true to accept that, or gc.enabled=false; with helm template for a 1.30+ cluster, pass --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}
+{{- with include "gc.volumesPolicyMissing" . -}}
+{{- fail (printf "gc.volumes.unrestrictedAccess: this cluster (%s) has no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (Kubernetes 1.30+), which limits the session collector's patch on PersistentVolumes (cluster-scoped) to the volumes gc keeps and to the fields it writes; without it RBAC grants patch on every PersistentVolume of the cluster. Set gc.volumes.unrestrictedAccess=true to accept that, or gc.enabled=false" .) -}}
 {{- end -}}
 true
+{{- end -}}
+{{- end -}}
+
+{{/* Why the cluster cannot enforce the volumes' admission policy (what `gc.volumesPolicy` says),
+or "" when it can or may. Decided by what helm knows of the cluster, never by a lookup that is
+false when helm knows nothing:
+- `helm install` and `upgrade` (and `template --validate`, and tools that pass the cluster's
+  kinds as `--api-versions`) list the kinds the cluster serves: admissionregistration.k8s.io/v1
+  ValidatingWebhookConfiguration (served since 1.16) without ValidatingAdmissionPolicy means the
+  cluster has none.
+- the cluster's version, `.Capabilities.KubeVersion` (`--kube-version` for `helm template`),
+  when it is 1.21 to 1.29: before 1.30 there is no admissionregistration.k8s.io/v1
+  ValidatingAdmissionPolicy. A helm built without its version stamps says v1.20.0 when it knows
+  no cluster (`helm template`, `helm lint`), so that version alone proves nothing; a real cluster
+  that old is caught by its kinds above.
+Otherwise (`helm template` with no cluster) the chart renders for a cluster of 1.30 or later,
+the policy included: installing that on a cluster without the kind fails as a whole. */}}
+{{- define "gc.volumesPolicyMissing" -}}
+{{- $caps := .Capabilities -}}
+{{- $group := "admissionregistration.k8s.io/v1" -}}
+{{- $kinds := $caps.APIVersions.Has (printf "%s/ValidatingWebhookConfiguration" $group) -}}
+{{- $policy := $caps.APIVersions.Has (printf "%s/ValidatingAdmissionPolicy" $group) -}}
+{{- $version := $caps.KubeVersion.Version -}}
+{{- if and $kinds (not $policy) -}}
+Kubernetes {{ $version }}, whose API server serves no such kind
+{{- else if and (not $policy) (semverCompare ">=1.21.0-0 <1.30.0-0" $version) -}}
+Kubernetes {{ $version }}
 {{- end -}}
 {{- end -}}
 
@@ -211,23 +238,64 @@ gc's changes, and the finalizers and owners stay as they were. Called with (dict
 system:serviceaccount:{{ include "gc.namespace" . }}:{{ include "gc.serviceAccountName" . }}
 {{- end -}}
 
+{{/* The collectors' image. Every workload renders it, so it first checks the values that have
+no default (`gc.requiredValues`). */}}
 {{- define "gc.image" -}}
+{{- include "gc.requiredValues" . -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}
 
-{{/* StreamSpace's secret is `<streamspace fullname>-secrets`; as its subchart, our release is its release. */}}
-{{- define "gc.databaseSecret" -}}
-{{- if .Values.database.existingSecret -}}
-{{- .Values.database.existingSecret -}}
-{{- else if contains "streamspace" .Release.Name -}}
-{{- printf "%s-secrets" .Release.Name | trunc 63 | trimSuffix "-" -}}
-{{- else -}}
-{{- printf "%s-streamspace-secrets" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{/* Fails the render, naming every value an install must set and has not, each with what it is
+and an example, rather than install objects that name what does not exist:
+- `image.repository`: no image is published for the chart; the one built from the repository's
+  Dockerfile, loaded into the cluster or pushed to a registry. The placeholder of earlier charts
+  is refused by name, so that an old values file fails here and not with an ImagePullBackOff.
+- with the session collector, `database.host` and `database.existingSecret`: no database or
+  Secret of a known name is sure to exist (StreamSpace's own are `<its release>-postgresql` and
+  `<its release>-secrets`). */}}
+{{- define "gc.requiredValues" -}}
+{{- $v := .Values -}}
+{{- $missing := list -}}
+{{- if not $v.image.repository -}}
+{{- $missing = append $missing (printf "image.repository: the gc-cli image the collectors run; %s" (include "gc.imageHow" .)) -}}
+{{- else if eq $v.image.repository "ghcr.io/example/gc-cli" -}}
+{{- $missing = append $missing (printf "image.repository: %s is a placeholder, no image is published there; %s" $v.image.repository (include "gc.imageHow" .)) -}}
+{{- end -}}
+{{- if $v.gc.enabled -}}
+{{- if not $v.database.host -}}
+{{- $missing = append $missing (include "gc.databaseHostHint" .) -}}
+{{- end -}}
+{{- if not $v.database.existingSecret -}}
+{{- $missing = append $missing (include "gc.databaseSecretHint" .) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (len $missing) 1 -}}
+{{- fail (first $missing) -}}
+{{- else if $missing -}}
+{{- fail (printf "%d values to set: %s" (len $missing) (join "; " $missing)) -}}
 {{- end -}}
 {{- end -}}
 
+{{- define "gc.imageHow" -}}
+build it from the repository's Dockerfile (docker build -t gc-cli:0.1.0 .), load it into the cluster (kind load docker-image gc-cli:0.1.0) or push it to your registry, and set it: --set image.repository=gc-cli --set image.tag=0.1.0 (or REGISTRY/gc-cli)
+{{- end -}}
+
+{{- define "gc.databaseHostHint" -}}
+database.host: the host of the session database (StreamSpace's PostgreSQL), such as --set database.host=streamspace-postgresql (its Service in the release's namespace) or postgres.db.svc.cluster.local
+{{- end -}}
+
+{{- define "gc.databaseSecretHint" -}}
+database.existingSecret: the Secret holding the session database's password (under database.secretKey, postgres-password), such as StreamSpace's own (--set database.existingSecret=streamspace-secrets) or one of yours: kubectl -n NAMESPACE create secret generic gc-session-db --from-literal=postgres-password=PASSWORD, then --set database.existingSecret=gc-session-db
+{{- end -}}
+
+{{/* The Secret holding the session database's password (required: `gc.requiredValues`). */}}
+{{- define "gc.databaseSecret" -}}
+{{- required (include "gc.databaseSecretHint" .) .Values.database.existingSecret -}}
+{{- end -}}
+
+{{/* The session database's host (required: `gc.requiredValues`). */}}
 {{- define "gc.databaseHost" -}}
-{{- default (printf "%s-postgresql" .Release.Name) .Values.database.host -}}
+{{- required (include "gc.databaseHostHint" .) .Values.database.host -}}
 {{- end -}}
 
 {{/* The failed-Pod collector's volume holds what neither the object store nor PostgreSQL holds:

@@ -78,6 +78,11 @@ fn rendered_chart() -> Vec<Value> {
             "--api-versions",
             "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
         ])
+        // The image and the session database, which every install sets (the chart has no default).
+        .args([
+            "--values",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/chart/values.yaml"),
+        ])
         .args(["--set", "prometheusRule.enabled=true"])
         .args(["--set", "grafana.dashboards.enabled=true"])
         .output()

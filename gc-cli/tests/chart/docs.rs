@@ -4,7 +4,9 @@
 use gc_testbed::TestBed;
 use serde_json::Value;
 
-use super::{CHART, documents, helm, install_service_monitor_crd, object, template, template_as};
+use super::{
+    CHART, documents, helm, install_service_monitor_crd, object, template, template_as_written,
+};
 use crate::common::Result;
 use crate::common::markdown::shell_words;
 
@@ -227,7 +229,8 @@ fn parse_helm(words: &[String]) -> HelmCommand {
 }
 
 /// Every `kubectl`/`helm` command the chart's README shows names objects that the chart renders
-/// (`helm template` with the README's own release, namespace and values) or that an earlier
+/// (`helm template` with the README's own release, namespace and values, as written: no cluster, no
+/// `--api-versions`) or that an earlier
 /// command of the README creates, and every `helm` command names the README's release.
 #[test]
 fn readme_commands_name_rendered_objects() {
@@ -297,7 +300,8 @@ fn check_commands(readme: &str) {
                     }));
                     values.push((release_ns, sets.clone()));
                     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-                    let rendered = template_as(release, &helm.namespace, &sets);
+                    // As the reader runs it: no cluster, only the page's values.
+                    let rendered = template_as_written(release, &helm.namespace, &sets);
                     known.extend(rendered_objects(&rendered, &helm.namespace));
                     renders += 1;
                 }
@@ -350,6 +354,7 @@ pub(super) fn notes(bed: &TestBed, sets: &[&str]) -> String {
         "--kubeconfig",
         kubeconfig,
     ];
+    args.extend(super::INSTALL_VALUES);
     for s in sets {
         args.extend(["--set", s]);
     }
@@ -644,7 +649,7 @@ async fn notes_name_the_states_and_the_request_api() -> Result {
     let bed = TestBed::shared().await?;
     let default = notes(bed, &[]);
     for said in [
-        "has no row in sessions at gc-postgresql or a row whose state is terminated, failed, deleted",
+        "has no row in sessions at streamspace-postgresql or a row whose state is terminated, failed, deleted",
         "Live states: pending, starting, running, hibernating, hibernated, waking, terminating; a \
          row in any other state is kept",
     ] {

@@ -208,6 +208,7 @@ fn a_duration_out_of_range_fails_naming_the_value_and_an_example() {
                     "serve.enabled=true",
                 ][..],
                 &API_VERSIONS,
+                &super::INSTALL_VALUES,
             ]
             .concat(),
         );

@@ -2,8 +2,8 @@
 //! values, an install the API server accepts, its ServiceAccount proven to do exactly what the
 //! collectors need there and nothing else, a default install's session CronJob and a `serve`
 //! install's Deployment run exactly as rendered, the PersistentVolume writes of its accounts held
-//! to gc's own volumes and fields by its admission policies, and the README's and NOTES' commands
-//! naming only objects the chart renders.
+//! to gc's own volumes and fields by its admission policies, the README's and NOTES' commands
+//! naming only objects the chart renders, and `helm template` and `helm lint` with no cluster.
 
 use std::process::{Command, Output};
 
@@ -22,6 +22,7 @@ mod api;
 mod docs;
 mod durations;
 mod install;
+mod offline;
 mod privilege;
 mod prune;
 mod rbac;
@@ -36,6 +37,13 @@ use common::Result;
 
 const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chart");
 
+/// The values every install sets and the chart has no default for (`tests/chart/values.yaml`:
+/// the image, the session database), as `--values`, before a test's own.
+const INSTALL_VALUES: [&str; 2] = [
+    "--values",
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/chart/values.yaml"),
+];
+
 fn helm(args: &[&str]) -> Output {
     Command::new(gc_testbed::tool("helm").unwrap())
         .args(args)
@@ -43,11 +51,19 @@ fn helm(args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// `helm install gc CHART` into `ns` of the test bed, with `flags`.
+/// `helm install gc CHART` into `ns` of the test bed, with [`INSTALL_VALUES`] and `flags`.
 fn install(ns: &TestNamespace, flags: &[&str]) -> Output {
     let kubeconfig = ns.bed().kubeconfig_path().to_str().unwrap();
     let head = ["install", "gc", CHART, "--namespace", ns.name()];
-    helm(&[&head[..], &["--kubeconfig", kubeconfig], flags].concat())
+    helm(
+        &[
+            &head[..],
+            &["--kubeconfig", kubeconfig],
+            &INSTALL_VALUES,
+            flags,
+        ]
+        .concat(),
+    )
 }
 
 fn template(sets: &[&str]) -> String {
@@ -56,18 +72,21 @@ fn template(sets: &[&str]) -> String {
 
 /// What `helm template` is told the cluster serves, as `helm install` learns it from the test
 /// bed's API server (Kubernetes 1.30+): the volumes' admission policy can be enforced, so the
-/// chart renders the volume rules with it (without, it refuses them unless
-/// `gc.volumes.unrestrictedAccess`). `helm template` alone knows no kind of any API group.
+/// chart renders the volume rules with it. (`helm template` alone knows no kind of any API group
+/// and renders the same, for 1.30 or later: `offline.rs`; a cluster known to lack the policy is
+/// refused unless `gc.volumes.unrestrictedAccess`: `volumes.rs`.)
 const API_VERSIONS: [&str; 2] = [
     "--api-versions",
     "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
 ];
 
 /// `helm template RELEASE CHART --namespace NAMESPACE --set ...` for a 1.30+ cluster
-/// ([`API_VERSIONS`]), which must succeed; a set `--values=FILE` is that values file.
+/// ([`API_VERSIONS`]) with [`INSTALL_VALUES`], which must succeed; a set `--values=FILE` is that
+/// values file.
 fn template_as(release: &str, namespace: &str, sets: &[&str]) -> String {
     let mut args = vec!["template", release, CHART, "--namespace", namespace];
     args.extend(API_VERSIONS);
+    args.extend(INSTALL_VALUES);
     for s in sets {
         match s.strip_prefix("--values=") {
             Some(file) => args.extend(["--values", file]),
@@ -83,10 +102,33 @@ fn template_as(release: &str, namespace: &str, sets: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// `helm template gc CHART --set ...` for a 1.30+ cluster, which must fail: what helm said.
+/// `helm template RELEASE CHART --namespace NAMESPACE --set ...` as a page writes it: no cluster
+/// (helm's own idea of one: no `--api-versions`, no `--kube-version`) and only the page's values
+/// (a set `--values=FILE` is that values file). It must succeed.
+fn template_as_written(release: &str, namespace: &str, sets: &[&str]) -> String {
+    let mut args = vec!["template", release, CHART, "--namespace", namespace];
+    for s in sets {
+        match s.strip_prefix("--values=") {
+            Some(file) => args.extend(["--values", file]),
+            None => args.extend(["--set", s]),
+        }
+    }
+    let out = helm(&args);
+    assert!(
+        out.status.success(),
+        "helm {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `helm template gc CHART --set ...` for a 1.30+ cluster with [`INSTALL_VALUES`], which must
+/// fail: what helm said.
 fn refused(sets: &[&str]) -> String {
     let mut args = vec!["template", "gc", CHART];
     args.extend(API_VERSIONS);
+    args.extend(INSTALL_VALUES);
     for set in sets {
         args.extend(["--set", set]);
     }

@@ -173,7 +173,13 @@ fn prune_jobs_are_off_by_default_and_run_exactly_archives_prune() {
         ("archives.prune.schedule=often", "/archives/prune/schedule"),
         ("archives.prune.keep=1", "'keep' not allowed"),
     ] {
-        let out = helm(&["template", "gc", CHART, "--set-string", set]);
+        let out = helm(
+            &[
+                &["template", "gc", CHART, "--set-string", set],
+                &super::INSTALL_VALUES[..],
+            ]
+            .concat(),
+        );
         let said = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{set}");
         assert!(said.contains(field), "{set}: {said}");

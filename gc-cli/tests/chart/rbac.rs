@@ -205,6 +205,8 @@ fn the_restore_account_is_granted_exactly_the_restore_rules() {
         super::CHART,
         super::API_VERSIONS[0],
         super::API_VERSIONS[1],
+        super::INSTALL_VALUES[0],
+        super::INSTALL_VALUES[1],
         "--set",
         "gc.restore.enabled=true",
         "--set",
@@ -756,6 +758,7 @@ fn the_admission_policy_names_the_account_and_its_leases() {
     ] {
         let mut args = vec!["template", "gc", super::CHART, "--namespace", namespace];
         args.extend(super::API_VERSIONS);
+        args.extend(super::INSTALL_VALUES);
         for set in sets {
             args.extend(["--set", set]);
         }

@@ -13,7 +13,7 @@ use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 
-use super::{API_VERSIONS, CHART, helm};
+use super::{API_VERSIONS, CHART, INSTALL_VALUES, helm};
 use crate::common::{Result, command, namespace};
 
 /// `helm template` with `values` (given as a values file: no `--set` escaping).
@@ -23,16 +23,10 @@ fn template_with(values: &Value) -> Output {
     std::fs::write(&file, values.to_string()).unwrap();
     helm(
         &[
-            &[
-                "template",
-                "gc",
-                CHART,
-                "--namespace",
-                "streamspace",
-                "-f",
-                file.to_str().unwrap(),
-            ][..],
+            &["template", "gc", CHART, "--namespace", "streamspace"][..],
             &API_VERSIONS,
+            &INSTALL_VALUES,
+            &["-f", file.to_str().unwrap()],
         ]
         .concat(),
     )

@@ -7,17 +7,20 @@ use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 use serde_json::Value;
 
 use super::{
-    API_VERSIONS, CHART, documents, helm, install_service_monitor_crd, names, object, template,
+    CHART, INSTALL_VALUES, documents, helm, install_service_monitor_crd, names, object, template,
     template_as,
 };
 use crate::common::{Result, namespace};
 
 #[test]
 fn lint_and_templates() {
-    let out = helm(&["lint", CHART]);
+    // Strict, with the values every install sets: no warning, and nothing that `helm lint`
+    // only logs (a `fail` or a `required` of the templates).
+    let out = helm(&[&["lint", "--strict", CHART][..], &INSTALL_VALUES].concat());
+    let log = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.status.success(),
-        "{}",
+        out.status.success() && !log.contains("Fail:") && !log.contains("Missing required"),
+        "{}{log}",
         String::from_utf8_lossy(&out.stdout)
     );
     let defaults = template(&[]);
@@ -31,7 +34,7 @@ fn lint_and_templates() {
             && defaults.contains("readOnlyRootFilesystem: true")
     );
     assert!(
-        defaults.contains("name: gc-streamspace-secrets")
+        defaults.contains("name: streamspace-secrets")
             && defaults.contains("key: postgres-password")
     );
     // Cluster-wide, only the volumes the session collector keeps (whatever gc.retainVolumeDays).
@@ -89,9 +92,6 @@ fn lint_and_templates() {
     ] {
         assert!(spared.contains(flag), "{flag}:\n{spared}");
     }
-    // As StreamSpace's subchart, its release's secret.
-    let out = helm(&[&["template", "streamspace", CHART][..], &API_VERSIONS].concat());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("name: streamspace-secrets"));
     // Bad values fail at install time, naming the value.
     for (set, field) in [
         ("gc.gracePeriod=-1", "gracePeriod"),
@@ -118,7 +118,13 @@ fn lint_and_templates() {
         ("timeZone=Europe/Berlin;rm", "timeZone"),
         ("podAnnotations.n=1", "podAnnotations"),
     ] {
-        let out = helm(&["template", "gc", CHART, "--set", set]);
+        let out = helm(
+            &[
+                &["template", "gc", CHART, "--set", set][..],
+                &INSTALL_VALUES,
+            ]
+            .concat(),
+        );
         assert!(!out.status.success(), "{set}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(field),

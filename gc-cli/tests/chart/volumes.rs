@@ -175,26 +175,37 @@ fn the_volume_rules_come_with_their_admission_policy() {
     );
 }
 
-/// A cluster that cannot enforce the policy (no `admissionregistration.k8s.io/v1`
-/// `ValidatingAdmissionPolicy`: `helm template` alone, a 1.29 cluster) gets no volume rules: the
-/// chart refuses, naming the value that accepts the wider access; with that value it renders the
-/// ClusterRoles alone. Without the session collector there is nothing to refuse.
+/// A cluster that cannot enforce the policy gets no volume rules: the chart refuses, naming the
+/// value that accepts the wider access; with that value it renders the ClusterRoles alone.
+/// Without the session collector there is nothing to refuse. Such a cluster is one whose kinds
+/// helm knows (`install`, `upgrade`: here as `--api-versions`) with `admissionregistration.k8s.io/v1`
+/// but no `ValidatingAdmissionPolicy`, or one of Kubernetes 1.21 to 1.29. `helm template` alone
+/// (no cluster: this helm says v1.20.0) renders for 1.30 or later, the policy included.
 #[test]
 fn without_admission_policies_the_chart_refuses_the_volume_rules_unless_told() {
     let render = |extra: &[&str], sets: &[&str]| {
         let mut args = vec!["template", "gc", CHART, "--namespace", "streamspace"];
+        args.extend(super::INSTALL_VALUES);
         args.extend(extra);
         for set in sets {
             args.extend(["--set", set]);
         }
         helm(&args)
     };
+    // What `helm install` knows of a 1.29 cluster, or of one with the API turned off.
+    let kinds_without_policy = [
+        "--api-versions",
+        "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration",
+    ];
+    let old = ["--kube-version", "1.29.0"];
+    let both = [&old[..], &kinds_without_policy[..]].concat();
     for (extra, sets) in [
-        (&[][..], &[][..]),
-        (&["--kube-version", "1.29.0"], &[]),
-        (&[], &["gc.retainVolumeDays=0"]),
-        (&[], &["gc.restore.enabled=true"]),
-        (&[], &["clusterWide.enabled=true"]),
+        (&old[..], &[][..]),
+        (&kinds_without_policy, &[]),
+        (&both[..], &[]),
+        (&old, &["gc.retainVolumeDays=0"]),
+        (&kinds_without_policy, &["gc.restore.enabled=true"]),
+        (&old, &["clusterWide.enabled=true"]),
     ] {
         let out = render(extra, sets);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -202,9 +213,21 @@ fn without_admission_policies_the_chart_refuses_the_volume_rules_unless_told() {
         assert!(
             stderr.contains("gc.volumes.unrestrictedAccess")
                 && stderr.contains("ValidatingAdmissionPolicy (Kubernetes 1.30+)")
-                && stderr.contains(&API_VERSIONS.join(" ")),
+                && stderr.contains("Set gc.volumes.unrestrictedAccess=true"),
             "{extra:?} {sets:?}: {stderr}"
         );
+    }
+    // No cluster, or one that serves the policy: rendered with it.
+    let serving = [&kinds_without_policy[..], &API_VERSIONS[..]].concat();
+    for extra in [&[][..], &["--kube-version", "1.30.0"], &serving[..]] {
+        let out = render(extra, &[]);
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let objects = documents(&String::from_utf8(out.stdout).unwrap());
+        assert_eq!(volume_policies(&objects).len(), 1, "{extra:?}");
     }
     for sets in [
         &["gc.volumes.unrestrictedAccess=true"][..],
@@ -214,7 +237,7 @@ fn without_admission_policies_the_chart_refuses_the_volume_rules_unless_told() {
         ],
         &["gc.enabled=false", "failedPods.enabled=true"],
     ] {
-        let out = render(&[], sets);
+        let out = render(&old, sets);
         assert!(
             out.status.success(),
             "{sets:?}: {}",
@@ -232,7 +255,7 @@ fn without_admission_policies_the_chart_refuses_the_volume_rules_unless_told() {
         };
         assert_eq!(roles, expected, "{sets:?}");
     }
-    let out = render(&[], &["gc.volumes.unrestrictedAccess=maybe"]);
+    let out = render(&old, &["gc.volumes.unrestrictedAccess=maybe"]);
     assert!(
         !out.status.success()
             && String::from_utf8_lossy(&out.stderr).contains("unrestrictedAccess"),
