@@ -17,8 +17,8 @@ use anyhow::{Context, bail};
 use gc_core::sessions::SessionInputs;
 use gc_runtime::Settings;
 use gc_runtime::adapters::{SessionSources, run_selected};
+use gc_runtime::audit::AuditLog;
 use gc_runtime::namespaces::Selection;
-use gc_runtime::sessions::AuditLog;
 use gc_runtime::{StopToken, metrics::Delivery, serve};
 
 const USAGE: &str = "usage: sessions --database-url URL [--namespace NS] [--grace-hours N] \

@@ -4,6 +4,9 @@ use serde_json::Value;
 
 use crate::ports::{ClusterError, Page};
 
+/// Objects per list page.
+pub const PAGE_SIZE: u32 = 500;
+
 /// How many times a list starts again after its continue token expired (HTTP 410).
 pub const MAX_RESTARTS: usize = 3;
 

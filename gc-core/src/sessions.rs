@@ -4,6 +4,7 @@
 //! the run lock).
 
 pub mod config;
+pub mod deletes;
 pub mod manifest;
 pub mod plan;
 pub mod requests;

@@ -6,8 +6,9 @@ use std::io::Write;
 use gc_core::selector::Spared;
 use gc_core::sessions::run::{DeleteResult, Planned, SessionReport};
 use gc_core::sessions::{SessionConfig, SessionDecision};
+use gc_runtime::audit::{AuditLine, RefusedLine};
 use gc_runtime::restore::Restored;
-use gc_runtime::sessions::{AuditLine, RefusedLine, rank, round_trips};
+use gc_runtime::sessions::{rank, round_trips};
 use serde::Serialize;
 
 use crate::{Output, escape, object_name, rfc3339, times_as_rfc3339, write_columns, write_doc};
@@ -240,7 +241,7 @@ impl Shown {
             None | Some(Output::Kestra) => {}
             Some(Output::Json | Output::Yaml) => {
                 for record in &report.records {
-                    let requested_by = gc_runtime::sessions::requested_by(cfg);
+                    let requested_by = gc_runtime::audit::requested_by(cfg);
                     let line = AuditLine {
                         time,
                         record,

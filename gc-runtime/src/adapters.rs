@@ -16,11 +16,12 @@ pub use gc_k8s::{Connection, KubeCluster, TokenAccount};
 pub use gc_store::{Archives, SessionTable, Store, StoreAt, TableSpec};
 
 use crate::Context as _;
+use crate::audit::Audit;
 use crate::clock::SystemClock;
 use crate::namespaces::Selection;
 use crate::outcome::{NamespaceRun, failed_before};
 use crate::pods::{PODS_NAMESPACE, PodCollector, Report};
-use crate::sessions::{Audit, SESSIONS_NAMESPACE};
+use crate::sessions::SESSIONS_NAMESPACE;
 use crate::{Builder, Settings};
 #[cfg(feature = "admin")]
 pub use serve::SessionsApi;

@@ -140,7 +140,11 @@ impl Events {
     }
 
     /// Posts `record` (an Event of the embedder's, or of `restore`).
-    pub async fn post_record(&self, cluster: &(impl EventSink + ?Sized), record: &EventRecord) {
+    pub(crate) async fn post_record(
+        &self,
+        cluster: &(impl EventSink + ?Sized),
+        record: &EventRecord,
+    ) {
         self.post(cluster, record).await;
     }
 

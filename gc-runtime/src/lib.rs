@@ -10,6 +10,7 @@
 
 #[cfg(feature = "adapters")]
 pub mod adapters;
+pub mod audit;
 mod builder;
 pub mod clock;
 pub mod durations;
@@ -37,8 +38,7 @@ pub use builder::Builder;
 pub use error::{Context, Error, Result, causes};
 pub use lock::{LockError, LockLost, LockOptions, RunLock, holder};
 pub use outcome::{
-    Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, Stage, failed_before, outcome,
-    outcome_of,
+    Failure, FailureKind, NamespaceRun, NamespacesFailed, Outcome, Stage, outcome, outcome_of,
 };
 pub use settings::{Progress, STORE_TIMEOUT, Settings, SettingsError};
 pub use stop::{Cancel, NeverCancel, Shutdown, StopToken, Stopped, stopped};

@@ -33,11 +33,12 @@ mod text;
 
 pub use alerts::{Alert, AlertFormat, Webhook};
 pub use delivery::{Delivery, metric_prefix};
-pub use served::{ApiMetrics, Served};
+pub use exposition::ApiMetrics;
+pub use served::Served;
 
 use exposition::Exposition;
+use exposition::LastRun;
 use http::{agent, describe, endpoint};
-use served::LastRun;
 use text::write_metrics_file;
 pub use text::{merge, text_format};
 
@@ -254,7 +255,7 @@ impl Record {
 }
 
 /// The metrics of one run.
-pub struct RunMetrics {
+pub(crate) struct RunMetrics {
     prefix: String,
     record: Mutex<Record>,
 }
@@ -262,7 +263,7 @@ pub struct RunMetrics {
 impl RunMetrics {
     /// The metrics of a run of `collector` in `namespace`, named with `prefix`.
     #[must_use]
-    pub fn new(prefix: &str, collector: &str, namespace: &str) -> Self {
+    pub(crate) fn new(prefix: &str, collector: &str, namespace: &str) -> Self {
         Self {
             prefix: prefix.into(),
             record: Mutex::new(Record::new(collector, namespace)),
@@ -274,7 +275,7 @@ impl RunMetrics {
     }
 
     /// Counts a failed-Pod plan.
-    pub fn plan(&self, plan: &PodPlan) {
+    pub(crate) fn plan(&self, plan: &PodPlan) {
         let eligible = plan
             .decisions
             .iter()
@@ -293,13 +294,13 @@ impl RunMetrics {
 
     /// Counts a reviewed plan's `targets`, which an apply looks at (each is read again before
     /// anything is done to it): scanned and eligible, never held or deferred.
-    pub fn reviewed(&self, targets: usize) {
+    pub(crate) fn reviewed(&self, targets: usize) {
         let n = targets as u64;
         self.objects("Pod", n, n, 0, 0, 0);
     }
 
     /// Counts the results of an apply.
-    pub fn results(&self, results: &[TargetResult]) {
+    pub(crate) fn results(&self, results: &[TargetResult]) {
         let mut record = self.record();
         for r in results {
             match &r.outcome {
@@ -328,7 +329,7 @@ impl RunMetrics {
     }
 
     /// Counts objects of `kind` by decision (for collectors other than the Pod one).
-    pub fn objects(
+    pub(crate) fn objects(
         &self,
         kind: &str,
         scanned: u64,
@@ -348,17 +349,17 @@ impl RunMetrics {
     }
 
     /// Counts an error at `stage`.
-    pub fn error(&self, stage: &str) {
+    pub(crate) fn error(&self, stage: &str) {
         *self.record().errors.entry(stage.into()).or_default() += 1;
     }
 
     /// Counts a write refused at `stage` because its object changed (a fence lost).
-    pub fn fence_lost(&self, stage: &str) {
+    pub(crate) fn fence_lost(&self, stage: &str) {
         *self.record().fences_lost.entry(stage.into()).or_default() += 1;
     }
 
     /// Records the run's end: it took `seconds`, and succeeded at `success_at` or failed.
-    pub fn finish(&self, seconds: f64, success_at: Option<f64>) {
+    pub(crate) fn finish(&self, seconds: f64, success_at: Option<f64>) {
         let mut record = self.record();
         record.duration = seconds;
         record.attempt_at = success_at.unwrap_or_else(crate::clock::now);
@@ -367,7 +368,7 @@ impl RunMetrics {
 
     /// Records a run that failed at `stage` after `seconds` and delivers it with `delivery`,
     /// alerting `why`.
-    pub async fn fail(&self, stage: &str, seconds: f64, delivery: &Delivery, why: &str) {
+    pub(crate) async fn fail(&self, stage: &str, seconds: f64, delivery: &Delivery, why: &str) {
         self.error(stage);
         self.finish(seconds, None);
         self.deliver(delivery, Some(why), "").await;
@@ -375,7 +376,7 @@ impl RunMetrics {
 
     /// Records the end of a run a signal stopped after `seconds`: an attempt, neither a success
     /// nor a failure. Delivered, it alerts no one.
-    pub fn stopped(&self, seconds: f64) {
+    pub(crate) fn stopped(&self, seconds: f64) {
         let mut record = self.record();
         record.duration = seconds;
         record.attempt_at = crate::clock::now();
@@ -383,7 +384,7 @@ impl RunMetrics {
     }
 
     /// The run's metrics, OpenMetrics text: the last-run view the push and the file carry.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let record = self.record().clone();
         let mut x = Exposition::new(&self.prefix);
         x.last_runs(&[LastRun {
@@ -399,7 +400,7 @@ impl RunMetrics {
     /// did (a stalled Pushgateway does not swallow the alert). The blocking calls (the file, the
     /// HTTP requests, each bounded by [`HTTP_TIMEOUT`](http::HTTP_TIMEOUT)) run on the runtime's
     /// blocking pool, never on the task that awaits this.
-    pub async fn deliver(&self, delivery: &Delivery, failure: Option<&str>, summary: &str) {
+    pub(crate) async fn deliver(&self, delivery: &Delivery, failure: Option<&str>, summary: &str) {
         let record = self.record().clone();
         if let Some(served) = &delivery.served {
             served.add(&record);

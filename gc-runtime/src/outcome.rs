@@ -199,7 +199,8 @@ impl FailureKind {
 /// the database, the archive sink, the list of namespaces): each of `namespaces` gets a failed
 /// run (stage `run`) with its metrics and alert, and its Warning when `cluster` is connected;
 /// with none to name, the webhook is alerted once. Each run's failure is `error`'s words.
-pub async fn failed_before<R>(
+#[cfg(feature = "adapters")]
+pub(crate) async fn failed_before<R>(
     collector: &str,
     delivery: &crate::metrics::Delivery,
     events: &crate::events::Events,

@@ -8,13 +8,12 @@
 
 use crate::Context as _;
 use gc_core::PodConfig;
+use gc_core::PodPlan;
 use gc_core::pods::apply::{self, Ports, TargetOutcome, TargetResult};
 use gc_core::pods::approval::PlanFile;
 use gc_core::pods::ledger::PreviousLedger;
-use gc_core::pods::list::{failed_pod_query, list_inventory};
 use gc_core::pods::plan::Target;
-use gc_core::ports::{Clock, Cluster, OpenStore, PodCluster, Sink, Store};
-use gc_core::{PodPlan, plan_pods};
+use gc_core::ports::{Clock, OpenStore, PodCluster, Sink};
 use serde::Serialize;
 
 use crate::clock::SystemClock;
@@ -26,6 +25,9 @@ use crate::{RunLock, Settings, SettingsError, Stopped, stopped};
 /// The run lock of the failed-Pod collector in its namespace (one per namespace, whatever the
 /// cluster id).
 pub const PODS_LOCK: &str = "gc-pods";
+
+mod plan;
+use plan::{Live, plan_live};
 
 /// The failed-Pod collector's namespace when none is named (nor given by the context).
 pub const PODS_NAMESPACE: &str = "default";
@@ -608,64 +610,6 @@ pub enum Targets<'a> {
     /// Planned by the run from the cluster at the clock, after recovery, under the lock, with
     /// the store's ledger.
     Planned,
-}
-
-/// The cluster a plan reads, the store its ledger lives in (else none is kept), and whether
-/// the new ledger is recorded there.
-pub(crate) struct Live<'a, C, S> {
-    /// The cluster.
-    pub cluster: &'a C,
-    /// The store of the ledger.
-    pub store: Option<&'a S>,
-    /// Whether the plan's new ledger goes back to the store (not for a plan for another
-    /// instant, nor one whose ledger is written elsewhere).
-    pub record: bool,
-}
-
-/// Plans `cfg`'s namespace from the cluster at `now`, with `file_ledger` or the store's ledger;
-/// `progress` hears of each page listed (pages, Pods). Nothing is written to the cluster.
-///
-/// # Errors
-/// When the Pods cannot be listed, the ledger cannot be loaded or saved, or the plan fails
-/// closed on the data.
-pub(crate) async fn plan_live<C: Cluster, S: Store>(
-    live: Live<'_, C, S>,
-    cfg: &PodConfig,
-    file_ledger: Option<&PreviousLedger>,
-    now: f64,
-    progress: &mut (dyn FnMut(usize, usize) + Send),
-) -> crate::Result<PodPlan> {
-    let loaded;
-    let previous = match (file_ledger, live.store) {
-        (Some(ledger), _) => ledger,
-        (None, Some(store)) => {
-            loaded = store
-                .load_ledger(&cfg.cluster_id, &cfg.namespace)
-                .await
-                .context("cannot load the ledger")?;
-            &loaded
-        }
-        (None, None) => &PreviousLedger::default(),
-    };
-    let query = failed_pod_query(cfg, 500);
-    let inventory = list_inventory(
-        live.cluster,
-        &query,
-        cfg.rules(),
-        cfg.max_inventory + 1,
-        progress,
-    )
-    .await
-    .with_context(|| format!("cannot list the Pods of namespace {}", cfg.namespace))?;
-    let plan = plan_pods(&inventory, previous, cfg, now)
-        .with_context(|| format!("namespace {}", cfg.namespace))?;
-    if let (Some(store), true) = (live.store, live.record) {
-        store
-            .save_ledger(&cfg.cluster_id, &cfg.namespace, &plan.ledger)
-            .await
-            .context("cannot save the ledger")?;
-    }
-    Ok(plan)
 }
 
 /// The cause of the stop asked for, when it left targets of `r` not started: a stop after the

@@ -20,9 +20,10 @@ use gc_core::sessions::run::{AuditRecord, SessionReport};
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::audit::{Audit, RefusedLine};
 use crate::clock;
 use crate::outcome::Outcome;
-use crate::sessions::{Audit, RefusedLine, SessionCollector};
+use crate::sessions::SessionCollector;
 use gc_core::ports::SessionCluster;
 use gc_core::ports::Sink;
 
@@ -247,6 +248,7 @@ impl<C, D, S, A> Requests<C, D, S, A> {
     }
 
     /// Runs `task` as one of the desk's own, which [`Requests::finished`] waits for.
+    #[cfg(feature = "admin")]
     pub(crate) fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
@@ -499,7 +501,7 @@ impl Audit for Recorder<'_> {
 impl<C, D, S, A> Requests<C, D, S, A> {
     /// Writes the audit line of a call refused for who asked; a line that cannot be written is
     /// said in the log (the call is refused either way).
-    pub fn denied(&self, line: &crate::sessions::DeniedLine<'_>) {
+    pub fn denied(&self, line: &crate::audit::DeniedLine<'_>) {
         let mut audit = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
         if let Err(e) = audit.denied(line) {
             tracing::warn!("cannot write the audit line of a refused call: {e}");
@@ -508,7 +510,7 @@ impl<C, D, S, A> Requests<C, D, S, A> {
 
     /// Writes the audit lines of a restore asked for through the API; lines that cannot be
     /// written are said in the log (the objects were created either way).
-    pub fn restored(&self, lines: &[crate::sessions::RestoredLine<'_>]) {
+    pub fn restored(&self, lines: &[crate::audit::RestoredLine<'_>]) {
         let mut audit = self.audit.lock().unwrap_or_else(PoisonError::into_inner);
         if let Err(e) = audit.restored(lines) {
             tracing::warn!("cannot write the audit lines of a restore: {e}");

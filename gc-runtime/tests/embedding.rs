@@ -6,8 +6,9 @@ use gc_core::sessions::SessionConfig;
 use gc_runtime::adapters::{
     Archives, KubeCluster, KubePodCollector, SessionSources, SessionTable, Store, run_selected,
 };
+use gc_runtime::audit::Audit;
 use gc_runtime::namespaces::Selection;
-use gc_runtime::sessions::{Audit, SessionCollector};
+use gc_runtime::sessions::SessionCollector;
 use gc_runtime::{Cancel, LockOptions, RunLock, Settings};
 
 /// Every source file of the crate, with its text.

@@ -11,10 +11,10 @@ use gc_core::sessions::SessionConfig;
 use gc_core::sessions::run::SessionReport;
 use gc_output::sessions::Shown;
 use gc_runtime::adapters::SessionsApi;
+use gc_runtime::audit::{Audit, AuditLog, RefusedLine};
 use gc_runtime::metrics::Delivery;
 use gc_runtime::requests::RequestOptions;
 use gc_runtime::serve::api::ApiOptions;
-use gc_runtime::sessions::{Audit, AuditLog, RefusedLine};
 use gc_runtime::{Cancel as _, Settings};
 
 use crate::archives::ArchiveArgs;

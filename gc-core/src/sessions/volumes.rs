@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::ports::{ClusterError, RetainedVolume, Store, StoreError, Volumes};
-use crate::sessions::run::DeleteResult;
+use crate::sessions::deletes::{DeleteResult, unsent};
 use crate::sessions::{Judged, Resource, SessionConfig, SessionDecision};
 use lifecycle::{Action, Event, State, Window, next, state_of};
 
@@ -256,7 +256,7 @@ pub async fn keep(
     keeping: &Keeping,
     stop: crate::lease::Held<'_>,
 ) -> Result<(), DeleteResult> {
-    if let Some(unsent) = crate::sessions::run::unsent(stop) {
+    if let Some(unsent) = unsent(stop) {
         return Err(unsent);
     }
     let name = &keeping.volume.name;
@@ -327,7 +327,7 @@ pub async fn expire(
             let selector = selector.clone();
             async move {
                 volumes
-                    .list_volumes(&selector, crate::sessions::run::PAGE_SIZE, token.as_deref())
+                    .list_volumes(&selector, crate::pages::PAGE_SIZE, token.as_deref())
                     .await
             }
         },
@@ -432,7 +432,7 @@ pub async fn expire(
         };
         let decision = decide(&volume, &record, (state, event), action, window, cfg);
         let cluster = &cfg.cluster_id;
-        let result = match (action, crate::sessions::run::unsent(stop)) {
+        let result = match (action, unsent(stop)) {
             (Action::GiveBack, Some(unsent)) => Some(unsent),
             (Action::GiveBack, None) => {
                 Some(give_back(volumes, &volume, &record.policy, cluster, dry_run).await)

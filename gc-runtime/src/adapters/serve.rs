@@ -28,7 +28,7 @@ pub struct SessionsApi {
     /// How callers are checked.
     pub api: ApiOptions,
     /// Where the requested runs' audit records go.
-    pub audit: Box<dyn crate::sessions::Audit>,
+    pub audit: Box<dyn crate::audit::Audit>,
     /// What `/v1/status` names as the version.
     pub version: String,
     /// TLS ([`crate::serve::tls::server_config`]); without it, plain HTTP on a loopback address only.

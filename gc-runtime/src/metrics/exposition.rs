@@ -2,7 +2,7 @@
 //! by collector, namespace and kind or stage.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric};
@@ -12,9 +12,49 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::served::{History, LastRun};
 use super::text::{LAST_RUN_SUCCESS_HELP, LAST_SUCCESS_HELP};
 use super::*;
+
+/// The request API's counters (`serve::api::Api::metrics`), since the process started.
+#[derive(Debug, Default)]
+pub struct ApiMetrics {
+    refusals_unaudited: AtomicU64,
+}
+
+impl ApiMetrics {
+    /// One more refusal the audit's rate left out (its count is also in the next refusal's
+    /// audit line).
+    pub fn refusal_unaudited(&self) {
+        self.refusals_unaudited.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The refusals the audit's rate left out so far.
+    #[must_use]
+    pub fn refusals_unaudited(&self) -> u64 {
+        self.refusals_unaudited.load(Ordering::Relaxed)
+    }
+}
+
+/// The runs of one collector in one namespace, as `serve` keeps them.
+#[derive(Debug)]
+pub(super) struct History {
+    pub(super) last: Record,
+    /// Whether the last run that was not stopped succeeded.
+    pub(super) success: Option<bool>,
+    pub(super) last_success: Option<f64>,
+    pub(super) totals: Record,
+    pub(super) succeeded: u64,
+    pub(super) failed: u64,
+    pub(super) stopped: u64,
+}
+
+/// A last run as an exposition shows it: the run, whether the last run that was not stopped
+/// succeeded, and the last success.
+pub(super) struct LastRun<'r> {
+    pub(super) record: &'r Record,
+    pub(super) success: Option<bool>,
+    pub(super) last_success: Option<f64>,
+}
 
 /// An exposition being built: a registry holding each family that has samples.
 pub(super) struct Exposition {
@@ -222,7 +262,7 @@ impl Exposition {
     }
 
     /// The request API's counters.
-    pub(super) fn api(&mut self, api: &super::served::ApiMetrics) {
+    pub(super) fn api(&mut self, api: &ApiMetrics) {
         let unaudited = Counter::<u64>::default();
         unaudited.inc_by(api.refusals_unaudited());
         self.registry.register(

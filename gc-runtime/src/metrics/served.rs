@@ -2,10 +2,9 @@
 //! and counters adding up every run of the process.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::exposition::Exposition;
+use super::exposition::{ApiMetrics, Exposition, History, LastRun};
 use super::{Ended, Record};
 
 /// What `serve` shows on `/metrics`: each collector and namespace's last run and last success,
@@ -16,39 +15,6 @@ pub struct Served {
     runs: Mutex<BTreeMap<(String, String), History>>,
     /// The request API's counters, once it is served.
     api: Mutex<Option<Arc<ApiMetrics>>>,
-}
-
-/// The request API's counters (`serve::api::Api::metrics`), since the process started.
-#[derive(Debug, Default)]
-pub struct ApiMetrics {
-    refusals_unaudited: AtomicU64,
-}
-
-impl ApiMetrics {
-    /// One more refusal the audit's rate left out (its count is also in the next refusal's
-    /// audit line).
-    pub fn refusal_unaudited(&self) {
-        self.refusals_unaudited.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The refusals the audit's rate left out so far.
-    #[must_use]
-    pub fn refusals_unaudited(&self) -> u64 {
-        self.refusals_unaudited.load(Ordering::Relaxed)
-    }
-}
-
-/// The runs of one collector in one namespace, as `serve` keeps them.
-#[derive(Debug)]
-pub(super) struct History {
-    pub(super) last: Record,
-    /// Whether the last run that was not stopped succeeded.
-    pub(super) success: Option<bool>,
-    pub(super) last_success: Option<f64>,
-    pub(super) totals: Record,
-    pub(super) succeeded: u64,
-    pub(super) failed: u64,
-    pub(super) stopped: u64,
 }
 
 impl Served {
@@ -124,12 +90,4 @@ impl Served {
         }
         x.text()
     }
-}
-
-/// A last run as an exposition shows it: the run, whether the last run that was not stopped
-/// succeeded, and the last success.
-pub(super) struct LastRun<'r> {
-    pub(super) record: &'r Record,
-    pub(super) success: Option<bool>,
-    pub(super) last_success: Option<f64>,
 }

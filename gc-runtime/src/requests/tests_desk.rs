@@ -32,7 +32,7 @@ impl Audit for Lines {
         report: &SessionReport,
         _time: &str,
     ) -> crate::Result<()> {
-        let by = crate::sessions::requested_by(cfg).map(|by| by.iter().cloned().collect());
+        let by = crate::audit::requested_by(cfg).map(|by| by.iter().cloned().collect());
         let by: Vec<String> = by.unwrap_or_default();
         for r in &report.records {
             let result = r.result.as_ref().map_or("-".into(), ToString::to_string);
@@ -46,7 +46,7 @@ impl Audit for Lines {
         self.0.lock().unwrap().push(format!("refused {by}"));
         Ok(())
     }
-    fn restored(&mut self, lines: &[crate::sessions::RestoredLine<'_>]) -> crate::Result<()> {
+    fn restored(&mut self, lines: &[crate::audit::RestoredLine<'_>]) -> crate::Result<()> {
         for l in lines {
             let (kind, result) = (&l.object.kind, &l.object.result);
             let line = format!(
@@ -57,7 +57,7 @@ impl Audit for Lines {
         }
         Ok(())
     }
-    fn denied(&mut self, line: &crate::sessions::DeniedLine<'_>) -> crate::Result<()> {
+    fn denied(&mut self, line: &crate::audit::DeniedLine<'_>) -> crate::Result<()> {
         let (status, call, by) = (line.status, &line.call, line.requested_by);
         let mut text = format!("denied {status} {call} in {:?} by {by:?}", line.namespace);
         if line.unaudited > 0 {

@@ -563,7 +563,7 @@ where
         };
         // A namespace the URL names but the desk does not serve is none.
         let namespace = Some(asked.namespace).filter(|ns| self.desk.serves(ns));
-        self.desk.denied(&crate::sessions::DeniedLine {
+        self.desk.denied(&crate::audit::DeniedLine {
             time: &time,
             namespace: namespace.unwrap_or_default(),
             decision: "denied",
@@ -1094,7 +1094,7 @@ where
                     .await?;
                 let time = gc_core::isotime::format_timestamp(crate::clock::now());
                 let lines: Vec<_> = (objects.iter())
-                    .map(|object| crate::sessions::RestoredLine {
+                    .map(|object| crate::audit::RestoredLine {
                         time: &time,
                         namespace: &request.namespace,
                         decision: "restore",
