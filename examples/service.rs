@@ -80,7 +80,7 @@ async fn main() -> anyhow::Result<()> {
         .pods()?;
     let every = Duration::from_secs(number("--interval-seconds", 300)?.try_into()?);
     let (health, once) = (serve::Health::new(None), flags.get("--once").map(|_| 1));
-    let (done, failed) = serve::every(every, once, &health, &shutdown, async || {
+    let (done, failed) = serve::every(every, once, &health, &*run.settings().cancel, async || {
         let ran = run.run_namespace(&cfg, Targets::Planned, 1).await;
         if let Some(report) = &ran.report {
             println!("{}", serde_json::to_string(report)?);

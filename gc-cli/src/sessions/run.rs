@@ -15,7 +15,7 @@ use gc_runtime::audit::{Audit, AuditLog, RefusedLine};
 use gc_runtime::metrics::Delivery;
 use gc_runtime::requests::RequestOptions;
 use gc_runtime::serve::api::ApiOptions;
-use gc_runtime::{Cancel as _, Settings};
+use gc_runtime::Settings;
 
 use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
@@ -176,8 +176,7 @@ pub(crate) async fn serve_api(
     };
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let selection = args.args.namespaces.selection();
-    let stop = crate::signals::STOP.stopped();
-    Ok(served.serve(listener, &selection, config, stop).await?)
+    Ok(served.serve(listener, &selection, config).await?)
 }
 
 /// The audit lines, then what `-o` shows of them.

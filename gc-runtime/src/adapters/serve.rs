@@ -42,10 +42,11 @@ pub struct SessionsApi {
 }
 
 impl SessionsApi {
-    /// Serves the request API on `listener` until `stop` ends: connects the cluster, the
+    /// Serves the request API on `listener` until the settings' stop ([`crate::Settings::cancel`],
+    /// the one every run honours) comes: connects the cluster, the
     /// session table and the store, resolves `selection` once (a namespace created later is
     /// served after a restart), takes each namespace's settings from `config`, then answers.
-    /// Plain HTTP, so only on a loopback address. When `stop` ends, requests still queued end
+    /// Plain HTTP, so only on a loopback address. When the stop comes, requests still queued end
     /// stopped and the server finishes the calls in progress.
     ///
     /// # Errors
@@ -56,7 +57,6 @@ impl SessionsApi {
         listener: std::net::TcpListener,
         selection: &crate::namespaces::Selection,
         config: impl Fn(&str) -> crate::Result<gc_core::sessions::SessionConfig>,
-        stop: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> crate::Result<()> {
         let address = listener.local_addr()?;
         check_address(address, self.tls.is_some())?;
@@ -70,6 +70,8 @@ impl SessionsApi {
         let configs = configs.collect::<crate::Result<Vec<_>>>()?;
         let store =
             super::open_store_within(self.store.as_deref(), self.settings.store_timeout).await?;
+        let cancel = Arc::clone(&self.settings.cancel);
+        let stop = async move { cancel.stopped().await };
         let mut settings = self.settings;
         settings.lock.wait = (settings.lock.wait).min(self.requests.answer_within / 2);
         let restore = (self.restore_account)
