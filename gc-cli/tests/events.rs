@@ -604,7 +604,7 @@ async fn session_events(ns: &TestNamespace) -> Result<BTreeSet<(String, String, 
 }
 
 #[tokio::test]
-async fn a_session_run_posts_an_event_on_each_deleted_kind_and_the_guard_on_the_namespace() -> Result
+async fn a_session_run_posts_an_event_on_each_session_collected_and_the_guard_on_the_namespace() -> Result
 {
     let Some(db) = TestDatabase::fresh("events-sessions").await? else {
         return Ok(());
@@ -627,17 +627,63 @@ async fn a_session_run_posts_an_event_on_each_deleted_kind_and_the_guard_on_the_
     );
     let out = run_sessions(&ns, db.url(), &[]);
     assert!(out.status.success(), "{}", text(&out));
-    let expected: BTreeSet<_> = before
+    // One Normal Event on the session collected, on its `Session` object (with its uid),
+    // naming the four objects deleted.
+    let gone: Vec<&(String, String)> = before
         .iter()
+        .filter(|(n, _)| n.ends_with("/gone-1"))
+        .collect();
+    assert_eq!(gone.len(), 4, "{before:?}");
+    let on = gone
+        .iter()
+        .find(|(n, _)| n.starts_with("Session/"))
+        .unwrap();
+    let expected = BTreeSet::from([(
+        "Normal".into(),
+        "SessionCollected".into(),
+        on.0.clone(),
+        on.1.clone(),
+    )]);
+    assert_eq!(session_events(&ns).await?, expected);
+    let api: Api<Event> = ns.api();
+    let events = api.list(&ListParams::default()).await?.items;
+    let collected = events
+        .iter()
+        .find(|e| seen(e).2 == "Session")
+        .ok_or("no Event on the Session")?;
+    let regarding = collected.regarding.clone().unwrap_or_default();
+    assert_eq!(
+        regarding.api_version.as_deref(),
+        Some("stream.space/v1alpha1")
+    );
+    assert_eq!(collected.action.as_deref(), Some("Collect"));
+    assert_eq!(
+        collected.note.as_deref(),
+        Some(
+            "session gone-1: deleted Deployment/gone-1, PersistentVolumeClaim/gone-1, \
+             Service/gone-1, Session/gone-1 (no session gone-1 in the database)"
+        )
+    );
+
+    // With `--event-per-object`, one Normal Event on each object deleted, with its uid.
+    let each = bed.namespace("events-per-object").await?;
+    session(&each, &crd, "gone-1", true).await?;
+    session(&each, &crd, "live-1", false).await?;
+    let before = uids(&each, &crd).await?;
+    let out = run_sessions(&each, db.url(), &["--event-per-object"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let expected: BTreeSet<_> = (before.iter())
         .filter(|(name, _)| name.ends_with("/gone-1"))
         .map(|(name, uid)| ("Normal".into(), "Deleted".into(), name.clone(), uid.clone()))
         .collect();
     assert_eq!(expected.len(), 4, "{before:?}");
-    assert_eq!(session_events(&ns).await?, expected);
-    let api: Api<Event> = ns.api();
-    let events = api.list(&ListParams::default()).await?.items;
-    let deployment = events
-        .iter()
+    assert_eq!(session_events(&each).await?, expected);
+    let events = each
+        .api::<Event>()
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let deployment = (events.iter())
         .find(|e| seen(e).2 == "Deployment")
         .ok_or("no Event on the Deployment")?;
     let regarding = deployment.regarding.clone().unwrap_or_default();
@@ -645,12 +691,6 @@ async fn a_session_run_posts_an_event_on_each_deleted_kind_and_the_guard_on_the_
     assert_eq!(
         deployment.note.as_deref(),
         Some("deleted (no session gone-1 in the database)")
-    );
-    let session_kind = events.iter().find(|e| seen(e).2 == "Session").unwrap();
-    let regarding = session_kind.regarding.clone().unwrap_or_default();
-    assert_eq!(
-        regarding.api_version.as_deref(),
-        Some("stream.space/v1alpha1")
     );
 
     // The guard: two orphans of three is too many with a floor of 0. Nothing is deleted; one
@@ -920,11 +960,13 @@ async fn sigterm_during_a_session_run_stops_it_without_reporting_a_failure() -> 
         ),
         (deleted, remaining, 0)
     );
-    // Events: a Normal one on each object deleted, by either run; no Warning.
+    // Events: a Normal one on each session collected (each of one object), by either run; no
+    // Warning.
     let counts = event_counts(&ns).await?;
+    let collected = ("Normal".into(), "SessionCollected".into());
     assert_eq!(
         counts,
-        std::collections::BTreeMap::from([(("Normal".into(), "Deleted".into()), deleted + 1)])
+        std::collections::BTreeMap::from([(collected, deleted + 1)])
     );
     assert!(hook.texts().is_empty(), "no alert: {:?}", hook.texts());
     let now = scrape(&gateway);

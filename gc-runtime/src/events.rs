@@ -1,5 +1,7 @@
-//! Kubernetes Events for what a live run did: a Normal Event on each object deleted, a Warning on
-//! each refused (its fence lost, its archive too large) or failed, and a Warning on the
+//! Kubernetes Events for what a live run did: a Normal Event on each Pod collected and one on each
+//! session collected (`SessionCollected`, naming every object of it the run deleted; with
+//! `event_per_object`, one `Deleted` on each object instead), a Warning on each object refused
+//! (its fence lost, its archive too large) or failed, and a Warning on the
 //! Namespace when the run as a whole was refused (the mass-deletion guard, a failing plan) or
 //! failed (the database, the store, the lock, ...), in the words of the run's report or audit
 //! line.
@@ -36,6 +38,8 @@ pub struct Events {
     stopped: AtomicBool,
     /// Events posted at once: a run's objects each have one, so their order per object holds.
     in_flight: usize,
+    /// One Event per object deleted rather than one per session.
+    per_object: bool,
 }
 
 impl Events {
@@ -50,7 +54,16 @@ impl Events {
             unposted: AtomicUsize::new(0),
             first_error: Mutex::new(None),
             stopped: AtomicBool::new(false),
+            per_object: false,
         }
+    }
+
+    /// These Events, with one on each session object deleted (`per_object`) rather than one on
+    /// each session.
+    #[must_use]
+    pub fn per_object(mut self, per_object: bool) -> Self {
+        self.per_object = per_object;
+        self
     }
 
     /// An Event on each Pod collected, refused or failed in `namespace`.
@@ -78,11 +91,17 @@ impl Events {
     ) {
         // Made before they are posted: a future over a borrowing iterator is not `Send` for
         // every lifetime, and an embedder spawns runs.
-        let records: Vec<EventRecord> = (report.records.iter())
+        let (deleted, others): (Vec<&AuditRecord>, Vec<&AuditRecord>) = (report.records.iter())
             .filter(|r| !posted.contains(&r.judged.resource.uid))
-            .filter_map(session_event)
-            .collect();
+            .partition(|r| self.grouped(r));
+        let mut records: Vec<EventRecord> = others.into_iter().filter_map(session_event).collect();
+        records.extend(sessions_collected(deleted));
         self.post_all(cluster, records.into_iter()).await;
+    }
+
+    /// Whether `record`'s Event is its session's, posted once for all its objects deleted.
+    fn grouped(&self, record: &AuditRecord) -> bool {
+        !self.per_object && record.result == Some(DeleteResult::Deleted)
     }
 
     /// Posts `records`, up to `in_flight` at once: the run's end waits for one round trip per
@@ -109,8 +128,10 @@ impl Events {
         held: gc_core::lease::Held<'_>,
     ) -> HashSet<String> {
         let came = Mutex::new(HashSet::new());
+        // The deletes whose Event is their session's, posted once the run's deletes ended.
+        let grouped = Mutex::new(Vec::new());
         let records = futures_util::stream::poll_fn(|cx| records.poll_recv(cx));
-        let came_ref = &came;
+        let (came_ref, grouped_ref) = (&came, &grouped);
         records
             .for_each_concurrent(self.in_flight.max(1), |record| async move {
                 let uid = record.judged.resource.uid.clone();
@@ -121,11 +142,19 @@ impl Events {
                 if held.lost() {
                     return;
                 }
-                if let Some(event) = session_event(&record) {
+                if self.grouped(&record) {
+                    let mut grouped = grouped_ref.lock().unwrap_or_else(PoisonError::into_inner);
+                    grouped.push(record);
+                } else if let Some(event) = session_event(&record) {
                     self.post(cluster, &event).await;
                 }
             })
             .await;
+        let grouped = grouped.into_inner().unwrap_or_else(PoisonError::into_inner);
+        if !held.lost() {
+            let records = sessions_collected(grouped.iter()).collect::<Vec<_>>();
+            self.post_all(cluster, records.into_iter()).await;
+        }
         came.into_inner().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -290,6 +319,54 @@ fn session_event(record: &AuditRecord) -> Option<EventRecord> {
         reason,
         action: "Delete",
         note,
+    })
+}
+
+/// One Normal Event per session among `deleted` (objects deleted, each with its session label),
+/// in the order the sessions' first objects come: on the session's `Session` object when the run
+/// deleted it (what `kubectl describe session` and `kubectl get events` name), else on its first
+/// object, naming every object of the session deleted, kind and name, sorted. An object without a
+/// session (none is deleted by a collection) has an Event of its own.
+fn sessions_collected<'a>(
+    deleted: impl IntoIterator<Item = &'a AuditRecord>,
+) -> impl Iterator<Item = EventRecord> {
+    let mut sessions: Vec<(Option<&str>, Vec<&AuditRecord>)> = Vec::new();
+    for record in deleted {
+        let session = record.judged.resource.session.as_deref();
+        match sessions.iter_mut().find(|(s, _)| session.is_some() && *s == session) {
+            Some((_, records)) => records.push(record),
+            None => sessions.push((session, vec![record])),
+        }
+    }
+    sessions.into_iter().filter_map(|(session, records)| {
+        let Some(id) = session else {
+            return session_event(records.first()?);
+        };
+        let on = (records.iter().find(|r| r.judged.resource.kind == "Session"))
+            .or_else(|| records.first())?;
+        let mut objects: Vec<String> = (records.iter())
+            .map(|r| format!("{}/{}", r.judged.resource.kind, r.judged.resource.name))
+            .collect();
+        // In a fixed order, whatever order the deletes ended in.
+        objects.sort();
+        let why = match &on.judged.decision {
+            SessionDecision::Delete { reason } => format!(" ({reason})"),
+            _ => String::new(),
+        };
+        let r = &on.judged.resource;
+        Some(EventRecord {
+            regarding: Regarding {
+                api_version: r.api_version.clone(),
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+                namespace: on.namespace.clone(),
+                uid: Some(r.uid.clone()),
+            },
+            type_: EventType::Normal,
+            reason: "SessionCollected",
+            action: "Collect",
+            note: format!("session {id}: deleted {}{why}", objects.join(", ")),
+        })
     })
 }
 

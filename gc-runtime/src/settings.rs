@@ -21,6 +21,9 @@ pub struct Settings {
     /// Posts the run's Events when it is live (a dry run posts none, whatever this says).
     /// Default: true.
     pub events: bool,
+    /// Posts one Event on each session object deleted rather than one on each session
+    /// collected (naming its objects). Default: false.
+    pub event_per_object: bool,
     /// How the run lock is taken.
     pub lock: LockOptions,
     /// Where the run's metrics and alerts go.
@@ -71,6 +74,7 @@ impl Settings {
     /// The Events of a run with these settings: none unless it is live and posts them.
     pub(crate) fn events_hook(&self) -> crate::events::Events {
         crate::events::Events::new(self.live && self.events, self.concurrency)
+            .per_object(self.event_per_object)
     }
 }
 
@@ -79,6 +83,7 @@ impl Default for Settings {
         Self {
             live: false,
             events: true,
+            event_per_object: false,
             lock: LockOptions::default(),
             delivery: Delivery::default(),
             cancel: Arc::new(crate::NeverCancel),

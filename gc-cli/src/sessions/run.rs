@@ -10,12 +10,12 @@ use clap::Args;
 use gc_core::sessions::SessionConfig;
 use gc_core::sessions::run::SessionReport;
 use gc_output::sessions::Shown;
+use gc_runtime::Settings;
 use gc_runtime::adapters::SessionsApi;
 use gc_runtime::audit::{Audit, AuditLog, RefusedLine};
 use gc_runtime::metrics::Delivery;
 use gc_runtime::requests::RequestOptions;
 use gc_runtime::serve::api::ApiOptions;
-use gc_runtime::Settings;
 
 use crate::archives::ArchiveArgs;
 use crate::events::EventArgs;
@@ -131,6 +131,7 @@ fn settings(args: &RunSessions, delivery: Delivery, now: Option<f64>) -> Setting
     Settings {
         live: !args.dry_run,
         events: !args.events.no_events,
+        event_per_object: args.events.event_per_object,
         lock: args.lock.options(),
         delivery,
         cancel: std::sync::Arc::new(crate::signals::STOP.clone()),

@@ -123,7 +123,8 @@ fn failed() -> Outcome {
 }
 
 /// A live run: the orphans' manifests archived with their receipts, then deleted (not in dry
-/// run) under the Lease, which is released at the end; an Event on each delete.
+/// run) under the Lease, which is released at the end; one Event on the session collected, on
+/// its `Session` object, naming each object deleted.
 #[tokio::test(start_paused = true)]
 async fn a_live_run_deletes_each_orphan_archived_under_its_lock_and_releases_it() {
     let world = World::new();
@@ -137,7 +138,23 @@ async fn a_live_run_deletes_each_orphan_archived_under_its_lock_and_releases_it(
     assert_eq!(audit.judged.len(), 10);
     assert!(audit.judged.contains(&"e-Session deleted".to_owned()));
     assert!(audit.refused.is_empty());
-    assert_eq!(world.events().len(), 2, "{:?}", world.events());
+    let collected = "SessionCollected: session e: deleted Deployment/e-Deployment, \
+                     Session/e-Session (no session e in the database)";
+    assert_eq!(world.events(), [collected]);
+}
+
+/// With `event_per_object`, the Event on each object deleted, as before Events were grouped.
+#[tokio::test(start_paused = true)]
+async fn an_event_per_object_when_asked() {
+    let world = World::new();
+    let settings = Settings {
+        event_per_object: true,
+        ..live()
+    };
+    let (outcome, why, _) = world.collect(settings).await;
+    assert_eq!(outcome, Outcome::Succeeded, "{why}");
+    let deleted = "Deleted: deleted (no session e in the database)";
+    assert_eq!(world.events(), [deleted, deleted]);
 }
 
 /// The default settings are a dry run: no Lease, every delete a server-side dry run, no archive
