@@ -3,8 +3,11 @@
 
 /// `json-patch` only with `test-util`: the fakes patch volumes as the API server does; `utoipa`
 /// only with `openapi`: schemas derived from types, no I/O; `futures-util`: combinators over
-/// futures (a bounded pipeline), no runtime.
-const ALLOWED: [&str; 10] = [
+/// futures (a bounded pipeline), no runtime; `url`: a parser (URLs shown without their secrets);
+/// `tracing`: the logging facade (the binary installs the subscriber).
+const ALLOWED: [&str; 12] = [
+    "url",
+    "tracing",
     "futures-util",
     "utoipa",
     "json-patch",
