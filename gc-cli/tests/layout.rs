@@ -1,207 +1,16 @@
 //! The layout of `gc-cli/src` is an architecture: its modules import each other without a cycle,
 //! and nothing imports the command line (`cli`) or the crate root (`main.rs`).
 //!
-//! The graph is read from the text: a module depends on every module named by a `crate::` or
-//! `super::` path in it (grouped `use crate::{a, b::c}` included) and on each child module it
-//! names by a relative path (`plan::run` in `pods.rs`). Each file's `#[cfg(test)] mod tests` is
-//! left out: tests may reach anywhere.
+//! The graph is read from the text by `gc_testbed::layout`, as gc-core's and gc-runtime's: a
+//! module depends on every module named by a `crate::`, `super::` or `self::` path in its code
+//! (grouped `use crate::{a, b::c}` included; comments and strings are not code) and on each child
+//! module it names by a relative path (`plan::run` in `pods.rs`). Test code (`#[cfg(test)] mod
+//! tests`) is left out: tests may reach anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// A module's path, `""` for the crate root.
-type Module = String;
-
-/// Every module of `src`, with its text (tests left out).
-fn modules(src: &Path) -> BTreeMap<Module, String> {
-    let mut out = BTreeMap::new();
-    let mut folders = vec![src.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                folders.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let relative = path.strip_prefix(src).unwrap().with_extension("");
-            let mut parts: Vec<String> = relative
-                .iter()
-                .map(|p| p.to_str().unwrap().to_owned())
-                .collect();
-            if parts.last().is_some_and(|l| l == "mod" || l == "main") {
-                parts.pop();
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            out.insert(parts.join("::"), without_tests(&text).to_owned());
-        }
-    }
-    out
-}
-
-/// `text` up to its `#[cfg(test)] mod tests`.
-fn without_tests(text: &str) -> &str {
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        if line.trim() == "#[cfg(test)]" && text[at + line.len()..].trim_start().starts_with("mod ")
-        {
-            return &text[..at];
-        }
-        at += line.len();
-    }
-    text
-}
-
-fn is_ident(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
-}
-
-/// The paths that follow `prefix::` in `text`, groups expanded: `crate::{a, b::{c}}` gives
-/// `a` and `b::c`.
-fn paths_after(text: &str, prefix: &str) -> Vec<String> {
-    let needle = format!("{prefix}::");
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(i) = text[from..].find(&needle) {
-        let start = from + i;
-        from = start + needle.len();
-        if text[..start].ends_with(|c: char| is_ident(c) || c == ':') {
-            continue;
-        }
-        expand(&text[from..], String::new(), &mut out);
-    }
-    out
-}
-
-/// Reads one path (or group) at the start of `text`, appending full paths to `out`; returns how
-/// many bytes it read.
-fn expand(text: &str, base: String, out: &mut Vec<String>) -> usize {
-    let skip = |i: usize| i + text[i..].len() - text[i..].trim_start().len();
-    let mut path = base;
-    let mut i = 0;
-    loop {
-        if text[i..].starts_with('{') {
-            i += 1;
-            loop {
-                i = skip(i);
-                if text[i..].starts_with('}') {
-                    return i + 1;
-                }
-                let n = expand(&text[i..], path.clone(), out);
-                if n == 0 {
-                    return i;
-                }
-                i = skip(i + n);
-                if text[i..].starts_with(',') {
-                    i += 1;
-                }
-            }
-        }
-        let n = text[i..]
-            .find(|c: char| !is_ident(c))
-            .unwrap_or(text.len() - i);
-        if n > 0 {
-            if !path.is_empty() {
-                path.push_str("::");
-            }
-            path.push_str(&text[i..i + n]);
-            i += n;
-            if text[i..].starts_with("::") {
-                i += 2;
-                continue;
-            }
-        }
-        out.push(path);
-        return i;
-    }
-}
-
-/// The longest module that `path` (from the crate root) starts with.
-fn module_of(path: &str, known: &BTreeMap<Module, String>) -> Module {
-    let parts: Vec<&str> = path.split("::").filter(|p| *p != "self").collect();
-    (0..=parts.len())
-        .rev()
-        .map(|n| parts[..n].join("::"))
-        .find(|m| known.contains_key(m))
-        .unwrap_or_default()
-}
-
-fn parent(module: &str) -> &str {
-    module.rsplit_once("::").map_or("", |(p, _)| p)
-}
-
-/// `path` read from the module `base`: each leading `super` goes one module up.
-fn join(base: &str, path: &str) -> String {
-    let mut parts: Vec<&str> = base.split("::").filter(|p| !p.is_empty()).collect();
-    for part in path.split("::") {
-        if part == "super" {
-            parts.pop();
-        } else {
-            parts.push(part);
-        }
-    }
-    parts.join("::")
-}
-
-/// Who imports whom.
-fn graph(known: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<Module>> {
-    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
-    for (module, text) in known {
-        let mut to = BTreeSet::new();
-        for path in paths_after(text, "crate") {
-            to.insert(module_of(&path, known));
-        }
-        for path in paths_after(text, "super") {
-            to.insert(module_of(&join(parent(module), &path), known));
-        }
-        // Children named by a relative path (`plan::run` in `pods.rs`, `cli::Cli` in `main.rs`).
-        for child in known
-            .keys()
-            .filter(|c| !c.is_empty() && parent(c) == module)
-        {
-            let name = child.rsplit("::").next().unwrap();
-            if !paths_after(text, name).is_empty() {
-                to.insert(child.clone());
-            }
-        }
-        to.remove(module);
-        edges.insert(module.clone(), to);
-    }
-    edges
-}
-
-/// A cycle of `edges`, if there is one.
-fn cycle(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Option<Vec<Module>> {
-    fn visit(
-        m: &Module,
-        edges: &BTreeMap<Module, BTreeSet<Module>>,
-        done: &mut BTreeSet<Module>,
-        stack: &mut Vec<Module>,
-    ) -> Option<Vec<Module>> {
-        if let Some(at) = stack.iter().position(|s| s == m) {
-            let mut found = stack[at..].to_vec();
-            found.push(m.clone());
-            return Some(found);
-        }
-        if !done.insert(m.clone()) {
-            return None;
-        }
-        stack.push(m.clone());
-        for next in edges.get(m).into_iter().flatten() {
-            if let Some(found) = visit(next, edges, done, stack) {
-                return Some(found);
-            }
-        }
-        stack.pop();
-        None
-    }
-    let mut done = BTreeSet::new();
-    edges
-        .keys()
-        .find_map(|m| visit(m, edges, &mut done, &mut Vec::new()))
-}
+use gc_testbed::layout::{Module, cycle, graph, modules, without_tests};
 
 fn src_graph() -> BTreeMap<Module, BTreeSet<Module>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -247,7 +56,6 @@ fn only_main_imports_the_command_line_and_nothing_imports_main() {
     }
 }
 
-/// The reader itself, on small texts: groups, `self`, `super`, relative child paths, tests.
 /// The run lock is `gc-runtime`'s: the CLI takes, renews and releases no Lease itself.
 #[test]
 fn the_cli_holds_no_lease_itself() {
@@ -340,6 +148,7 @@ fn the_cli_is_at_most_3000_lines() {
     );
 }
 
+/// The reader itself, on small texts: groups, `self`, `super`, relative child paths, tests.
 #[test]
 fn the_reader_sees_every_kind_of_path() {
     let known: BTreeMap<Module, String> = [
@@ -354,7 +163,7 @@ fn the_reader_sees_every_kind_of_path() {
         ),
     ]
     .into_iter()
-    .map(|(m, t)| (m.to_owned(), without_tests(t).to_owned()))
+    .map(|(m, t)| (m.to_owned(), without_tests(t)))
     .collect();
     let edges = graph(&known);
     let set = |ms: &[&str]| ms.iter().map(|m| (*m).to_owned()).collect::<BTreeSet<_>>();

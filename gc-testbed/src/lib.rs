@@ -15,34 +15,62 @@
 //! let pod = FailedPod::new("p").label("app", "x").create(&ns.api::<Pod>()).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! All of that is the default feature `servers`. Beside it, [`layout`] reads a crate's module
+//! graph from its source for the tests that hold each crate's layout (no import cycle, no file
+//! circle); it needs no dependency, so gc-core and gc-runtime take this crate without `servers`.
 
+#[cfg(feature = "servers")]
 mod apiserver;
+#[cfg(feature = "servers")]
 mod binaries;
+#[cfg(feature = "servers")]
 mod crd;
+#[cfg(feature = "servers")]
 mod fault;
+#[cfg(feature = "servers")]
 mod namespace;
+#[cfg(feature = "servers")]
 mod pods;
+#[cfg(feature = "servers")]
 mod postgres;
+#[cfg(feature = "servers")]
 mod process;
+#[cfg(feature = "servers")]
 mod proxy;
+#[cfg(feature = "servers")]
 mod s3;
+#[cfg(feature = "servers")]
 mod service_account;
+#[cfg(feature = "servers")]
 mod stall;
 
+pub mod layout;
+
+#[cfg(feature = "servers")]
 pub use apiserver::TestBed;
+#[cfg(feature = "servers")]
 pub use binaries::{BIN_ENV, tool};
+#[cfg(feature = "servers")]
 pub use crd::{
     SESSION_GROUP, SESSION_GROUP_IO, SESSION_KIND, SESSION_PLURAL, SESSION_VERSION,
     session_resource, session_resource_in,
 };
+#[cfg(feature = "servers")]
 pub use fault::{Fault, FaultProxy};
+#[cfg(feature = "servers")]
 pub use namespace::TestNamespace;
+#[cfg(feature = "servers")]
 pub use pods::FailedPod;
+#[cfg(feature = "servers")]
 pub use postgres::{DATABASE_URL_ENV, TestDatabase};
+#[cfg(feature = "servers")]
 pub use s3::{MOTO_ENV, S3Kind, S3S_FS_ENV, S3Server};
+#[cfg(feature = "servers")]
 pub use stall::StallProxy;
 
 /// What can go wrong while setting up a test fixture.
+#[cfg(feature = "servers")]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file or process operation failed.
@@ -77,6 +105,7 @@ pub enum Error {
     Timeout(String),
 }
 
+#[cfg(feature = "servers")]
 impl Error {
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         Self::Io {
@@ -87,11 +116,13 @@ impl Error {
 }
 
 /// The test bed's result type.
+#[cfg(feature = "servers")]
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The HTTP status code of an API error, if `error` is one.
 ///
 /// Tests pin the API server's behaviour by code (409, 410, 422, 403), as the collector does.
+#[cfg(feature = "servers")]
 pub fn status_code(error: &kube::Error) -> Option<u16> {
     match error {
         kube::Error::Api(status) => Some(status.code),
