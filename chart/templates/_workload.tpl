@@ -196,9 +196,7 @@ namespace unless cluster-wide. Called as gc.podTemplate is. */}}
 {{- if not $v.clusterWide.enabled }}
 - --namespace={{ include "gc.namespace" .root }}
 {{- end }}
-{{- if $v.archives.prune.dryRun }}
-- --dry-run
-{{- end }}
+- --dry-run={{ if $v.archives.prune.dryRun }}server{{ else }}none{{ end }}
 {{- end -}}
 
 {{/* `restore sessions`' flags for the restore CronJobs (gc-restore-cronjob.yaml): the session

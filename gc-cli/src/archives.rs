@@ -202,8 +202,10 @@ pub(crate) struct Prune {
     #[arg(long = "volume-retention", alias = "retain-volume-days", default_value = "7d", value_name = "DURATION", allow_negative_numbers = true,
         value_parser = |s: &str| gc_runtime::durations::within(s, gc_runtime::durations::Unit::Days, 0..=3650))]
     retain_volume_days: u64,
-    /// List what would be removed; remove nothing.
-    #[arg(long)]
+    /// `server` (the default, as for every command that deletes): list what would be removed and
+    /// remove nothing; `none` removes. A bare `--dry-run` is `server`.
+    #[arg(long, value_name = "none|server", num_args = 0..=1, default_value = "server",
+        default_missing_value = "server", value_parser = crate::dry_run::parse)]
     dry_run: bool,
     #[command(flatten)]
     held: Held,

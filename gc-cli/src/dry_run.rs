@@ -1,4 +1,5 @@
-//! `--dry-run[=none|server]`, as kubectl spells it, for `apply`, `run pods` and `run sessions`.
+//! `--dry-run[=none|server]`, as kubectl spells it, for `apply`, `run pods`, `run sessions` and
+//! `archives prune`.
 //! The older spellings stay: a bare `--dry-run` (server), and `true`/`false` (run pods).
 
 /// Parses a `--dry-run` value: whether every write is sent as a server-side dry run.

@@ -33,10 +33,16 @@ impl Scratch {
         })
     }
 
-    /// `gc-cli ARGS --store STORE --archive-dir ARCHIVES`.
+    /// `gc-cli ARGS --store STORE --archive-dir ARCHIVES`; an `archives prune` that does not
+    /// say `--dry-run` acts (`--dry-run=none`: a dry run is its default).
     fn gc_cli(&self, args: &[&str]) -> Command {
         let mut c = command();
         c.args(args).args(["--store", &self.store]);
+        if args.starts_with(&["archives", "prune"])
+            && !args.iter().any(|a| a.starts_with("--dry-run"))
+        {
+            c.arg("--dry-run=none");
+        }
         c.arg("--archive-dir").arg(&self.archives);
         c
     }
@@ -283,14 +289,28 @@ async fn prune_removes_a_pod_runs_archives_and_a_failing_folder_stops_it() -> Re
     assert_eq!((&doc["removed"], &doc["inWindow"]), (&json!(0), &json!(4)));
     age().await;
 
-    // A dry run: each listed, nothing removed.
-    let (doc, out) = s.prune(&["--older-than", "1s", "--dry-run"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(doc["dryRun"], true);
-    assert_eq!(doc["wouldRemove"], 4, "{doc}");
-    assert!(results(&doc).iter().all(|(r, _)| r == "wouldRemove"));
-    assert_eq!(files_under(&s.archives).len(), 4);
-    assert_eq!(s.receipts("primary").await?.len(), 4);
+    // A dry run, asked for in each form or by default (no `--dry-run` at all, as typed): each
+    // listed, nothing removed.
+    let by_default = || {
+        let mut c = command();
+        c.args(["archives", "prune", "-o", "json", "--older-than", "1s"])
+            .args(["--store", &s.store])
+            .arg("--archive-dir")
+            .arg(&s.archives);
+        prune_with(c)
+    };
+    for (doc, out) in [
+        s.prune(&["--older-than", "1s", "--dry-run"]),
+        s.prune(&["--older-than", "1s", "--dry-run=server"]),
+        by_default(),
+    ] {
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(doc["dryRun"], true);
+        assert_eq!(doc["wouldRemove"], 4, "{doc}");
+        assert!(results(&doc).iter().all(|(r, _)| r == "wouldRemove"));
+        assert_eq!(files_under(&s.archives).len(), 4);
+        assert_eq!(s.receipts("primary").await?.len(), 4);
+    }
     // Another namespace's, or another cluster's: nothing of these.
     let (doc, _) = s.prune(&["--older-than", "1s", "-n", "elsewhere"]);
     assert_eq!(doc["of"], 0);
@@ -389,7 +409,7 @@ async fn prune_on_a_bucket_and_postgresql_and_a_failing_store_stops_it() -> Resu
     let prune = |extra: &[&str]| {
         let mut c = command();
         c.args(["archives", "prune", "-o", "json", "--older-than", "1s"])
-            .args(["--store", db.url()])
+            .args(["--store", db.url(), "--dry-run=none"])
             .args(extra);
         with_s3_credentials(&mut c, &s3);
         prune_with(c)
@@ -415,6 +435,7 @@ async fn prune_on_a_bucket_and_postgresql_and_a_failing_store_stops_it() -> Resu
             "1s",
             "--store",
             db.url(),
+            "--dry-run=none",
         ])
         .args(nowhere);
         with_s3_credentials(&mut c, &s3).output()?

@@ -80,6 +80,7 @@ fn prune_jobs_are_off_by_default_and_run_exactly_archives_prune() {
             "--volume-retention=7d",
             "--cluster-id=gc-streamspace",
             "--namespace=streamspace",
+            "--dry-run=none",
         ]
     );
     assert_eq!(sessions["spec"]["schedule"], "30 4 * * *");
@@ -122,6 +123,7 @@ fn prune_jobs_are_off_by_default_and_run_exactly_archives_prune() {
             "--older-than=90d",
             "--cluster-id=primary",
             "--namespace=streamspace",
+            "--dry-run=none",
         ]
     );
     assert_eq!(claims(pods), [json!("gc-state")]);
@@ -152,7 +154,7 @@ fn prune_jobs_are_off_by_default_and_run_exactly_archives_prune() {
             "--older-than=12h",
             "--volume-retention=0d",
             "--cluster-id=gc-streamspace",
-            "--dry-run",
+            "--dry-run=server",
         ]
     );
     assert_eq!(sessions["spec"]["schedule"], "@daily");
