@@ -14,6 +14,11 @@
 //! | `POST /v1/namespaces/{ns}/sessions/{id}/restore` | `create` `sessions/restore` in `ns`: done as the restore account ([`RestoreAccount`]) |
 //! | `GET /v1/namespaces/{ns}/archives?session=ID` | `get` `archives` in `ns`: the session's receipts |
 //!
+//! Each route declares the right of the table it needs, and its layer (`auth.rs`) checks the
+//! caller before the handler (`handlers.rs`) runs: no handler authorizes by hand, and no body is
+//! read for a caller refused. The handlers check the input (`bodies.rs`) and ask the desk;
+//! `answers.rs` makes statuses of what it says.
+//!
 //! Refusals are JSON `{"error": ..., "field": ...}`: `400` for bad input (naming the field;
 //! nothing is queued), `401` without a valid token, `403` when not allowed, `404` for an
 //! unknown run, `409` while another process holds the namespace's Lease and `429` when its
@@ -63,7 +68,7 @@ use {
     std::net::SocketAddr,
 };
 
-/// The request API: its callers' checks ([`auth`]) in front of its handlers ([`handlers`]),
+/// The request API: its callers' checks (`auth.rs`) in front of its handlers (`handlers.rs`),
 /// over the request desk.
 pub struct Api<C, D, S, A, X> {
     handlers: Arc<Handlers<C, D, S, A>>,
