@@ -587,3 +587,6 @@ fn keep<K: std::hash::Hash + Eq, V>(cache: &Cache<K, V>, key: K, value: V, bound
     }
     cache.insert(key, (tokio::time::Instant::now(), value));
 }
+
+#[cfg(test)]
+mod tests;
