@@ -604,8 +604,8 @@ async fn session_events(ns: &TestNamespace) -> Result<BTreeSet<(String, String, 
 }
 
 #[tokio::test]
-async fn a_session_run_posts_an_event_on_each_session_collected_and_the_guard_on_the_namespace() -> Result
-{
+async fn a_session_run_posts_an_event_on_each_session_collected_and_the_guard_on_the_namespace()
+-> Result {
     let Some(db) = TestDatabase::fresh("events-sessions").await? else {
         return Ok(());
     };

@@ -352,7 +352,7 @@ pub fn write_restored(
 ) -> anyhow::Result<()> {
     // The library's words, its options shown as flags.
     let shown = |mut r: Restored| {
-        r.result = crate::options::shown(&r.result);
+        r.result = r.result.reworded(crate::options::shown);
         r.note = r.note.as_deref().map(crate::options::shown);
         r
     };
@@ -360,7 +360,7 @@ pub fn write_restored(
     match output {
         Output::Json | Output::Yaml => write_doc(out, &restored, output)?,
         Output::Name => {
-            let created = |r: &&Restored| r.result == "created" || r.result == "would create";
+            let created = |r: &&Restored| r.result.created();
             for r in restored.iter().filter(created) {
                 writeln!(out, "{}", object_name(&r.api_version, &r.kind, &r.name))?;
             }
@@ -375,7 +375,7 @@ pub fn write_restored(
                         r.session.clone(),
                         r.kind.clone(),
                         r.name.clone(),
-                        r.result.clone(),
+                        r.result.to_string(),
                         uid,
                         note,
                     ]

@@ -333,7 +333,10 @@ fn sessions_collected<'a>(
     let mut sessions: Vec<(Option<&str>, Vec<&AuditRecord>)> = Vec::new();
     for record in deleted {
         let session = record.judged.resource.session.as_deref();
-        match sessions.iter_mut().find(|(s, _)| session.is_some() && *s == session) {
+        match sessions
+            .iter_mut()
+            .find(|(s, _)| session.is_some() && *s == session)
+        {
             Some((_, records)) => records.push(record),
             None => sessions.push((session, vec![record])),
         }

@@ -13,9 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use gc_core::ports::{SessionDirectory, Store};
+use gc_core::ports::{ClusterError, LeaseHolder, SessionDirectory, Store};
 use gc_core::sessions::SessionConfig;
 use gc_core::sessions::requests::{self as lifecycle, Event, Narrowed, Queue, Requested, State};
+use gc_core::sessions::run::Planned;
 use gc_core::sessions::run::{AuditRecord, SessionReport};
 use serde::Serialize;
 use tokio::sync::watch;
@@ -81,6 +82,17 @@ pub enum Refusal {
     Stopping,
 }
 
+/// Why [`Requests::plan`] gave no plan.
+#[derive(Debug, thiserror::Error)]
+pub enum Planning {
+    /// The namespace is not one the desk serves.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The plan was refused (the guard, no answer for an id), or a read failed.
+    #[error(transparent)]
+    Failed(crate::Error),
+}
+
 /// A request, as `GET /v1/runs/{id}` shows it.
 #[cfg_attr(feature = "admin", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize)]
@@ -133,6 +145,8 @@ pub struct Requests<C, D, S, A> {
     started: String,
     /// Every run and restore the desk started, which a stop waits for ([`Requests::finished`]).
     tasks: tokio_util::task::TaskTracker,
+    /// The sessions (namespace, id) a restore works on now.
+    restoring: Arc<Mutex<BTreeSet<(String, String)>>>,
 }
 
 #[derive(Default)]
@@ -165,11 +179,6 @@ impl<C, D, S, A> Requests<C, D, S, A> {
     /// The operator's settings of `namespace`, when the desk serves it.
     pub fn config(&self, namespace: &str) -> Option<&SessionConfig> {
         self.configs.get(namespace)
-    }
-
-    /// The collector the desk runs.
-    pub fn collector(&self) -> &SessionCollector<C, D, S, A> {
-        &self.collector
     }
 
     /// The operator's settings of `namespace`, narrowed to `sessions` with the requests' grace,
@@ -310,7 +319,32 @@ where
             lanes,
             started: format!("{:x}", (clock::now() * 1e6) as u64),
             tasks: tokio_util::task::TaskTracker::new(),
+            restoring: Arc::default(),
         })
+    }
+
+    /// What a collection of `namespace` narrowed to `sessions` (asked for by `requested_by`)
+    /// would do now: read, never written ([`SessionCollector::plan`]).
+    ///
+    /// # Errors
+    /// [`Planning::Refused`]: the namespace is not served. [`Planning::Failed`]: the plan's
+    /// refusal or a failed read.
+    pub async fn plan(
+        &self,
+        namespace: &str,
+        sessions: Requested,
+        requested_by: &str,
+    ) -> Result<Planned, Planning> {
+        let cfg = self.narrowed(namespace, sessions, [requested_by.to_owned()].into())?;
+        self.collector.plan(&cfg).await.map_err(Planning::Failed)
+    }
+
+    /// Who holds the run lock of `namespace` now, if anyone.
+    ///
+    /// # Errors
+    /// The Lease could not be read.
+    pub async fn lock_holder(&self, namespace: &str) -> Result<Option<LeaseHolder>, ClusterError> {
+        self.collector.lock_holder(namespace).await
     }
 
     /// Queues a collection of `sessions` in `namespace` for `caller`, and waits for its run to
@@ -526,5 +560,6 @@ fn unguessable() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+pub mod restores;
 #[cfg(test)]
 pub(crate) mod tests_desk;

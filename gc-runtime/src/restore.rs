@@ -1,5 +1,5 @@
 //! Undoing session deletes: every archived object of a session that does not exist now, created
-//! again from its verified archive ([`SessionCollector::restore`](crate::sessions::SessionCollector::restore)).
+//! again from its verified archive (the session collector's `restore`, and the request desk's).
 //!
 //! A session's archives are all read back and verified against their receipts first: one that
 //! does not match (or cannot be read) restores nothing of that session. An object that exists
@@ -16,12 +16,14 @@ use gc_core::ports::{ObjectCreator, Receipt, SessionCluster, SessionReceipts};
 use gc_core::sessions::Kind;
 use gc_core::sessions::manifest::restorable;
 use gc_core::sessions::volumes::{self, ClaimedAgain, NotKept};
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::clock::now;
 use crate::events::Events;
 use gc_core::ports::Sink;
+
+mod restored;
+pub use restored::{Restoration, Restored};
 
 /// What to restore: the sessions, where their objects were, and how long to wait for a claim
 /// to be bound again.
@@ -94,43 +96,6 @@ pub(crate) struct Restore<'a, C, S, A> {
     pub(crate) events: &'a Events,
 }
 
-/// What came of one archived object.
-#[cfg_attr(feature = "admin", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Restored {
-    /// The session id.
-    pub session: String,
-    /// The object's `apiVersion` (empty when the session has no archive at all).
-    pub api_version: String,
-    /// Its kind.
-    pub kind: String,
-    /// Its name.
-    pub name: String,
-    /// The uid of the object archived.
-    pub archived_uid: String,
-    /// The uid of the object created (or that would be; `null` otherwise).
-    pub uid: Option<String>,
-    /// `created`, `would create`, `exists` (left as it is), or `failed: ...`.
-    pub result: String,
-    /// What else was done or is owed (the volume bound, its policy given back, ...).
-    pub note: Option<String>,
-}
-
-impl Restored {
-    /// Whether the restore of this object failed.
-    #[must_use]
-    pub fn failed(&self) -> bool {
-        self.result.starts_with("failed")
-    }
-
-    /// Whether this says the session has no archive at all (no object, nothing restored).
-    #[must_use]
-    pub fn no_archive(&self) -> bool {
-        self.api_version.is_empty() && self.result.starts_with("failed: no archive")
-    }
-}
-
 /// The order objects are created in: claims first (the Deployment's Pods mount them).
 fn order(r: &Receipt) -> u8 {
     u8::from(r.kind() != "PersistentVolumeClaim")
@@ -180,14 +145,15 @@ where
     A: Sink,
 {
     let (cluster_id, namespace) = (&run.request.cluster_id, &run.request.namespace);
-    let failed = |why: String| Restored {
+    // A line of no object: what came of the whole session.
+    let of_session = |result| Restored {
         session: session.to_owned(),
         api_version: String::new(),
         kind: String::new(),
         name: String::new(),
         archived_uid: String::new(),
         uid: None,
-        result: format!("failed: {why}"),
+        result,
         note: None,
     };
     let listed = match run
@@ -196,7 +162,10 @@ where
         .await
     {
         Ok(listed) => listed,
-        Err(e) => return vec![failed(format!("cannot list the receipts: {e}"))],
+        Err(e) => {
+            let reason = format!("cannot list the receipts: {e}");
+            return vec![of_session(Restoration::Unlisted { reason })];
+        }
     };
     // Newest first: the first receipt of each object is its last archive.
     let mut receipts: Vec<Receipt> = Vec::new();
@@ -209,10 +178,11 @@ where
         }
     }
     if receipts.is_empty() {
-        return vec![failed(format!(
+        let reason = format!(
             "no archive of session {session} in namespace {namespace} of cluster {cluster_id} in {}",
             run.store.shown()
-        ))];
+        );
+        return vec![of_session(Restoration::NoArchive { reason })];
     }
     receipts.sort_by_key(order);
     let mut docs = Vec::with_capacity(receipts.len());
@@ -230,7 +200,7 @@ where
         );
         return receipts
             .iter()
-            .map(|r| outcome(session, r, None, &format!("failed: {why}"), None))
+            .map(|r| outcome(session, r, None, Restoration::failed_because(&why), None))
             .collect();
     }
     let mut done = Vec::with_capacity(receipts.len());
@@ -239,12 +209,13 @@ where
     let mut conflict = None;
     for (r, doc) in receipts.iter().zip(&docs) {
         if let Some(claim) = &conflict {
-            let why = format!("failed: not restored: its claim {claim} conflicts (see its line)");
-            done.push(outcome(session, r, None, &why, None));
+            let why = format!("not restored: its claim {claim} conflicts (see its line)");
+            let result = Restoration::failed_because(why);
+            done.push(outcome(session, r, None, result, None));
             continue;
         }
         let restored = restore_object(run, session, r, doc).await;
-        if restored.result.starts_with("failed: conflict") {
+        if let Restoration::Conflict { .. } = restored.result {
             conflict = Some(r.name.clone());
         }
         done.push(restored);
@@ -252,8 +223,8 @@ where
     // After every object of the session, so that one slow binding delays none of the others.
     for (r, restored) in receipts.iter().zip(&mut done) {
         let volume = r.session.as_ref().and_then(|s| s.retained.as_ref());
-        if let (Some(volume), Some(uid), false, "created") =
-            (volume, &restored.uid, run.dry_run, restored.result.as_str())
+        if let (Some(volume), Some(uid), false, Restoration::Created) =
+            (volume, &restored.uid, run.dry_run, &restored.result)
             && let Some(note) = wait_bound(run, &volume.name, uid, &volume.policy).await
         {
             restored.note = Some(note);
@@ -316,7 +287,7 @@ fn outcome(
     session: &str,
     r: &Receipt,
     uid: Option<String>,
-    result: &str,
+    result: Restoration,
     note: Option<String>,
 ) -> Restored {
     Restored {
@@ -326,7 +297,7 @@ fn outcome(
         name: r.name.clone(),
         archived_uid: r.uid.clone(),
         uid,
-        result: result.to_owned(),
+        result,
         note,
     }
 }
@@ -343,31 +314,28 @@ where
     C: SessionCluster + ObjectCreator,
 {
     let (cluster_id, namespace) = (&run.request.cluster_id, &run.request.namespace);
-    let done = |uid, result: &str, note| outcome(session, r, uid, result, note);
+    let done = |uid, result, note| outcome(session, r, uid, result, note);
+    let failed = Restoration::failed_because;
     let Some(kind) = run
         .request
         .kinds
         .iter()
         .find(|k| k.kind == r.kind() && k.api_version() == r.api_version())
     else {
-        let why = format!(
-            "failed: kind {} {} is not among `kinds`",
-            r.api_version(),
-            r.kind()
-        );
-        return done(None, &why, None);
+        let why = format!("kind {} {} is not among `kinds`", r.api_version(), r.kind());
+        return done(None, failed(why), None);
     };
     let retained = r.session.as_ref().and_then(|s| s.retained.as_ref());
     let existing = match run.cluster.get_object(kind, namespace, &r.name).await {
         Ok(existing) => existing,
-        Err(e) => return done(None, &format!("failed: cannot read it: {e}"), None),
+        Err(e) => return done(None, failed(format!("cannot read it: {e}")), None),
     };
     if let Some(existing) = existing {
         let existing: Value = serde_json::from_slice(&existing).unwrap_or_default();
         let uid = existing["metadata"]["uid"].as_str().map(str::to_owned);
         if !existing["metadata"]["deletionTimestamp"].is_null() {
             let note = "being deleted (a finalizer holds it): restore again once it is gone";
-            return done(uid, "exists", Some(note.to_owned()));
+            return done(uid, Restoration::Exists, Some(note.to_owned()));
         }
         let mut note = None;
         if let (Some(volume), Some(uid)) = (retained, &uid) {
@@ -384,24 +352,24 @@ where
                 )),
                 Ok(ClaimedAgain::NotKept) => match on_volume(run, &volume.name, &existing).await {
                     Ok(note) => note,
-                    Err(why) => return done(Some(uid.clone()), &format!("failed: {why}"), None),
+                    Err(result) => return done(Some(uid.clone()), result, None),
                 },
-                Err(why) => return done(Some(uid.clone()), &format!("failed: {why}"), None),
+                Err(why) => return done(Some(uid.clone()), failed(why.to_string()), None),
             };
         }
-        return done(uid, "exists", note);
+        return done(uid, Restoration::Exists, note);
     }
     // A claim goes back on its kept volume, if it is still as it was kept.
     let kept = match retained {
         Some(volume) => match released(run, &volume.name, &r.uid).await {
             Ok(kept) => Some(kept),
-            Err(why) => return done(None, &format!("failed: not restored: {why}"), None),
+            Err(why) => return done(None, failed(format!("not restored: {why}")), None),
         },
         None => None,
     };
     let manifest = match restorable(doc, kept.is_some()) {
         Ok(manifest) => manifest,
-        Err(why) => return done(None, &format!("failed: {why}"), None),
+        Err(why) => return done(None, failed(why.to_string()), None),
     };
     let created = run
         .cluster
@@ -414,16 +382,16 @@ where
         .await;
     let created: Value = match created {
         Ok(text) => serde_json::from_slice(&text).unwrap_or_default(),
-        Err(e) => return done(None, &format!("failed: cannot create it: {e}"), None),
+        Err(e) => return done(None, failed(format!("cannot create it: {e}")), None),
     };
     let uid = created["metadata"]["uid"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     let result = if run.dry_run {
-        "would create"
+        Restoration::WouldCreate
     } else {
-        "created"
+        Restoration::Created
     };
     let mut note = None;
     if let Some((volume, record)) = kept {
@@ -442,7 +410,7 @@ where
         )
         .await
         {
-            return done(Some(uid), &format!("failed: {why}"), None);
+            return done(Some(uid), failed(why.to_string()), None);
         }
         note = Some(format!(
             "on its volume {name}, which keeps Retain until this claim is bound to it (then the next run, \
@@ -507,20 +475,20 @@ async fn released<C: SessionCluster, S, A>(
 /// when it is not on it.
 ///
 /// # Errors
-/// A conflict: the volume is still kept by gc and the claim is not on it (another claim took the
-/// name); the session is not restored on that claim.
+/// [`Restoration::Conflict`]: the volume is still kept by gc and the claim is not on it (another
+/// claim took the name); the session is not restored on that claim. [`Restoration::Failed`]:
+/// the volume could not be read.
 async fn on_volume<C: SessionCluster, S, A>(
     run: &Restore<'_, C, S, A>,
     name: &str,
     existing: &Value,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Restoration> {
     let meta = &existing["metadata"];
     let uid = meta["uid"].as_str().unwrap_or_default();
-    let volume = run
-        .cluster
-        .get_volume(name)
-        .await
-        .map_err(|e| format!("cannot read its volume {name}: {e}"))?;
+    let volume =
+        run.cluster.get_volume(name).await.map_err(|e| {
+            Restoration::failed_because(format!("cannot read its volume {name}: {e}"))
+        })?;
     let volume: Value = volume
         .and_then(|text| serde_json::from_slice(&text).ok())
         .unwrap_or_default();
@@ -532,14 +500,15 @@ async fn on_volume<C: SessionCluster, S, A>(
             "not on its volume {name}, which gc no longer keeps: another claim of its name"
         )));
     };
-    Err(format!(
-        "conflict: another claim {} (uid {uid}, on volume {}) has the archived claim's name; its \
-         kept volume {name} (kept for claim uid {}) is not on it: nothing of the session is \
-         created (delete or rename that claim, then restore again)",
+    let reason = format!(
+        "another claim {} (uid {uid}, on volume {}) has the archived claim's name; its kept \
+         volume {name} (kept for claim uid {}) is not on it: nothing of the session is created \
+         (delete or rename that claim, then restore again)",
         meta["name"].as_str().unwrap_or_default(),
         existing["spec"]["volumeName"].as_str().unwrap_or("none"),
         record.claim_uid,
-    ))
+    );
+    Err(Restoration::Conflict { reason })
 }
 
 /// The archive `receipt` records, read from `sink` and verified against it.
@@ -593,7 +562,7 @@ mod tests {
         }
     }
 
-    fn restored(session: &str, result: &str) -> Restored {
+    fn restored(session: &str, result: Restoration) -> Restored {
         Restored {
             session: session.into(),
             api_version: "apps/v1".into(),
@@ -601,9 +570,13 @@ mod tests {
             name: format!("{session}-Deployment"),
             archived_uid: "u-old".into(),
             uid: None,
-            result: result.into(),
+            result,
             note: None,
         }
+    }
+
+    fn failed(reason: &str) -> Restoration {
+        Restoration::failed_because(reason)
     }
 
     /// A restore fails when any object was not restored: the error counts them and names their
@@ -611,16 +584,21 @@ mod tests {
     #[test]
     fn the_objects_not_restored_make_one_error_naming_their_sessions() {
         let fine = [
-            restored("a", "created"),
-            restored("a", "would create"),
-            restored("b", "exists"),
+            restored("a", Restoration::Created),
+            restored("a", Restoration::WouldCreate),
+            restored("b", Restoration::Exists),
         ];
         assert!(failures(&fine).is_ok());
         let some = [
-            restored("a", "created"),
-            restored("b", "failed: cannot create it: 403"),
-            restored("b", "failed: not restored: its claim conflicts"),
-            restored("c", "failed: no archive of session c"),
+            restored("a", Restoration::Created),
+            restored("b", failed("cannot create it: 403")),
+            restored("b", failed("not restored: its claim conflicts")),
+            restored(
+                "c",
+                Restoration::NoArchive {
+                    reason: "no archive of session c".into(),
+                },
+            ),
         ];
         let error = failures(&some).unwrap_err();
         assert_eq!(

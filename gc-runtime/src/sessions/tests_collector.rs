@@ -849,12 +849,13 @@ async fn each_object_is_restored_once_told_apart_by_kind_and_name() {
     let again = world.restored(live(), &restore_e()).await;
     let session = again.iter().find(|r| r.kind == "Session").unwrap();
     let deleting = "being deleted (a finalizer holds it): restore again once it is gone";
+    let exists = &crate::restore::Restoration::Exists;
     assert_eq!(
-        (session.result.as_str(), session.note.as_deref()),
-        ("exists", Some(deleting))
+        (&session.result, session.note.as_deref()),
+        (exists, Some(deleting))
     );
     let web = again.iter().find(|r| r.name == "e-web").unwrap();
-    assert_eq!((web.result.as_str(), web.note.as_deref()), ("exists", None));
+    assert_eq!((&web.result, web.note.as_deref()), (exists, None));
 }
 
 /// A run that fails is counted a failure in its metrics (and alerts); a run asked to stop is

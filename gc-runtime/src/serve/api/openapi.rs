@@ -13,7 +13,8 @@ use utoipa::openapi::{
     ResponseBuilder, Type,
 };
 
-use super::{Archives, Asking, Problem, RestoreAnswer, Restoring, Status};
+use super::answers::{Archives, Problem, RestoreAnswer, Status};
+use super::bodies::{Asking, Restoring};
 use crate::requests::RequestedRun;
 use gc_core::sessions::run::Planned;
 
