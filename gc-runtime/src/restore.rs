@@ -94,6 +94,19 @@ pub(crate) struct Restore<'a, C, S, A> {
     pub(crate) dry_run: bool,
     /// An Event on each object created (none for a dry run).
     pub(crate) events: &'a Events,
+    /// The embedder's stop: a wait for a volume ends when it comes.
+    pub(crate) stop: &'a dyn crate::Cancel,
+}
+
+/// Waits half a second, or less when `stop` comes: whether it came (the wait then ends).
+async fn paused(stop: &dyn crate::Cancel) -> bool {
+    if stop.cancelled().is_some() {
+        return true;
+    }
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(500)) => stop.cancelled().is_some(),
+        () = stop.stopped() => true,
+    }
 }
 
 /// The order objects are created in: claims first (the Deployment's Pods mount them).
@@ -269,7 +282,13 @@ async fn wait_bound<C: SessionCluster, S, A>(
             Ok(ClaimedAgain::NotBound) if late => return None,
             Err(why) if late => return Some(format!("on its volume {name}: {why}")),
             Ok(ClaimedAgain::NotBound) | Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                if paused(run.stop).await {
+                    // The volume keeps `Retain`: the next run, or a later restore, gives it back.
+                    return Some(format!(
+                        "on its volume {name}: not yet bound when the process stopped; it keeps \
+                         `Retain` until the collector's next run gives back {policy}"
+                    ));
+                }
             }
         }
     }
@@ -456,7 +475,9 @@ async fn released<C: SessionCluster, S, A>(
             Ok(kept) => return Ok(kept),
             Err(NotKept::NotReleased(why)) if tokio::time::Instant::now() < deadline => {
                 tracing::info!("{why}: waiting");
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                if paused(run.stop).await {
+                    return Err(format!("{why} when the process stopped: restore again"));
+                }
             }
             Err(NotKept::NotReleased(why)) => {
                 return Err(format!(

@@ -413,6 +413,7 @@ where
             request,
             dry_run: dry_run || !self.settings.live,
             events: &self.events,
+            stop: &*self.settings.cancel,
         };
         Ok(crate::restore::restore_sessions(&run).await)
     }

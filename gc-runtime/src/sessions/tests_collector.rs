@@ -1018,3 +1018,37 @@ async fn a_policy_not_given_back_is_tried_again_until_the_wait_runs_out() {
         }
     }
 }
+
+/// A stop while a restore waits for its volume to be bound ends the wait at once: the claim is
+/// restored, the volume keeps `Retain` (the next run gives its policy back), and the note says so.
+#[tokio::test(start_paused = true)]
+async fn a_stop_ends_a_restores_wait_for_its_volume() {
+    let world = World::new();
+    with_claim(&world);
+    world.collect(live()).await;
+    world.cluster.finish_deletes();
+    set_phase(&world.cluster.kept, "Released");
+    let stop = crate::StopToken::new();
+    let settings = Settings {
+        cancel: Arc::new(stop.clone()),
+        ..live()
+    };
+    let stopping = stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        stopping.stop("SIGTERM");
+    });
+    let started = tokio::time::Instant::now();
+    let restored = world.restored(settings, &restore_e_waiting(600)).await;
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(3), "waited {waited:?} of 600s");
+    let note = restored[0].note.as_deref().unwrap_or_default();
+    assert!(
+        note.contains("not yet bound when the process stopped"),
+        "{note}"
+    );
+    assert_eq!(
+        world.volume()["spec"]["persistentVolumeReclaimPolicy"],
+        "Retain"
+    );
+}
