@@ -242,3 +242,309 @@ async fn the_failed_pod_examples_run_against_the_test_bed() -> Result {
     assert!(ran.len() >= 15, "{ran:#?}");
     Ok(())
 }
+
+/// `gc-cli PATH ARG` as a user with nothing set sees it: no `$GC_*` value in clap's
+/// `[env: ...]`, no kubeconfig.
+fn shown(work: &Path, path: &[String], arg: &str) -> String {
+    let out = common::command()
+        .env_clear()
+        .env("HOME", work)
+        .env("GC_STATE_DIR", work.join("state"))
+        .args(path)
+        .arg(arg)
+        .current_dir(work)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{path:?} {arg}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every command and subcommand, as the `Commands:` sections of `--help` name them (`[]` is
+/// `gc-cli` itself).
+fn commands(work: &Path) -> Vec<Vec<String>> {
+    let (mut all, mut paths) = (Vec::new(), vec![Vec::<String>::new()]);
+    while let Some(path) = paths.pop() {
+        for sub in subcommands(&help(work, &path)) {
+            paths.push([path.clone(), vec![sub]].concat());
+        }
+        all.push(path);
+    }
+    all.sort();
+    all
+}
+
+/// How a help line names its flag: `--LONG`, else the argument's `<VALUE>`
+/// (`  -n, --namespace <NS>  ...` is `--namespace`, `  <UID|KIND/NAME>` is `<UID|KIND/NAME>`).
+fn flag_of(line: &str) -> String {
+    let spec = line.trim_start();
+    match spec
+        .strip_prefix("--")
+        .or_else(|| spec.get(2..).and_then(|s| s.strip_prefix(", --")))
+    {
+        Some(long) => {
+            let long: String = long
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            format!("--{long}")
+        }
+        None => spec
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    }
+}
+
+/// The flag and argument entries of a help (`Usage:`, `Commands:` and `Examples:` left out):
+/// each flag with its lines.
+fn entries(help: &str) -> Vec<(String, Vec<&str>)> {
+    let mut entries: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut in_flags = false;
+    for line in help.lines() {
+        if line.starts_with("Usage:") {
+            in_flags = false;
+        } else if !line.starts_with(' ') && line.ends_with(':') {
+            in_flags = !["Commands:", "Examples:"].contains(&line);
+        } else if in_flags
+            && ["  -", "      --", "  <", "  ["]
+                .iter()
+                .any(|s| line.starts_with(s))
+        {
+            entries.push((flag_of(line), vec![line]));
+        } else if in_flags && let Some((_, lines)) = entries.last_mut() {
+            lines.push(line);
+        }
+    }
+    // The blank lines ending each entry (and section) are no part of it.
+    for (_, lines) in &mut entries {
+        while lines.last().is_some_and(|l| l.is_empty()) {
+            lines.pop();
+        }
+    }
+    entries
+}
+
+/// The help on an entry's first line (beside its flag), without clap's `[default: ...]`,
+/// `[env: ...]` and `[possible values: ...]`.
+fn short_text(line: &str) -> &str {
+    let spec = line.trim_start();
+    let Some(at) = spec.find("  ") else {
+        return "";
+    };
+    let text = spec[at..].trim_start();
+    let end = [
+        " [default: ",
+        " [env: ",
+        " [possible values: ",
+        " [aliases: ",
+    ]
+    .iter()
+    .filter_map(|suffix| text.find(suffix))
+    .min()
+    .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// An entry's whole help in `--help`: the first paragraph under its flag, lines joined (or
+/// beside it, where `--help` is laid out as `-h`).
+fn whole_text(lines: &[&str]) -> String {
+    if lines.len() == 1 {
+        return short_text(lines[0]).to_owned();
+    }
+    lines[1..]
+        .iter()
+        .map(|l| l.trim())
+        .take_while(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every flag of `gc-cli PATH` with its help as `-h` has it, those `-h` leaves to `--help` too:
+/// as kubectl's completion of `kubectl gc PATH --` offers them.
+fn short_helps(work: &Path, path: &[String]) -> Vec<(String, String)> {
+    let path = [vec!["__complete".to_owned()], path.to_vec()].concat();
+    shown(work, &path, "--")
+        .lines()
+        .filter(|l| !l.starts_with(':'))
+        .map(|l| {
+            let (flag, help) = l.split_once('\t').unwrap_or((l, ""));
+            (flag.to_owned(), help.to_owned())
+        })
+        .collect()
+}
+
+/// The longest line of a flag in `-h`: its help (at most 80 characters) beside the flags'
+/// column (up to 41 wide, `      --archive-credentials-file <FILE>  `), with clap's `[default:
+/// ...]`, `[env: ...]` and `[possible values: ...]` (up to 65): two 80-column lines at most. The
+/// widest today is 152 (`run sessions -o`), against 300 to 530 before.
+const LINE: usize = 160;
+
+/// `-h` shows each flag on one line: its help one line of at most 80 characters, no entry on two
+/// lines, none longer than [`LINE`] with clap's suffixes; the command's about and those of its
+/// commands on one line; `run sessions -h` in 60 lines. The failed-Pod commands' `-n`, whose
+/// help ends with the namespace the kubeconfig context names now (`--help` has it only in
+/// `help`, not in a `long_help`), keeps its whole text (`gc_output::help::WHOLE`).
+#[test]
+fn h_shows_each_flag_on_one_line() {
+    use gc_output::help::{ONE_LINE, SHORT, WHOLE};
+    let work = tempfile::tempdir().unwrap();
+    let all = commands(work.path());
+    assert!(all.len() >= 20, "{all:?}");
+    for path in &all {
+        let name = format!("gc-cli {}", path.join(" "));
+        let short = shown(work.path(), path, "-h");
+        let long_about = |about: &str| {
+            format!(
+                "{name}: an about of {} characters; add a one-line one to ABOUTS in \
+                 gc-output/src/help/short.rs: {about}",
+                about.chars().count()
+            )
+        };
+        let about = short.lines().next().unwrap_or_default();
+        assert!(about.chars().count() <= ONE_LINE, "{}", long_about(about));
+        let commands = short
+            .split_once("\nCommands:\n")
+            .map_or("", |(_, rest)| rest);
+        for line in commands.lines().take_while(|l| l.starts_with("  ")) {
+            let about = line
+                .trim_start()
+                .split_once("  ")
+                .map_or("", |(_, a)| a.trim());
+            assert!(about.chars().count() <= ONE_LINE, "{}", long_about(about));
+        }
+        let entries = entries(&short);
+        assert!(!entries.is_empty(), "{name}: {short}");
+        for (flag, lines) in entries {
+            assert_eq!(
+                lines.len(),
+                1,
+                "{name} {flag} on more than one line: {lines:#?}"
+            );
+            if WHOLE.contains(&(path.join(" ").as_str(), flag.as_str())) {
+                assert!(lines[0].contains("Now: `"), "{name} {flag}: {}", lines[0]);
+                continue;
+            }
+            let text = short_text(lines[0]);
+            assert!(
+                text.chars().count() <= SHORT,
+                "{name} {flag}: -h shows {} characters: {text}",
+                text.chars().count()
+            );
+            assert!(
+                lines[0].chars().count() <= LINE,
+                "{name} {flag}: {}",
+                lines[0]
+            );
+        }
+    }
+    let run_sessions = shown(work.path(), &["run".into(), "sessions".into()], "-h");
+    let lines = run_sessions.lines().count();
+    assert!(lines <= 60, "{lines} lines:\n{run_sessions}");
+    // What `-h` leaves out it says, and `--help` shows.
+    assert!(
+        run_sessions.trim_end().ends_with(
+            "Use --help for every flag in full, and for those under Connection; Store and \
+             archives; Metrics, alerts and Events; Logging."
+        ),
+        "{run_sessions}"
+    );
+    for flag in ["--kubeconfig", "--store", "--pushgateway", "--verbose"] {
+        assert!(!run_sessions.contains(flag), "{flag}: {run_sessions}");
+    }
+    // `archives`, `ledger` and `restore` read the store: their `-h` shows where it is.
+    let list = shown(work.path(), &["archives".into(), "list".into()], "-h");
+    assert!(list.contains("      --store <URL>"), "{list}");
+}
+
+/// Every flag whose whole help is longer than 80 characters has a one-line summary in `-h`
+/// (`gc_output::help::SUMMARIES`), the flags `-h` leaves to `--help` included; a shorter help
+/// is `-h`'s as it is. Flags sharing a summary across commands share their whole text, so that
+/// a summary made for one meaning of a flag is not shown for another.
+#[test]
+fn every_long_flag_has_a_summary_and_help_keeps_the_whole_text() {
+    use gc_output::help::{SHORT, WHOLE};
+    let work = tempfile::tempdir().unwrap();
+    let mut meanings: std::collections::BTreeMap<(String, String), (String, String)> =
+        std::collections::BTreeMap::new();
+    let mut summed = 0;
+    for path in commands(work.path()) {
+        let name = format!("gc-cli {}", path.join(" "));
+        let mut short = short_helps(work.path(), &path);
+        // Arguments, which completion does not offer as flags: as `-h` shows them.
+        let h = shown(work.path(), &path, "-h");
+        for (flag, lines) in entries(&h) {
+            if flag.starts_with('<') || flag.starts_with('[') {
+                short.push((flag, short_text(lines[0]).to_owned()));
+            }
+        }
+        let long = shown(work.path(), &path, "--help");
+        let whole: std::collections::BTreeMap<String, String> = entries(&long)
+            .into_iter()
+            .map(|(flag, lines)| (flag, whole_text(&lines)))
+            .collect();
+        for (flag, summary) in short {
+            if flag == "--help" || WHOLE.contains(&(path.join(" ").as_str(), flag.as_str())) {
+                continue;
+            }
+            let text = whole
+                .get(&flag)
+                .unwrap_or_else(|| panic!("{name} {flag}: not in --help\n{long}"));
+            if text.chars().count() > SHORT {
+                assert!(
+                    summary != *text && summary.chars().count() <= SHORT,
+                    "{name} {flag}: its help is {} characters and has no one-line summary; add \
+                     one to SUMMARIES in gc-output/src/help/short.rs",
+                    text.chars().count()
+                );
+                summed += 1;
+            } else {
+                assert_eq!(
+                    summary, *text,
+                    "{name} {flag}: a short help is -h's as it is"
+                );
+            }
+            let seen = meanings
+                .entry((flag.clone(), summary.clone()))
+                .or_insert_with(|| (name.clone(), text.clone()));
+            assert_eq!(
+                seen.1, *text,
+                "{name} {flag} and {} {flag} share the summary {summary:?}, not their text: give \
+                 each its own row in SUMMARIES",
+                seen.0
+            );
+        }
+    }
+    assert!(summed >= 100, "{summed} summaries shown");
+    // `--help` holds each whole text, as before.
+    let work = work.path();
+    let run_sessions = shown(work, &["run".into(), "sessions".into()], "--help");
+    assert!(
+        run_sessions.contains(
+            "Before a claim is deleted, its PersistentVolume (reclaim policy `Delete`) is set to \
+             `Retain`, so the user's data survives the delete; a run this long after the claim's \
+             last delete gives it its policy back and Kubernetes deletes it: whole days, `7d`, \
+             `2w`; a bare number is days (`--retain-volume-days`, its older name) (0..=3650 \
+             days; 0: volumes go with their claims, and those kept earlier get their policy \
+             back). Needs `get`, `list` and `patch` on PersistentVolumes (cluster-scoped)"
+        ),
+        "{run_sessions}"
+    );
+    for flag in ["--kubeconfig", "--store", "--pushgateway", "--verbose"] {
+        assert!(run_sessions.contains(flag), "{flag}: {run_sessions}");
+    }
+    let short = shown(work, &["run".into(), "sessions".into()], "-h");
+    assert!(
+        short.contains("How long a deleted claim's volume is kept (`7d`"),
+        "{short}"
+    );
+    // A command's about too: one line in `-h` and in its group's list, whole in `--help`.
+    let prune = shown(work, &["archives".into(), "prune".into()], "--help");
+    assert!(
+        prune.starts_with(
+            "Removes each receipt older than `--older-than`, its archive first: a session's \
+             receipts only all together once the newest is"
+        ),
+        "{prune}"
+    );
+}
