@@ -661,7 +661,7 @@ async fn a_session_run_posts_an_event_on_each_session_collected_and_the_guard_on
         collected.note.as_deref(),
         Some(
             "session gone-1: deleted Deployment/gone-1, PersistentVolumeClaim/gone-1, \
-             Service/gone-1, Session/gone-1 (no session gone-1 in the database)"
+             Service/gone-1, Session.stream.space/gone-1 (no session gone-1 in the database)"
         )
     );
 

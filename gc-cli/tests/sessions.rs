@@ -1923,7 +1923,17 @@ async fn the_session_example_deletes_what_the_cli_deletes() -> Result {
         Ok(got)
     };
     let cli_events = events(&by_cli.ns).await?;
-    assert_eq!(cli_events.len(), cli_removed.len(), "{cli_events:?}");
+    // One Event per session collected.
+    let collected: BTreeSet<&str> = (cli_audit.iter())
+        .filter(|r| r["result"] == "deleted")
+        .filter_map(|r| r["session"].as_str())
+        .collect();
+    assert_eq!(cli_events.len(), collected.len(), "{cli_events:?}");
+    assert!(
+        cli_events
+            .iter()
+            .all(|(_, reason)| reason == "SessionCollected")
+    );
     assert_eq!(events(&by_svc.ns).await?, cli_events);
     Ok(())
 }
@@ -2014,10 +2024,7 @@ async fn sessions_of_both_groups_streamspace_installs_are_collected() -> Result 
         })
         .collect();
     let io = "stream.streamspace.io/v1alpha1".to_owned();
-    assert!(
-        deleted.contains(&(io.clone(), GONE[0].to_owned())),
-        "{deleted:?}"
-    );
+    assert!(deleted.contains(&(io, GONE[0].to_owned())), "{deleted:?}");
     assert!(deleted.contains(&("stream.space/v1alpha1".to_owned(), GONE[0].to_owned())));
     assert!(
         sessions.get_opt(GONE[0]).await?.is_none(),
@@ -2028,15 +2035,24 @@ async fn sessions_of_both_groups_streamspace_installs_are_collected() -> Result 
         !stderr.contains("not served"),
         "both groups are installed: {stderr}"
     );
+    // The session's one Event names both of its `Session` objects, each with its group.
     let events = f.ns.api::<k8s_openapi::api::events::v1::Event>();
-    let regarding: Vec<String> = events
+    let notes: Vec<String> = events
         .list(&ListParams::default())
         .await?
         .items
         .into_iter()
-        .filter_map(|e| e.regarding.and_then(|r| r.api_version))
+        .filter(|e| e.reason.as_deref() == Some("SessionCollected"))
+        .filter_map(|e| e.note)
+        .filter(|n| n.starts_with(&format!("session {}: ", GONE[0])))
         .collect();
-    assert!(regarding.contains(&io), "{regarding:?}");
+    let [note] = &notes[..] else {
+        panic!("one Event for session {}: {notes:?}", GONE[0]);
+    };
+    for group in ["stream.streamspace.io", "stream.space"] {
+        let named = format!("Session.{group}/{}", GONE[0]);
+        assert!(note.contains(&named), "{note}");
+    }
     Ok(())
 }
 

@@ -325,7 +325,7 @@ fn session_event(record: &AuditRecord) -> Option<EventRecord> {
 /// One Normal Event per session among `deleted` (objects deleted, each with its session label),
 /// in the order the sessions' first objects come: on the session's `Session` object when the run
 /// deleted it (what `kubectl describe session` and `kubectl get events` name), else on its first
-/// object, naming every object of the session deleted, kind and name, sorted. An object without a
+/// object, naming every object of the session deleted ([`named`]), sorted. An object without a
 /// session (none is deleted by a collection) has an Event of its own.
 fn sessions_collected<'a>(
     deleted: impl IntoIterator<Item = &'a AuditRecord>,
@@ -347,9 +347,7 @@ fn sessions_collected<'a>(
         };
         let on = (records.iter().find(|r| r.judged.resource.kind == "Session"))
             .or_else(|| records.first())?;
-        let mut objects: Vec<String> = (records.iter())
-            .map(|r| format!("{}/{}", r.judged.resource.kind, r.judged.resource.name))
-            .collect();
+        let mut objects: Vec<String> = records.iter().map(|r| named(&r.judged.resource)).collect();
         // In a fixed order, whatever order the deletes ended in.
         objects.sort();
         let why = match &on.judged.decision {
@@ -371,6 +369,16 @@ fn sessions_collected<'a>(
             note: format!("session {id}: deleted {}{why}", objects.join(", ")),
         })
     })
+}
+
+/// `Kind/name`, or `Kind.group/name` (as kubectl names a kind of another group) for a kind
+/// outside the core and `apps` groups: StreamSpace's `Session` is installed under two groups,
+/// and a session may have one of each.
+fn named(r: &gc_core::sessions::Resource) -> String {
+    match r.api_version.split_once('/') {
+        Some((group, _)) if group != "apps" => format!("{}.{group}/{}", r.kind, r.name),
+        _ => format!("{}/{}", r.kind, r.name),
+    }
 }
 
 /// The Warning on the Namespace for a run refused or failed as a whole, its reason from the

@@ -139,7 +139,7 @@ async fn a_live_run_deletes_each_orphan_archived_under_its_lock_and_releases_it(
     assert!(audit.judged.contains(&"e-Session deleted".to_owned()));
     assert!(audit.refused.is_empty());
     let collected = "SessionCollected: session e: deleted Deployment/e-Deployment, \
-                     Session/e-Session (no session e in the database)";
+                     Session.stream.space/e-Session (no session e in the database)";
     assert_eq!(world.events(), [collected]);
 }
 
