@@ -158,8 +158,13 @@ fn with_context_namespace(command: clap::Command) -> clap::Command {
     };
     let annotate = |c: clap::Command| {
         c.mut_arg("namespaces", |arg| {
-            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-            arg.help(format!("{help}. {now}"))
+            let said = |h: Option<&clap::builder::StyledStr>| h.map(|h| format!("{h}. {now}"));
+            let (help, long) = (said(arg.get_help()), said(arg.get_long_help()));
+            let arg = arg.help(help.unwrap_or_default());
+            match long {
+                Some(long) => arg.long_help(long),
+                None => arg,
+            }
         })
     };
     let annotate_pods = |c: clap::Command| c.mut_subcommand("pods", annotate);

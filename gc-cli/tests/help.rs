@@ -382,9 +382,8 @@ const LINE: usize = 160;
 
 /// `-h` shows each flag on one line: its help one line of at most 80 characters, no entry on two
 /// lines, none longer than [`LINE`] with clap's suffixes; the command's about and those of its
-/// commands on one line; `run sessions -h` in 60 lines. The failed-Pod commands' `-n`, whose
-/// help ends with the namespace the kubeconfig context names now (`--help` has it only in
-/// `help`, not in a `long_help`), keeps its whole text (`gc_output::help::WHOLE`).
+/// commands on one line; `run sessions -h` in 60 lines. The failed-Pod commands' `-n` ends with
+/// the namespace the kubeconfig context names now (`gc_output::help::WHOLE`), past the bound.
 #[test]
 fn h_shows_each_flag_on_one_line() {
     use gc_output::help::{ONE_LINE, SHORT, WHOLE};

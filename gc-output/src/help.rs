@@ -114,9 +114,9 @@ pub const LONG_ONLY: &[(&str, &[&str])] = &[
     ("Logging", &[]),
 ];
 
-/// The flags (command, flag) `-h` shows whole, summary or not: the failed-Pod commands' `-n`.
-/// After [`teach`], gc-cli adds the namespace the kubeconfig context names now to its `help`,
-/// which `--help` shows only while the flag has no `long_help`.
+/// The flags (command, flag) whose help gc-cli ends, after [`teach`], with the namespace the
+/// kubeconfig context names now (the failed-Pod commands' `-n`), in `-h` and `--help` alike:
+/// their `-h` line is their summary and that.
 pub const WHOLE: &[(&str, &str)] = &[
     ("apply", "--namespace"),
     ("plan pods", "--namespace"),
@@ -235,9 +235,6 @@ fn teach_at(
         .get_arguments()
         .filter_map(|a| {
             let flag = flag(a);
-            if WHOLE.contains(&(path.as_str(), flag.as_str())) {
-                return None;
-            }
             let help = a.get_help()?.to_string();
             if help.chars().count() <= SHORT {
                 return None;
