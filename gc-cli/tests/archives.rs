@@ -202,9 +202,10 @@ async fn a_live_collect_archives_to_the_object_store_and_reads_back() -> Result 
         std::fs::read(env.object(&uids["a"]))?
     );
 
-    // verify: all good, then one tampered, one missing, one without a receipt.
+    // verify: all good (said on stdout too, in one line: `-q` leaves it), then one tampered,
+    // one missing, one without a receipt.
     let out = env.archives(&["verify"]);
-    ok(&out);
+    assert_eq!(ok(&out).lines().last(), Some("2 verified, 0 failed"));
     assert!(stderr(&out).contains("2 archive(s) match their receipts, 0 problem(s)"));
     let tampered = env.object(&uids["a"]);
     let text = std::fs::read_to_string(&tampered)?.replace("137", "0");
@@ -222,6 +223,11 @@ async fn a_live_collect_archives_to_the_object_store_and_reads_back() -> Result 
     let out = env.archives(&["verify"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let report = String::from_utf8(out.stdout.clone())?;
+    assert_eq!(
+        report.lines().last(),
+        Some("0 verified, 2 failed, 1 without a receipt"),
+        "{report}"
+    );
     // Nothing to verify is said, and fails, naming the clusters that have receipts.
     let none = env.archives(&["verify", "-n", "no-such-namespace"]);
     assert_eq!(none.status.code(), Some(1), "{}", stderr(&none));

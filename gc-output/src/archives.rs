@@ -287,6 +287,24 @@ fn write_archive(out: &mut impl Write, receipt: &Receipt, doc: &Value) -> std::i
     )
 }
 
+/// The table's last line: `12 verified, 0 failed`, then what else was found, when anything was
+/// (`, 1 skipped, 2 without a receipt, 1 unexpected`): a table with no row says all is well.
+fn verified_words(checked: &[Checked]) -> String {
+    let count = |result: &str| checked.iter().filter(|c| c.result == result).count();
+    let failed = checked.iter().filter(|c| c.is_problem()).count();
+    let mut line = format!("{} verified, {failed} failed", count("ok"));
+    for (n, what) in [
+        (count("skipped"), "skipped"),
+        (count("noReceipt"), "without a receipt"),
+        (count("unexpected"), "unexpected"),
+    ] {
+        if n > 0 {
+            line.push_str(&format!(", {n} {what}"));
+        }
+    }
+    line
+}
+
 /// What `archives verify` found, as `output` says: the problems (`wide`: every archive), the Pods
 /// with a problem, or the documents.
 ///
@@ -330,6 +348,7 @@ pub fn write_checked(
                 })
                 .collect();
             write_columns(out, ["RESULT", "NAMESPACE", "UID", "URI", "DETAIL"], &rows)?;
+            writeln!(out, "{}", verified_words(checked))?;
         }
     }
     Ok(())
