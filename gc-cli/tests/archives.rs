@@ -183,6 +183,32 @@ async fn a_live_collect_archives_to_the_object_store_and_reads_back() -> Result 
         "{table}"
     );
     assert!(!table.contains(&uids["b"]), "{table}");
+    // The session column (`-` for a Pod's archive); the digest and the URI in `-o wide` only.
+    fn words(t: &str) -> Vec<Vec<&str>> {
+        t.lines().map(|l| l.split_whitespace().collect()).collect()
+    }
+    let rows = words(&table);
+    assert_eq!(
+        rows[0],
+        [
+            "ARCHIVED",
+            "NAMESPACE",
+            "KIND",
+            "NAME",
+            "SESSION",
+            "UID",
+            "BYTES"
+        ]
+    );
+    assert_eq!(
+        (rows[1][4], rows[1][5]),
+        ("-", uids["a"].as_str()),
+        "{table}"
+    );
+    assert!(!table.contains("s3://"), "{table}");
+    let wide = ok(&env.archives(&["list", "--pod", "a", "-n", env.ns.name(), "-o", "wide"]));
+    assert_eq!(words(&wide)[0][7..], ["SHA256", "URI"]);
+    assert!(wide.contains("s3://"), "{wide}");
     let out = env.archives(&["list", "--since", "2999-01-01T00:00:00Z", "-o", "json"]);
     assert_eq!(ok(&out).trim(), "[]");
 

@@ -56,7 +56,12 @@ pub fn write_list(
             }
         }
         Output::Table | Output::Wide | Output::Kestra => {
-            let rows: Vec<[String; 8]> = kept
+            // The session a session resource's manifest belongs to (`-` for a Pod's archive).
+            let session = |r: &gc_core::ports::Receipt| {
+                let id = r.session.as_ref().and_then(|s| s.session.clone());
+                id.unwrap_or_else(|| "-".to_owned())
+            };
+            let rows: Vec<[String; 9]> = kept
                 .iter()
                 .map(|l| {
                     let r = &l.receipt;
@@ -65,6 +70,7 @@ pub fn write_list(
                         r.namespace.clone(),
                         r.kind().to_owned(),
                         r.name.clone(),
+                        session(r),
                         r.uid.clone(),
                         r.bytes.to_string(),
                         r.sha256.clone(),
@@ -72,33 +78,26 @@ pub fn write_list(
                     ]
                 })
                 .collect();
+            let header = [
+                "ARCHIVED",
+                "NAMESPACE",
+                "KIND",
+                "NAME",
+                "SESSION",
+                "UID",
+                "BYTES",
+                "SHA256",
+                "URI",
+            ];
             if output == Output::Wide {
-                let header = [
-                    "ARCHIVED",
-                    "NAMESPACE",
-                    "KIND",
-                    "NAME",
-                    "UID",
-                    "BYTES",
-                    "SHA256",
-                    "URI",
-                ];
                 write_columns(out, header, &rows)?;
             } else {
-                let rows: Vec<[String; 7]> = rows
-                    .into_iter()
-                    .map(|[a, n, k, p, u, b, _, uri]| [a, n, k, p, u, b, uri])
+                // The digest and the URI (often 200 characters) in `-o wide` only.
+                let [h @ .., _, _] = header;
+                let rows: Vec<[String; 7]> = (rows.into_iter())
+                    .map(|[a, n, k, p, s, u, b, _, _]| [a, n, k, p, s, u, b])
                     .collect();
-                let header = [
-                    "ARCHIVED",
-                    "NAMESPACE",
-                    "KIND",
-                    "NAME",
-                    "UID",
-                    "BYTES",
-                    "URI",
-                ];
-                write_columns(out, header, &rows)?;
+                write_columns(out, h, &rows)?;
             }
         }
     }
