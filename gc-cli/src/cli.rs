@@ -137,7 +137,8 @@ impl Cli {
                 .write(&mut std::io::stdout(), form),
             Command::Completion { shell } => {
                 let mut script = Vec::new();
-                clap_complete::generate(shell, &mut Self::command(), "gc-cli", &mut script);
+                let mut command = gc_output::help::teach(Self::command());
+                clap_complete::generate(shell, &mut command, "gc-cli", &mut script);
                 // clap_complete names a hyphenated binary's states two ways in bash (`gc__cli`,
                 // `gc__subcmd__cli`), so nothing past the first word completes: one name.
                 let script = String::from_utf8_lossy(&script).replace("gc__subcmd__cli", "gc__cli");
