@@ -44,6 +44,9 @@ enum Command {
     /// Move the observation ledger in and out of the store, unchanged: import it, export it.
     #[command(subcommand)]
     Ledger(LedgerCommand),
+    /// A web console on loopback: review, collect and restore sessions, read archives, as your
+    /// own Kubernetes identity.
+    Console(Box<crate::console::Console>),
     /// Read archives back (failed Pods', session resources' manifests): list them, show one,
     /// verify them against their receipts, prune the old ones.
     #[command(subcommand)]
@@ -131,21 +134,17 @@ impl Cli {
             Command::Restore(RestoreCommand::Sessions(args)) => {
                 crate::sessions::restore::restore(&args)
             }
+            Command::Console(args) => crate::console::console(&args),
             Command::Ledger(command) => crate::ledger::execute(&command),
             Command::Archives(command) => crate::archives::execute(&command),
             Command::Version { form } => gc_output::Version::of(env!("CARGO_PKG_VERSION"))
                 .write(&mut std::io::stdout(), form),
             Command::Completion { shell } => {
-                let mut script = Vec::new();
-                let mut command = gc_output::help::teach(Self::command());
-                clap_complete::generate(shell, &mut command, "gc-cli", &mut script);
-                // clap_complete names a hyphenated binary's states two ways in bash (`gc__cli`,
-                // `gc__subcmd__cli`), so nothing past the first word completes: one name.
-                let script = String::from_utf8_lossy(&script).replace("gc__subcmd__cli", "gc__cli");
+                let script = gc_output::help::completion(Self::command(), shell);
                 std::io::Write::write_all(&mut std::io::stdout(), script.as_bytes())
                     .context("cannot write the completion script")
             }
-            Command::Man { out_dir } => man(out_dir.as_deref()),
+            Command::Man { out_dir } => gc_output::help::man(Self::command(), out_dir.as_deref()),
         }
     }
 }
@@ -157,36 +156,7 @@ fn with_context_namespace(command: clap::Command) -> clap::Command {
         Some((namespace, origin)) => format!("Now: `{namespace}`, from {origin}."),
         None => "Now: `default` (the kubeconfig context names none).".to_owned(),
     };
-    let annotate = |c: clap::Command| {
-        c.mut_arg("namespaces", |arg| {
-            let said = |h: Option<&clap::builder::StyledStr>| h.map(|h| format!("{h}. {now}"));
-            let (help, long) = (said(arg.get_help()), said(arg.get_long_help()));
-            let arg = arg.help(help.unwrap_or_default());
-            match long {
-                Some(long) => arg.long_help(long),
-                None => arg,
-            }
-        })
-    };
-    let annotate_pods = |c: clap::Command| c.mut_subcommand("pods", annotate);
-    command
-        .mut_subcommand("plan", annotate_pods)
-        .mut_subcommand("run", annotate_pods)
-        .mut_subcommand("serve", annotate_pods)
-        .mut_subcommand("apply", annotate)
-}
-
-/// The man page of `gc-cli` on stdout, or of every command into `dir`.
-fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let Some(dir) = dir else {
-        let page = clap_mangen::Man::new(gc_output::help::teach(Cli::command()));
-        return page
-            .render(&mut std::io::stdout())
-            .context("cannot write the man page");
-    };
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    clap_mangen::generate_to(gc_output::help::teach(Cli::command()), dir)
-        .with_context(|| format!("cannot write the man pages into {}", dir.display()))
+    gc_output::help::with_now(command, &now)
 }
 
 #[cfg(test)]

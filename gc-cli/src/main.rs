@@ -4,6 +4,7 @@
 mod archives;
 mod cli;
 mod clock;
+mod console;
 mod dry_run;
 mod events;
 mod exit;

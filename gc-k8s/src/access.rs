@@ -1,11 +1,12 @@
 //! Who calls the request API, and whether it may: the API server's `TokenReview` (the token
 //! checked for gc's audience) and `SubjectAccessReview` (the caller's rights on a resource of
-//! gc's own API group), as kube-rbac-proxy and metrics-server delegate them. gc's account needs
+//! gc's own API group), as kube-rbac-proxy and metrics-server delegate them; and who the
+//! connection's own credentials are (`SelfSubjectReview`, for the console). gc's account needs
 //! `create` on `tokenreviews` and `subjectaccessreviews`, and nothing more for this.
 
 use async_trait::async_trait;
 use gc_core::ports::{Access, Asked, Caller, ClusterError};
-use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
@@ -14,6 +15,36 @@ use kube::api::PostParams;
 
 use crate::KubeCluster;
 use crate::errors::{Call, cluster_error};
+
+impl KubeCluster {
+    /// Who this connection's credentials are, as the API server sees them: a
+    /// `SelfSubjectReview` (`kubectl auth whoami`), which every authenticated user may create.
+    ///
+    /// # Errors
+    /// The review could not be made, or names no user.
+    pub async fn who_am_i(&self) -> Result<Caller, ClusterError> {
+        let api: Api<SelfSubjectReview> = Api::all(self.client().clone());
+        let call = Call {
+            verb: "create",
+            resource: "selfsubjectreviews",
+            namespace: "",
+        };
+        let review = SelfSubjectReview::default();
+        let answer = (api.create(&PostParams::default(), &review).await)
+            .map_err(|e| cluster_error(e, call))?;
+        let user = answer.status.and_then(|s| s.user_info).unwrap_or_default();
+        let Some(name) = user.username.filter(|u| !u.is_empty()) else {
+            let why = "the API server names no user for these credentials";
+            return Err(ClusterError::Other(why.into()));
+        };
+        Ok(Caller {
+            user: name,
+            uid: user.uid.unwrap_or_default(),
+            groups: user.groups.unwrap_or_default(),
+            extra: user.extra.unwrap_or_default().into_iter().collect(),
+        })
+    }
+}
 
 #[async_trait]
 impl Access for KubeCluster {

@@ -75,7 +75,7 @@ pub(crate) struct RunSessions {
 }
 
 /// Where audit lines go: a file opened for appending, stdout, or stderr when stdout carries `-o`.
-fn audit_sink(
+pub(crate) fn audit_sink(
     path: Option<&PathBuf>,
     output: Option<Output>,
 ) -> Result<Box<dyn Write + Send>, UsageError> {

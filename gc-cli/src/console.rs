@@ -1,0 +1,70 @@
+//! `gc-cli console`: the operator's web console (`gc_console`), on loopback, acting with the
+//! kubeconfig's identity; its flags are `run sessions`' (the cluster, the session database, the
+//! namespaces and their settings, gc's store and archives).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::archives::ArchiveArgs;
+use crate::sessions::args::SessionArgs;
+
+/// `gc-cli console`
+#[derive(Debug, Args)]
+pub(crate) struct Console {
+    /// The loopback address to serve on (port 0: any free port); the URL to open, with its
+    /// one-time token, is printed on stderr.
+    #[arg(long, default_value = "127.0.0.1:8731", value_name = "ADDR")]
+    listen: SocketAddr,
+    #[command(flatten)]
+    args: SessionArgs,
+    /// gc's store (`sqlite:PATH`, a path, or `postgres://...`). Default: the embedded SQLite file.
+    #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
+    store: Option<String>,
+    #[command(flatten)]
+    archive: ArchiveArgs,
+    /// Append the audit lines of what is done here to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    audit_log: Option<PathBuf>,
+    #[command(flatten)]
+    lock: crate::live::LockArgs,
+    #[command(flatten)]
+    events: crate::events::EventArgs,
+}
+
+pub(crate) fn console(args: &Console) -> anyhow::Result<()> {
+    args.args.check()?;
+    let listener = std::net::TcpListener::bind(args.listen).map_err(|e| {
+        crate::exit::UsageError::because(format!("cannot listen on {}", args.listen), e)
+    })?;
+    listener.set_nonblocking(true)?;
+    crate::signals::install()?;
+    let now = (args.args.now.as_deref()).map(|now| crate::clock::at(Some(now)));
+    let settings = gc_runtime::Settings {
+        events: !args.events.no_events,
+        event_per_object: args.events.event_per_object,
+        lock: args.lock.options(),
+        cancel: std::sync::Arc::new(crate::signals::STOP.clone()),
+        now: now.transpose()?,
+        allow_future_now: std::env::var_os("GC_ALLOW_FUTURE_NOW").is_some(),
+        concurrency: args.lock.concurrency,
+        store_timeout: args.archive.store_timeout,
+        ..gc_runtime::Settings::default()
+    };
+    let console = gc_console::Console {
+        sources: args.args.sources(),
+        store: args.store.clone(),
+        sink: args.archive.sink()?,
+        settings,
+        requests: gc_runtime::requests::RequestOptions::default(),
+        audit: Box::new(gc_runtime::audit::AuditLog(
+            crate::sessions::run::audit_sink(args.audit_log.as_ref(), None)?,
+        )),
+        bind_wait: std::time::Duration::from_secs(60),
+    };
+    let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
+    let selection = args.args.namespaces.selection();
+    let ready = |url: &str| eprintln!("Open the console (the link works once): {url}");
+    crate::live::block_on(async { Ok(console.serve(listener, &selection, config, ready).await?) })
+}

@@ -1,0 +1,242 @@
+//! gc's console: a local web console (`gc-cli console`) where an operator reviews what the
+//! session collector would do, collects the sessions they choose, reads the archives verified
+//! against their receipts, and restores a session, in a browser.
+//!
+//! It acts with the operator's own credentials (the kubeconfig's identity, shown from a
+//! `SelfSubjectReview`): the API server's RBAC decides what they may do, and refuses the rest.
+//! Every action is the library call the command line makes: a plan is the collector's plan, a
+//! collection goes through the request desk ([`gc_runtime::requests::Requests`], narrowing only,
+//! as the request API does) and writes the same audit lines naming the operator, a restore is
+//! [`gc_runtime::sessions::SessionCollector::restore`]. There is no second path to a delete.
+//!
+//! Served on loopback only, it opens with a one-time token in the URL, then a cookie
+//! (`HttpOnly`, `SameSite=Strict`); every form carries a CSRF token; a strict Content Security
+//! Policy; no script and no asset from outside the binary ([`gate`]).
+
+mod gate;
+mod pages;
+mod plot;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use gc_core::sessions::SessionConfig;
+use gc_runtime::adapters::{Archives, KubeCluster, SessionSources, SessionTable, Store};
+use gc_runtime::audit::Audit;
+use gc_runtime::namespaces::Selection;
+use gc_runtime::requests::{RequestOptions, Requests};
+use gc_runtime::sessions::SESSIONS_NAMESPACE;
+use gc_runtime::{Builder, Settings};
+
+use gate::Gate;
+
+/// The request desk the console's collections go through.
+type Desk = Requests<KubeCluster, Arc<SessionTable>, Store, Archives>;
+
+/// What the console is made of, as `gc-cli console`'s flags give it.
+pub struct Console {
+    /// Where the cluster (the operator's kubeconfig) and the session table are.
+    pub sources: SessionSources,
+    /// gc's store (`None`: the embedded one).
+    pub store: Option<String>,
+    /// Where the archives are.
+    pub sink: Archives,
+    /// How a collection acts (its lock, concurrency, Events, the stop); `live` is set by the
+    /// console: a preview is a server-side dry run, a confirmed collection is live.
+    pub settings: Settings,
+    /// How collections are queued, and the grace of a collected session's objects.
+    pub requests: RequestOptions,
+    /// Where the audit lines go.
+    pub audit: Box<dyn Audit>,
+    /// How long a restore waits for a claim on a kept volume to bind.
+    pub bind_wait: std::time::Duration,
+}
+
+/// The console's shared state: the parts, the namespaces served, who the operator is.
+pub(crate) struct App {
+    /// The operator's user name, from the API server.
+    pub(crate) operator: String,
+    /// The operator's groups.
+    pub(crate) groups: Vec<String>,
+    /// The namespaces served, with their settings.
+    pub(crate) configs: BTreeMap<String, SessionConfig>,
+    /// Collections for real (under each namespace's Lease).
+    pub(crate) live: Arc<Desk>,
+    /// The same collections as server-side dry runs: what a confirmation shows.
+    pub(crate) dry: Arc<Desk>,
+    /// The cluster, as the operator.
+    pub(crate) cluster: KubeCluster,
+    /// gc's store.
+    pub(crate) store: Store,
+    /// The archive sink.
+    pub(crate) sink: Archives,
+    /// The settings restores act with (`live` set per call).
+    pub(crate) settings: Settings,
+    /// How long a restore waits for a claim to bind.
+    pub(crate) bind_wait: std::time::Duration,
+    /// The one-time token, the cookie and the CSRF token.
+    pub(crate) gate: Gate,
+    /// The latest plan of each namespace, for paging through it without planning again.
+    pub(crate) plans: Mutex<BTreeMap<String, pages::sessions::Cached>>,
+}
+
+impl App {
+    /// The cluster id the namespaces are collected under (the first namespace's settings).
+    pub(crate) fn cluster_id(&self) -> &str {
+        self.configs
+            .values()
+            .next()
+            .map_or("primary", |c| c.cluster_id.as_str())
+    }
+}
+
+impl Console {
+    /// Serves the console on `listener` (a loopback address) until the settings' stop comes:
+    /// connects the cluster and the session table, asks the API server who the credentials are,
+    /// resolves `selection` once, opens the store, then calls `ready` with the URL to open (the
+    /// one-time token in it) and answers.
+    ///
+    /// # Errors
+    /// A listener not on a loopback address (usage), or what fails before the first page: a
+    /// connection, the identity, the Namespaces list, a namespace's settings, the store.
+    pub async fn serve(
+        self,
+        listener: std::net::TcpListener,
+        selection: &Selection,
+        config: impl Fn(&str) -> gc_runtime::Result<SessionConfig>,
+        ready: impl FnOnce(&str),
+    ) -> gc_runtime::Result<()> {
+        let address = listener.local_addr()?;
+        if !address.ip().is_loopback() {
+            return Err(gc_runtime::Error::Input(
+                gc_core::input::InputError::Invalid {
+                    input: "`listen`",
+                    value: address.to_string(),
+                    rule: "the console acts with your own credentials over plain HTTP: it serves on \
+                       a loopback address only (127.0.0.1 or ::1)",
+                },
+            ));
+        }
+        let (cluster, table) = gc_runtime::adapters::connect_sessions(self.sources)
+            .await
+            .map_err(|(_, e)| e)?;
+        let caller = cluster.who_am_i().await;
+        let caller = caller.map_err(|e| {
+            gc_runtime::Error::from(e).context("cannot ask the API server who you are")
+        })?;
+        let namespaces = selection.resolve(&cluster, SESSIONS_NAMESPACE).await?;
+        let configs = namespaces.iter().map(|ns| config(ns));
+        let configs = configs.collect::<gc_runtime::Result<Vec<_>>>()?;
+        let store = gc_runtime::adapters::open_store_within(
+            self.store.as_deref(),
+            self.settings.store_timeout,
+        )
+        .await?;
+        let table = Arc::new(table);
+        let desk = |live: bool, audit: Box<dyn Audit>| {
+            let settings = Settings {
+                live,
+                ..self.settings.clone()
+            };
+            let parts = Builder::new(settings).cluster(cluster.clone());
+            let parts = parts.directory(Arc::clone(&table)).store(store.clone());
+            let collector = parts.sink(self.sink.clone()).sessions()?;
+            Ok::<_, gc_runtime::Error>(Requests::new(
+                collector,
+                configs.clone(),
+                self.requests,
+                audit,
+            ))
+        };
+        let shared = Arc::new(Mutex::new(self.audit));
+        let live = desk(true, Box::new(Shared(Arc::clone(&shared))))?;
+        let dry = desk(false, Box::new(Shared(shared)))?;
+        let app = Arc::new(App {
+            operator: caller.user,
+            groups: caller.groups,
+            configs: configs
+                .into_iter()
+                .map(|c| (c.namespace.clone(), c))
+                .collect(),
+            live: Arc::clone(&live),
+            dry: Arc::clone(&dry),
+            cluster,
+            store: store.clone(),
+            sink: self.sink,
+            settings: self.settings.clone(),
+            bind_wait: self.bind_wait,
+            gate: Gate::new(address),
+            plans: Mutex::default(),
+        });
+        let router = pages::router(Arc::clone(&app));
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let url = format!("http://{}/?token={}", shown(address), app.gate.token());
+        tracing::info!(
+            operator = app.operator,
+            "console for namespace(s) {} on http://{}",
+            namespaces.join(", "),
+            shown(address)
+        );
+        ready(&url);
+        let cancel = Arc::clone(&self.settings.cancel);
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { cancel.stopped().await })
+            .await;
+        // What was started ends before the process does: its audit lines written, its Lease
+        // released.
+        for desk in [&live, &dry] {
+            desk.stop();
+            let _ = desk.finished(self.requests.finish_within).await;
+        }
+        store.close().await;
+        Ok(served?)
+    }
+}
+
+/// `address` as a browser's URL writes it (`127.0.0.1:8731`, `[::1]:8731`).
+fn shown(address: SocketAddr) -> String {
+    address.to_string()
+}
+
+/// One audit sink shared by the live and the dry desk, each line written whole.
+struct Shared(Arc<Mutex<Box<dyn Audit>>>);
+
+impl Audit for Shared {
+    fn judged(
+        &mut self,
+        cfg: &SessionConfig,
+        report: &gc_core::sessions::run::SessionReport,
+        time: &str,
+    ) -> gc_runtime::Result<()> {
+        let mut audit = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        audit.judged(cfg, report, time)
+    }
+    fn refused(&mut self, line: &gc_runtime::audit::RefusedLine<'_>) -> gc_runtime::Result<()> {
+        let mut audit = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        audit.refused(line)
+    }
+    fn denied(&mut self, line: &gc_runtime::audit::DeniedLine<'_>) -> gc_runtime::Result<()> {
+        let mut audit = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        audit.denied(line)
+    }
+    fn restored(
+        &mut self,
+        lines: &[gc_runtime::audit::RestoredLine<'_>],
+    ) -> gc_runtime::Result<()> {
+        let mut audit = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        audit.restored(lines)
+    }
+}

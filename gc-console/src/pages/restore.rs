@@ -1,0 +1,146 @@
+//! **Restore**: a session's archived objects, with what restoring them would do (every create a
+//! server-side dry run: created, exists, conflict, the kept volume), then the restore itself, as
+//! `gc-cli restore sessions` does it, as the operator; each object's result, and one audit line
+//! per object naming the operator.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use gc_runtime::audit::RestoredLine;
+use gc_runtime::restore::{RestoreRequest, Restored};
+use gc_runtime::{Builder, Settings};
+use maud::{Markup, html};
+
+use super::{Section, csrf, layout, namespace, namespace_select, object, problem};
+use crate::App;
+use crate::gate::Fields;
+
+/// The restore of `session` in `ns`: live, or every create a server-side dry run.
+async fn restored(
+    app: &App,
+    ns: &str,
+    session: &str,
+    live: bool,
+) -> gc_runtime::Result<Vec<Restored>> {
+    let request = RestoreRequest {
+        cluster_id: app.configs[ns].cluster_id.clone(),
+        namespace: ns.to_owned(),
+        kinds: app.configs[ns].kinds.clone(),
+        sessions: vec![session.to_owned()],
+        bind_wait: app.bind_wait,
+    };
+    request.check()?;
+    let settings = Settings {
+        live,
+        ..app.settings.clone()
+    };
+    let parts = Builder::new(settings).cluster(app.cluster.clone());
+    let collector = parts
+        .store(app.store.clone())
+        .sink(app.sink.clone())
+        .sessions()?;
+    collector.restore(&request).await
+}
+
+/// `GET /restore?ns=NS&session=ID`: what a restore of the session would do, and its
+/// confirmation.
+pub(crate) async fn preview(State(app): State<Arc<App>>, RawQuery(query): RawQuery) -> Response {
+    let query = Fields::parse(query.unwrap_or_default().as_bytes());
+    let ns = match namespace(&app, query.one("ns")) {
+        Ok(ns) => ns,
+        Err(refused) => return refused,
+    };
+    let session = query.one("session").unwrap_or_default().trim();
+    let chooser = html! {
+        form.filter method="get" action="/restore" {
+            (namespace_select(&app, ns))
+            label for="session" { "Session" }
+            input #session type="text" name="session" value=(session) required;
+            button type="submit" { "Show what a restore would do" }
+        }
+    };
+    if session.is_empty() {
+        return layout(&app, Section::Restore, "Restore a session", chooser).into_response();
+    }
+    let would = restored(&app, ns, session, false).await;
+    let body = html! {
+        (chooser)
+        @match &would {
+            Err(e) => (problem("No restore", &e.to_string())),
+            Ok(would) => {
+                (table(would, "What a restore would do (server-side dry run)"))
+                @if would.iter().any(|r| r.failed()) {
+                    p { "A session whose archives fail verification, or whose objects conflict, restores nothing: nothing to confirm." }
+                } @else if !would.iter().any(|r| r.result.to_string() == "would create") {
+                    p { "Every object of this session exists: nothing to restore." }
+                } @else {
+                    form method="post" action="/restore" {
+                        (csrf(&app))
+                        input type="hidden" name="ns" value=(ns);
+                        input type="hidden" name="session" value=(session);
+                        button type="submit" { "Restore session " (session) }
+                    }
+                }
+            }
+        }
+    };
+    layout(&app, Section::Restore, &format!("Restore {session}"), body).into_response()
+}
+
+/// `POST /restore`: the session restored, as the operator.
+pub(crate) async fn restore(State(app): State<Arc<App>>, body: Bytes) -> Response {
+    let fields = match app.gate.form(&body) {
+        Ok(fields) => fields,
+        Err(refused) => return refused,
+    };
+    let ns = match namespace(&app, fields.one("ns")) {
+        Ok(ns) => ns,
+        Err(refused) => return refused,
+    };
+    let session = fields.one("session").unwrap_or_default().trim();
+    let done = restored(&app, ns, session, true).await;
+    if let Ok(done) = &done {
+        let time = gc_core::isotime::format_timestamp(gc_runtime::clock::now());
+        let lines: Vec<RestoredLine<'_>> = done
+            .iter()
+            .map(|object| RestoredLine {
+                time: &time,
+                namespace: ns,
+                decision: "restore",
+                object,
+                dry_run: false,
+                requested_by: &app.operator,
+                restored_as: &app.operator,
+            })
+            .collect();
+        app.live.restored(&lines);
+    }
+    let body = html! {
+        @match &done {
+            Err(e) => (problem("The restore failed", &e.to_string())),
+            Ok(done) => (table(done, "What the restore did")),
+        }
+        p { a href={ "/archives?ns=" (ns) "&session=" (session) } { "The archives of " (session) } }
+    };
+    layout(&app, Section::Restore, &format!("Restored {session}"), body).into_response()
+}
+
+fn table(restored: &[Restored], caption: &str) -> Markup {
+    html! {
+        table {
+            caption { (caption) }
+            thead { tr { th scope="col" { "Object" } th scope="col" { "Result" } th scope="col" { "Note" } } }
+            tbody {
+                @for r in restored {
+                    tr {
+                        th scope="row" { code { (object(&r.kind, &r.name)) } }
+                        td class=[r.failed().then_some("failed")] { (r.result.to_string()) }
+                        td { (r.note.as_deref().unwrap_or_default()) }
+                    }
+                }
+            }
+        }
+    }
+}
