@@ -35,32 +35,21 @@ pub(crate) struct Console {
 
 pub(crate) fn console(args: &Console) -> anyhow::Result<()> {
     args.args.check()?;
-    let listener = std::net::TcpListener::bind(args.listen).map_err(|e| {
-        crate::exit::UsageError::because(format!("cannot listen on {}", args.listen), e)
-    })?;
+    let listener = std::net::TcpListener::bind(args.listen);
+    let cannot = || format!("cannot listen on --listen {}", args.listen);
+    let listener = listener.map_err(|e| crate::exit::UsageError::because(cannot(), e))?;
     listener.set_nonblocking(true)?;
     crate::signals::install()?;
     let now = (args.args.now.as_deref()).map(|now| crate::clock::at(Some(now)));
-    let settings = gc_runtime::Settings {
-        events: !args.events.no_events,
-        event_per_object: args.events.event_per_object,
-        lock: args.lock.options(),
-        cancel: std::sync::Arc::new(crate::signals::STOP.clone()),
-        now: now.transpose()?,
-        allow_future_now: std::env::var_os("GC_ALLOW_FUTURE_NOW").is_some(),
-        concurrency: args.lock.concurrency,
-        store_timeout: args.archive.store_timeout,
-        ..gc_runtime::Settings::default()
-    };
+    let (lock, events, timeout) = (&args.lock, &args.events, args.archive.store_timeout);
+    let audit = crate::sessions::run::audit_sink(args.audit_log.as_ref(), None)?;
     let console = gc_console::Console {
         sources: args.args.sources(),
         store: args.store.clone(),
         sink: args.archive.sink()?,
-        settings,
+        settings: crate::sessions::run::settings_of(lock, events, timeout, now.transpose()?),
         requests: gc_runtime::requests::RequestOptions::default(),
-        audit: Box::new(gc_runtime::audit::AuditLog(
-            crate::sessions::run::audit_sink(args.audit_log.as_ref(), None)?,
-        )),
+        audit: Box::new(gc_runtime::audit::AuditLog(audit)),
         bind_wait: std::time::Duration::from_secs(60),
     };
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);

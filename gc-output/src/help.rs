@@ -295,6 +295,57 @@ fn teach_at(
     command
 }
 
+/// `command` with `now` (which namespace `-n` takes now, and from where) after the help of each
+/// failed-Pod command's `-n`.
+#[must_use]
+pub fn with_now(command: clap::Command, now: &str) -> clap::Command {
+    let annotate = |c: clap::Command| {
+        c.mut_arg("namespaces", |arg| {
+            let said = |h: Option<&clap::builder::StyledStr>| h.map(|h| format!("{h}. {now}"));
+            let (help, long) = (said(arg.get_help()), said(arg.get_long_help()));
+            let arg = arg.help(help.unwrap_or_default());
+            match long {
+                Some(long) => arg.long_help(long),
+                None => arg,
+            }
+        })
+    };
+    let annotate_pods = |c: clap::Command| c.mut_subcommand("pods", annotate);
+    command
+        .mut_subcommand("plan", annotate_pods)
+        .mut_subcommand("run", annotate_pods)
+        .mut_subcommand("serve", annotate_pods)
+        .mut_subcommand("apply", annotate)
+}
+
+/// The completion script of `command` (`gc-cli`) for `shell`, each flag described by its
+/// one-line summary.
+#[must_use]
+pub fn completion(command: clap::Command, shell: clap_complete::Shell) -> String {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut teach(command), "gc-cli", &mut script);
+    // clap_complete names a hyphenated binary's states two ways in bash (`gc__cli`,
+    // `gc__subcmd__cli`), so nothing past the first word completes: one name.
+    String::from_utf8_lossy(&script).replace("gc__subcmd__cli", "gc__cli")
+}
+
+/// The man page of `command` on stdout, or of every command into `dir`.
+///
+/// # Errors
+/// When it cannot be written.
+pub fn man(command: clap::Command, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let Some(dir) = dir else {
+        let page = clap_mangen::Man::new(teach(command));
+        return page
+            .render(&mut std::io::stdout())
+            .context("cannot write the man page");
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    clap_mangen::generate_to(teach(command), dir)
+        .with_context(|| format!("cannot write the man pages into {}", dir.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,55 +501,4 @@ mod tests {
             }
         }
     }
-}
-
-/// `command` with `now` (which namespace `-n` takes now, and from where) after the help of each
-/// failed-Pod command's `-n`.
-#[must_use]
-pub fn with_now(command: clap::Command, now: &str) -> clap::Command {
-    let annotate = |c: clap::Command| {
-        c.mut_arg("namespaces", |arg| {
-            let said = |h: Option<&clap::builder::StyledStr>| h.map(|h| format!("{h}. {now}"));
-            let (help, long) = (said(arg.get_help()), said(arg.get_long_help()));
-            let arg = arg.help(help.unwrap_or_default());
-            match long {
-                Some(long) => arg.long_help(long),
-                None => arg,
-            }
-        })
-    };
-    let annotate_pods = |c: clap::Command| c.mut_subcommand("pods", annotate);
-    command
-        .mut_subcommand("plan", annotate_pods)
-        .mut_subcommand("run", annotate_pods)
-        .mut_subcommand("serve", annotate_pods)
-        .mut_subcommand("apply", annotate)
-}
-
-/// The completion script of `command` (`gc-cli`) for `shell`, each flag described by its
-/// one-line summary.
-#[must_use]
-pub fn completion(command: clap::Command, shell: clap_complete::Shell) -> String {
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut teach(command), "gc-cli", &mut script);
-    // clap_complete names a hyphenated binary's states two ways in bash (`gc__cli`,
-    // `gc__subcmd__cli`), so nothing past the first word completes: one name.
-    String::from_utf8_lossy(&script).replace("gc__subcmd__cli", "gc__cli")
-}
-
-/// The man page of `command` on stdout, or of every command into `dir`.
-///
-/// # Errors
-/// When it cannot be written.
-pub fn man(command: clap::Command, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
-    use anyhow::Context as _;
-    let Some(dir) = dir else {
-        let page = clap_mangen::Man::new(teach(command));
-        return page
-            .render(&mut std::io::stdout())
-            .context("cannot write the man page");
-    };
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    clap_mangen::generate_to(teach(command), dir)
-        .with_context(|| format!("cannot write the man pages into {}", dir.display()))
 }

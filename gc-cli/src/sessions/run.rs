@@ -130,17 +130,29 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
 fn settings(args: &RunSessions, delivery: Delivery, now: Option<f64>) -> Settings {
     Settings {
         live: !args.dry_run,
-        events: !args.events.no_events,
-        event_per_object: args.events.event_per_object,
-        lock: args.lock.options(),
         delivery,
+        ..settings_of(&args.lock, &args.events, args.archive.store_timeout, now)
+    }
+}
+
+/// The settings the lock, Event and store flags give a dry run judging at `now`.
+pub(crate) fn settings_of(
+    lock: &crate::live::LockArgs,
+    events: &crate::events::EventArgs,
+    store_timeout: std::time::Duration,
+    now: Option<f64>,
+) -> Settings {
+    Settings {
+        events: !events.no_events,
+        event_per_object: events.event_per_object,
+        lock: lock.options(),
         cancel: std::sync::Arc::new(crate::signals::STOP.clone()),
         now,
         // A future `--now` would treat young resources as past their grace period: a live run
         // accepts one only when the environment says this is a test.
         allow_future_now: std::env::var_os("GC_ALLOW_FUTURE_NOW").is_some(),
-        concurrency: args.lock.concurrency,
-        store_timeout: args.archive.store_timeout,
+        concurrency: lock.concurrency,
+        store_timeout,
         ..Settings::default()
     }
 }
