@@ -1,6 +1,4 @@
-//! `gc-cli console`: the operator's web console (`gc_console`), on loopback, acting with the
-//! kubeconfig's identity; its flags are `run sessions`' (the cluster, the session database, the
-//! namespaces and their settings, gc's store and archives).
+//! `gc-cli console`: the operator's web console (`gc_console`) with `run sessions`' flags.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -204,6 +204,32 @@ fn write_table(
     )
 }
 
+/// A session run's audit lines, then what `-o` shows of them on stdout (`gc-cli run sessions`).
+pub struct Audited {
+    /// Where the audit lines go.
+    pub log: gc_runtime::audit::AuditLog<Box<dyn Write + Send>>,
+    /// What `-o` shows.
+    pub shown: Shown,
+}
+
+impl gc_runtime::audit::Audit for Audited {
+    fn judged(
+        &mut self,
+        cfg: &SessionConfig,
+        report: &SessionReport,
+        time: &str,
+    ) -> gc_runtime::Result<()> {
+        self.log.judged(cfg, report, time)?;
+        let mut out = std::io::stdout().lock();
+        (self.shown.add(&mut out, cfg, report, time)).map_err(gc_runtime::Error::other)
+    }
+    fn refused(&mut self, line: &RefusedLine<'_>) -> gc_runtime::Result<()> {
+        self.log.refused(line)?;
+        let refused = self.shown.refused(&mut std::io::stdout().lock(), line);
+        refused.map_err(gc_runtime::Error::other)
+    }
+}
+
 /// What `-o` prints of a session run (`None`: nothing, the audit lines say it all): each
 /// namespace's rows or names as soon as it is judged, the records of them all as one document at
 /// the end ([`Shown::finish`]).

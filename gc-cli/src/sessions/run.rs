@@ -7,12 +7,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use gc_core::sessions::SessionConfig;
-use gc_core::sessions::run::SessionReport;
 use gc_output::sessions::Shown;
 use gc_runtime::Settings;
 use gc_runtime::adapters::SessionsApi;
-use gc_runtime::audit::{Audit, AuditLog, RefusedLine};
+use gc_runtime::audit::AuditLog;
 use gc_runtime::metrics::Delivery;
 use gc_runtime::requests::RequestOptions;
 use gc_runtime::serve::api::ApiOptions;
@@ -109,7 +107,7 @@ pub(crate) async fn run(args: &RunSessions) -> anyhow::Result<()> {
     let delivery = args.metrics.delivery()?;
     crate::signals::install()?;
     let selection = args.args.namespaces.selection();
-    let mut audit = Audited {
+    let mut audit = gc_output::sessions::Audited {
         log: AuditLog(sink),
         // Several as the flags say (`-A` however many match): the output's shape is known.
         shown: Shown::new(args.output, selection.several(SESSIONS_NAMESPACE)),
@@ -190,28 +188,4 @@ pub(crate) async fn serve_api(
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let selection = args.args.namespaces.selection();
     Ok(served.serve(listener, &selection, config).await?)
-}
-
-/// The audit lines, then what `-o` shows of them.
-struct Audited {
-    log: AuditLog<Box<dyn Write + Send>>,
-    shown: Shown,
-}
-
-impl Audit for Audited {
-    fn judged(
-        &mut self,
-        cfg: &SessionConfig,
-        report: &SessionReport,
-        time: &str,
-    ) -> gc_runtime::Result<()> {
-        self.log.judged(cfg, report, time)?;
-        let mut out = std::io::stdout().lock();
-        (self.shown.add(&mut out, cfg, report, time)).map_err(gc_runtime::Error::other)
-    }
-    fn refused(&mut self, line: &RefusedLine<'_>) -> gc_runtime::Result<()> {
-        self.log.refused(line)?;
-        let refused = self.shown.refused(&mut std::io::stdout().lock(), line);
-        refused.map_err(gc_runtime::Error::other)
-    }
 }
