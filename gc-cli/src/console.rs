@@ -1,12 +1,6 @@
 //! `gc-cli console`: the operator's web console (`gc_console`) with `run sessions`' flags.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
-
 use clap::Args;
-
-use crate::archives::ArchiveArgs;
-use crate::sessions::args::SessionArgs;
 
 /// `gc-cli console`
 #[derive(Debug, Args)]
@@ -14,17 +8,17 @@ pub(crate) struct Console {
     /// The loopback address to serve on (port 0: any free port); the URL to open, with its
     /// one-time token, is printed on stderr.
     #[arg(long, default_value = "127.0.0.1:8731", value_name = "ADDR")]
-    listen: SocketAddr,
+    listen: std::net::SocketAddr,
     #[command(flatten)]
-    args: SessionArgs,
+    args: crate::sessions::args::SessionArgs,
     /// gc's store (`sqlite:PATH`, a path, or `postgres://...`). Default: the embedded SQLite file.
     #[arg(long, env = "GC_STORE", hide_env_values = true, value_name = "URL")]
     store: Option<String>,
     #[command(flatten)]
-    archive: ArchiveArgs,
+    archive: crate::archives::ArchiveArgs,
     /// Append the audit lines of what is done here to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
-    audit_log: Option<PathBuf>,
+    audit_log: Option<std::path::PathBuf>,
     #[command(flatten)]
     lock: crate::live::LockArgs,
     #[command(flatten)]
@@ -33,10 +27,6 @@ pub(crate) struct Console {
 
 pub(crate) fn console(args: &Console) -> anyhow::Result<()> {
     args.args.check()?;
-    let listener = std::net::TcpListener::bind(args.listen);
-    let cannot = || format!("cannot listen on --listen {}", args.listen);
-    let listener = listener.map_err(|e| crate::exit::UsageError::because(cannot(), e))?;
-    listener.set_nonblocking(true)?;
     crate::signals::install()?;
     let now = (args.args.now.as_deref()).map(|now| crate::clock::at(Some(now)));
     let (lock, events, timeout) = (&args.lock, &args.events, args.archive.store_timeout);
@@ -53,5 +43,9 @@ pub(crate) fn console(args: &Console) -> anyhow::Result<()> {
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let selection = args.args.namespaces.selection();
     let ready = |url: &str| eprintln!("Open the console (the link works once): {url}");
-    crate::live::block_on(async { Ok(console.serve(listener, &selection, config, ready).await?) })
+    crate::live::block_on(async {
+        Ok(console
+            .serve(args.listen, &selection, config, ready)
+            .await?)
+    })
 }

@@ -27,7 +27,7 @@ use gc_runtime::audit::Audit;
 use gc_runtime::namespaces::Selection;
 use gc_runtime::requests::{RequestOptions, Requests};
 use gc_runtime::sessions::SESSIONS_NAMESPACE;
-use gc_runtime::{Builder, Settings};
+use gc_runtime::{Builder, Context as _, Settings};
 
 use gate::Gate;
 
@@ -92,7 +92,7 @@ impl App {
 }
 
 impl Console {
-    /// Serves the console on `listener` (a loopback address) until the settings' stop comes:
+    /// Serves the console on `address` (a loopback one) until the settings' stop comes:
     /// connects the cluster and the session table, asks the API server who the credentials are,
     /// resolves `selection` once, opens the store, then calls `ready` with the URL to open (the
     /// one-time token in it) and answers.
@@ -102,12 +102,11 @@ impl Console {
     /// connection, the identity, the Namespaces list, a namespace's settings, the store.
     pub async fn serve(
         self,
-        listener: std::net::TcpListener,
+        address: SocketAddr,
         selection: &Selection,
         config: impl Fn(&str) -> gc_runtime::Result<SessionConfig>,
         ready: impl FnOnce(&str),
     ) -> gc_runtime::Result<()> {
-        let address = listener.local_addr()?;
         if !address.ip().is_loopback() {
             return Err(gc_runtime::Error::Input(
                 gc_core::input::InputError::Invalid {
@@ -118,6 +117,9 @@ impl Console {
                 },
             ));
         }
+        let listener = tokio::net::TcpListener::bind(address).await;
+        let listener = listener.with_context(|| format!("cannot listen on `listen` {address}"))?;
+        let address = listener.local_addr()?;
         let (cluster, table) = gc_runtime::adapters::connect_sessions(self.sources)
             .await
             .map_err(|(_, e)| e)?;
@@ -170,7 +172,6 @@ impl Console {
             plans: Mutex::default(),
         });
         let router = pages::router(Arc::clone(&app));
-        let listener = tokio::net::TcpListener::from_std(listener)?;
         let url = format!("http://{}/?token={}", shown(address), app.gate.token());
         tracing::info!(
             operator = app.operator,

@@ -18,6 +18,7 @@ pub fn flag(option: &str) -> Option<&'static str> {
         "cluster_id" => "--cluster-id",
         "events: false" => "--no-events",
         "kinds" => "--kinds",
+        "listen" => "--listen",
         "live_states" => "--live-state (the chart's gc.liveStates)",
         "namespace_selector" => "--namespace-selector",
         "namespaces" => "-n",
