@@ -36,16 +36,11 @@ pub(crate) fn console(args: &Console) -> anyhow::Result<()> {
         store: args.store.clone(),
         sink: args.archive.sink()?,
         settings: crate::sessions::run::settings_of(lock, events, timeout, now.transpose()?),
-        requests: gc_runtime::requests::RequestOptions::default(),
         audit: Box::new(gc_runtime::audit::AuditLog(audit)),
-        bind_wait: std::time::Duration::from_secs(60),
     };
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
-    let selection = args.args.namespaces.selection();
     let ready = |url: &str| eprintln!("Open the console (the link works once): {url}");
-    crate::live::block_on(async {
-        Ok(console
-            .serve(args.listen, &selection, config, ready)
-            .await?)
-    })
+    let selection = args.args.namespaces.selection();
+    let serve = console.serve(args.listen, &selection, config, ready);
+    crate::live::block_on(async { Ok(serve.await?) })
 }

@@ -45,13 +45,12 @@ pub struct Console {
     /// How a collection acts (its lock, concurrency, Events, the stop); `live` is set by the
     /// console: a preview is a server-side dry run, a confirmed collection is live.
     pub settings: Settings,
-    /// How collections are queued, and the grace of a collected session's objects.
-    pub requests: RequestOptions,
     /// Where the audit lines go.
     pub audit: Box<dyn Audit>,
-    /// How long a restore waits for a claim on a kept volume to bind.
-    pub bind_wait: std::time::Duration,
 }
+
+/// How long a restore waits for a claim on a kept volume to bind (as `restore sessions`).
+const BIND_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The console's shared state: the parts, the namespaces served, who the operator is.
 pub(crate) struct App {
@@ -147,7 +146,7 @@ impl Console {
             Ok::<_, gc_runtime::Error>(Requests::new(
                 collector,
                 configs.clone(),
-                self.requests,
+                RequestOptions::default(),
                 audit,
             ))
         };
@@ -167,7 +166,7 @@ impl Console {
             store: store.clone(),
             sink: self.sink,
             settings: self.settings.clone(),
-            bind_wait: self.bind_wait,
+            bind_wait: BIND_WAIT,
             gate: Gate::new(address),
             plans: Mutex::default(),
         });
@@ -188,7 +187,7 @@ impl Console {
         // released.
         for desk in [&live, &dry] {
             desk.stop();
-            let _ = desk.finished(self.requests.finish_within).await;
+            let _ = desk.finished(RequestOptions::default().finish_within).await;
         }
         store.close().await;
         Ok(served?)
