@@ -6,75 +6,12 @@
 use gc_testbed::{TestBed, TestDatabase, TestNamespace};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Service};
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 
 mod common;
 
-use common::{Result, command, eventually};
-
-const APP: &str = "streamspace-session";
-
-/// What StreamSpace's agent creates for session `id`: a Deployment whose Pods mount the home
-/// claim, a Service, the claim (on a static volume, as a provisioner would give), the `Session`.
-async fn create_session(
-    ns: &TestNamespace,
-    session: &kube::discovery::ApiResource,
-    id: &str,
-) -> Result<String> {
-    let post = PostParams::default();
-    let labels = json!({"app": APP, "session": id});
-    let claim = format!("{id}-home");
-    let pv_name = format!("pv-{}-{id}", ns.name());
-    let volumes: Api<PersistentVolume> = Api::all(ns.client().clone());
-    let pv = serde_json::from_value(json!({
-        "metadata": {"name": pv_name},
-        "spec": {
-            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
-            "hostPath": {"path": format!("/tmp/{pv_name}")}, "persistentVolumeReclaimPolicy": "Delete",
-            "claimRef": {"namespace": ns.name(), "name": claim},
-        },
-    }))?;
-    volumes.create(&post, &pv).await?;
-    let pvc = serde_json::from_value(json!({
-        "metadata": {"name": claim, "labels": labels},
-        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
-                 "resources": {"requests": {"storage": "1Gi"}}},
-    }))?;
-    ns.api::<PersistentVolumeClaim>()
-        .create(&post, &pvc)
-        .await?;
-    let deployment = serde_json::from_value(json!({
-        "metadata": {"name": id, "labels": labels},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"session": id}},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [{"name": "session", "image": "lscr.io/linuxserver/firefox",
-                                    "volumeMounts": [{"name": "home", "mountPath": "/config"}]}],
-                    "volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": claim}}],
-                },
-            },
-        },
-    }))?;
-    ns.api::<Deployment>().create(&post, &deployment).await?;
-    let service = serde_json::from_value(json!({
-        "metadata": {"name": id, "labels": labels},
-        "spec": {"selector": {"session": id}, "ports": [{"port": 3000}]},
-    }))?;
-    ns.api::<Service>().create(&post, &service).await?;
-    let object: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": session.api_version, "kind": session.kind,
-        "metadata": {"name": id, "labels": labels},
-        "spec": {"user": "erin", "template": "firefox"},
-    }))?;
-    Api::<DynamicObject>::namespaced_with(ns.client().clone(), ns.name(), session)
-        .create(&post, &object)
-        .await?;
-    Ok(pv_name)
-}
+use common::{Result, command, create_session, eventually};
 
 /// The phase of a claim and of a volume.
 async fn phases(

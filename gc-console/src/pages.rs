@@ -104,6 +104,11 @@ pub(crate) fn layout(app: &App, section: Section, title: &str, body: Markup) -> 
     }
 }
 
+/// An error and its causes, the options it names shown as `gc-cli`'s flags.
+pub(crate) fn said(error: &impl std::fmt::Display) -> String {
+    gc_output::options::shown(&format!("{error:#}"))
+}
+
 /// A box saying that something failed or was refused, and why.
 pub(crate) fn problem(title: &str, why: &str) -> Markup {
     html! { div.problem role="alert" { strong { (title) } p { (why) } } }

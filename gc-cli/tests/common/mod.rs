@@ -308,3 +308,69 @@ pub(crate) async fn eventually<T: std::fmt::Debug>(
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// What StreamSpace's agent creates for session `id`: a Deployment whose Pods mount the home
+/// claim, a Service, the claim (on a static volume, as a provisioner would give), the `Session`.
+pub(crate) async fn create_session(
+    ns: &TestNamespace,
+    session: &kube::discovery::ApiResource,
+    id: &str,
+) -> Result<String> {
+    let post = kube::api::PostParams::default();
+    let labels = serde_json::json!({"app": "streamspace-session", "session": id});
+    let claim = format!("{id}-home");
+    let pv_name = format!("pv-{}-{id}", ns.name());
+    let volumes: kube::Api<k8s_openapi::api::core::v1::PersistentVolume> =
+        kube::Api::all(ns.client().clone());
+    let pv = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+            "hostPath": {"path": format!("/tmp/{pv_name}")}, "persistentVolumeReclaimPolicy": "Delete",
+            "claimRef": {"namespace": ns.name(), "name": claim},
+        },
+    }))?;
+    volumes.create(&post, &pv).await?;
+    let pvc = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": claim, "labels": labels},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    }))?;
+    ns.api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>()
+        .create(&post, &pvc)
+        .await?;
+    let deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": id, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"session": id}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [{"name": "session", "image": "lscr.io/linuxserver/firefox",
+                                    "volumeMounts": [{"name": "home", "mountPath": "/config"}]}],
+                    "volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": claim}}],
+                },
+            },
+        },
+    }))?;
+    ns.api::<k8s_openapi::api::apps::v1::Deployment>()
+        .create(&post, &deployment)
+        .await?;
+    let service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": id, "labels": labels},
+        "spec": {"selector": {"session": id}, "ports": [{"port": 3000}]},
+    }))?;
+    ns.api::<k8s_openapi::api::core::v1::Service>()
+        .create(&post, &service)
+        .await?;
+    let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": session.api_version, "kind": session.kind,
+        "metadata": {"name": id, "labels": labels},
+        "spec": {"user": "erin", "template": "firefox"},
+    }))?;
+    kube::Api::<kube::api::DynamicObject>::namespaced_with(ns.client().clone(), ns.name(), session)
+        .create(&post, &object)
+        .await?;
+    Ok(pv_name)
+}

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use gc_store::ReceiptQuery;
 use maud::html;
 
-use super::{Section, layout, namespace, namespace_select, object, problem, size};
+use super::{Section, layout, namespace, namespace_select, object, problem, said, size};
 use crate::App;
 use crate::gate::Fields;
 
@@ -36,7 +36,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     if let Ok(listed) = &listed {
         for l in listed.iter().take(SHOWN) {
             let checked = gc_runtime::restore::read_receipted(&app.sink, &l.receipt).await;
-            rows.push((l, checked.err().map(|e| e.to_string())));
+            rows.push((l, checked.err().map(|e| said(&e))));
         }
     }
     let failed = rows.iter().filter(|(_, e)| e.is_some()).count();
@@ -48,7 +48,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
             button type="submit" { "Show" }
         }
         @match &listed {
-            Err(e) => (problem("The receipts cannot be listed", &e.to_string())),
+            Err(e) => (problem("The receipts cannot be listed", &said(&e))),
             Ok(listed) => {
                 p.summary { (rows.len() - failed) " verified, " (failed) " failed"
                     @if listed.len() > SHOWN { " (the newest " (SHOWN) " of " (listed.len()) ")" } "." }
@@ -94,7 +94,7 @@ pub(crate) async fn one(State(app): State<Arc<App>>, Path(uid): Path<String>) ->
     .await;
     let body = html! {
         @match &read {
-            Err(e) => (problem("Refused: this archive is not shown", &e.to_string())),
+            Err(e) => (problem("Refused: this archive is not shown", &said(&e))),
             Ok((r, bytes)) => {
                 @let text = serde_json::from_slice::<serde_json::Value>(bytes).ok()
                     .and_then(|v| serde_json::to_string_pretty(&v).ok())

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use gc_store::ReceiptQuery;
 use maud::{Markup, html};
 
-use super::{Section, layout, problem, size};
+use super::{Section, layout, problem, said, size};
 use crate::App;
 use crate::plot::bars;
 
@@ -68,7 +68,7 @@ async fn namespace(
                 }
             }
             @match &listed {
-                Err(e) => (problem("The receipts cannot be listed", &e.to_string())),
+                Err(e) => (problem("The receipts cannot be listed", &said(&e))),
                 Ok(listed) => {
                     @let runs = per_run(listed);
                     @if !runs.is_empty() {

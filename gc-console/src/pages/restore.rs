@@ -13,7 +13,7 @@ use gc_runtime::restore::{RestoreRequest, Restored};
 use gc_runtime::{Builder, Settings};
 use maud::{Markup, html};
 
-use super::{Section, csrf, layout, namespace, namespace_select, object, problem};
+use super::{Section, csrf, layout, namespace, namespace_select, object, problem, said};
 use crate::App;
 use crate::gate::Fields;
 
@@ -68,7 +68,7 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, RawQuery(query): RawQue
     let body = html! {
         (chooser)
         @match &would {
-            Err(e) => (problem("No restore", &e.to_string())),
+            Err(e) => (problem("No restore", &said(&e))),
             Ok(would) => {
                 (table(would, "What a restore would do (server-side dry run)"))
                 @if would.iter().any(|r| r.failed()) {
@@ -119,7 +119,7 @@ pub(crate) async fn restore(State(app): State<Arc<App>>, body: Bytes) -> Respons
     }
     let body = html! {
         @match &done {
-            Err(e) => (problem("The restore failed", &e.to_string())),
+            Err(e) => (problem("The restore failed", &said(&e))),
             Ok(done) => (table(done, "What the restore did")),
         }
         p { a href={ "/archives?ns=" (ns) "&session=" (session) } { "The archives of " (session) } }

@@ -17,7 +17,7 @@ use gc_core::sessions::run::{AuditRecord, Planned};
 use gc_runtime::requests::RequestedRun;
 use maud::{Markup, html};
 
-use super::{Section, csrf, layout, namespace, namespace_select, object, problem};
+use super::{Section, csrf, layout, namespace, namespace_select, object, problem, said};
 use crate::App;
 use crate::gate::Fields;
 
@@ -148,7 +148,7 @@ async fn plan_of(app: &App, ns: &str, again: bool) -> (Result<Arc<Planned>, Stri
         }
     }
     let planned = app.live.plan(ns, Requested::All, &app.operator).await;
-    let planned = planned.map(Arc::new).map_err(|e| e.to_string());
+    let planned = planned.map(Arc::new).map_err(|e| said(&e));
     let at = Instant::now();
     let mut plans = app
         .plans
@@ -295,7 +295,7 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, body: Bytes) -> Respons
     let run = app.dry.collect(ns, asked, &app.operator).await;
     let body = html! {
         @match &run {
-            Err(refused) => (problem("The dry run was refused", &refused.to_string())),
+            Err(refused) => (problem("The dry run was refused", &said(&refused))),
             Ok(run) => {
                 (records(run, "What a collection would do (server-side dry run)"))
                 @let deletes: Vec<&AuditRecord> = run.records.iter().filter(|r| word(&r.judged.decision) == "delete").collect();
@@ -349,7 +349,7 @@ pub(crate) async fn collect(State(app): State<Arc<App>>, body: Bytes) -> Respons
     .remove(ns);
     let body = html! {
         @match &run {
-            Err(refused) => (problem("The collection was refused", &refused.to_string())),
+            Err(refused) => (problem("The collection was refused", &said(&refused))),
             Ok(run) => {
                 (records(run, "What the collection did"))
                 p { "Archives of: "
