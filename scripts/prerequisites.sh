@@ -6,7 +6,8 @@
 # Checked: Rust (cargo and rustc at the workspace's rust-version or later), a C compiler, Go (new
 # enough to build the test bed's Kubernetes, unless it is built already), Python 3 (with venv
 # and pip until moto is installed), openssl, and root when a Debian package the scripts install
-# (postgresql, prometheus, prometheus-pushgateway) is not installed yet.
+# (postgresql, prometheus, prometheus-pushgateway, chromium, chromium-driver) is not installed
+# yet; npm (Node.js) for the console's accessibility checker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,15 +75,21 @@ fi
 # openssl: the StreamSpace page's test issues the page's certificate as cert-manager would.
 command -v openssl >/dev/null 2>&1 || miss "openssl (the StreamSpace page's test): apt-get install openssl"
 
+# npm: axe-core, the accessibility checker the console's browser tests inject (scripts/test.sh).
+command -v npm >/dev/null 2>&1 || [ -f "$CACHE/axe-4.14.1/node_modules/axe-core/axe.min.js" ] \
+  || miss "npm (Node.js), to install axe-core for the console's browser tests: apt-get install npm"
+
 # Debian's packages that scripts/postgres.sh, prometheus.sh and pushgateway.sh install when
 # missing, which takes root (apt-get).
 packages=()
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || packages+=(postgresql)
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || packages+=(prometheus)
 command -v prometheus-pushgateway >/dev/null 2>&1 || packages+=(prometheus-pushgateway)
+[ -x /usr/bin/chromium ] || packages+=(chromium)
+[ -x /usr/bin/chromedriver ] || packages+=(chromium-driver)
 if [ "${#packages[@]}" -gt 0 ] && [ "$(id -u)" != 0 ]; then
-  miss "root, to install Debian's ${packages[*]} (the tests' PostgreSQL, Prometheus and
-    Pushgateway): sudo apt-get install ${packages[*]}, or run scripts/test.sh as root"
+  miss "root, to install Debian's ${packages[*]} (the tests' PostgreSQL, Prometheus,
+    Pushgateway, and the console's headless Chromium): sudo apt-get install ${packages[*]}, or run scripts/test.sh as root"
 fi
 command -v apt-get >/dev/null 2>&1 || [ "${#packages[@]}" -eq 0 ] \
   || miss "apt-get, to install ${packages[*]}: the scripts install Debian's packages; on another

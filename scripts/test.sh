@@ -28,6 +28,23 @@ export GC_TEST_S3S_FS
 # The second one, moto, which answers as AWS does: the fault tests run against both.
 GC_TEST_MOTO=$(scripts/moto.sh | tail -n 1)
 export GC_TEST_MOTO
+# The console's browser tests: Debian's headless Chromium and its WebDriver (installed once, as
+# root, when missing), and axe-core, the accessibility checker the tests inject into each page
+# (installed once from npm into a cache folder named after its version).
+if [ ! -x /usr/bin/chromedriver ] || [ ! -x /usr/bin/chromium ]; then
+  echo "test.sh: installing chromium and chromium-driver" >&2
+  apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >&2
+fi
+export GC_TEST_CHROMEDRIVER=/usr/bin/chromedriver GC_TEST_CHROMIUM=/usr/bin/chromium
+AXE_VERSION=4.14.1
+AXE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/gc-testbed/axe-$AXE_VERSION"
+if [ ! -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]; then
+  echo "test.sh: installing axe-core $AXE_VERSION into $AXE_DIR" >&2
+  mkdir -p "$AXE_DIR"
+  (cd "$AXE_DIR" && npm install --no-audit --no-fund --silent "axe-core@$AXE_VERSION" >&2)
+fi
+export GC_TEST_AXE="$AXE_DIR/node_modules/axe-core/axe.min.js"
 # staticcheck, the Go linter both Go modules below pass: installed once, into a cache folder
 # outside the repository named after its version.
 STATICCHECK_VERSION=v0.8.2

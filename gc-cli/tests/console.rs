@@ -413,7 +413,12 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
         assert_eq!(would.matches("would create").count(), 4, "{would}");
         assert_eq!(violations(&client).await?, Vec::<String>::new(), "restore");
         screenshot(&client, "restore-preview").await?;
-        press(&client, "form[method=post][action='/restore'] button", ENTER).await?;
+        press(
+            &client,
+            "form[method=post][action='/restore'] button",
+            ENTER,
+        )
+        .await?;
         let restored = page_with(&client, "What the restore did").await?;
         assert_eq!(restored.matches("created").count(), 4, "{restored}");
         screenshot(&client, "restored").await?;
@@ -422,6 +427,33 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
             "gone-1 is back"
         );
         assert!(deployments.get_opt("gone-2").await?.is_none());
+
+        // The overview now: the run's deletes and the kept volumes, drawn.
+        client.goto(&format!("http://{}/", console.host())).await?;
+        let now = page_with(&client, "Objects archived and deleted per run").await?;
+        assert!(now.contains("Archives\n8, "), "{now}");
+        let plots = client.find_all(Locator::Css("svg.plot")).await?;
+        assert_eq!(
+            plots.len(),
+            2,
+            "deletes per run, and the kept volumes' windows"
+        );
+        assert!(now.contains(&format!("pv-{}-gone-2", ns.name())), "{now}");
+        let back = format!("pv-{}-gone-1", ns.name());
+        assert!(
+            !now.contains(&back),
+            "restored: its volume is the claim's again\n{now}"
+        );
+        assert!(
+            now.contains("7 days"),
+            "judged at the console's instant: {now}"
+        );
+        assert_eq!(
+            violations(&client).await?,
+            Vec::<String>::new(),
+            "overview after"
+        );
+        screenshot(&client, "overview-after").await?;
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(overview)
     };
     let outcome = journey.await;

@@ -68,15 +68,15 @@ impl Gate {
     ///
     /// # Errors
     /// The refusal to answer with.
-    pub(crate) fn form(&self, body: &[u8]) -> Result<Fields, Response> {
+    pub(crate) fn form(&self, body: &[u8]) -> Result<Fields, Box<Response>> {
         let fields = Fields::parse(body);
         match fields.one("csrf") {
             Some(token) if same(token, &self.csrf) => Ok(fields),
-            _ => Err(refused(
+            _ => Err(Box::new(refused(
                 StatusCode::FORBIDDEN,
                 "This form carries no valid CSRF token: nothing was done. Reload the page and \
                  send it again.",
-            )),
+            ))),
         }
     }
 }
@@ -222,7 +222,7 @@ mod tests {
         let good = format!("csrf={}&session=a", gate.csrf());
         assert!(gate.form(good.as_bytes()).is_ok());
         for body in ["session=a", "csrf=&session=a", "csrf=0000&session=a"] {
-            let refused = gate.form(body.as_bytes()).err().unwrap();
+            let refused = *gate.form(body.as_bytes()).err().unwrap();
             assert_eq!(refused.status(), StatusCode::FORBIDDEN, "{body}");
         }
     }

@@ -132,17 +132,17 @@ pub(crate) fn namespace_select(app: &App, current: &str) -> Markup {
 }
 
 /// The namespace a query names, if served; else the first served.
-pub(crate) fn namespace<'a>(app: &'a App, asked: Option<&str>) -> Result<&'a str, Response> {
+pub(crate) fn namespace<'a>(app: &'a App, asked: Option<&str>) -> Result<&'a str, Box<Response>> {
     match asked {
         Some(ns) => app
             .configs
             .get_key_value(ns)
             .map(|(k, _)| k.as_str())
             .ok_or_else(|| {
-                crate::gate::refused(
+                Box::new(crate::gate::refused(
                     StatusCode::NOT_FOUND,
                     &format!("Namespace {ns} is not one this console serves (see `-n`, `-A`)."),
-                )
+                ))
             }),
         None => Ok(app.configs.keys().next().map_or("", String::as_str)),
     }

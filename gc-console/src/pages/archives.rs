@@ -21,7 +21,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     let query = Fields::parse(query.unwrap_or_default().as_bytes());
     let ns = match namespace(&app, query.one("ns")) {
         Ok(ns) => ns,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let session = query.one("session").filter(|s| !s.is_empty());
     let asked = ReceiptQuery {

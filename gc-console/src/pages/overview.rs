@@ -1,12 +1,14 @@
 //! **Overview**: each namespace served, who holds its run lock now, its archives (how many, how
-//! large), the objects each recent run deleted, and the volumes gc kept with the time left in
-//! their window: from the cluster and gc's store, read as the page is drawn.
+//! large), the objects each recent run deleted (from the receipts), and the volumes gc keeps with
+//! the time left in their window (from their records on the cluster), read as the page is drawn.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use gc_core::sessions::SessionConfig;
+use gc_core::sessions::volumes::RETAINED_LABEL;
 use gc_store::ReceiptQuery;
 use maud::{Markup, html};
 
@@ -31,12 +33,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>) -> Response {
     layout(&app, Section::Overview, "Overview", body).into_response()
 }
 
-async fn namespace(
-    app: &App,
-    i: usize,
-    ns: &str,
-    cfg: &gc_core::sessions::SessionConfig,
-) -> Markup {
+async fn namespace(app: &App, i: usize, ns: &str, cfg: &SessionConfig) -> Markup {
     let holder = app.live.lock_holder(ns).await;
     let asked = ReceiptQuery {
         namespace: Some(ns),
@@ -45,7 +42,8 @@ async fn namespace(
     let listed =
         gc_runtime::adapters::archives::list(&app.store, app.cluster_id(), asked, None, None);
     let listed = listed.await;
-    let now = gc_runtime::clock::now();
+    let now = app.settings.now.unwrap_or_else(gc_runtime::clock::now);
+    let kept = kept(app, cfg, now).await;
     html! {
         section aria-labelledby={ "ns-" (i) } {
             h2 id={ "ns-" (i) } { "Namespace " (ns) }
@@ -75,11 +73,14 @@ async fn namespace(
                         h3 { "Objects archived and deleted per run" }
                         (bars(&format!("runs-{i}"), &format!("Objects deleted by each of the last runs in {ns}"), &runs, "objects"))
                     }
-                    @let kept = kept(listed, cfg.retain_volume_days, now);
-                    @if !kept.is_empty() {
-                        h3 { "Kept volumes: days left in their window" }
-                        (bars(&format!("kept-{i}"), &format!("Days left before each kept volume in {ns} gets its reclaim policy back"), &kept, "days"))
-                    }
+                }
+            }
+            @match &kept {
+                Err(why) => (problem("The kept volumes cannot be listed", why)),
+                Ok(kept) if kept.is_empty() => {},
+                Ok(kept) => {
+                    h3 { "Kept volumes: days left in their window" }
+                    (bars(&format!("kept-{i}"), &format!("Days left before each volume kept in {ns} gets its reclaim policy back"), kept, "days"))
                 }
             }
         }
@@ -99,30 +100,41 @@ fn per_run(listed: &[gc_store::ListedReceipt]) -> Vec<(String, f64)> {
     runs.map(|(at, n)| (at.to_owned(), n)).collect()
 }
 
-/// Each volume a claim's receipt says was kept, with the days left in its window (from the
-/// newest such receipt), soonest first.
-fn kept(listed: &[gc_store::ListedReceipt], days: u32, now: f64) -> Vec<(String, f64)> {
-    let mut newest: BTreeMap<&str, f64> = BTreeMap::new();
-    for l in listed {
-        let Some(s) = &l.receipt.session else {
+/// The volumes gc keeps for the claims it deleted in `cfg`'s namespace (its label and record on
+/// the PersistentVolume, read from the cluster), with the days left in each one's window, soonest
+/// first; a volume a restored claim holds again is not waiting for its window.
+async fn kept(app: &App, cfg: &SessionConfig, now: f64) -> Result<Vec<(String, f64)>, String> {
+    use gc_core::ports::Volumes as _;
+    use gc_core::sessions::volumes::lifecycle::{State, Window, state_of};
+    let selector = format!("{RETAINED_LABEL}={}", cfg.cluster_id);
+    let volumes = gc_core::pages::collect(
+        |token: Option<String>| {
+            let selector = selector.clone();
+            async move {
+                (app.cluster)
+                    .list_volumes(&selector, gc_core::pages::PAGE_SIZE, token.as_deref())
+                    .await
+            }
+        },
+        |item| Ok(Some(item.clone())),
+    )
+    .await
+    .map_err(|e| said(&e))?;
+    let mut left = Vec::new();
+    for volume in &volumes {
+        let (state, Some(record)) = state_of(volume, &cfg.cluster_id) else {
             continue;
         };
-        let (Some(volume), Ok(at)) = (&s.retained, gc_core::isotime::parse_timestamp(&s.run_at))
-        else {
+        if state != State::Kept || record.namespace != cfg.namespace {
             continue;
+        }
+        let window = Window {
+            days: record.days.unwrap_or(cfg.retain_volume_days),
         };
-        let newest = newest.entry(volume.name.as_str()).or_insert(at);
-        *newest = newest.max(at);
+        let until = Window::start(volume, &record) + window.seconds();
+        let name = volume["metadata"]["name"].as_str().unwrap_or_default();
+        left.push((name.to_owned(), ((until - now) / 86_400.0).max(0.0)));
     }
-    let mut left: Vec<(String, f64)> = newest
-        .into_iter()
-        .map(|(name, at)| {
-            (
-                name.to_owned(),
-                ((at + f64::from(days) * 86_400.0 - now) / 86_400.0).max(0.0),
-            )
-        })
-        .collect();
     left.sort_by(|a, b| a.1.total_cmp(&b.1));
-    left
+    Ok(left)
 }

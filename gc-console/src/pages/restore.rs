@@ -50,7 +50,7 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, RawQuery(query): RawQue
     let query = Fields::parse(query.unwrap_or_default().as_bytes());
     let ns = match namespace(&app, query.one("ns")) {
         Ok(ns) => ns,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let session = query.one("session").unwrap_or_default().trim();
     let chooser = html! {
@@ -93,11 +93,11 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, RawQuery(query): RawQue
 pub(crate) async fn restore(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let fields = match app.gate.form(&body) {
         Ok(fields) => fields,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let ns = match namespace(&app, fields.one("ns")) {
         Ok(ns) => ns,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let session = fields.one("session").unwrap_or_default().trim();
     let done = restored(&app, ns, session, true).await;

@@ -167,7 +167,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     let query = Fields::parse(query.unwrap_or_default().as_bytes());
     let ns = match namespace(&app, query.one("ns")) {
         Ok(ns) => ns,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let filter = Filter::of(&query);
     let (planned, at) = plan_of(&app, ns, query.one("again").is_some()).await;
@@ -269,13 +269,15 @@ fn plan(app: &App, ns: &str, planned: &Planned, filter: &Filter) -> Markup {
 }
 
 /// The namespace and the sessions a posted form names.
-fn chosen<'a>(app: &'a App, fields: &Fields) -> Result<(&'a str, BTreeSet<String>), Response> {
+fn chosen<'a>(app: &'a App, fields: &Fields) -> Result<(&'a str, BTreeSet<String>), Box<Response>> {
     let ns = namespace(app, fields.one("ns"))?;
     let sessions: BTreeSet<String> = fields.all("session").into_iter().collect();
     if sessions.is_empty() {
         let why = "Choose at least one session to collect: nothing was done.";
         let body = problem("No session chosen", why);
-        return Err(layout(app, Section::Sessions, "Collect now", body).into_response());
+        return Err(Box::new(
+            layout(app, Section::Sessions, "Collect now", body).into_response(),
+        ));
     }
     Ok((ns, sessions))
 }
@@ -285,11 +287,11 @@ fn chosen<'a>(app: &'a App, fields: &Fields) -> Result<(&'a str, BTreeSet<String
 pub(crate) async fn preview(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let fields = match app.gate.form(&body) {
         Ok(fields) => fields,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let (ns, sessions) = match chosen(&app, &fields) {
         Ok(chosen) => chosen,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let asked = Requested::Ids(sessions.clone());
     let run = app.dry.collect(ns, asked, &app.operator).await;
@@ -333,11 +335,11 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, body: Bytes) -> Respons
 pub(crate) async fn collect(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let fields = match app.gate.form(&body) {
         Ok(fields) => fields,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let (ns, sessions) = match chosen(&app, &fields) {
         Ok(chosen) => chosen,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let run = app
         .live
