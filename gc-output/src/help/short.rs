@@ -50,7 +50,7 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "--kinds",
-        &["plan sessions", "run sessions", "serve sessions"],
+        &["plan sessions", "run sessions", "serve sessions", "console"],
         "Kinds scanned, comma separated or repeated (default: StreamSpace's)",
     ),
     (
@@ -75,7 +75,7 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "--volume-retention",
-        &["plan sessions", "run sessions", "serve sessions"],
+        &["plan sessions", "run sessions", "serve sessions", "console"],
         "How long a deleted claim's volume is kept (`7d`, `2w`; 0: not kept)",
     ),
     (
@@ -117,7 +117,7 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "--namespace",
-        &["plan sessions", "run sessions", "serve sessions"],
+        &["plan sessions", "run sessions", "serve sessions", "console"],
         "A namespace to work in; repeat for several (default: `streamspace`)",
     ),
     (
@@ -153,7 +153,7 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "--protect-label",
-        &["plan sessions", "run sessions", "serve sessions"],
+        &["plan sessions", "run sessions", "serve sessions", "console"],
         "A resource with this label is never deleted, nor counted by the guard",
     ),
     (
@@ -163,7 +163,7 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "--exclude-selector",
-        &["plan sessions", "run sessions", "serve sessions"],
+        &["plan sessions", "run sessions", "serve sessions", "console"],
         "A label selector whose resources are never deleted, nor counted by the guard",
     ),
     (
@@ -178,7 +178,7 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "--dry-run",
-        &["run sessions", "serve sessions"],
+        &["run sessions", "serve sessions", "console"],
         "`server` (the default): every delete a server-side dry run; `none` deletes",
     ),
     (
@@ -277,8 +277,23 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
     // Output.
     (
         "--output",
-        &["run sessions", "serve sessions"],
+        &["run sessions", "serve sessions", "console"],
         "Print the run as FORMAT on stdout; without it, stdout carries the audit lines",
+    ),
+    (
+        "--store",
+        &["console"],
+        "gc's store of receipts (default: the embedded SQLite file)",
+    ),
+    (
+        "--listen",
+        &["console"],
+        "The loopback address to serve on; the link to open is printed on stderr",
+    ),
+    (
+        "--audit-log",
+        &["console"],
+        "Append the audit lines of what is done here to this file, not to stdout",
     ),
     (
         "--audit-log",
@@ -349,6 +364,10 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
 /// [`super::ONE_LINE`] characters, as `-h` and its group's `Commands:` show it; `--help` shows
 /// the whole text.
 pub const ABOUTS: &[(&str, &str)] = &[
+    (
+        "console",
+        "A web console on loopback: review, collect and restore sessions, as yourself",
+    ),
     (
         "archives",
         "Read archives back: list them, show one, verify them, prune the old ones",
