@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use gc_core::sessions::SessionDecision;
 use gc_core::sessions::plan::Judged;
 use gc_core::sessions::requests::Requested;
 use gc_core::sessions::run::{AuditRecord, Planned};
@@ -31,27 +30,6 @@ const FRESH: Duration = Duration::from_secs(60);
 pub(crate) struct Cached {
     at: Instant,
     planned: Result<Arc<Planned>, String>,
-}
-
-/// The word of a decision, as audit lines write it.
-pub(crate) fn word(decision: &SessionDecision) -> &'static str {
-    use gc_core::selector::Spared;
-    match decision {
-        SessionDecision::Delete { .. } => "delete",
-        SessionDecision::Deferred { .. } => "deferred",
-        SessionDecision::Held { .. } => "held",
-        SessionDecision::Unrequested { .. } => "unrequested",
-        SessionDecision::Kept { .. } => "kept",
-        SessionDecision::Skipped {
-            spared: Some(Spared::Protected),
-            ..
-        } => "protected",
-        SessionDecision::Skipped {
-            spared: Some(Spared::Excluded),
-            ..
-        } => "excluded",
-        SessionDecision::Skipped { .. } => "skipped",
-    }
 }
 
 /// The decisions, most consequential first: a session reads as its first.
@@ -75,7 +53,7 @@ struct Session<'a> {
 impl Session<'_> {
     /// The session's most consequential decision.
     fn decision(&self) -> &'static str {
-        let words: BTreeSet<_> = self.objects.iter().map(|j| word(&j.decision)).collect();
+        let words: BTreeSet<_> = self.objects.iter().map(|j| j.decision.name()).collect();
         DECISIONS
             .into_iter()
             .find(|d| words.contains(d))
@@ -248,7 +226,7 @@ fn plan(app: &App, ns: &str, planned: &Planned, filter: &Filter) -> Markup {
                                     @for j in &s.objects {
                                         li {
                                             code { (object(&j.resource.kind, &j.resource.name)) }
-                                            " " span class={ "decision " (word(&j.decision)) } { (word(&j.decision)) }
+                                            " " span class={ "decision " (j.decision.name()) } { (j.decision.name()) }
                                             " " span.reason { (j.decision.reason()) }
                                         }
                                     }
@@ -268,8 +246,9 @@ fn plan(app: &App, ns: &str, planned: &Planned, filter: &Filter) -> Markup {
     }
 }
 
-/// The namespace and the sessions a posted form names.
-fn chosen<'a>(app: &'a App, fields: &Fields) -> Result<(&'a str, BTreeSet<String>), Box<Response>> {
+/// The namespace and the sessions a form posted with the CSRF token names.
+fn chosen<'a>(app: &'a App, body: &[u8]) -> Result<(&'a str, BTreeSet<String>), Box<Response>> {
+    let fields = app.gate.form(body)?;
     let ns = namespace(app, fields.one("ns"))?;
     let sessions: BTreeSet<String> = fields.all("session").into_iter().collect();
     if sessions.is_empty() {
@@ -285,11 +264,7 @@ fn chosen<'a>(app: &'a App, fields: &Fields) -> Result<(&'a str, BTreeSet<String
 /// `POST /sessions/preview`: the chosen sessions collected as a server-side dry run, and the
 /// confirmation of exactly the objects a collection would delete.
 pub(crate) async fn preview(State(app): State<Arc<App>>, body: Bytes) -> Response {
-    let fields = match app.gate.form(&body) {
-        Ok(fields) => fields,
-        Err(refused) => return *refused,
-    };
-    let (ns, sessions) = match chosen(&app, &fields) {
+    let (ns, sessions) = match chosen(&app, &body) {
         Ok(chosen) => chosen,
         Err(refused) => return *refused,
     };
@@ -300,7 +275,7 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, body: Bytes) -> Respons
             Err(refused) => (problem("The dry run was refused", &said(&refused))),
             Ok(run) => {
                 (records(run, "What a collection would do (server-side dry run)"))
-                @let deletes: Vec<&AuditRecord> = run.records.iter().filter(|r| word(&r.judged.decision) == "delete").collect();
+                @let deletes: Vec<&AuditRecord> = run.records.iter().filter(|r| r.judged.decision.name() == "delete").collect();
                 @if run.error.is_some() || deletes.is_empty() {
                     p { "Nothing to confirm: a collection would delete nothing of these sessions now." }
                 } @else {
@@ -333,11 +308,7 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, body: Bytes) -> Respons
 
 /// `POST /sessions/collect`: the chosen sessions collected, under the namespace's Lease.
 pub(crate) async fn collect(State(app): State<Arc<App>>, body: Bytes) -> Response {
-    let fields = match app.gate.form(&body) {
-        Ok(fields) => fields,
-        Err(refused) => return *refused,
-    };
-    let (ns, sessions) = match chosen(&app, &fields) {
+    let (ns, sessions) = match chosen(&app, &body) {
         Ok(chosen) => chosen,
         Err(refused) => return *refused,
     };
@@ -379,7 +350,7 @@ fn records(run: &RequestedRun, caption: &str) -> Markup {
                     tr {
                         th scope="row" { code { (object(&r.judged.resource.kind, &r.judged.resource.name)) } }
                         td { (r.judged.resource.session.as_deref().unwrap_or_default()) }
-                        td { span class={ "decision " (word(&r.judged.decision)) } { (word(&r.judged.decision)) } }
+                        td { span class={ "decision " (r.judged.decision.name()) } { (r.judged.decision.name()) } }
                         td class=[r.result.as_ref().is_some_and(|d| d.is_failure()).then_some("failed")] { (result) }
                         td { (r.judged.decision.reason()) }
                     }
