@@ -23,6 +23,10 @@ pub(crate) struct Console {
     lock: crate::live::LockArgs,
     #[command(flatten)]
     events: crate::events::EventArgs,
+    /// A namespace whose failed Pods to plan and approve (repeatable), under the failed-Pod
+    /// collector's default policy.
+    #[arg(long = "pods-namespace", value_name = "NS")]
+    pods: Vec<String>,
 }
 
 pub(crate) fn console(args: &Console) -> anyhow::Result<()> {
@@ -37,6 +41,7 @@ pub(crate) fn console(args: &Console) -> anyhow::Result<()> {
         sink: args.archive.sink()?,
         settings: crate::sessions::run::settings_of(lock, events, timeout, now.transpose()?),
         audit: Box::new(gc_runtime::audit::AuditLog(audit)),
+        pods_namespaces: args.pods.clone(),
     };
     let config = |ns: &str| args.args.config(ns).map_err(gc_runtime::Error::other);
     let ready = |url: &str| eprintln!("Open the console (the link works once): {url}");

@@ -196,6 +196,13 @@ fn same(a: &str, b: &str) -> bool {
     Sha256::digest(a.as_bytes()) == Sha256::digest(b.as_bytes())
 }
 
+/// A key of 256 random bits, made for this process: the failed-Pod plans it seals are approved
+/// by this console alone.
+pub(crate) fn seal_key() -> gc_core::pods::approval::SealKey {
+    let key = random();
+    gc_core::pods::approval::SealKey::new(key.as_bytes()).expect("64 bytes are a key")
+}
+
 /// 256 random bits, in hex.
 fn random() -> String {
     let mut bytes = [0u8; 32];

@@ -47,6 +47,9 @@ pub struct Console {
     pub settings: Settings,
     /// Where the audit lines go.
     pub audit: Box<dyn Audit>,
+    /// The namespaces whose failed Pods the console plans and approves, with the failed-Pod
+    /// collector's default policy.
+    pub pods_namespaces: Vec<String>,
 }
 
 /// How long a restore waits for a claim on a kept volume to bind (as `restore sessions`).
@@ -76,6 +79,10 @@ pub(crate) struct App {
     pub(crate) bind_wait: std::time::Duration,
     /// The one-time token, the cookie and the CSRF token.
     pub(crate) gate: Gate,
+    /// The namespaces of failed Pods, with their policy.
+    pub(crate) pods: BTreeMap<String, gc_core::PodConfig>,
+    /// The key that seals the failed-Pod plans this console shows, for its approvals alone.
+    pub(crate) seal: gc_core::pods::approval::SealKey,
     /// The latest plan of each namespace, for paging through it without planning again.
     pub(crate) plans: Mutex<BTreeMap<String, pages::sessions::Cached>>,
 }
@@ -135,6 +142,17 @@ impl Console {
         )
         .await?;
         let table = Arc::new(table);
+        let cluster_id = configs.first().map_or("primary", |c| c.cluster_id.as_str());
+        let pods = (self.pods_namespaces.iter())
+            .map(|ns| {
+                let inputs = gc_core::PodInputs {
+                    cluster_id: cluster_id.to_owned(),
+                    namespace: ns.clone(),
+                    ..gc_core::PodInputs::default()
+                };
+                Ok((ns.clone(), inputs.validate()?))
+            })
+            .collect::<gc_runtime::Result<BTreeMap<_, _>>>()?;
         let desk = |live: bool, audit: Box<dyn Audit>| {
             let settings = Settings {
                 live,
@@ -168,6 +186,8 @@ impl Console {
             settings: self.settings.clone(),
             bind_wait: BIND_WAIT,
             gate: Gate::new(address),
+            pods,
+            seal: gate::seal_key(),
             plans: Mutex::default(),
         });
         let router = pages::router(Arc::clone(&app));

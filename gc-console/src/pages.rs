@@ -3,6 +3,7 @@
 
 pub(crate) mod archives;
 pub(crate) mod overview;
+pub(crate) mod pods;
 pub(crate) mod restore;
 pub(crate) mod sessions;
 
@@ -26,6 +27,8 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/sessions", get(sessions::page))
         .route("/sessions/preview", axum::routing::post(sessions::preview))
         .route("/sessions/collect", axum::routing::post(sessions::collect))
+        .route("/pods", get(pods::page))
+        .route("/pods/approve", axum::routing::post(pods::approve))
         .route("/archives", get(archives::page))
         .route("/archives/{uid}", get(archives::one))
         .route("/restore", get(restore::preview).post(restore::restore))
@@ -53,14 +56,16 @@ async fn not_found() -> Response {
 pub(crate) enum Section {
     Overview,
     Sessions,
+    Pods,
     Archives,
     Restore,
 }
 
 impl Section {
-    const ALL: [(Self, &'static str, &'static str); 4] = [
+    const ALL: [(Self, &'static str, &'static str); 5] = [
         (Self::Overview, "/", "Overview"),
         (Self::Sessions, "/sessions", "Sessions"),
+        (Self::Pods, "/pods", "Failed Pods"),
         (Self::Archives, "/archives", "Archives"),
         (Self::Restore, "/restore", "Restore"),
     ];

@@ -130,6 +130,34 @@ pub fn kestra_line(plan: &PodPlan) -> String {
     s
 }
 
+/// A plan decision's state and reason, as the plan's table shows them (`held`, `held until
+/// 2026-12-06T10:00:00Z`).
+#[must_use]
+pub fn decision_cells(decision: &Decision, cfg: &PodConfig) -> (&'static str, String) {
+    match decision {
+        Decision::NotEligible { reason } => ("not eligible", reason.to_string()),
+        Decision::Targeted { .. } => (
+            "targeted",
+            format!("retention of {}s passed", cfg.retention_seconds),
+        ),
+        Decision::Held { until, .. } => ("held", format!("held until {}", rfc3339(*until))),
+        Decision::Deferred { .. } => (
+            "deferred",
+            format!("deferred by the cap (max_pods {})", cfg.max_pods),
+        ),
+        Decision::Protected { .. } => ("protected", format!("label {}", cfg.protect_label)),
+        Decision::Excluded { .. } => (
+            "excluded",
+            format!(
+                "matches --exclude-selector {}",
+                cfg.exclude_selector
+                    .as_ref()
+                    .map_or_else(String::new, ToString::to_string)
+            ),
+        ),
+    }
+}
+
 /// The table: one row per targeted, held, deferred, protected or excluded Pod; `wide` adds
 /// the not-eligible Pods with their reasons, and each target's resourceVersion and archive size.
 fn write_table(
@@ -141,57 +169,31 @@ fn write_table(
     let mut rows = Vec::new();
     let mut not_eligible = 0;
     for d in &plan.decisions {
-        let (state, basis, anchor, reason) = match &d.decision {
-            Decision::NotEligible { reason } => {
+        let (basis, anchor) = match &d.decision {
+            Decision::NotEligible { .. } => {
                 not_eligible += 1;
                 if wide {
                     let name = d.name.clone().unwrap_or_default();
                     let uid = d.uid.clone().unwrap_or_default();
-                    let (state, reason) = ("not eligible".to_owned(), reason.to_string());
-                    rows.push([state, name, uid, String::new(), String::new(), reason]);
+                    let (state, reason) = decision_cells(&d.decision, cfg);
+                    rows.push([
+                        state.to_owned(),
+                        name,
+                        uid,
+                        String::new(),
+                        String::new(),
+                        reason,
+                    ]);
                 }
                 continue;
             }
-            Decision::Targeted { basis, anchor } => (
-                "targeted",
-                basis,
-                anchor,
-                format!("retention of {}s passed", cfg.retention_seconds),
-            ),
-            Decision::Held {
-                basis,
-                anchor,
-                until,
-            } => (
-                "held",
-                basis,
-                anchor,
-                format!("held until {}", rfc3339(*until)),
-            ),
-            Decision::Deferred { basis, anchor } => (
-                "deferred",
-                basis,
-                anchor,
-                format!("deferred by the cap (max_pods {})", cfg.max_pods),
-            ),
-            Decision::Protected { basis, anchor } => (
-                "protected",
-                basis,
-                anchor,
-                format!("label {}", cfg.protect_label),
-            ),
-            Decision::Excluded { basis, anchor } => (
-                "excluded",
-                basis,
-                anchor,
-                format!(
-                    "matches --exclude-selector {}",
-                    cfg.exclude_selector
-                        .as_ref()
-                        .map_or_else(String::new, ToString::to_string)
-                ),
-            ),
+            Decision::Targeted { basis, anchor }
+            | Decision::Held { basis, anchor, .. }
+            | Decision::Deferred { basis, anchor }
+            | Decision::Protected { basis, anchor }
+            | Decision::Excluded { basis, anchor } => (basis, anchor),
         };
+        let (state, reason) = decision_cells(&d.decision, cfg);
         let name = d.name.clone().unwrap_or_default();
         let uid = d.uid.clone().unwrap_or_default();
         rows.push([
@@ -309,7 +311,8 @@ pub fn nothing_left(r: &Report) -> Option<String> {
 const POD_GONE: &str = "the Pod is gone";
 
 /// A target's result and what it says, as the table shows them.
-fn result_cells(outcome: &TargetOutcome) -> (&'static str, String) {
+#[must_use]
+pub fn result_cells(outcome: &TargetOutcome) -> (&'static str, String) {
     match outcome {
         TargetOutcome::Collected { uri, sha256, .. } => {
             ("collected", format!("archive {uri} sha256 {sha256}"))

@@ -74,6 +74,10 @@ pub struct PlanFile {
     pub held: usize,
     /// See `held`.
     pub deferred: usize,
+    /// Who approved it, when it was sealed as approved by someone (the console's operator);
+    /// sealed with the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
     /// The seal: `sha256:HEX`, or `hmac-sha256:HEX` when sealed with a key.
     pub digest: String,
 }
@@ -354,10 +358,21 @@ impl PlanFile {
             targets: plan.targets.clone(),
             held: plan.held,
             deferred: plan.deferred,
+            approved_by: None,
             digest: String::new(),
         };
         file.digest = seal_of(&serde_json::to_value(&file).unwrap_or(Value::Null), key);
         file
+    }
+
+    /// This plan, sealed again (with `key`, or without one) as approved by `approver`: who
+    /// approved is bound by the seal like every target.
+    #[must_use]
+    pub fn approved(mut self, approver: &str, key: Option<&SealKey>) -> Self {
+        self.approved_by = Some(approver.to_owned());
+        self.digest = String::new();
+        self.digest = seal_of(&serde_json::to_value(&self).unwrap_or(Value::Null), key);
+        self
     }
 
     /// Reads and checks a plan file for apply under `policy` (apply's own validated flags) at

@@ -132,6 +132,7 @@ pub fn open_plans(
             targets: section.targets,
             held: section.held,
             deferred: section.deferred,
+            approved_by: None,
             digest: String::new(),
         };
         file.digest = seal_of(&serde_json::to_value(&file).unwrap_or(Value::Null), key);

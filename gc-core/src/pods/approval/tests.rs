@@ -469,3 +469,23 @@ fn ttl_is_bounded() {
         assert!(check_ttl(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn the_approver_is_sealed_with_the_plan() {
+    let key = key("a key of sixteen bytes");
+    let approved = file(Some(&key)).approved("jane@example.com", Some(&key));
+    let text = approved.to_json();
+    let opened = PlanFile::open(text.as_bytes(), &policy(), Some(&key), NOW).unwrap();
+    assert_eq!(opened.approved_by.as_deref(), Some("jane@example.com"));
+    // Another name written in its place breaks the seal.
+    let edited = text.replace("jane@example.com", "mallory@example.com");
+    assert!(matches!(
+        PlanFile::open(edited.as_bytes(), &policy(), Some(&key), NOW),
+        Err(PlanFileError::Seal(_) | PlanFileError::Altered)
+    ));
+    // A plan sealed before any approval reads as it did, with no approver.
+    let plain = file(Some(&key)).to_json();
+    assert!(!plain.contains("approvedBy"));
+    let opened = PlanFile::open(plain.as_bytes(), &policy(), Some(&key), NOW).unwrap();
+    assert_eq!(opened.approved_by, None);
+}
