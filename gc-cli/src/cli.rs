@@ -108,7 +108,7 @@ impl Cli {
     pub(crate) fn parse_args(invoked: Invoked) -> Result<Self, clap::Error> {
         let mut command = Self::command_for(invoked);
         if std::env::args().any(|a| a == "-h" || a == "--help") {
-            command = with_context_namespace(command);
+            command = gc_output::help::with_context_namespace(command);
         }
         let matches = command.try_get_matches()?;
         <Self as clap::FromArgMatches>::from_arg_matches(&matches)
@@ -147,16 +147,6 @@ impl Cli {
             Command::Man { out_dir } => gc_output::help::man(Self::command(), out_dir.as_deref()),
         }
     }
-}
-
-/// `command` with the namespace the kubeconfig context names (as `--kubeconfig`/`--context`
-/// absent would take it) in the help of each failed-Pod command's `-n`.
-fn with_context_namespace(command: clap::Command) -> clap::Command {
-    let now = match gc_k8s::context_namespace(&gc_k8s::Connection::default()) {
-        Some((namespace, origin)) => format!("Now: `{namespace}`, from {origin}."),
-        None => "Now: `default` (the kubeconfig context names none).".to_owned(),
-    };
-    gc_output::help::with_now(command, &now)
 }
 
 #[cfg(test)]

@@ -5,8 +5,7 @@ use clap::Args;
 /// `gc-cli console`
 #[derive(Debug, Args)]
 pub(crate) struct Console {
-    /// The loopback address to serve on (port 0: any free port); the URL to open, with its
-    /// one-time token, is printed on stderr.
+    /// The loopback address to serve on (port 0: any free one); the link to open is on stderr.
     #[arg(long, default_value = "127.0.0.1:8731", value_name = "ADDR")]
     listen: std::net::SocketAddr,
     #[command(flatten)]
@@ -23,8 +22,7 @@ pub(crate) struct Console {
     lock: crate::live::LockArgs,
     #[command(flatten)]
     events: crate::events::EventArgs,
-    /// A namespace whose failed Pods to plan and approve (repeatable), under the failed-Pod
-    /// collector's default policy.
+    /// A namespace whose failed Pods to plan and approve, with the default policy (repeatable).
     #[arg(long = "pods-namespace", value_name = "NS")]
     pods: Vec<String>,
 }

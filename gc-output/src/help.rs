@@ -295,6 +295,18 @@ fn teach_at(
     command
 }
 
+/// `command` with the namespace the kubeconfig context names (as `--kubeconfig`/`--context`
+/// absent would take it) in the help of each failed-Pod command's `-n`.
+#[must_use]
+pub fn with_context_namespace(command: clap::Command) -> clap::Command {
+    use gc_runtime::adapters::{Connection, context_namespace};
+    let now = match context_namespace(&Connection::default()) {
+        Some((namespace, origin)) => format!("Now: `{namespace}`, from {origin}."),
+        None => "Now: `default` (the kubeconfig context names none).".to_owned(),
+    };
+    with_now(command, &now)
+}
+
 /// `command` with `now` (which namespace `-n` takes now, and from where) after the help of each
 /// failed-Pod command's `-n`.
 #[must_use]

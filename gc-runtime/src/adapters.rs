@@ -12,7 +12,7 @@ mod serve;
 use gc_core::input::SYSTEM_NAMESPACES;
 use gc_core::sessions::SessionConfig;
 use gc_core::sessions::run::SessionReport;
-pub use gc_k8s::{Connection, KubeCluster, TokenAccount};
+pub use gc_k8s::{Connection, KubeCluster, TokenAccount, context_namespace};
 pub use gc_store::{Archives, SessionTable, Store, StoreAt, TableSpec};
 
 use crate::Context as _;
