@@ -10,9 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
-use gc_testbed::{TestBed, TestDatabase, TestNamespace};
+use gc_testbed::{FailedPod, TestBed, TestDatabase, TestNamespace};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 mod common;
@@ -306,7 +308,8 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
         return Ok(());
     };
     let kubeconfig = _bed.kubeconfig_path().to_str().unwrap().to_owned();
-    let console = Console::start(&ns, &db, &["--kubeconfig", &kubeconfig])?;
+    let pods_at = ["--kubeconfig", &kubeconfig, "--pods-namespace", ns.name()];
+    let console = Console::start(&ns, &db, &pods_at)?;
     let journey = async {
         // The link opens the console once, and hands the browser its cookie.
         client.goto(&console.url).await?;
@@ -454,6 +457,47 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
             "overview after"
         );
         screenshot(&client, "overview-after").await?;
+
+        // Failed Pods: two due; one changes after the page is drawn, and the approval of the
+        // plan as shown skips it and says so: it is not deleted.
+        let pods = ns.api::<Pod>();
+        let finished = Timestamp::from_second(Timestamp::now().as_second() - 3 * 86_400)?;
+        for name in ["crashed-1", "crashed-2"] {
+            let pod = FailedPod::new(name).label(common::COLLECT, "true");
+            pod.finished_at(finished).create(&pods).await?;
+        }
+        client
+            .goto(&format!("http://{}/pods?ns={}", console.host(), ns.name()))
+            .await?;
+        let planned = page_with(&client, "Approve and apply").await?;
+        assert_eq!(planned.matches("targeted").count(), 2, "{planned}");
+        assert_eq!(violations(&client).await?, Vec::<String>::new(), "pods");
+        screenshot(&client, "pods").await?;
+        let touched = json!({"metadata": {"labels": {"touched": "after-the-page-was-drawn"}}});
+        let patch = kube::api::Patch::Merge(&touched);
+        pods.patch("crashed-2", &kube::api::PatchParams::default(), &patch)
+            .await?;
+        press(&client, "form[action='/pods/approve'] button", ENTER).await?;
+        let approved = page_with(&client, "What the approval did").await?;
+        assert!(approved.contains("collected"), "{approved}");
+        assert!(
+            approved.contains("changed") || approved.contains("skipped"),
+            "{approved}"
+        );
+        screenshot(&client, "pods-approved").await?;
+        common::eventually("crashed-1 removed", async || {
+            Ok((pods.get_opt("crashed-1").await?.is_none(), ()))
+        })
+        .await?;
+        let kept = pods
+            .get_opt("crashed-2")
+            .await?
+            .expect("a changed Pod is not deleted");
+        let finalizers = kept.metadata.finalizers.unwrap_or_default();
+        assert!(
+            !finalizers.contains(&common::PIN.to_owned()),
+            "no pin left: {finalizers:?}"
+        );
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(overview)
     };
     let outcome = journey.await;

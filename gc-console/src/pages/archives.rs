@@ -65,7 +65,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
                                 td { (session.unwrap_or_default()) }
                                 td { time datetime=(l.archived_at) { (l.archived_at) } }
                                 td { (size(r.bytes)) }
-                                td {
+                                td.long {
                                     @match problem {
                                         None => span.ok { "verified" },
                                         Some(why) => span.failed { "refused: " (why) },

@@ -188,7 +188,7 @@ async fn applied(app: &App, ns: &str, plan: PlanFile) -> Markup {
                             tr {
                                 th scope="row" { code { "pod/" (r.name) } }
                                 td class=[(result == "FAILED").then_some("failed")] { (result) }
-                                td { (said) }
+                                td.long { (said) }
                             }
                         }
                     }

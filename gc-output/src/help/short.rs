@@ -286,6 +286,11 @@ pub const SUMMARIES: &[(&str, &[&str], &str)] = &[
         "gc's store of receipts (default: the embedded SQLite file)",
     ),
     (
+        "--pods-namespace",
+        &["console"],
+        "A namespace whose failed Pods to plan and approve (repeatable)",
+    ),
+    (
         "--listen",
         &["console"],
         "The loopback address to serve on; the link to open is printed on stderr",
