@@ -431,6 +431,48 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
         );
         assert!(deployments.get_opt("gone-2").await?.is_none());
 
+        // An archive beside its live object: the restored Deployment, and an object of gone-2
+        // (still gone).
+        let of = |session: &str| format!("{archives}&session={session}");
+        client.goto(&of("gone-1")).await?;
+        page_with(&client, "4 verified").await?;
+        let row = "//tr[th/a/code[text()='Deployment/gone-1']]//a";
+        client
+            .find(Locator::XPath(row))
+            .await?
+            .send_keys(ENTER)
+            .await?;
+        let compared = page_with(&client, "Compared with the live object").await?;
+        assert!(
+            compared.contains("has every archived field as archived"),
+            "{compared}"
+        );
+        let label = json!({"metadata": {"labels": {"edited": "after-restore"}}});
+        let patch = kube::api::Patch::Merge(&label);
+        deployments
+            .patch("gone-1", &kube::api::PatchParams::default(), &patch)
+            .await?;
+        client.refresh().await?;
+        let compared = page_with(&client, "Lines starting").await?;
+        let added = client
+            .find(Locator::Css("pre.diff .ins"))
+            .await?
+            .text()
+            .await?;
+        assert!(
+            added.contains("\"edited\": \"after-restore\""),
+            "{added}\n{compared}"
+        );
+        client.goto(&of("gone-2")).await?;
+        page_with(&client, "3 verified, 1 failed").await?;
+        let row = "//tr[not(contains(@class, 'tampered'))]/th/a";
+        client
+            .find(Locator::XPath(row))
+            .await?
+            .send_keys(ENTER)
+            .await?;
+        page_with(&client, "does not exist now").await?;
+
         // The overview now: the run's deletes and the kept volumes, drawn.
         client.goto(&format!("http://{}/", console.host())).await?;
         let now = page_with(&client, "Objects archived and deleted per run").await?;

@@ -108,8 +108,101 @@ pub(crate) async fn one(State(app): State<Arc<App>>, Path(uid): Path<String>) ->
                 }
                 h2 { "Manifest" }
                 pre.manifest tabindex="0" { code { (text) } }
+                (live(&app, r, bytes).await)
             }
         }
     };
     layout(&app, Section::Archives, &format!("Archive {uid}"), body).into_response()
+}
+
+/// The archived object beside the live one of the same name, when there is one: the archive's
+/// fields (and its metadata's), line by line, as the live object has them now.
+async fn live(app: &App, receipt: &gc_core::ports::Receipt, bytes: &[u8]) -> maud::Markup {
+    use gc_core::ports::{Cluster as _, ObjectCluster as _};
+    let (ns, name) = (receipt.namespace.as_str(), receipt.name.as_str());
+    let found = match &receipt.session {
+        None => app.cluster.get_pod(ns, name).await,
+        Some(s) => {
+            let kinds = app.configs.values().flat_map(|c| &c.kinds);
+            let kind = kinds
+                .into_iter()
+                .find(|k| k.kind == s.kind && k.api_version() == s.api_version);
+            match kind {
+                Some(kind) => app.cluster.get_object(kind, ns, name).await,
+                None => {
+                    return html! { p.muted { "Its kind is not one this console scans: no live object to compare." } };
+                }
+            }
+        }
+    };
+    let archive: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
+    // A session object's archive holds its manifest beside where it came from; a Pod's is the
+    // Pod's own fields.
+    let archived = archive.get("manifest").unwrap_or(&archive);
+    let live = match found {
+        Err(e) => return problem("The live object cannot be read", &said(&e)),
+        Ok(None) => {
+            return html! { h2 { "Live object" } p { "None: " code { (object(receipt.kind(), name)) } " does not exist now." } };
+        }
+        Ok(Some(live)) => serde_json::from_slice::<serde_json::Value>(&live).unwrap_or_default(),
+    };
+    let shown = projected(archived, &live);
+    let (before, after) = (pretty(archived), pretty(&shown));
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    html! {
+        h2 { "Compared with the live object" }
+        @if before == after {
+            p { "The live " code { (object(receipt.kind(), name)) } " has every archived field as archived." }
+        } @else {
+            p { "Lines starting " code { "-" } " are the archive's; " code { "+" } " the live object's (its fields the archive has)." }
+            pre.manifest.diff tabindex="0" {
+                @for change in diff.iter_all_changes() {
+                    @let (sign, class) = match change.tag() {
+                        similar::ChangeTag::Delete => ("-", "del"),
+                        similar::ChangeTag::Insert => ("+", "ins"),
+                        similar::ChangeTag::Equal => (" ", "same"),
+                    };
+                    span class=(class) { (sign) " " (change.value().trim_end_matches('\n')) }
+                }
+            }
+        }
+    }
+}
+
+/// `live` with only the fields `archived` has, at the top and in `metadata`.
+fn projected(archived: &serde_json::Value, live: &serde_json::Value) -> serde_json::Value {
+    let mut shown = serde_json::Map::new();
+    for (key, value) in archived.as_object().into_iter().flatten() {
+        let now = match (key.as_str(), value.as_object()) {
+            ("metadata", Some(meta)) => {
+                let fields = meta
+                    .keys()
+                    .filter_map(|k| Some((k.clone(), live["metadata"].get(k)?.clone())));
+                serde_json::Value::Object(fields.collect())
+            }
+            _ => live.get(key).cloned().unwrap_or(serde_json::Value::Null),
+        };
+        shown.insert(key.clone(), now);
+    }
+    serde_json::Value::Object(shown)
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn the_live_object_is_shown_by_the_archived_fields() {
+        let archived = json!({"kind": "Service", "metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"port": 1}});
+        let live = json!({"kind": "Service", "metadata": {"name": "a", "uid": "u", "labels": {"x": "2"}}, "spec": {"port": 1}, "status": {}});
+        let shown = super::projected(&archived, &live);
+        assert_eq!(
+            shown,
+            json!({"kind": "Service", "metadata": {"name": "a", "labels": {"x": "2"}}, "spec": {"port": 1}})
+        );
+    }
 }
