@@ -281,11 +281,24 @@ async fn violations(client: &Client) -> Result<Vec<String>> {
     Ok(serde_json::from_value(found)?)
 }
 
-/// Presses a control with the keyboard: a checkbox toggles with Space, a button or a link
-/// follows with Enter.
+/// Presses a control with the keyboard alone: Tab moves the focus from where it is until it is
+/// on the control (as a person tabs through the page), then `key`: Space toggles a checkbox,
+/// Enter sends a form or follows a link.
 async fn press(client: &Client, css: &str, key: &str) -> Result {
-    client.find(Locator::Css(css)).await?.send_keys(key).await?;
-    Ok(())
+    let found = match css.strip_prefix("xpath:") {
+        Some(path) => client.find(Locator::XPath(path)).await?,
+        None => client.find(Locator::Css(css)).await?,
+    };
+    let target = found.html(false).await?;
+    for _ in 0..300 {
+        let focused = client.active_element().await?;
+        if focused.html(false).await? == target {
+            focused.send_keys(key).await?;
+            return Ok(());
+        }
+        focused.send_keys("\u{E004}").await?;
+    }
+    Err(format!("{css} cannot be reached with Tab").into())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -380,11 +393,7 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
             .text()
             .await?;
         assert!(row.contains("refused"), "{row}");
-        client
-            .find(Locator::Css("tr.tampered a"))
-            .await?
-            .send_keys(ENTER)
-            .await?;
+        press(&client, "tr.tampered a", ENTER).await?;
         let refused = page_with(&client, "Refused: this archive is not shown").await?;
         assert!(
             !refused.contains("\"kind\""),
@@ -396,8 +405,7 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
         // A sound archive's manifest.
         client.goto(&archives).await?;
         page_with(&client, "7 verified").await?;
-        let sound = client.find(Locator::Css("tr:not(.tampered) th a")).await?;
-        sound.send_keys(ENTER).await?;
+        press(&client, "tr:not(.tampered) th a", ENTER).await?;
         let manifest = page_with(&client, "Manifest").await?;
         assert!(
             manifest.contains("verified") && manifest.contains("\"metadata\""),
@@ -436,12 +444,8 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
         let of = |session: &str| format!("{archives}&session={session}");
         client.goto(&of("gone-1")).await?;
         page_with(&client, "4 verified").await?;
-        let row = "//tr[th/a/code[text()='Deployment/gone-1']]//a";
-        client
-            .find(Locator::XPath(row))
-            .await?
-            .send_keys(ENTER)
-            .await?;
+        let row = "xpath://tr[th/a/code[text()='Deployment/gone-1']]//a";
+        press(&client, row, ENTER).await?;
         let compared = page_with(&client, "Compared with the live object").await?;
         assert!(
             compared.contains("has every archived field as archived"),
@@ -466,12 +470,8 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
         screenshot(&client, "archive-compared").await?;
         client.goto(&of("gone-2")).await?;
         page_with(&client, "3 verified, 1 failed").await?;
-        let row = "//tr[not(contains(@class, 'tampered'))]/th/a";
-        client
-            .find(Locator::XPath(row))
-            .await?
-            .send_keys(ENTER)
-            .await?;
+        let row = "xpath://tr[not(contains(@class, 'tampered'))]/th/a";
+        press(&client, row, ENTER).await?;
         page_with(&client, "does not exist now").await?;
 
         // The overview now: the run's deletes and the kept volumes, drawn.
