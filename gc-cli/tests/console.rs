@@ -467,6 +467,8 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
             added.contains("\"edited\": \"after-restore\""),
             "{added}\n{compared}"
         );
+        let scroll = "document.querySelector('pre.diff').scrollIntoView()";
+        client.execute(scroll, vec![]).await?;
         screenshot(&client, "archive-compared").await?;
         client.goto(&of("gone-2")).await?;
         page_with(&client, "3 verified, 1 failed").await?;
