@@ -344,6 +344,8 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
             ))
             .await?;
         let sessions = page_with(&client, "Sessions in").await?;
+        let guard = "3 of 6 sessions judged look gone (50%), 12 objects";
+        assert!(sessions.contains(guard), "the guard's figures: {sessions}");
         for id in ["gone-1", "gone-2", "gone-3", "live-1"] {
             assert!(sessions.contains(id), "{id} in\n{sessions}");
         }

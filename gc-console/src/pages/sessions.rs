@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
+use gc_core::sessions::SessionDecision;
 use gc_core::sessions::plan::Judged;
 use gc_core::sessions::requests::Requested;
 use gc_core::sessions::run::{AuditRecord, Planned};
@@ -51,6 +52,25 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
+    /// Whether one of its objects was judged against the database.
+    fn judged(&self) -> bool {
+        let judged = |j: &&Judged| !matches!(j.decision, SessionDecision::Skipped { .. });
+        self.objects.iter().any(judged)
+    }
+
+    /// Whether the database says it is gone (an object of it is an orphan).
+    fn gone(&self) -> bool {
+        self.objects.iter().any(|j| {
+            matches!(
+                j.decision,
+                SessionDecision::Delete { .. }
+                    | SessionDecision::Held { .. }
+                    | SessionDecision::Deferred { .. }
+                    | SessionDecision::Unrequested { .. }
+            )
+        })
+    }
+
     /// The session's most consequential decision.
     fn decision(&self) -> &'static str {
         let words: BTreeSet<_> = self.objects.iter().map(|j| j.decision.name()).collect();
@@ -181,6 +201,23 @@ fn plan(app: &App, ns: &str, planned: &Planned, filter: &Filter) -> Markup {
     let page = filter.page.min(pages);
     let on_page = shown.iter().skip((page - 1) * PER_PAGE).take(PER_PAGE);
     let p = &planned.plan;
+    // The guard's share, as the plan weighs it: the sessions that look gone among those judged
+    // against the database (each id once; skipped and spared objects weigh on neither side).
+    let weighed = all
+        .iter()
+        .filter(|s| !s.id.is_empty() && s.judged())
+        .count();
+    let gone = all.iter().filter(|s| !s.id.is_empty() && s.gone()).count();
+    #[allow(clippy::cast_precision_loss)]
+    let share = if weighed == 0 {
+        0.0
+    } else {
+        gone as f64 / weighed as f64
+    };
+    let guard = [
+        ("sessions gone".to_owned(), share * 100.0),
+        ("the guard's ratio".to_owned(), cfg.guard_ratio * 100.0),
+    ];
     html! {
         section aria-labelledby="figures" {
             h2 #figures { "The plan's figures" }
@@ -190,7 +227,7 @@ fn plan(app: &App, ns: &str, planned: &Planned, filter: &Filter) -> Markup {
                 dt { "Orphans" } dd { (p.orphans) }
                 dt { "Spared" } dd { (p.spared) }
                 dt { "To delete" } dd { (p.deletes().count()) }
-                dt { "Guard" } dd { "refuses above " (cfg.guard_ratio * 100.0) "% of sessions gone and " (cfg.guard_floor) " objects" }
+                dt { "Guard" } dd { (gone) " of " (weighed) " sessions judged look gone (" (format!("{:.0}", share * 100.0)) "%), " (p.orphans) " objects; it refuses a run above " (cfg.guard_ratio * 100.0) "% and " (cfg.guard_floor) " objects" }
                 dt { "Grace" } dd { (cfg.grace_hours) " h (a collection asked for here: its objects' grace is the request's)" }
                 @if !p.unknown_states.is_empty() {
                     dt { "Unknown states" }
@@ -201,6 +238,7 @@ fn plan(app: &App, ns: &str, planned: &Planned, filter: &Filter) -> Markup {
                 }
             }
         }
+        (crate::plot::bars("guard", "The share of sessions gone, against the guard's ratio", &guard, "%"))
         form method="post" action="/sessions/preview" {
             (csrf(app))
             input type="hidden" name="ns" value=(ns);
