@@ -608,7 +608,7 @@ async fn a_session_goes_whole_and_never_while_its_kept_volume_may_be_restored() 
         match (row["result"].as_str(), row["name"].as_str()) {
             (Some("kept"), Some("gone-1-home")) => assert!(
                 detail.contains(&format!("kept volume {pv_name}"))
-                    && detail.contains("--retain-volume-days 7")
+                    && detail.contains("--volume-retention 7d")
                     && detail.contains("restore sessions"),
                 "{detail}"
             ),

@@ -497,7 +497,7 @@ async fn a_restored_claim_deleted_before_it_binds_ends_its_window() -> Result {
     let reason = held["reason"].as_str().unwrap();
     assert!(
         reason.contains("which is gone (deleted before it was bound; found gone ")
-            && reason.contains("): keeps Retain for --retain-volume-days 7 from then"),
+            && reason.contains("): keeps Retain for --volume-retention 7d from then"),
         "{held}"
     );
     assert_eq!(story.volume().await?.0, "Retain");

@@ -2,8 +2,9 @@
 //!
 //! - **A one-time token** in the URL the console prints (as Jupyter's): the first request that
 //!   carries it gets the session cookie and is sent on to the same page without it; the token
-//!   then opens nothing (a link copied from a terminal's scrollback or a browser's history is
-//!   spent).
+//!   then opens nothing for a browser without the cookie (a link copied from a terminal's
+//!   scrollback or a browser's history is spent). A wrong token opens nothing and spends
+//!   nothing.
 //! - **The cookie** `gc-console`: `HttpOnly` (no script reads it), `SameSite=Strict` (no other
 //!   site's page sends it), `Path=/`; every page and every form needs it.
 //! - **A CSRF token** in every form, checked on every POST before anything is read or done.
@@ -136,29 +137,43 @@ async fn admit(gate: &Gate, request: Request, next: Next) -> Response {
         );
     }
     let query = Fields::parse(request.uri().query().unwrap_or_default().as_bytes());
+    let opened = has_cookie(request.headers(), &gate.cookie);
     if let Some(token) = query.one("token") {
-        // The token is spent by the first request that brings it, right or wrong: a guess
-        // costs the guesser the link.
-        let first = !gate.opened.swap(true, Ordering::SeqCst);
-        if !(first && same(token, &gate.token)) {
+        // A browser that has the cookie is simply shown the page; otherwise the token opens
+        // the console once, and a wrong one opens nothing (nor spends the link).
+        let first = !opened
+            && same(token, &gate.token)
+            && (gate.opened)
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok();
+        if !(opened || first) {
             return refused(
                 StatusCode::UNAUTHORIZED,
                 "This link has been used already, or is not this console's. Start `gc-cli \
                  console` again for a new one.",
             );
         }
-        let path = request.uri().path().to_owned();
-        let cookie = format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-            gate.cookie
-        );
-        return (
-            StatusCode::SEE_OTHER,
-            [(header::LOCATION, path), (header::SET_COOKIE, cookie)],
-        )
-            .into_response();
+        // Back to the same page without the token; only ever a path of this console.
+        let path = request.uri().path();
+        let path = if path.starts_with('/') && !path.starts_with("//") {
+            path
+        } else {
+            "/"
+        };
+        let mut answer =
+            (StatusCode::SEE_OTHER, [(header::LOCATION, path.to_owned())]).into_response();
+        if first {
+            let cookie = format!(
+                "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+                gate.cookie
+            );
+            if let Ok(value) = HeaderValue::from_str(&cookie) {
+                answer.headers_mut().insert(header::SET_COOKIE, value);
+            }
+        }
+        return answer;
     }
-    if !has_cookie(request.headers(), &gate.cookie) {
+    if !opened {
         return refused(
             StatusCode::UNAUTHORIZED,
             "Open the console with the link `gc-cli console` printed: this browser has no \

@@ -87,7 +87,33 @@ pub(crate) struct App {
     pub(crate) plans: Mutex<BTreeMap<String, pages::sessions::Cached>>,
 }
 
+/// How a collection asked for here is taken: as the request API's, answered once its run ends
+/// (a plan of thousands of objects is not cut short by a ten-second answer).
+fn requests() -> RequestOptions {
+    RequestOptions {
+        answer_within: std::time::Duration::from_secs(600),
+        ..RequestOptions::default()
+    }
+}
+
 impl App {
+    /// Every namespace served: the sessions' and the failed Pods', each once, in order.
+    pub(crate) fn namespaces(&self) -> std::collections::BTreeSet<&str> {
+        let sessions = self.configs.keys().map(String::as_str);
+        sessions
+            .chain(self.pods.keys().map(String::as_str))
+            .collect()
+    }
+
+    /// Drops the kept plan of `ns`: what was done there changed it.
+    pub(crate) fn forget_plan(&self, ns: &str) {
+        let mut plans = self
+            .plans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        plans.remove(ns);
+    }
+
     /// The cluster id the namespaces are collected under (the first namespace's settings).
     pub(crate) fn cluster_id(&self) -> &str {
         self.configs
@@ -136,6 +162,15 @@ impl Console {
         let namespaces = selection.resolve(&cluster, SESSIONS_NAMESPACE).await?;
         let configs = namespaces.iter().map(|ns| config(ns));
         let configs = configs.collect::<gc_runtime::Result<Vec<_>>>()?;
+        if configs.is_empty() {
+            return Err(gc_runtime::Error::Input(
+                gc_core::input::InputError::Invalid {
+                    input: "`namespaces`",
+                    value: String::new(),
+                    rule: "the selection names no namespace: the console has nothing to show",
+                },
+            ));
+        }
         let store = gc_runtime::adapters::open_store_within(
             self.store.as_deref(),
             self.settings.store_timeout,
@@ -161,12 +196,7 @@ impl Console {
             let parts = Builder::new(settings).cluster(cluster.clone());
             let parts = parts.directory(Arc::clone(&table)).store(store.clone());
             let collector = parts.sink(self.sink.clone()).sessions()?;
-            Ok::<_, gc_runtime::Error>(Requests::new(
-                collector,
-                configs.clone(),
-                RequestOptions::default(),
-                audit,
-            ))
+            Ok::<_, gc_runtime::Error>(Requests::new(collector, configs.clone(), requests(), audit))
         };
         let shared = Arc::new(Mutex::new(self.audit));
         let live = desk(true, Box::new(Shared(Arc::clone(&shared))))?;
@@ -190,6 +220,12 @@ impl Console {
             seal: gate::seal_key(),
             plans: Mutex::default(),
         });
+        // The first namespace's plan made before the link is given: the page it opens on is
+        // drawn from it (a plan of thousands of objects takes a moment; its connections are
+        // warm after it).
+        if let Some(first) = app.configs.keys().next() {
+            let _ = pages::sessions::plan_of(&app, first, true).await;
+        }
         let router = pages::router(Arc::clone(&app));
         let url = format!("http://{}/?token={}", shown(address), app.gate.token());
         tracing::info!(
@@ -207,7 +243,7 @@ impl Console {
         // released.
         for desk in [&live, &dry] {
             desk.stop();
-            let _ = desk.finished(RequestOptions::default().finish_within).await;
+            let _ = desk.finished(requests().finish_within).await;
         }
         store.close().await;
         Ok(served?)

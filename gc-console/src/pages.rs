@@ -136,6 +136,18 @@ pub(crate) fn namespace_select(app: &App, current: &str) -> Markup {
     }
 }
 
+/// A select of every namespace served (sessions' and failed Pods'), `current` chosen.
+pub(crate) fn any_namespace_select(app: &App, current: &str) -> Markup {
+    html! {
+        label for="ns" { "Namespace" }
+        select #ns name="ns" {
+            @for ns in app.namespaces() {
+                option value=(ns) selected[ns == current] { (ns) }
+            }
+        }
+    }
+}
+
 /// The namespace a query names, if served; else the first served.
 pub(crate) fn namespace<'a>(app: &'a App, asked: Option<&str>) -> Result<&'a str, Box<Response>> {
     match asked {
@@ -151,6 +163,13 @@ pub(crate) fn namespace<'a>(app: &'a App, asked: Option<&str>) -> Result<&'a str
             }),
         None => Ok(app.configs.keys().next().map_or("", String::as_str)),
     }
+}
+
+/// `path` with the query `pairs`, each encoded as a form encodes it.
+pub(crate) fn link(path: &str, pairs: &[(&str, &str)]) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.extend_pairs(pairs);
+    format!("{path}?{}", query.finish())
 }
 
 /// `bytes` as people read sizes (`1.2 MiB`).

@@ -25,7 +25,7 @@ pub fn flag(option: &str) -> Option<&'static str> {
         "now" => "--now",
         "override_guard" => "`plan sessions --override-guard`",
         "pushgateway" => "--pushgateway / $GC_PUSHGATEWAY",
-        "retain_volume_days" => "--retain-volume-days",
+        "retain_volume_days" | "volume_retention" => "--volume-retention",
         "sink" => "--archive-dir or --archive-url",
         "stall" => "--stall-seconds",
         "store" => "--store",

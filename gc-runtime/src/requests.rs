@@ -256,9 +256,10 @@ impl<C, D, S, A> Requests<C, D, S, A> {
         self.options.finish_within
     }
 
-    /// Runs `task` as one of the desk's own, which [`Requests::finished`] waits for.
+    /// Runs `task` as one of the desk's own, which [`Requests::finished`] waits for: a caller
+    /// that goes away does not cut it (the console's approvals of failed-Pod plans).
     #[cfg(feature = "admin")]
-    pub(crate) fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    pub fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,

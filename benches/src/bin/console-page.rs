@@ -4,6 +4,8 @@
 //! `gc-cli console` serves it; each figure is the time to the last byte of one page, over HTTP on
 //! loopback, alternating in one run:
 //!
+//! - `first page after start` (once): the page the link opens, right after the console
+//!   printed it (it plans the first namespace before);
 //! - `first page, planned anew` (`?again=1`): the whole plan (20,000 objects listed, 5,000 ids
 //!   looked up) and its first 50 sessions drawn;
 //! - `another page` (`?page=40`): the namespace's plan kept from the page before, one page drawn;
@@ -185,6 +187,15 @@ async fn main() -> Result {
         .to_owned();
 
     let ns = ns.name();
+    // The page an operator opens first, right after the console starts.
+    let started = Instant::now();
+    let (status, bytes) = get(&host, &format!("/sessions?ns={ns}"), &cookie)?;
+    let first = started.elapsed().as_secs_f64();
+    assert_eq!(status, 200);
+    eprintln!(
+        "first page after start: {:.0} ms, {bytes} bytes",
+        first * 1e3
+    );
     let pages = [
         (
             "first page, planned anew",
@@ -219,6 +230,10 @@ async fn main() -> Result {
         sessions * 4
     );
     println!("| --- | --- | --- |");
+    println!(
+        "| first page after start (once) | {:.0} ms | |",
+        first * 1e3
+    );
     for ((what, _), t) in pages.iter().zip(&mut times) {
         let best = t.iter().copied().fold(f64::INFINITY, f64::min);
         println!(

@@ -9,19 +9,32 @@ use axum::response::{IntoResponse, Response};
 use gc_store::ReceiptQuery;
 use maud::html;
 
-use super::{Section, layout, namespace, namespace_select, object, problem, said, size};
+use super::{Section, layout, object, problem, said, size};
 use crate::App;
 use crate::gate::Fields;
 
 /// Receipts verified on one page, newest first.
 const SHOWN: usize = 200;
 
+/// The refusal of an archive of a namespace the console does not serve.
+fn unserved(ns: &str) -> Box<Response> {
+    let why =
+        format!("Namespace {ns} is not one this console serves (see `-n`, `--pods-namespace`).");
+    Box::new(crate::gate::refused(
+        axum::http::StatusCode::NOT_FOUND,
+        &why,
+    ))
+}
+
 /// `GET /archives?ns=NS[&session=ID]`
 pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery) -> Response {
     let query = Fields::parse(query.unwrap_or_default().as_bytes());
-    let ns = match namespace(&app, query.one("ns")) {
-        Ok(ns) => ns,
-        Err(refused) => return *refused,
+    let asked = query.one("ns");
+    let ns = match asked.map(|ns| app.namespaces().contains(ns)) {
+        Some(true) | None => asked
+            .or_else(|| app.namespaces().first().copied())
+            .unwrap_or_default(),
+        Some(false) => return *unserved(asked.unwrap_or_default()),
     };
     let session = query.one("session").filter(|s| !s.is_empty());
     let asked = ReceiptQuery {
@@ -42,7 +55,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     let failed = rows.iter().filter(|(_, e)| e.is_some()).count();
     let body = html! {
         form.filter method="get" action="/archives" role="search" {
-            (namespace_select(&app, ns))
+            (super::any_namespace_select(&app, ns))
             label for="session" { "Session" }
             input #session type="search" name="session" value=(session.unwrap_or_default());
             button type="submit" { "Show" }
@@ -71,7 +84,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
                                         Some(why) => span.failed { "refused: " (why) },
                                     }
                                 }
-                                td { @if let Some(s) = session { a href={ "/restore?ns=" (ns) "&session=" (s) } { "Restore " (s) "…" } } }
+                                td { @if let Some(s) = session { a href=(super::link("/restore", &[("ns", ns), ("session", s)])) { "Restore " (s) "…" } } }
                             }
                         }
                     }
@@ -92,6 +105,11 @@ pub(crate) async fn one(State(app): State<Arc<App>>, Path(uid): Path<String>) ->
         &uid,
     )
     .await;
+    if let Ok((r, _)) = &read
+        && !app.namespaces().contains(r.namespace.as_str())
+    {
+        return *unserved(&r.namespace);
+    }
     let body = html! {
         @match &read {
             Err(e) => (problem("Refused: this archive is not shown", &said(&e))),

@@ -21,9 +21,10 @@ const RUNS: usize = 12;
 
 /// `GET /`
 pub(crate) async fn page(State(app): State<Arc<App>>) -> Response {
+    let volumes = labelled(&app).await;
     let mut sections = Vec::new();
     for (i, (ns, cfg)) in app.configs.iter().enumerate() {
-        sections.push(namespace(&app, i, ns, cfg).await);
+        sections.push(namespace(&app, i, ns, cfg, &volumes).await);
     }
     let body = html! {
         p { "Cluster " code { (app.cluster_id()) } ", " (app.configs.len()) " namespace(s). "
@@ -33,7 +34,13 @@ pub(crate) async fn page(State(app): State<Arc<App>>) -> Response {
     layout(&app, Section::Overview, "Overview", body).into_response()
 }
 
-async fn namespace(app: &App, i: usize, ns: &str, cfg: &SessionConfig) -> Markup {
+async fn namespace(
+    app: &App,
+    i: usize,
+    ns: &str,
+    cfg: &SessionConfig,
+    volumes: &Result<Vec<serde_json::Value>, String>,
+) -> Markup {
     let holder = app.live.lock_holder(ns).await;
     let asked = ReceiptQuery {
         namespace: Some(ns),
@@ -43,7 +50,7 @@ async fn namespace(app: &App, i: usize, ns: &str, cfg: &SessionConfig) -> Markup
         gc_runtime::adapters::archives::list(&app.store, app.cluster_id(), asked, None, None);
     let listed = listed.await;
     let now = app.settings.now.unwrap_or_else(gc_runtime::clock::now);
-    let kept = kept(app, cfg, now).await;
+    let kept = volumes.as_ref().map(|v| kept(v, cfg, now));
     html! {
         section aria-labelledby={ "ns-" (i) } {
             h2 id={ "ns-" (i) } { "Namespace " (ns) }
@@ -100,14 +107,11 @@ fn per_run(listed: &[gc_store::ListedReceipt]) -> Vec<(String, f64)> {
     runs.map(|(at, n)| (at.to_owned(), n)).collect()
 }
 
-/// The volumes gc keeps for the claims it deleted in `cfg`'s namespace (its label and record on
-/// the PersistentVolume, read from the cluster), with the days left in each one's window, soonest
-/// first; a volume a restored claim holds again is not waiting for its window.
-async fn kept(app: &App, cfg: &SessionConfig, now: f64) -> Result<Vec<(String, f64)>, String> {
+/// The PersistentVolumes that carry gc's label of this cluster, listed once for the page.
+async fn labelled(app: &App) -> Result<Vec<serde_json::Value>, String> {
     use gc_core::ports::Volumes as _;
-    use gc_core::sessions::volumes::lifecycle::{State, Window, state_of};
-    let selector = format!("{RETAINED_LABEL}={}", cfg.cluster_id);
-    let volumes = gc_core::pages::collect(
+    let selector = format!("{RETAINED_LABEL}={}", app.cluster_id());
+    gc_core::pages::collect(
         |token: Option<String>| {
             let selector = selector.clone();
             async move {
@@ -119,22 +123,31 @@ async fn kept(app: &App, cfg: &SessionConfig, now: f64) -> Result<Vec<(String, f
         |item| Ok(Some(item.clone())),
     )
     .await
-    .map_err(|e| said(&e))?;
+    .map_err(|e| said(&e))
+}
+
+/// The volumes gc keeps for the claims it deleted in `cfg`'s namespace (its record on each,
+/// read as the review reads it), with the days left in each one's window, soonest first: kept,
+/// restored but not bound yet, or restored to a claim that is gone. The window is the
+/// namespace's own setting, as its run applies it.
+fn kept(volumes: &[serde_json::Value], cfg: &SessionConfig, now: f64) -> Vec<(String, f64)> {
+    use gc_core::sessions::volumes::lifecycle::{State, Window, state_of};
+    let window = Window {
+        days: cfg.retain_volume_days,
+    };
     let mut left = Vec::new();
-    for volume in &volumes {
+    for volume in volumes {
         let (state, Some(record)) = state_of(volume, &cfg.cluster_id) else {
             continue;
         };
-        if state != State::Kept || record.namespace != cfg.namespace {
+        let waiting = matches!(state, State::Kept | State::Restored | State::Abandoned);
+        if !waiting || record.namespace != cfg.namespace {
             continue;
         }
-        let window = Window {
-            days: record.days.unwrap_or(cfg.retain_volume_days),
-        };
         let until = Window::start(volume, &record) + window.seconds();
         let name = volume["metadata"]["name"].as_str().unwrap_or_default();
         left.push((name.to_owned(), ((until - now) / 86_400.0).max(0.0)));
     }
     left.sort_by(|a, b| a.1.total_cmp(&b.1));
-    Ok(left)
+    left
 }

@@ -62,7 +62,13 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     let planner = planner.store(Arc::new(app.store.clone())).pods();
     let now = now(&app);
     let planned = match planner {
-        Ok(planner) => planner.plan(cfg, None, now, true).await,
+        // First observations are recorded in gc's store as `plan pods` records them: at the
+        // clock's time only (one dated at a fixed `--now` would move retention).
+        Ok(planner) => {
+            planner
+                .plan(cfg, None, now, app.settings.now.is_none())
+                .await
+        }
         Err(e) => Err(e.into()),
     };
     let body = html! {
@@ -137,7 +143,16 @@ pub(crate) async fn approve(State(app): State<Arc<App>>, body: Bytes) -> Respons
         Ok(plan) if plan.approved_by.as_deref() != Some(app.operator.as_str()) => {
             problem("Refused", "This plan names another approver.")
         }
-        Ok(plan) => applied(&app, ns, plan).await,
+        Ok(plan) => {
+            // The desk's own task: a browser that goes away does not cut the run, and a stop
+            // waits for it.
+            let (run, ns) = (Arc::clone(&app), ns.to_owned());
+            let task = app
+                .live
+                .spawn(async move { applied(&run, &ns, plan).await });
+            task.await
+                .unwrap_or_else(|e| problem("The run ended without an answer", &e.to_string()))
+        }
     };
     layout(&app, Section::Pods, &format!("Approved in {ns}"), body).into_response()
 }

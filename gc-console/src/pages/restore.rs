@@ -8,40 +8,40 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use gc_runtime::audit::RestoredLine;
-use gc_runtime::restore::{RestoreRequest, Restored};
-use gc_runtime::{Builder, Settings};
+use gc_runtime::adapters::KubeCluster;
+use gc_runtime::requests::restores::RestoreAsked;
+use gc_runtime::restore::Restored;
 use maud::{Markup, html};
 
 use super::{Section, csrf, layout, namespace, namespace_select, object, problem, said};
 use crate::App;
 use crate::gate::Fields;
 
-/// The restore of `session` in `ns`: live, or every create a server-side dry run.
-async fn restored(
-    app: &App,
-    ns: &str,
-    session: &str,
-    live: bool,
-) -> gc_runtime::Result<Vec<Restored>> {
-    let request = RestoreRequest {
-        cluster_id: app.configs[ns].cluster_id.clone(),
+/// The operator, as the account a restore acts as: the console's own credentials.
+struct Operator<'a>(&'a App);
+
+#[async_trait::async_trait]
+impl gc_core::ports::RestoreAccount<KubeCluster> for Operator<'_> {
+    fn name(&self) -> &str {
+        &self.0.operator
+    }
+    async fn act(&self) -> Result<KubeCluster, gc_core::ports::ClusterError> {
+        Ok(self.0.cluster.clone())
+    }
+}
+
+/// The restore of `session` in `ns` through the request desk, as the operator: live, or every
+/// create a server-side dry run. It runs as the desk's own task (a browser that goes away does
+/// not cut it between two creates), one at a time per session, and writes its audit lines.
+async fn restored(app: &App, ns: &str, session: &str, live: bool) -> Result<Vec<Restored>, String> {
+    let asked = RestoreAsked {
         namespace: ns.to_owned(),
-        kinds: app.configs[ns].kinds.clone(),
-        sessions: vec![session.to_owned()],
+        session: session.to_owned(),
+        dry_run: !live,
         bind_wait: app.bind_wait,
     };
-    request.check()?;
-    let settings = Settings {
-        live,
-        ..app.settings.clone()
-    };
-    let parts = Builder::new(settings).cluster(app.cluster.clone());
-    let collector = parts
-        .store(app.store.clone())
-        .sink(app.sink.clone())
-        .sessions()?;
-    collector.restore(&request).await
+    let restored = app.live.restore(&Operator(app), asked, &app.operator).await;
+    restored.map(|r| r.objects).map_err(|e| said(&e))
 }
 
 /// `GET /restore?ns=NS&session=ID`: what a restore of the session would do, and its
@@ -68,7 +68,7 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, RawQuery(query): RawQue
     let body = html! {
         (chooser)
         @match &would {
-            Err(e) => (problem("No restore", &said(&e))),
+            Err(e) => (problem("No restore", e)),
             Ok(would) => {
                 (table(would, "What a restore would do (server-side dry run)"))
                 @if would.iter().any(|r| r.failed()) {
@@ -101,28 +101,13 @@ pub(crate) async fn restore(State(app): State<Arc<App>>, body: Bytes) -> Respons
     };
     let session = fields.one("session").unwrap_or_default().trim();
     let done = restored(&app, ns, session, true).await;
-    if let Ok(done) = &done {
-        let time = gc_core::isotime::format_timestamp(gc_runtime::clock::now());
-        let lines: Vec<RestoredLine<'_>> = done
-            .iter()
-            .map(|object| RestoredLine {
-                time: &time,
-                namespace: ns,
-                decision: "restore",
-                object,
-                dry_run: false,
-                requested_by: &app.operator,
-                restored_as: &app.operator,
-            })
-            .collect();
-        app.live.restored(&lines);
-    }
+    app.forget_plan(ns);
     let body = html! {
         @match &done {
-            Err(e) => (problem("The restore failed", &said(&e))),
+            Err(e) => (problem("The restore failed", e)),
             Ok(done) => (table(done, "What the restore did")),
         }
-        p { a href={ "/archives?ns=" (ns) "&session=" (session) } { "The archives of " (session) } }
+        p { a href=(super::link("/archives", &[("ns", ns), ("session", session)])) { "The archives of " (session) } }
     };
     layout(&app, Section::Restore, &format!("Restored {session}"), body).into_response()
 }

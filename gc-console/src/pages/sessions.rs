@@ -135,7 +135,11 @@ impl Filter {
 }
 
 /// The plan of `ns`: the cached one while fresh (unless `again`), else a new one.
-async fn plan_of(app: &App, ns: &str, again: bool) -> (Result<Arc<Planned>, String>, Instant) {
+pub(crate) async fn plan_of(
+    app: &App,
+    ns: &str,
+    again: bool,
+) -> (Result<Arc<Planned>, String>, Instant) {
     if !again {
         let plans = app
             .plans
@@ -227,7 +231,7 @@ fn plan(app: &App, ns: &str, planned: &Planned, filter: &Filter) -> Markup {
                 dt { "Orphans" } dd { (p.orphans) }
                 dt { "Spared" } dd { (p.spared) }
                 dt { "To delete" } dd { (p.deletes().count()) }
-                dt { "Guard" } dd { (gone) " of " (weighed) " sessions judged look gone (" (format!("{:.0}", share * 100.0)) "%), " (p.orphans) " objects; it refuses a run above " (cfg.guard_ratio * 100.0) "% and " (cfg.guard_floor) " objects" }
+                dt { "Guard" } dd { (gone) " of " (weighed) " sessions judged look gone (" (format!("{:.0}", share * 100.0)) "%), " (p.orphans) " objects; it refuses a run above " (format!("{:.0}", cfg.guard_ratio * 100.0)) "% and " (cfg.guard_floor) " objects" }
                 dt { "Grace" } dd { (cfg.grace_hours) " h (a collection asked for here: its objects' grace is the request's)" }
                 @if !p.unknown_states.is_empty() {
                     dt { "Unknown states" }
@@ -292,8 +296,9 @@ fn chosen<'a>(app: &'a App, body: &[u8]) -> Result<(&'a str, BTreeSet<String>), 
     if sessions.is_empty() {
         let why = "Choose at least one session to collect: nothing was done.";
         let body = problem("No session chosen", why);
+        let page = layout(app, Section::Sessions, "Collect now", body);
         return Err(Box::new(
-            layout(app, Section::Sessions, "Collect now", body).into_response(),
+            (axum::http::StatusCode::BAD_REQUEST, page).into_response(),
         ));
     }
     Ok((ns, sessions))
@@ -314,7 +319,9 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, body: Bytes) -> Respons
             Ok(run) => {
                 (records(run, "What a collection would do (server-side dry run)"))
                 @let deletes: Vec<&AuditRecord> = run.records.iter().filter(|r| r.judged.decision.name() == "delete").collect();
-                @if run.error.is_some() || deletes.is_empty() {
+                @if !run.state.is_final() {
+                    (problem("The dry run has not ended", "It is still queued or running: try again in a moment. Nothing was deleted."))
+                } @else if run.error.is_some() || deletes.is_empty() {
                     p { "Nothing to confirm: a collection would delete nothing of these sessions now." }
                 } @else {
                     form method="post" action="/sessions/collect" {
@@ -364,7 +371,7 @@ pub(crate) async fn collect(State(app): State<Arc<App>>, body: Bytes) -> Respons
             Ok(run) => {
                 (records(run, "What the collection did"))
                 p { "Archives of: "
-                    @for s in &sessions { a href={ "/archives?ns=" (ns) "&session=" (s) } { (s) } " " }
+                    @for s in &sessions { a href=(super::link("/archives", &[("ns", ns), ("session", s)])) { (s) } " " }
                 }
             }
         }
@@ -379,6 +386,9 @@ fn records(run: &RequestedRun, caption: &str) -> Markup {
     html! {
         p { "Run " code { (run.id) } ": " strong.state { (state.as_str().unwrap_or_default()) } ", asked for by " (run.requested_by) "." }
         @if let Some(error) = &run.error { (problem("The run did not complete", error)) }
+        @if !run.state.is_final() {
+            (problem("Still running", "The run has not ended: its records are in the audit log, and the next page's plan shows what it did."))
+        }
         table {
             caption { (caption) }
             thead { tr { th scope="col" { "Object" } th scope="col" { "Session" } th scope="col" { "Decision" } th scope="col" { "Result" } th scope="col" { "Reason" } } }

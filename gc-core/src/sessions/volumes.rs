@@ -493,7 +493,7 @@ fn decide(
             let since = record.gone_at.map(crate::isotime::format_timestamp);
             format!(
                 "{of_claim}: {restored}, which is gone (deleted before it was bound; found gone \
-                 {}): keeps Retain for --retain-volume-days {days} from then",
+                 {}): keeps Retain for --volume-retention {days}d from then",
                 since.unwrap_or_default()
             )
         }
@@ -508,18 +508,18 @@ fn decide(
             claim["uid"].as_str().unwrap_or_default(),
         ),
         (Event::RetentionOff, _) => format!(
-            "{of_claim}: volumes are kept no longer (--retain-volume-days 0): reclaim policy \
+            "{of_claim}: volumes are kept no longer (--volume-retention 0d): reclaim policy \
              {policy} given back"
         ),
         (Event::WindowPassed, _) => format!(
-            "{of_claim} over --retain-volume-days {days} ago: reclaim policy {policy} given back"
+            "{of_claim} over --volume-retention {days}d ago: reclaim policy {policy} given back"
         ),
         (Event::WindowOpen, Some(restored)) => format!(
             "{of_claim}: {restored}, not bound yet (phase {phase}): keeps Retain for \
-             --retain-volume-days {days}"
+             --volume-retention {days}d"
         ),
         (Event::WindowOpen, None) => {
-            format!("{of_claim}: kept for --retain-volume-days {days}")
+            format!("{of_claim}: kept for --volume-retention {days}d")
         }
         (event, _) => format!("{of_claim}: {event:?} does not apply: left alone"),
     };

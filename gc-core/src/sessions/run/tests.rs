@@ -751,7 +751,7 @@ fn retained_volumes_get_their_policy_back_after_the_window() {
         );
     }
     assert!(
-        reason("other-claim").contains("over --retain-volume-days 7 ago"),
+        reason("other-claim").contains("over --volume-retention 7d ago"),
         "{}",
         reason("other-claim")
     );

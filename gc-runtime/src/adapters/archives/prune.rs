@@ -287,7 +287,7 @@ fn volume_hold(l: &ListedReceipt, now: f64, days: u32) -> Option<String> {
     let until = run_at + f64::from(days) * 86_400.0;
     (now < until).then(|| {
         format!(
-            "it names the kept volume {}, whose window runs until {} (`retain_volume_days` {days}): \
+            "it names the kept volume {}, whose window runs until {} (`volume_retention` {days}d): \
              until then restore sessions can bring the session back on it",
             volume.name,
             format_timestamp(until)
