@@ -112,7 +112,7 @@ pub(crate) enum ArchivesCommand {
     ///
     /// `-o table` lists the problems only, `-o wide` every archive, `-o name` the Pods with a
     /// problem.
-    Verify(Held),
+    Verify(Verify),
     /// Removes each receipt older than `--older-than`, its archive first: a session's receipts only
     /// all together once the newest is, and none while a kept volume it names may be restored
     /// (`--volume-retention`). Lists what went and what was kept, and why (docs/archives.md).
@@ -191,6 +191,16 @@ pub(crate) struct Held {
     output: OutputArgs,
 }
 
+/// `gc-cli archives verify`
+#[derive(Debug, Args)]
+pub(crate) struct Verify {
+    #[command(flatten)]
+    held: Held,
+    /// Only the manifests of session resources labelled with this session id.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+}
+
 /// `gc-cli archives prune`
 #[derive(Debug, Args)]
 pub(crate) struct Prune {
@@ -255,18 +265,30 @@ fn show(args: &Show) -> anyhow::Result<()> {
     write_show(out, &receipt, &bytes, args.output.form)
 }
 
-fn verify(args: &Held) -> anyhow::Result<()> {
+fn verify(
+    Verify {
+        held: args,
+        session,
+    }: &Verify,
+) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let namespace = args.namespace.as_deref();
     let cluster = &args.scope.cluster_id;
     let options = args.archive.options();
     let at = (args.scope.store.as_deref(), args.archive.store_timeout);
     let verified = with_store(at, async |store| {
-        archives::verify(store, &sink, &options, cluster, namespace).await
+        archives::verify(
+            store,
+            &sink,
+            &options,
+            cluster,
+            (namespace, session.as_deref()),
+        )
+        .await
     })?;
     let out = &mut std::io::stdout().lock();
     write_checked(out, &verified.checked, args.output.form)?;
-    Ok(verified.outcome(cluster, namespace)?)
+    Ok(verified.outcome(cluster, (namespace, session.as_deref()))?)
 }
 
 fn prune(args: &Prune) -> anyhow::Result<()> {

@@ -647,6 +647,35 @@ async fn plan_dry_run_run_and_rerun_delete_exactly_the_orphans() -> Result {
         .filter_map(|c| c["uri"].as_str())
         .collect();
     assert_eq!(ok_uris, archived, "{checked:?}");
+    // One session's archives: its receipts only, each row naming the object's kind.
+    let one = gc_cli(
+        &[
+            &["archives", "verify", "--session", GONE[0], "-o", "json"][..],
+            &kept,
+        ]
+        .concat(),
+        &[],
+    );
+    let of_one: Vec<Value> = serde_json::from_str(&ok(&one))?;
+    let mut kinds: Vec<&str> = of_one.iter().filter_map(|c| c["kind"].as_str()).collect();
+    kinds.sort_unstable();
+    let of_gone = deleted.iter().filter(|r| r["session"] == GONE[0]);
+    let mut expected: Vec<&str> = of_gone.filter_map(|r| r["kind"].as_str()).collect();
+    expected.sort_unstable();
+    assert_eq!(kinds, expected, "{of_one:?}");
+    assert!(of_one.iter().all(|c| c["result"] == "ok"), "{of_one:?}");
+    let none = [
+        &["archives", "verify", "--session", "no-such-session"][..],
+        &kept,
+    ]
+    .concat();
+    let none = gc_cli(&none, &[]);
+    assert_eq!(none.status.code(), Some(1), "nothing verified is a failure");
+    let said = text(&none.stderr);
+    assert!(
+        said.contains("no receipt of cluster") && said.contains("of session no-such-session"),
+        "{said}"
+    );
     let of_session = gc_cli(
         &[
             &["archives", "list", "--session", GONE[0], "-o", "json"][..],

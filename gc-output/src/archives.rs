@@ -328,7 +328,11 @@ pub fn write_checked(
                 .iter()
                 .filter(|c| c.is_problem() && !c.name.is_empty())
             {
-                writeln!(out, "pod/{}", c.name)?;
+                writeln!(
+                    out,
+                    "{}",
+                    crate::object_name(&c.api_version, &c.kind, &c.name)
+                )?;
             }
         }
         Output::Table | Output::Wide | Output::Kestra => {

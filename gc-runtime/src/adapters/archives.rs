@@ -17,11 +17,15 @@ pub mod prune;
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Checked {
-    /// The namespace of the Pod (empty for an object that is not an archive).
+    /// The archived object's `apiVersion` (empty when no receipt names it).
+    pub api_version: String,
+    /// Its kind: `Pod`, or a session resource's (empty when no receipt names it).
+    pub kind: String,
+    /// Its namespace (empty for an object that is not an archive).
     pub namespace: String,
-    /// The Pod's name (empty when no receipt names it).
+    /// Its name (empty when no receipt names it).
     pub name: String,
-    /// The Pod's uid.
+    /// Its uid.
     pub uid: String,
     /// Where the archive is.
     pub uri: String,
@@ -80,10 +84,11 @@ pub async fn read_verified(
     Ok((receipt, bytes))
 }
 
-/// Every receipt of `cluster` (in `namespace`, if given) against its archive, read from the sink
-/// its URI names: `sink`, or the folder or bucket another receipt's URI names (a store that moved
-/// from a folder to a bucket), reached with `options`; then the archives in `sink` no receipt
-/// records, and the objects there that are not archives.
+/// Every receipt of `cluster` (in `namespace`, of `session`, when given) against its archive, read
+/// from the sink its URI names: `sink`, or the folder or bucket another receipt's URI names (a
+/// store that moved from a folder to a bucket), reached with `options`; then, unless one session
+/// is asked for (an archive no receipt records names no session), the archives in `sink` no
+/// receipt records, and the objects there that are not archives.
 ///
 /// # Errors
 /// When the receipts or the sink's archives cannot be listed.
@@ -92,7 +97,7 @@ pub async fn verify(
     sink: &Archives,
     options: &ObjectOptions,
     cluster: &str,
-    namespace: Option<&str>,
+    (namespace, session): (Option<&str>, Option<&str>),
 ) -> crate::Result<Verified> {
     let cannot = "cannot list the receipts";
     let receipts = store
@@ -100,6 +105,7 @@ pub async fn verify(
             cluster,
             gc_store::ReceiptQuery {
                 namespace,
+                session,
                 ..gc_store::ReceiptQuery::default()
             },
         )
@@ -119,12 +125,21 @@ pub async fn verify(
         let (result, detail) = check_receipt(&r, sink, &mut others, options).await;
         receipted.insert(r.uri.clone());
         checked.push(Checked {
+            api_version: r.api_version().to_owned(),
+            kind: r.kind().to_owned(),
             namespace: r.namespace,
             name: r.name,
             uid: r.uid,
             uri: r.uri,
             result,
             detail,
+        });
+    }
+    if session.is_some() {
+        return Ok(Verified {
+            checked,
+            receipts: count,
+            clusters,
         });
     }
     let cannot_list = || format!("cannot list the archives in {}", sink.shown());
@@ -137,6 +152,8 @@ pub async fn verify(
     orphans.sort_by(|a, b| a.uri.cmp(&b.uri));
     for e in orphans {
         checked.push(Checked {
+            api_version: String::new(),
+            kind: String::new(),
             namespace: e.key.namespace,
             name: String::new(),
             uid: e.key.uid,
@@ -150,6 +167,8 @@ pub async fn verify(
     }
     for uri in sink.unexpected().await.with_context(cannot_list)? {
         checked.push(Checked {
+            api_version: String::new(),
+            kind: String::new(),
             namespace: String::new(),
             name: String::new(),
             uid: String::new(),
@@ -316,7 +335,11 @@ impl Verified {
     ///
     /// # Errors
     /// As said.
-    pub fn outcome(&self, cluster: &str, namespace: Option<&str>) -> crate::Result<()> {
+    pub fn outcome(
+        &self,
+        cluster: &str,
+        (namespace, session): (Option<&str>, Option<&str>),
+    ) -> crate::Result<()> {
         let checked = &self.checked;
         let count = |result: &str| checked.iter().filter(|c| c.result == result).count();
         let problems = checked.iter().filter(|c| c.is_problem()).count();
@@ -334,8 +357,13 @@ impl Verified {
             )));
         }
         if self.receipts == 0 {
-            let scope = namespace.map_or(String::new(), |ns| format!(" in namespace {ns}"));
-            let elsewhere = if self.clusters.is_empty() {
+            let mut scope = namespace.map_or(String::new(), |ns| format!(" in namespace {ns}"));
+            if let Some(session) = session {
+                scope.push_str(&format!(" of session {session}"));
+            }
+            let elsewhere = if session.is_some() {
+                "no object of it was archived into this store".to_owned()
+            } else if self.clusters.is_empty() {
                 "the store holds no receipt at all".to_owned()
             } else {
                 format!(
