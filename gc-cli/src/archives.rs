@@ -112,7 +112,7 @@ pub(crate) enum ArchivesCommand {
     ///
     /// `-o table` lists the problems only, `-o wide` every archive, `-o name` the Pods with a
     /// problem.
-    Verify(Verify),
+    Verify(Held),
     /// Removes each receipt older than `--older-than`, its archive first: a session's receipts only
     /// all together once the newest is, and none while a kept volume it names may be restored
     /// (`--volume-retention`). Lists what went and what was kept, and why (docs/archives.md).
@@ -185,20 +185,13 @@ pub(crate) struct Held {
     /// Only this namespace.
     #[arg(long, short = 'n', value_name = "NS")]
     namespace: Option<String>,
+    /// Only the manifests of session resources labelled with this session id.
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
     #[command(flatten)]
     archive: ArchiveArgs,
     #[command(flatten)]
     output: OutputArgs,
-}
-
-/// `gc-cli archives verify`
-#[derive(Debug, Args)]
-pub(crate) struct Verify {
-    #[command(flatten)]
-    held: Held,
-    /// Only the manifests of session resources labelled with this session id.
-    #[arg(long, value_name = "ID")]
-    session: Option<String>,
 }
 
 /// `gc-cli archives prune`
@@ -265,12 +258,7 @@ fn show(args: &Show) -> anyhow::Result<()> {
     write_show(out, &receipt, &bytes, args.output.form)
 }
 
-fn verify(
-    Verify {
-        held: args,
-        session,
-    }: &Verify,
-) -> anyhow::Result<()> {
+fn verify(args: &Held) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
     let namespace = args.namespace.as_deref();
     let cluster = &args.scope.cluster_id;
@@ -282,13 +270,13 @@ fn verify(
             &sink,
             &options,
             cluster,
-            (namespace, session.as_deref()),
+            (namespace, args.session.as_deref()),
         )
         .await
     })?;
     let out = &mut std::io::stdout().lock();
     write_checked(out, &verified.checked, args.output.form)?;
-    Ok(verified.outcome(cluster, (namespace, session.as_deref()))?)
+    Ok(verified.outcome(cluster, (namespace, args.session.as_deref()))?)
 }
 
 fn prune(args: &Prune) -> anyhow::Result<()> {
@@ -302,7 +290,8 @@ fn prune(args: &Prune) -> anyhow::Result<()> {
     let (cluster, namespace) = (&held.scope.cluster_id, held.namespace.as_deref());
     let at = (held.scope.store.as_deref(), held.archive.store_timeout);
     let pruned = with_store(at, async |store| {
-        archives::prune::prune(store, &sink, cluster, namespace, &policy, clock::now()).await
+        let scope = (namespace, held.session.as_deref());
+        archives::prune::prune(store, &sink, cluster, scope, &policy, clock::now()).await
     })?;
     write_pruned(&mut std::io::stdout().lock(), &pruned, held.output.form)?;
     Ok(pruned.outcome()?)

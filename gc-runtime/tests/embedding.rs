@@ -110,7 +110,12 @@ fn _prune_is_send(store: &Store, sink: &Archives) {
         true,
     );
     send(gc_runtime::adapters::archives::prune::prune(
-        store, sink, "primary", None, &policy, 0.0,
+        store,
+        sink,
+        "primary",
+        (None, None),
+        &policy,
+        0.0,
     ));
 }
 

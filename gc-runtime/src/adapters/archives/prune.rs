@@ -313,12 +313,13 @@ pub async fn prune(
     store: &Store,
     sink: &Archives,
     cluster: &str,
-    namespace: Option<&str>,
+    (namespace, session): (Option<&str>, Option<&str>),
     policy: &Policy,
     now: f64,
 ) -> crate::Result<Prune> {
     let query = ReceiptQuery {
         namespace,
+        session,
         ..ReceiptQuery::default()
     };
     let listed = store
