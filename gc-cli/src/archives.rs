@@ -260,23 +260,15 @@ fn show(args: &Show) -> anyhow::Result<()> {
 
 fn verify(args: &Held) -> anyhow::Result<()> {
     let sink = args.archive.sink()?;
-    let namespace = args.namespace.as_deref();
-    let cluster = &args.scope.cluster_id;
-    let options = args.archive.options();
+    let scope = (args.namespace.as_deref(), args.session.as_deref());
+    let (cluster, options) = (&args.scope.cluster_id, args.archive.options());
     let at = (args.scope.store.as_deref(), args.archive.store_timeout);
     let verified = with_store(at, async |store| {
-        archives::verify(
-            store,
-            &sink,
-            &options,
-            cluster,
-            (namespace, args.session.as_deref()),
-        )
-        .await
+        archives::verify(store, &sink, &options, cluster, scope).await
     })?;
     let out = &mut std::io::stdout().lock();
     write_checked(out, &verified.checked, args.output.form)?;
-    Ok(verified.outcome(cluster, (namespace, args.session.as_deref()))?)
+    Ok(verified.outcome(cluster, scope)?)
 }
 
 fn prune(args: &Prune) -> anyhow::Result<()> {
