@@ -590,8 +590,6 @@ async fn a_session_goes_whole_and_never_while_its_kept_volume_may_be_restored() 
     age().await;
 
     let window = ["--older-than", "1s"];
-    let (doc, out) = s.prune(&[&window[..], &cluster].concat());
-    assert!(out.status.success(), "{}", stderr(&out));
     let with = |doc: &Value, result: &str| -> Vec<String> {
         let mut uids: Vec<String> = results(doc)
             .into_iter()
@@ -601,6 +599,16 @@ async fn a_session_goes_whole_and_never_while_its_kept_volume_may_be_restored() 
         uids.sort();
         uids
     };
+    // One session's receipts only: gone-1's, all kept for its volume; gone-2's not looked at.
+    let one = ["--session", "gone-1"];
+    let (doc, out) = s.prune(&[&window[..], &cluster, &one].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(with(&doc, "kept"), of("gone-1"), "{doc}");
+    assert_eq!(results(&doc).len(), 3, "{doc}");
+    assert_eq!(s.receipts(ns.name()).await?.len(), 5);
+
+    let (doc, out) = s.prune(&[&window[..], &cluster].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(with(&doc, "removed"), of("gone-2"), "{doc}");
     assert_eq!(with(&doc, "kept"), of("gone-1"), "{doc}");
     for row in doc["receipts"].as_array().unwrap() {
