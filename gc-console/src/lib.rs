@@ -177,6 +177,7 @@ impl Console {
         )
         .await?;
         let table = Arc::new(table);
+        // The session collector's cluster id (`--cluster-id`, the same for every namespace).
         let cluster_id = configs.first().map_or("primary", |c| c.cluster_id.as_str());
         let pods = (self.pods_namespaces.iter())
             .map(|ns| {
@@ -227,12 +228,11 @@ impl Console {
             let _ = pages::sessions::plan_of(&app, first, true).await;
         }
         let router = pages::router(Arc::clone(&app));
-        let url = format!("http://{}/?token={}", shown(address), app.gate.token());
+        let url = format!("http://{address}/?token={}", app.gate.token());
         tracing::info!(
             operator = app.operator,
-            "console for namespace(s) {} on http://{}",
+            "console for namespace(s) {} on http://{address}",
             namespaces.join(", "),
-            shown(address)
         );
         ready(&url);
         let cancel = Arc::clone(&self.settings.cancel);
@@ -248,11 +248,6 @@ impl Console {
         store.close().await;
         Ok(served?)
     }
-}
-
-/// `address` as a browser's URL writes it (`127.0.0.1:8731`, `[::1]:8731`).
-fn shown(address: SocketAddr) -> String {
-    address.to_string()
 }
 
 /// One audit sink shared by the live and the dry desk, each line written whole.
