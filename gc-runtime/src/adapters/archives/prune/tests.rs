@@ -150,7 +150,7 @@ fn a_kept_volume_holds_its_whole_session_until_its_window_ends() {
     assert!(
         claim_why.contains("kept volume pv-1")
             && claim_why.contains(&at(-20.0))
-            && claim_why.contains("`retain_volume_days` 120"),
+            && claim_why.contains("`volume_retention` 120d"),
         "{claim_why}"
     );
     assert!(
