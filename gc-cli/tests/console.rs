@@ -783,3 +783,70 @@ async fn an_operator_whose_rbac_forbids_the_delete_sees_the_refusal_and_nothing_
     );
     Ok(())
 }
+
+/// docs/console.md's command, run as the page writes it (the session database in
+/// `$GC_SESSION_DATABASE_URL`, the kubeconfig the environment names, the default address): it
+/// prints the link, which opens the console on namespace `streamspace`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_starts_as_its_page_says() -> Result {
+    let Some(db) = TestDatabase::fresh("console-page").await? else {
+        return Ok(());
+    };
+    common::one_live_session(&db).await?;
+    let bed = TestBed::with_controllers().await?;
+    let _ns = bed.namespace_exact("streamspace").await?;
+    let page = include_str!("../../docs/console.md");
+    let commands = common::markdown::fenced_commands(page);
+    let words = commands
+        .iter()
+        .find(|c| {
+            c.first().is_some_and(|w| w == "gc-cli") && c.get(1).is_some_and(|w| w == "console")
+        })
+        .expect("docs/console.md runs `gc-cli console`");
+    // What a shell would make of the page's words: the variable it names, set.
+    let args: Vec<String> = (words[1..].iter())
+        .map(|w| w.replace("$GC_SESSION_DATABASE_URL", db.url()))
+        .collect();
+    let work = tempfile::tempdir()?;
+    let mut child = command()
+        .args(&args)
+        .current_dir(work.path())
+        .env("KUBECONFIG", bed.kubeconfig_path())
+        .env_remove("GC_STORE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let Some(line) = lines.next() else {
+            let _ = child.kill();
+            return Err("the console ended before printing its link".into());
+        };
+        let line = line?;
+        eprintln!("console: {line}");
+        if let Some((_, url)) = line.split_once("works once): ") {
+            break url.to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    let answer = (|| -> Result<String> {
+        assert!(url.starts_with("http://127.0.0.1:8731/?token="), "{url}");
+        let host = "127.0.0.1:8731";
+        let (status, head, _) = get(host, url.split(host).nth(1).unwrap(), None)?;
+        assert_eq!(status, 303, "{head}");
+        let cookie = head
+            .lines()
+            .find_map(|l| l.strip_prefix("set-cookie: gc-console="));
+        let cookie = cookie
+            .and_then(|c| c.split(';').next())
+            .ok_or("no cookie")?;
+        let (status, _, page) = get(host, "/", Some(cookie))?;
+        assert_eq!(status, 200, "{page}");
+        Ok(page)
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    let page = answer?;
+    assert!(page.contains("Namespace streamspace"), "{page}");
+    Ok(())
+}
