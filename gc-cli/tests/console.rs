@@ -566,6 +566,10 @@ async fn an_operator_reviews_collects_reads_and_restores_sessions_in_a_browser()
             !finalizers.contains(&common::PIN.to_owned()),
             "no pin left: {finalizers:?}"
         );
+        // The overview counts the Pod archived, beside the sessions' archives.
+        client.goto(&format!("http://{}/", console.host())).await?;
+        let now = page_with(&client, &format!("Failed Pods in {}", ns.name())).await?;
+        assert!(now.contains("Pods archived\n1, "), "{now}");
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(overview)
     };
     let outcome = journey.await;

@@ -26,12 +26,55 @@ pub(crate) async fn page(State(app): State<Arc<App>>) -> Response {
     for (i, (ns, cfg)) in app.configs.iter().enumerate() {
         sections.push(namespace(&app, i, ns, cfg, &volumes).await);
     }
+    for (i, ns) in app.pods.keys().enumerate() {
+        sections.push(pods(&app, i, ns).await);
+    }
     let body = html! {
-        p { "Cluster " code { (app.cluster_id()) } ", " (app.configs.len()) " namespace(s). "
+        p { "Cluster " code { (app.cluster_id()) } ", " (app.namespaces().len()) " namespace(s). "
             "Every action here is done as " strong { (app.operator) } ": the API server decides what you may do." }
         @for section in &sections { (section) }
     };
     layout(&app, Section::Overview, "Overview", body).into_response()
+}
+
+/// A namespace of failed Pods: who holds the failed-Pod collector's run lock, and the Pods'
+/// archives.
+async fn pods(app: &App, i: usize, ns: &str) -> Markup {
+    use gc_core::ports::Lock as _;
+    let holder = app.cluster.holder(ns, gc_runtime::pods::PODS_LOCK).await;
+    let asked = ReceiptQuery {
+        namespace: Some(ns),
+        kind: Some("Pod"),
+        ..ReceiptQuery::default()
+    };
+    let listed =
+        gc_runtime::adapters::archives::list(&app.store, app.cluster_id(), asked, None, None);
+    html! {
+        section aria-labelledby={ "pods-" (i) } {
+            h2 id={ "pods-" (i) } { "Failed Pods in " (ns) }
+            p {
+                a href={ "/pods?ns=" (ns) } { "Failed Pods" } " · "
+                a href={ "/archives?ns=" (ns) } { "Archives" }
+            }
+            dl.figures {
+                dt { "Run lock" }
+                dd {
+                    @match &holder {
+                        Ok(Some(h)) => { "held by " code { (h.holder) } }
+                        Ok(None) => "free",
+                        Err(e) => span.failed { "cannot be read: " (said(e)) },
+                    }
+                }
+                dt { "Pods archived" }
+                dd {
+                    @match &listed.await {
+                        Ok(listed) => { (listed.len()) ", " (size(listed.iter().map(|l| l.receipt.bytes).sum())) }
+                        Err(e) => span.failed { "cannot be listed: " (said(e)) },
+                    }
+                }
+            }
+        }
+    }
 }
 
 async fn namespace(
