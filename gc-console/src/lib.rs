@@ -53,7 +53,7 @@ pub struct Console {
 }
 
 /// How long a restore waits for a claim on a kept volume to bind (as `restore sessions`).
-const BIND_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const BIND_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The console's shared state: the parts, the namespaces served, who the operator is.
 pub(crate) struct App {
@@ -75,8 +75,6 @@ pub(crate) struct App {
     pub(crate) sink: Archives,
     /// The settings restores act with (`live` set per call).
     pub(crate) settings: Settings,
-    /// How long a restore waits for a claim to bind.
-    pub(crate) bind_wait: std::time::Duration,
     /// The one-time token, the cookie and the CSRF token.
     pub(crate) gate: Gate,
     /// The namespaces of failed Pods, with their policy.
@@ -215,7 +213,6 @@ impl Console {
             store: store.clone(),
             sink: self.sink,
             settings: self.settings.clone(),
-            bind_wait: BIND_WAIT,
             gate: Gate::new(address),
             pods,
             seal: gate::seal_key(),

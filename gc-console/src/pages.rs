@@ -124,24 +124,15 @@ pub(crate) fn csrf(app: &App) -> Markup {
     html! { input type="hidden" name="csrf" value=(app.gate.csrf()); }
 }
 
-/// A select of the namespaces served, `current` chosen.
-pub(crate) fn namespace_select(app: &App, current: &str) -> Markup {
+/// A select of the namespaces `served`, `current` chosen.
+pub(crate) fn namespace_select<'a>(
+    served: impl IntoIterator<Item = &'a str>,
+    current: &str,
+) -> Markup {
     html! {
         label for="ns" { "Namespace" }
         select #ns name="ns" {
-            @for ns in app.configs.keys() {
-                option value=(ns) selected[ns == current] { (ns) }
-            }
-        }
-    }
-}
-
-/// A select of every namespace served (sessions' and failed Pods'), `current` chosen.
-pub(crate) fn any_namespace_select(app: &App, current: &str) -> Markup {
-    html! {
-        label for="ns" { "Namespace" }
-        select #ns name="ns" {
-            @for ns in app.namespaces() {
+            @for ns in served {
                 option value=(ns) selected[ns == current] { (ns) }
             }
         }

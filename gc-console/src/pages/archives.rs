@@ -55,7 +55,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     let failed = rows.iter().filter(|(_, e)| e.is_some()).count();
     let body = html! {
         form.filter method="get" action="/archives" role="search" {
-            (super::any_namespace_select(&app, ns))
+            (super::namespace_select(app.namespaces(), ns))
             label for="session" { "Session" }
             input #session type="search" name="session" value=(session.unwrap_or_default());
             button type="submit" { "Show" }

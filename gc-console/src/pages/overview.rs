@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use gc_core::ports::{ClusterError, LeaseHolder};
 use gc_core::sessions::SessionConfig;
 use gc_core::sessions::volumes::RETAINED_LABEL;
 use gc_store::ReceiptQuery;
@@ -58,17 +59,11 @@ async fn pods(app: &App, i: usize, ns: &str) -> Markup {
             }
             dl.figures {
                 dt { "Run lock" }
-                dd {
-                    @match &holder {
-                        Ok(Some(h)) => { "held by " code { (h.holder) } }
-                        Ok(None) => "free",
-                        Err(e) => span.failed { "cannot be read: " (said(e)) },
-                    }
-                }
+                dd { (lock(&holder)) }
                 dt { "Pods archived" }
                 dd {
                     @match &listed.await {
-                        Ok(listed) => { (listed.len()) ", " (size(listed.iter().map(|l| l.receipt.bytes).sum())) }
+                        Ok(listed) => (archived(listed)),
                         Err(e) => span.failed { "cannot be listed: " (said(e)) },
                     }
                 }
@@ -103,16 +98,10 @@ async fn namespace(
             }
             dl.figures {
                 dt { "Run lock" }
-                dd {
-                    @match &holder {
-                        Ok(Some(h)) => { "held by " code { (h.holder) } }
-                        Ok(None) => "free",
-                        Err(e) => span.failed { "cannot be read: " (e) },
-                    }
-                }
+                dd { (lock(&holder)) }
                 @if let Ok(listed) = &listed {
                     dt { "Archives" }
-                    dd { (listed.len()) ", " (size(listed.iter().map(|l| l.receipt.bytes).sum())) }
+                    dd { (archived(listed)) }
                 }
             }
             @match &listed {
@@ -135,6 +124,23 @@ async fn namespace(
             }
         }
     }
+}
+
+/// Who holds a run lock, as the figures say it.
+fn lock(holder: &Result<Option<LeaseHolder>, ClusterError>) -> Markup {
+    html! {
+        @match holder {
+            Ok(Some(h)) => { "held by " code { (h.holder) } }
+            Ok(None) => "free",
+            Err(e) => span.failed { "cannot be read: " (said(e)) },
+        }
+    }
+}
+
+/// How many archives `listed` names, and their size.
+fn archived(listed: &[gc_store::ListedReceipt]) -> String {
+    let bytes = listed.iter().map(|l| l.receipt.bytes).sum();
+    format!("{}, {}", listed.len(), size(bytes))
 }
 
 /// The objects each of the last [`RUNS`] runs archived (by the run's instant), oldest first.

@@ -73,10 +73,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     };
     let body = html! {
         form.filter method="get" action="/pods" {
-            label for="ns" { "Namespace" }
-            select #ns name="ns" {
-                @for n in app.pods.keys() { option value=(n) selected[n == ns] { (n) } }
-            }
+            (super::namespace_select(app.pods.keys().map(String::as_str), ns))
             button type="submit" { "Plan" }
         }
         @match &planned {

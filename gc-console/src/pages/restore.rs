@@ -38,7 +38,7 @@ async fn restored(app: &App, ns: &str, session: &str, live: bool) -> Result<Vec<
         namespace: ns.to_owned(),
         session: session.to_owned(),
         dry_run: !live,
-        bind_wait: app.bind_wait,
+        bind_wait: crate::BIND_WAIT,
     };
     let restored = app.live.restore(&Operator(app), asked, &app.operator).await;
     restored.map(|r| r.objects).map_err(|e| said(&e))
@@ -55,7 +55,7 @@ pub(crate) async fn preview(State(app): State<Arc<App>>, RawQuery(query): RawQue
     let session = query.one("session").unwrap_or_default().trim();
     let chooser = html! {
         form.filter method="get" action="/restore" {
-            (namespace_select(&app, ns))
+            (namespace_select(app.configs.keys().map(String::as_str), ns))
             label for="session" { "Session" }
             input #session type="text" name="session" value=(session) required;
             button type="submit" { "Show what a restore would do" }

@@ -175,7 +175,7 @@ pub(crate) async fn page(State(app): State<Arc<App>>, RawQuery(query): RawQuery)
     let (planned, at) = plan_of(&app, ns, query.one("again").is_some()).await;
     let body = html! {
         form.filter method="get" action="/sessions" role="search" {
-            (namespace_select(&app, ns))
+            (namespace_select(app.configs.keys().map(String::as_str), ns))
             label for="q" { "Search" }
             input #q type="search" name="q" value=(filter.q) placeholder="session id or object name";
             label for="decision" { "Decision" }
